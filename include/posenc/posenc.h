@@ -1,0 +1,399 @@
+/* posenc: transformer position encodings (RoPE, sinusoidal) on any compute device.
+ * The whole public C API. No vendor header is included here: typed Vulkan/OpenCL interop lives
+ * in posenc_vulkan.h and posenc_opencl.h.
+ *
+ * Conventions
+ * - Every create call and operation takes a `const posenc_*_desc *`. A zero field means "the
+ *   default"; each default is written beside its field. Zero-initialise descriptors
+ *   (`posenc_rope_desc d = {0};`) and set only what you need.
+ * - Every call that can fail returns posenc_status; results go through out-parameters. A failed
+ *   call writes nothing into the caller's outputs (out-parameters, buffers, tensors).
+ * - The library never prints and never aborts. Detailed messages naming the bad field are kept
+ *   per context (posenc_context_last_error) and, for calls without a context, per thread
+ *   (posenc_thread_last_error). An optional log callback receives diagnostics.
+ * - The library frees only what it created; fields marked "borrowed" are never destroyed.
+ *
+ * Completion
+ * - posenc_rope and posenc_sinusoidal are synchronous: when they return, the results are in the
+ *   output memory (a buffer download or the caller's host array shows them).
+ *
+ * Thread safety
+ * - Device enumeration, posenc_version, posenc_status_name/string, posenc_thread_last_error and
+ *   posenc_context_create are safe to call from any thread at any time.
+ * - A posenc_context, and every buffer created from it, may be used by one thread at a time
+ *   (the caller synchronises). Different contexts never interfere, so one context per thread
+ *   needs no locking at all.
+ *
+ * Accuracy promise (every backend, every device, with or without float64)
+ * - RoPE, f32 output: |out - exact| / |rotated pair| <= 8 * 2^-24 (about 4.8e-7) for any int32
+ *   position, and for float positions of magnitude below 2^31.
+ * - f16 / bf16 output: within one unit in the last place of the output type of the exact
+ *   result, plus the f32 bound above.
+ * - Sinusoidal values: the same 8 * 2^-24, absolute, for integer and float positions.
+ * Angles are reduced exactly (fixed-point fractions of a turn), so accuracy does not decay
+ * with the position. Float positions of magnitude 2^31 or more, or NaN, give NaN outputs.
+ */
+#ifndef POSENC_POSENC_H
+#define POSENC_POSENC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(POSENC_SHARED)
+#  if defined(POSENC_BUILDING)
+#    define POSENC_API __declspec(dllexport)
+#  else
+#    define POSENC_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__) && defined(POSENC_BUILDING)
+#  define POSENC_API __attribute__((visibility("default")))
+#else
+#  define POSENC_API
+#endif
+
+#define POSENC_VERSION_MAJOR 0
+#define POSENC_VERSION_MINOR 1
+#define POSENC_VERSION_PATCH 0
+
+/* "0.1.0": the version of the library actually linked. */
+POSENC_API const char *posenc_version(void);
+
+/* Most dimensions a tensor view has. */
+#define POSENC_MAX_DIMS 4
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes, grouped by range: -1xx the caller's input, -2xx devices and runtimes,
+ * -3xx the host. One list generates the enum, the names and the messages.
+ */
+#define POSENC_STATUS_LIST(X)                                                                      \
+    X(OK, 0, "success")                                                                            \
+    X(INVALID_ARGUMENT, -100, "an argument is invalid")                                            \
+    X(INVALID_SHAPE, -101, "a tensor shape is invalid or does not match")                          \
+    X(INVALID_DTYPE, -102, "a tensor dtype is invalid or does not match")                          \
+    X(INVALID_LAYOUT, -103, "tensor strides or offsets overlap, overflow or are misaligned")       \
+    X(OUT_OF_BOUNDS, -104, "a tensor view reaches past the end of its buffer")                     \
+    X(DEVICE_NOT_FOUND, -200, "no device matches the request")                                     \
+    X(BACKEND_UNAVAILABLE, -201, "the backend's runtime is not present on this machine")           \
+    X(UNSUPPORTED, -202, "the device or this version does not support the request")                \
+    X(DEVICE_INIT_FAILED, -203, "the device failed to initialise")                                 \
+    X(OUT_OF_DEVICE_MEMORY, -204, "out of device memory")                                          \
+    X(DEVICE_LOST, -205, "the device was lost")                                                    \
+    X(KERNEL_BUILD_FAILED, -206, "a kernel failed to build")                                       \
+    X(DEVICE_ERROR, -207, "the device runtime reported an error")                                  \
+    X(OUT_OF_MEMORY, -300, "out of host memory")                                                   \
+    X(IO_ERROR, -301, "a file could not be read or written")                                       \
+    X(INTERNAL, -399, "internal error")
+
+typedef enum posenc_status {
+#define POSENC_STATUS_ENUM_(name, value, message) POSENC_##name = value,
+    POSENC_STATUS_LIST(POSENC_STATUS_ENUM_)
+#undef POSENC_STATUS_ENUM_
+} posenc_status;
+
+/* "POSENC_INVALID_SHAPE"; "POSENC_UNKNOWN_STATUS" for a value not in the list. */
+POSENC_API const char *posenc_status_name(posenc_status status);
+/* "a tensor shape is invalid or does not match". Static strings, never NULL. */
+POSENC_API const char *posenc_status_string(posenc_status status);
+
+/* Detailed message of the last failed call made on this thread without a context (device
+ * enumeration, posenc_context_create). "" when there is none. Valid until the next such call. */
+POSENC_API const char *posenc_thread_last_error(void);
+
+typedef enum posenc_log_level {
+    POSENC_LOG_DEBUG = 0,
+    POSENC_LOG_INFO = 1,
+    POSENC_LOG_WARNING = 2,
+    POSENC_LOG_ERROR = 3,
+} posenc_log_level;
+
+/* Called from the thread that made the call; `message` is valid only during the call. */
+typedef void (*posenc_log_fn)(posenc_log_level level, const char *message, void *user_data);
+
+/* ---------------------------------------------------------------------------------------------
+ * Backends and devices
+ */
+typedef enum posenc_backend {
+    POSENC_BACKEND_AUTO = 0,
+    POSENC_BACKEND_CPU = 1,
+    POSENC_BACKEND_VULKAN = 2,
+    POSENC_BACKEND_OPENCL = 3,
+} posenc_backend;
+
+typedef enum posenc_device_type {
+    POSENC_DEVICE_DISCRETE_GPU = 0,
+    POSENC_DEVICE_INTEGRATED_GPU = 1,
+    POSENC_DEVICE_VIRTUAL_GPU = 2,
+    POSENC_DEVICE_CPU = 3,      /* a CPU: posenc's own CPU path, or a CPU seen through a runtime */
+    POSENC_DEVICE_SOFTWARE = 4, /* a GPU emulated in software (llvmpipe/lavapipe, PoCL, ...) */
+    POSENC_DEVICE_OTHER = 5,
+} posenc_device_type;
+
+/* "auto", "cpu", "vulkan", "opencl". */
+POSENC_API const char *posenc_backend_name(posenc_backend backend);
+/* "discrete GPU", "integrated GPU", "virtual GPU", "CPU", "software", "other". */
+POSENC_API const char *posenc_device_type_name(posenc_device_type type);
+
+/* Whether a backend was compiled in and its runtime loaded. On failure `*reason` (optional)
+ * says why ("libvulkan.so.1 not found", "not compiled in"); a static string. */
+POSENC_API posenc_status posenc_backend_status(posenc_backend backend, const char **reason);
+
+typedef struct posenc_device_info {
+    posenc_backend backend;
+    uint32_t backend_index;       /* index among this backend's devices: "vulkan:1" */
+    posenc_device_type type;
+    bool native_cpu;              /* posenc's own CPU path (the one AUTO falls back to) */
+    char name[256];
+    char vendor[128];
+    char driver[128];             /* driver or runtime version, free text */
+    uint64_t memory_bytes;        /* device-local memory; physical RAM for CPU devices */
+    bool unified_memory;          /* host and device share memory: no staging copies */
+    bool fp16_storage;            /* native 16-bit loads/stores (f16 works everywhere anyway) */
+    bool fp16_arithmetic;         /* native half-precision arithmetic */
+    bool bf16;                    /* native bf16 conversion or arithmetic */
+    bool fp64;                    /* native double precision (not needed for accuracy) */
+    uint32_t compute_units;       /* cores, SMs, CUs, execution units */
+    uint32_t max_workgroup_size;  /* largest work-group (1 on the CPU path) */
+    uint32_t subgroup_size;       /* 0 when unknown or variable */
+    uint64_t max_buffer_bytes;    /* largest single buffer allocation */
+    uint64_t max_binding_bytes;   /* largest range one kernel binding may address */
+} posenc_device_info;
+
+/* Every device of every available backend, in a stable order (Vulkan, OpenCL, CPU). The list is
+ * built once per process, on first use. The native CPU device is always present. */
+POSENC_API posenc_status posenc_device_count(uint32_t *count);
+POSENC_API posenc_status posenc_device_get(uint32_t index, posenc_device_info *info);
+
+/* ---------------------------------------------------------------------------------------------
+ * Contexts
+ */
+typedef enum posenc_context_flags {
+    POSENC_CONTEXT_NO_FALLBACK = 1u << 0,    /* fail instead of trying the next device */
+    POSENC_CONTEXT_IGNORE_ENV = 1u << 1,     /* do not read the POSENC_DEVICE variable */
+    POSENC_CONTEXT_ALLOW_SOFTWARE = 1u << 2, /* AUTO may pick software-emulated devices */
+    POSENC_CONTEXT_VALIDATION = 1u << 3,     /* enable API validation (Vulkan layers) */
+} posenc_context_flags;
+
+/* A caller's own Vulkan objects, for engines that bring their device. All borrowed, not
+ * destroyed. Typed setters live in posenc_vulkan.h. */
+typedef struct posenc_vulkan_external {
+    const void *instance;             /* VkInstance */
+    const void *physical_device;      /* VkPhysicalDevice */
+    const void *device;               /* VkDevice; NULL: posenc creates its own device */
+    uint32_t queue_family;            /* compute-capable queue family of `device` */
+    const void *queue;                /* VkQueue; NULL: posenc records only, never submits */
+    void (*get_instance_proc_addr)(void); /* PFN_vkGetInstanceProcAddr */
+    uint32_t enabled_features;        /* posenc_vulkan_feature bits the caller enabled */
+} posenc_vulkan_external;
+
+/* A caller's own OpenCL objects. Borrowed: retained while the context lives, then released. */
+typedef struct posenc_opencl_external {
+    const void *context; /* cl_context */
+    const void *device;  /* cl_device_id */
+    const void *queue;   /* cl_command_queue */
+} posenc_opencl_external;
+
+typedef struct posenc_context_desc {
+    posenc_backend backend;  /* default AUTO */
+    /* Which device of `backend`: NULL = the best one; "1" = its device 1; "NVIDIA" = the first
+     * whose name contains this (case-insensitive). With backend AUTO it may also be a full
+     * selector as in POSENC_DEVICE: "cpu", "vulkan", "vulkan:1", "opencl:0", "llvmpipe"; a
+     * selector here takes precedence over POSENC_DEVICE. */
+    const char *device;
+    uint32_t flags;          /* posenc_context_flags; default 0 */
+    uint32_t num_threads;    /* CPU worker threads; default: the cores this process may use */
+    posenc_log_fn log;       /* default: silent */
+    void *log_user_data;
+    const char *cache_dir;   /* kernel binary cache; default $XDG_CACHE_HOME/posenc */
+    const char *pipeline_cache_path; /* Vulkan pipeline cache file to load and save; default none */
+    posenc_vulkan_external vulkan;   /* default: posenc creates everything */
+    posenc_opencl_external opencl;   /* default: posenc creates everything */
+} posenc_context_desc;
+
+typedef struct posenc_context posenc_context;
+
+/* Picks a device (POSENC_DEVICE overrides AUTO unless IGNORE_ENV), initialises it, and on failure
+ * tries the next candidate (logging why) unless NO_FALLBACK. AUTO prefers a discrete GPU, then an
+ * integrated GPU, then a virtual GPU, then the native CPU path; software-emulated devices only
+ * when asked for by backend, selector or ALLOW_SOFTWARE. `desc` may be NULL (all defaults). */
+POSENC_API posenc_status posenc_context_create(const posenc_context_desc *desc,
+                                               posenc_context **context);
+/* Waits for outstanding work and frees everything the context created. NULL is a no-op. Buffers
+ * still alive are destroyed too (their handles become invalid). */
+POSENC_API void posenc_context_destroy(posenc_context *context);
+
+/* What posenc_context_create would choose for `desc`, without initialising anything.
+ * `*index` is a posenc_device_get index; `*reason` (optional) a static explanation. */
+POSENC_API posenc_status posenc_device_choose(const posenc_context_desc *desc, uint32_t *index,
+                                              const char **reason);
+
+POSENC_API posenc_status posenc_context_device(const posenc_context *context,
+                                               posenc_device_info *info);
+/* Message of the last failed call on this context, naming the bad field; "" if none. */
+POSENC_API const char *posenc_context_last_error(const posenc_context *context);
+
+/* ---------------------------------------------------------------------------------------------
+ * Buffers: memory on the context's device. On the CPU backend and on unified-memory devices a
+ * buffer is host memory used in place.
+ */
+typedef struct posenc_buffer posenc_buffer;
+
+typedef struct posenc_buffer_desc {
+    uint64_t size;            /* bytes; required (> 0) */
+    void *host_memory;        /* wrap this caller memory of `size` bytes instead of allocating.
+                               * Borrowed, not freed; must outlive the buffer. The CPU backend uses
+                               * it in place; GPU backends import it or copy at each operation. */
+    const void *initial_data; /* optional: `size` bytes uploaded at creation */
+} posenc_buffer_desc;
+
+POSENC_API posenc_status posenc_buffer_create(posenc_context *context,
+                                              const posenc_buffer_desc *desc,
+                                              posenc_buffer **buffer);
+/* NULL is a no-op. */
+POSENC_API void posenc_buffer_destroy(posenc_buffer *buffer);
+POSENC_API uint64_t posenc_buffer_size(const posenc_buffer *buffer);
+POSENC_API posenc_status posenc_buffer_upload(posenc_buffer *buffer, uint64_t offset,
+                                              const void *data, uint64_t size);
+POSENC_API posenc_status posenc_buffer_download(posenc_buffer *buffer, uint64_t offset,
+                                                void *data, uint64_t size);
+
+/* ---------------------------------------------------------------------------------------------
+ * Tensor views
+ */
+typedef enum posenc_dtype {
+    POSENC_DTYPE_DEFAULT = 0, /* f32 for data tensors, i32 for positions */
+    POSENC_DTYPE_F32 = 1,
+    POSENC_DTYPE_F16 = 2,
+    POSENC_DTYPE_BF16 = 3,
+    POSENC_DTYPE_I32 = 4,     /* positions only */
+} posenc_dtype;
+
+POSENC_API const char *posenc_dtype_name(posenc_dtype dtype); /* "f32", "f16", "bf16", "i32" */
+POSENC_API size_t posenc_dtype_size(posenc_dtype dtype);      /* 0 for DEFAULT or unknown */
+
+/* A view: memory + byte offset + dtype + up to 4 dims with byte strides, outermost first. Views
+ * with fewer dims drop the outer ones: RoPE reads [batch, tokens, heads, head_dim],
+ * [tokens, heads, head_dim], [tokens, head_dim] (one head) or [head_dim]; sinusoidal reads
+ * [batch, rows, d_model], [rows, d_model] or [d_model]. Any layout is a choice of strides: a
+ * [batch, heads, tokens, head_dim] tensor is passed with its token and head strides swapped, a
+ * q slice of a fused qkv buffer with the qkv row strides. Exactly one of `buffer` and `host` is
+ * set; a view with neither and ndim 0 is "absent". */
+typedef struct posenc_tensor {
+    posenc_buffer *buffer;            /* device memory, or NULL when `host` is used */
+    void *host;                       /* caller host memory, borrowed (any backend) */
+    uint64_t offset;                  /* bytes from the start of buffer/host; element-aligned */
+    posenc_dtype dtype;               /* default: see posenc_dtype */
+    uint32_t ndim;                    /* 1..POSENC_MAX_DIMS */
+    int64_t shape[POSENC_MAX_DIMS];   /* sizes, outermost first; each >= 1 */
+    int64_t strides[POSENC_MAX_DIMS]; /* bytes, positive multiples of the element size;
+                                       * 0 = packed behind the next inner dim (all 0: row-major) */
+} posenc_tensor;
+
+/* Packed row-major views, a convenience for the common case. */
+POSENC_API posenc_tensor posenc_tensor_of_buffer(posenc_buffer *buffer, posenc_dtype dtype,
+                                                 uint32_t ndim, const int64_t *shape);
+POSENC_API posenc_tensor posenc_tensor_of_host(void *host, posenc_dtype dtype, uint32_t ndim,
+                                               const int64_t *shape);
+
+/* ---------------------------------------------------------------------------------------------
+ * RoPE
+ */
+typedef enum posenc_rope_style {
+    POSENC_ROPE_NEOX = 0, /* half split: dim i pairs with i + rotary_dim/2 (NeoX, Llama, HF) */
+    POSENC_ROPE_GPTJ = 1, /* interleaved: dim 2i pairs with 2i+1 (GPT-J, original RoFormer) */
+} posenc_rope_style;
+
+typedef enum posenc_rope_scaling_type {
+    POSENC_ROPE_SCALING_NONE = 0,
+    POSENC_ROPE_SCALING_LINEAR = 1,      /* position interpolation: inv_freq / factor */
+    POSENC_ROPE_SCALING_NTK = 2,         /* static NTK-aware: base * factor^(d/(d-2)) */
+    POSENC_ROPE_SCALING_DYNAMIC_NTK = 3, /* base recomputed from the sequence length */
+    POSENC_ROPE_SCALING_YARN = 4,
+    POSENC_ROPE_SCALING_LLAMA3 = 5,
+    POSENC_ROPE_SCALING_LONGROPE = 6,
+} posenc_rope_scaling_type;
+
+/* Context-extension scaling, applied on the host in float64 to produce inv_freq and an attention
+ * factor. Defaults are the published ones. Fields a type does not use must stay zero. */
+typedef struct posenc_rope_scaling {
+    posenc_rope_scaling_type type;    /* default NONE */
+    double factor;                    /* >= 1; default 1 */
+    uint32_t original_max_positions;  /* DYNAMIC_NTK, YARN, LLAMA3, LONGROPE: pre-training context */
+    uint32_t sequence_length;         /* DYNAMIC_NTK, LONGROPE: current length; 0 = from positions */
+    double beta_fast;                 /* YARN; default 32 */
+    double beta_slow;                 /* YARN; default 1 */
+    double mscale;                    /* YARN; default 1 */
+    double mscale_all_dim;            /* YARN; default 0 */
+    bool no_truncate;                 /* YARN: keep fractional correction bounds (gpt-oss) */
+    double low_freq_factor;           /* LLAMA3; default 1 */
+    double high_freq_factor;          /* LLAMA3; default 4 */
+    const double *short_factor;       /* LONGROPE: factors below the original max positions */
+    const double *long_factor;        /* LONGROPE: factors above it */
+    const double *freq_factors;       /* any type: divide inv_freq[j] by freq_factors[j] */
+    uint32_t factor_count;            /* entries in each array above: rotary_dim/2 */
+} posenc_rope_scaling;
+
+/* q and, optionally, k of one attention layer, rotated in one call:
+ *   (x_a, x_b) -> attention_factor * (x_a cos t - x_b sin t, x_a sin t + x_b cos t),
+ *   t = position * inv_freq[j], inv_freq[j] = theta^(-2j / rotary_dim), j < rotary_dim / 2.
+ * q is [batch, tokens, q_heads, head_dim], k is [batch, tokens, k_heads, head_dim] (k_heads may
+ * differ: grouped-query attention). Dims from rotary_dim to head_dim pass through unchanged. */
+typedef struct posenc_rope_desc {
+    posenc_tensor q;          /* required */
+    posenc_tensor q_out;      /* absent: q is rotated in place; otherwise same shape and dtype */
+    posenc_tensor k;          /* optional */
+    posenc_tensor k_out;      /* absent: k in place */
+    posenc_tensor positions;  /* i32 (or f32) [tokens] or [batch, tokens]; absent: token index */
+    int32_t position_offset;  /* absent positions: position = position_offset + token index;
+                               * must be 0 when positions are given */
+    uint32_t rotary_dim;      /* even, <= head_dim; default head_dim */
+    posenc_rope_style style;  /* default NEOX */
+    double theta;             /* frequency base; default 10000 */
+    double attention_factor;  /* scales cos and sin; default 1, or the scaling's own */
+    bool inverse;             /* rotate by -t: the backward pass, or undoing a forward */
+    const double *inv_freq;   /* optional: caller frequencies (radians per position, >= 0);
+                               * replace theta and scaling.type (freq_factors still apply) */
+    uint32_t inv_freq_count;  /* entries in inv_freq: rotary_dim/2 */
+    posenc_rope_scaling scaling;
+} posenc_rope_desc;
+
+POSENC_API posenc_status posenc_rope(posenc_context *context, const posenc_rope_desc *desc);
+
+/* ---------------------------------------------------------------------------------------------
+ * Sinusoidal encodings (Vaswani et al.; diffusion timestep embeddings)
+ */
+typedef enum posenc_sinusoidal_layout {
+    POSENC_SINUSOIDAL_INTERLEAVED = 0, /* sin f0, cos f0, sin f1, cos f1, ... (Vaswani) */
+    POSENC_SINUSOIDAL_SIN_COS = 1,     /* [sin f0..f(h-1) | cos f0..f(h-1)] (diffusers default) */
+    POSENC_SINUSOIDAL_COS_SIN = 2,     /* [cos | sin] (diffusers flip_sin_to_cos) */
+} posenc_sinusoidal_layout;
+
+/* out[b, r, :] = x[b, r, :] * input_scale + output_scale * PE(p), p the position of row r, with
+ * PE(p) of d_model values at frequencies f_i = base^(-i / (d_model/2 - freq_shift)),
+ * i < d_model/2; an odd d_model ends in one zero. Without x the table PE is written. */
+typedef struct posenc_sinusoidal_desc {
+    posenc_tensor out;          /* required: [rows, d_model] or [batch, rows, d_model] */
+    posenc_tensor x;            /* optional: add mode; same shape; may be `out` itself (in place) */
+    posenc_tensor positions;    /* i32 or f32 [rows] or [batch, rows]; absent: row index */
+    int32_t position_offset;    /* absent positions: position = position_offset + row; must be
+                                 * 0 when positions are given */
+    posenc_sinusoidal_layout layout; /* default INTERLEAVED */
+    double base;                /* max_period; default 10000 */
+    double freq_shift;          /* diffusers' downscale_freq_shift; default 0 */
+    double position_scale;      /* > 0, multiplies positions (diffusers' `scale`); default 1 */
+    double input_scale;         /* add mode: multiplies x (e.g. sqrt(d_model)); default 1 */
+    double output_scale;        /* multiplies PE; default 1 */
+} posenc_sinusoidal_desc;
+
+POSENC_API posenc_status posenc_sinusoidal(posenc_context *context,
+                                           const posenc_sinusoidal_desc *desc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POSENC_POSENC_H */
