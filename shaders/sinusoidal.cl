@@ -1,0 +1,114 @@
+/* Sinusoidal position encodings (posenc_sinusoidal), one work-item per frequency and row:
+ *   out[b, r, c] = x[b, r, c] * input_scale + output_scale * PE(p)[c]   (add mode)
+ *   out[b, r, c] = output_scale * PE(p)[c]                               (table)
+ * with p the position of row r, PE(p) = sin and cos of p * f_i in the chosen layout, and one
+ * zero column at the end when d_model is odd. Angles follow angle.cl (exact reduction); the
+ * GLSL twin is sinusoidal.comp, with the same parameters in the same order.
+ *
+ * Variants (build options): -DPOSENC_OUT_F32, -DPOSENC_OUT_F16 or -DPOSENC_OUT_BF16, the type
+ * of out and x.
+ *
+ * Arguments:
+ *   0  out        global f32, f16 or bf16 elements
+ *   1  x          same type; read only in add mode without X_IN_OUT (may be NULL otherwise)
+ *   2  positions  global i32 or f32 elements, as uint; read only with POSITIONS_I32/F32
+ *   3  freqs      global uint triplets (int_turns, frac_hi, frac_lo) per frequency, d_model/2
+ *                 of them; the host folds position_scale into them
+ *   4..21         the 18 words of sinusoidal.comp's push constants, in order, each 4 bytes:
+ *                 offsets and strides in elements, not bytes; every element index, and
+ *                 batch * rows * (d_model/2 + d_model%2), fits in 32 bits.
+ * flags: bits 0-1 the layout (posenc_sinusoidal_layout: 0 interleaved, 1 sin|cos, 2 cos|sin);
+ * bits 2-3 the positions (0 none: position_offset + row; 1 i32; 2 f32);
+ * bit 4 add mode (read x); bit 5 x lives in `out` (in place: read x through `out`).
+ * Global size: any; one dimension (the kernel loops over the rest).
+ */
+#include "angle.cl"
+#include "dtype.cl"
+
+#define POSENC_LAYOUT_MASK 3u
+#define POSENC_LAYOUT_INTERLEAVED 0u
+#define POSENC_LAYOUT_SIN_COS 1u
+#define POSENC_POSITIONS_SHIFT 2u
+#define POSENC_POSITIONS_I32 1u
+#define POSENC_FLAG_ADD 16u
+#define POSENC_FLAG_X_IN_OUT 32u
+
+kernel void posenc_sinusoidal(global POSENC_OUT_TYPE *out,
+                              const global POSENC_OUT_TYPE *x,
+                              const global uint *positions,
+                              const global uint *freqs,
+                              uint out_offset, uint out_stride_batch, uint out_stride_row,
+                              uint out_stride_col,
+                              uint x_offset, uint x_stride_batch, uint x_stride_row,
+                              uint x_stride_col,
+                              uint positions_offset, uint positions_stride_batch,
+                              uint positions_stride_row,
+                              uint batch, uint rows, uint d_model,
+                              int position_offset, uint flags,
+                              float input_scale, float output_scale)
+{
+    uint half_count = d_model >> 1;
+    uint units = half_count + (d_model & 1u);
+    uint total = units * batch * rows;
+    uint stride = (uint)get_global_size(0);
+    uint layout_kind = flags & POSENC_LAYOUT_MASK;
+    uint positions_kind = (flags >> POSENC_POSITIONS_SHIFT) & 3u;
+    int add = (flags & POSENC_FLAG_ADD) != 0u;
+    const global POSENC_OUT_TYPE *x_source =
+        (flags & POSENC_FLAG_X_IN_OUT) != 0u ? (const global POSENC_OUT_TYPE *)out : x;
+
+    /* The step stops at `total` rather than wrap around 2^32. */
+    for (uint i = (uint)get_global_id(0); i < total; i = total - i <= stride ? total : i + stride) {
+        uint row = i / units;
+        uint k = i - row * units;
+        uint b = row / rows;
+        uint r = row - b * rows;
+        uint out_base = out_offset + b * out_stride_batch + r * out_stride_row;
+        uint x_base = x_offset + b * x_stride_batch + r * x_stride_row;
+
+        if (k == half_count) { /* the zero column of an odd d_model */
+            uint col = d_model - 1u;
+            float value = output_scale * 0.0f;
+            if (add)
+                value = posenc_load_out(x_source, x_base + col * x_stride_col) * input_scale +
+                        value;
+            posenc_store_out(out, out_base + col * out_stride_col, value);
+            continue;
+        }
+
+        float s = as_float(0x7fc00000u), c = s; /* NaN for an invalid float position */
+        uint2 position = (uint2)(0u, (uint)position_offset + r);
+        int valid = 1;
+        if (positions_kind != 0u) {
+            uint word = positions[positions_offset + b * positions_stride_batch +
+                                  r * positions_stride_row];
+            if (positions_kind == POSENC_POSITIONS_I32)
+                position = posenc_position_from_i32((int)word);
+            else
+                valid = posenc_position_from_f32(word, &position);
+        }
+        if (valid) {
+            uint3 freq = (uint3)(freqs[3u * k], freqs[3u * k + 1u], freqs[3u * k + 2u]);
+            posenc_sincos_turns(posenc_turns(position, freq), &s, &c);
+        }
+
+        uint col_sin = half_count + k, col_cos = k;
+        if (layout_kind == POSENC_LAYOUT_INTERLEAVED) {
+            col_sin = 2u * k;
+            col_cos = 2u * k + 1u;
+        } else if (layout_kind == POSENC_LAYOUT_SIN_COS) {
+            col_sin = k;
+            col_cos = half_count + k;
+        }
+        float value_sin = output_scale * s;
+        float value_cos = output_scale * c;
+        if (add) {
+            value_sin = posenc_load_out(x_source, x_base + col_sin * x_stride_col) * input_scale +
+                        value_sin;
+            value_cos = posenc_load_out(x_source, x_base + col_cos * x_stride_col) * input_scale +
+                        value_cos;
+        }
+        posenc_store_out(out, out_base + col_sin * out_stride_col, value_sin);
+        posenc_store_out(out, out_base + col_cos * out_stride_col, value_cos);
+    }
+}

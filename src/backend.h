@@ -1,0 +1,51 @@
+/* The interface every backend implements. The front end (src/core) applies defaults and
+ * validates every descriptor before any entry here runs, so a backend trusts its input.
+ * Adding a backend: a folder with a `const posenc__backend` and one line in core/registry.c.
+ */
+#ifndef POSENC_BACKEND_H
+#define POSENC_BACKEND_H
+
+#include "core/internal.h"
+
+typedef struct posenc__backend {
+    posenc_backend kind;
+    const char *name;
+
+    /* Loads the runtime (dlopen) and appends this backend's devices to `list`. Called once per
+     * process, under the registry's once-lock. Returning BACKEND_UNAVAILABLE with a message in
+     * `reason` (a static or list-owned string) makes the backend absent; nothing else is an
+     * error. Required. */
+    posenc_status (*enumerate)(posenc__device_list *list, const char **reason);
+
+    /* Creates the per-context state for `device` (one of this backend's enumerated devices) in
+     * ctx->backend_state. On failure sets the context error and leaves nothing allocated.
+     * Required. */
+    posenc_status (*context_init)(posenc_context *ctx, const posenc__device *device);
+    /* Waits for outstanding work and frees ctx->backend_state. Required. */
+    void (*context_fini)(posenc_context *ctx);
+
+    /* Creates buf->backend_state for buf->size bytes; wraps buf->host_memory when it is set.
+     * Required. */
+    posenc_status (*buffer_init)(posenc_context *ctx, posenc_buffer *buf);
+    /* Frees buf->backend_state (never the wrapped host memory). Required. */
+    void (*buffer_fini)(posenc_context *ctx, posenc_buffer *buf);
+    /* Copies between host memory and the buffer; ranges already checked. Required. */
+    posenc_status (*buffer_upload)(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                                   const void *data, uint64_t size);
+    posenc_status (*buffer_download)(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                                     void *data, uint64_t size);
+    /* Host address of a buffer's memory when the device shares it with the host (CPU backend,
+     * unified memory), else NULL. Optional (NULL entry: never shared). Used by the front end to
+     * detect aliasing between buffers and host tensors. */
+    void *(*buffer_host_address)(posenc_context *ctx, posenc_buffer *buf);
+
+    /* The operations, on validated and resolved descriptions. Required. */
+    posenc_status (*rope)(posenc_context *ctx, const posenc__rope_op *op);
+    posenc_status (*sinusoidal)(posenc_context *ctx, const posenc__sinusoidal_op *op);
+
+    /* Creates the context on the caller's own Vulkan or OpenCL objects (desc->vulkan /
+     * desc->opencl). Optional: NULL means such handles are UNSUPPORTED by this backend. */
+    posenc_status (*context_init_external)(posenc_context *ctx, const posenc_context_desc *desc);
+} posenc__backend;
+
+#endif

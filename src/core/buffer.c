@@ -1,0 +1,122 @@
+/* Buffers: creation, host wrapping, upload and download with range checks. */
+#include "backend.h"
+
+#include <stdlib.h>
+
+posenc_status posenc_buffer_create(posenc_context *ctx, const posenc_buffer_desc *desc,
+                                   posenc_buffer **buffer)
+{
+    if (!ctx)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
+    if (!desc)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "desc: is NULL");
+    if (!buffer)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "buffer: is NULL");
+    if (desc->size == 0)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "size: must be > 0");
+    if (desc->size > ctx->device->info.max_buffer_bytes)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "size: %llu bytes is more than the device's largest buffer (%llu)",
+                            (unsigned long long)desc->size,
+                            (unsigned long long)ctx->device->info.max_buffer_bytes);
+    posenc__clear_error(ctx);
+
+    posenc_buffer *buf = calloc(1, sizeof *buf);
+    if (!buf)
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "buffer: out of host memory");
+    buf->ctx = ctx;
+    buf->size = desc->size;
+    buf->host_memory = desc->host_memory;
+    posenc_status status = ctx->backend->buffer_init(ctx, buf);
+    if (status != POSENC_OK) {
+        free(buf);
+        return status;
+    }
+    if (desc->initial_data) {
+        status = ctx->backend->buffer_upload(ctx, buf, 0, desc->initial_data, desc->size);
+        if (status != POSENC_OK) {
+            ctx->backend->buffer_fini(ctx, buf);
+            free(buf);
+            return status;
+        }
+    }
+    buf->next = ctx->buffers;
+    if (ctx->buffers)
+        ctx->buffers->prev = buf;
+    ctx->buffers = buf;
+    *buffer = buf;
+    return POSENC_OK;
+}
+
+void posenc_buffer_destroy(posenc_buffer *buf)
+{
+    if (!buf)
+        return;
+    posenc_context *ctx = buf->ctx;
+    if (buf->prev)
+        buf->prev->next = buf->next;
+    else
+        ctx->buffers = buf->next;
+    if (buf->next)
+        buf->next->prev = buf->prev;
+    ctx->backend->buffer_fini(ctx, buf);
+    free(buf);
+}
+
+uint64_t posenc_buffer_size(const posenc_buffer *buf) { return buf ? buf->size : 0; }
+
+static posenc_status check_range(posenc_buffer *buf, uint64_t offset, const void *data,
+                                 uint64_t size)
+{
+    if (!buf)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "buffer: is NULL");
+    if (!data && size)
+        return posenc__fail(buf->ctx, POSENC_INVALID_ARGUMENT, "data: is NULL");
+    if (offset > buf->size || size > buf->size - offset)
+        return posenc__fail(buf->ctx, POSENC_OUT_OF_BOUNDS,
+                            "offset: range [%llu, %llu + %llu) is past the end of the buffer "
+                            "(%llu bytes)",
+                            (unsigned long long)offset, (unsigned long long)offset,
+                            (unsigned long long)size, (unsigned long long)buf->size);
+    posenc__clear_error(buf->ctx);
+    return POSENC_OK;
+}
+
+posenc_status posenc_buffer_upload(posenc_buffer *buf, uint64_t offset, const void *data,
+                                   uint64_t size)
+{
+    posenc_status status = check_range(buf, offset, data, size);
+    if (status != POSENC_OK || size == 0)
+        return status;
+    return buf->ctx->backend->buffer_upload(buf->ctx, buf, offset, data, size);
+}
+
+posenc_status posenc_buffer_download(posenc_buffer *buf, uint64_t offset, void *data,
+                                     uint64_t size)
+{
+    posenc_status status = check_range(buf, offset, data, size);
+    if (status != POSENC_OK || size == 0)
+        return status;
+    return buf->ctx->backend->buffer_download(buf->ctx, buf, offset, data, size);
+}
+
+static posenc_tensor packed_tensor(posenc_buffer *buffer, void *host, posenc_dtype dtype,
+                                   uint32_t ndim, const int64_t *shape)
+{
+    posenc_tensor t = {.buffer = buffer, .host = host, .dtype = dtype, .ndim = ndim};
+    for (uint32_t i = 0; i < ndim && i < POSENC_MAX_DIMS && shape; i++)
+        t.shape[i] = shape[i];
+    return t;
+}
+
+posenc_tensor posenc_tensor_of_buffer(posenc_buffer *buffer, posenc_dtype dtype, uint32_t ndim,
+                                      const int64_t *shape)
+{
+    return packed_tensor(buffer, NULL, dtype, ndim, shape);
+}
+
+posenc_tensor posenc_tensor_of_host(void *host, posenc_dtype dtype, uint32_t ndim,
+                                    const int64_t *shape)
+{
+    return packed_tensor(NULL, host, dtype, ndim, shape);
+}

@@ -1,0 +1,173 @@
+/* Contexts: choosing a device, initialising it with fallback, and tearing everything down. */
+#include "backend.h"
+#include "core/platform.h"
+#include "core/select.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define KNOWN_FLAGS                                                                     \
+    (POSENC_CONTEXT_NO_FALLBACK | POSENC_CONTEXT_IGNORE_ENV | POSENC_CONTEXT_ALLOW_SOFTWARE | \
+     POSENC_CONTEXT_VALIDATION)
+
+/* What posenc_device_choose and posenc_context_create both refuse before choosing. */
+static posenc_status validate_desc(const posenc_context_desc *desc)
+{
+    if ((unsigned)desc->backend > POSENC_BACKEND_OPENCL)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "backend: unknown value %d",
+                            (int)desc->backend);
+    if (desc->flags & ~(uint32_t)KNOWN_FLAGS)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "flags: unknown bits 0x%x",
+                            desc->flags & ~(uint32_t)KNOWN_FLAGS);
+    bool external = desc->vulkan.instance || desc->vulkan.physical_device ||
+                    desc->vulkan.device || desc->vulkan.queue ||
+                    desc->vulkan.get_instance_proc_addr || desc->opencl.context ||
+                    desc->opencl.device || desc->opencl.queue;
+    if (external)
+        return posenc__fail(NULL, POSENC_UNSUPPORTED,
+                            "vulkan/opencl: caller-owned devices are not supported in this "
+                            "version");
+    return POSENC_OK;
+}
+
+static void free_context(posenc_context *ctx)
+{
+    free(ctx->cache_dir);
+    free(ctx->pipeline_cache_path);
+    free(ctx->freqs);
+    free(ctx);
+}
+
+/* A context on one device, or NULL with the reason in `message`. */
+static posenc_status try_device(const posenc_context_desc *desc, const posenc__device *device,
+                                posenc_context **out, char *message, size_t message_size)
+{
+    posenc_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        posenc__copy_string(message, message_size, "out of host memory");
+        return POSENC_OUT_OF_MEMORY;
+    }
+    ctx->backend = device->backend;
+    ctx->device = device;
+    ctx->log = desc->log;
+    ctx->log_user_data = desc->log_user_data;
+    ctx->flags = desc->flags;
+    ctx->num_threads = desc->num_threads ? desc->num_threads : posenc__cpu_count();
+    ctx->cache_dir = posenc__strdup(desc->cache_dir);
+    ctx->pipeline_cache_path = posenc__strdup(desc->pipeline_cache_path);
+    if ((desc->cache_dir && !ctx->cache_dir) ||
+        (desc->pipeline_cache_path && !ctx->pipeline_cache_path)) {
+        free_context(ctx);
+        posenc__copy_string(message, message_size, "out of host memory");
+        return POSENC_OUT_OF_MEMORY;
+    }
+
+    posenc_status status = ctx->backend->context_init(ctx, device);
+    if (status != POSENC_OK) {
+        posenc__copy_string(message, message_size, ctx->last_error);
+        free_context(ctx);
+        return status;
+    }
+    *out = ctx;
+    return POSENC_OK;
+}
+
+posenc_status posenc_device_choose(const posenc_context_desc *desc, uint32_t *index,
+                                   const char **reason)
+{
+    if (!index)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "index: is NULL");
+    posenc_context_desc defaults = {0};
+    if (!desc)
+        desc = &defaults;
+    posenc_status status = validate_desc(desc);
+    if (status != POSENC_OK)
+        return status;
+    uint32_t count;
+    status = posenc_device_count(&count);
+    if (status != POSENC_OK)
+        return status;
+    uint32_t *order = malloc(count * sizeof *order);
+    if (!order)
+        return posenc__fail(NULL, POSENC_OUT_OF_MEMORY, "device: out of host memory");
+    const char *why = "";
+    uint32_t candidates = 0;
+    status = posenc__select_devices(desc, order, &candidates, &why);
+    if (status == POSENC_OK) {
+        *index = order[0];
+        if (reason)
+            *reason = why;
+    }
+    free(order);
+    return status;
+}
+
+posenc_status posenc_context_create(const posenc_context_desc *desc, posenc_context **context)
+{
+    if (!context)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
+    posenc_context_desc defaults = {0};
+    if (!desc)
+        desc = &defaults;
+    posenc__clear_error(NULL);
+    posenc_status status = validate_desc(desc);
+    if (status != POSENC_OK)
+        return status;
+
+    const posenc__device *devices;
+    uint32_t count;
+    posenc__registry_devices(&devices, &count);
+    uint32_t *order = malloc(count * sizeof *order);
+    if (!order)
+        return posenc__fail(NULL, POSENC_OUT_OF_MEMORY, "context: out of host memory");
+    const char *reason = "";
+    uint32_t candidates = 0;
+    status = posenc__select_devices(desc, order, &candidates, &reason);
+    if (status != POSENC_OK) {
+        free(order);
+        return status;
+    }
+
+    char message[512] = "";
+    for (uint32_t i = 0; i < candidates; i++) {
+        const posenc__device *device = &devices[order[i]];
+        posenc_context *ctx = NULL;
+        status = try_device(desc, device, &ctx, message, sizeof message);
+        if (status == POSENC_OK) {
+            posenc__log(ctx, POSENC_LOG_INFO, "using %s device %u: %s (%s)",
+                        posenc_backend_name(device->info.backend), device->info.backend_index,
+                        device->info.name, i == 0 ? reason : "fallback");
+            free(order);
+            *context = ctx;
+            return POSENC_OK;
+        }
+        posenc__log_to(desc->log, desc->log_user_data,
+                       i + 1 < candidates ? POSENC_LOG_WARNING : POSENC_LOG_ERROR,
+                       "%s device %u (%s) failed to initialise: %s%s",
+                       posenc_backend_name(device->info.backend), device->info.backend_index,
+                       device->info.name, message,
+                       i + 1 < candidates ? "; trying the next device" : "");
+    }
+    free(order);
+    return posenc__fail(NULL, status, "device: %s", message);
+}
+
+void posenc_context_destroy(posenc_context *ctx)
+{
+    if (!ctx)
+        return;
+    while (ctx->buffers)
+        posenc_buffer_destroy(ctx->buffers);
+    ctx->backend->context_fini(ctx);
+    free_context(ctx);
+}
+
+posenc_status posenc_context_device(const posenc_context *ctx, posenc_device_info *info)
+{
+    if (!ctx)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
+    if (!info)
+        return posenc__fail((posenc_context *)ctx, POSENC_INVALID_ARGUMENT, "info: is NULL");
+    *info = ctx->device->info;
+    return POSENC_OK;
+}

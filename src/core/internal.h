@@ -1,0 +1,130 @@
+/* Private types shared by the front end and the backends: devices, contexts, buffers, resolved
+ * tensor views and validated operation descriptions. */
+#ifndef POSENC_CORE_INTERNAL_H
+#define POSENC_CORE_INTERNAL_H
+
+#include <posenc/posenc.h>
+
+#include "core/angle.h"
+
+#include <stdarg.h>
+
+typedef struct posenc__backend posenc__backend;
+
+/* One enumerated device. Owned by the registry and alive until the process exits. */
+typedef struct posenc__device {
+    posenc_device_info info;
+    const posenc__backend *backend;
+    void *handle; /* backend-specific (a physical device, a cl_device_id), owned by the backend */
+} posenc__device;
+
+typedef struct posenc__device_list {
+    posenc__device *items;
+    uint32_t count;
+    uint32_t capacity;
+} posenc__device_list;
+
+posenc_status posenc__device_list_append(posenc__device_list *list, const posenc__device *device);
+
+/* The registry (core/registry.c): built once per process. */
+posenc_status posenc__registry_devices(const posenc__device **devices, uint32_t *count);
+const posenc__backend *posenc__registry_backend(posenc_backend kind, const char **reason);
+
+struct posenc_buffer {
+    posenc_context *ctx;
+    uint64_t size;
+    void *host_memory;   /* wrapped caller memory (borrowed), or NULL */
+    void *backend_state; /* owned by the backend */
+    posenc_buffer *prev; /* the context's list of live buffers, freed at context destroy */
+    posenc_buffer *next;
+};
+
+struct posenc_context {
+    const posenc__backend *backend;
+    const posenc__device *device;
+    void *backend_state;
+    posenc_log_fn log;
+    void *log_user_data;
+    uint32_t flags;
+    uint32_t num_threads;
+    char *cache_dir;           /* owned copies of the descriptor's strings, or NULL */
+    char *pipeline_cache_path;
+    posenc_buffer *buffers;
+    posenc__freq *freqs;       /* frequency scratch, grown on demand and reused across calls */
+    uint32_t freqs_capacity;
+    char last_error[512];
+};
+
+/* Sets the error message (the context's, or this thread's when ctx is NULL), logs it at DEBUG
+ * level and returns `status`. Messages start with the path of the bad field. */
+posenc_status posenc__fail(posenc_context *ctx, posenc_status status, const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void posenc__log(posenc_context *ctx, posenc_log_level level, const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Logs through an explicit callback (used before a context exists). */
+void posenc__log_to(posenc_log_fn log, void *user_data, posenc_log_level level,
+                    const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+void posenc__clear_error(posenc_context *ctx);
+
+/* A validated tensor view, always 4-D (leading dims of size 1), byte strides resolved. */
+typedef struct posenc__view {
+    posenc_buffer *buffer; /* NULL for host views */
+    uint8_t *host;         /* host views: caller memory; NULL for buffer views */
+    uint64_t offset;
+    posenc_dtype dtype;
+    int64_t shape[POSENC_MAX_DIMS];
+    int64_t strides[POSENC_MAX_DIMS];
+} posenc__view;
+
+/* Host address of element 0 when the view's memory is host-visible to the library (host views,
+ * CPU buffers, wrapped memory), else NULL. */
+uint8_t *posenc__view_host_base(posenc_context *ctx, const posenc__view *view);
+
+typedef struct posenc__rope_op {
+    posenc__view q, q_out;   /* q_out == q (same memory) when rotating in place */
+    posenc__view k, k_out;
+    posenc__view positions;  /* shape [1, 1, batch or 1, tokens] */
+    bool has_k;
+    bool has_positions;
+    bool positions_per_batch;
+    bool q_in_place;
+    bool k_in_place;
+    int32_t position_offset;
+    int64_t batch, tokens, q_heads, k_heads, head_dim;
+    uint32_t rotary_dim;
+    posenc_rope_style style;
+    bool inverse;
+    float attention_factor;
+    const posenc__freq *freqs; /* rotary_dim / 2 entries */
+} posenc__rope_op;
+
+typedef struct posenc__sinusoidal_op {
+    posenc__view out;        /* shape [1, batch, rows, d_model] */
+    posenc__view x;
+    posenc__view positions;  /* shape [1, 1, batch or 1, rows] */
+    bool has_x;
+    bool has_positions;
+    bool positions_per_batch;
+    int32_t position_offset;
+    int64_t batch, rows, d_model;
+    uint32_t half;           /* frequencies: d_model / 2 */
+    posenc_sinusoidal_layout layout;
+    float input_scale;
+    float output_scale;
+    const posenc__freq *freqs; /* `half` entries */
+} posenc__sinusoidal_op;
+
+/* Grows ctx->freqs to at least `count` entries. */
+posenc_status posenc__reserve_freqs(posenc_context *ctx, uint32_t count);
+
+#endif

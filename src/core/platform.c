@@ -1,0 +1,183 @@
+/* Operating-system services for POSIX and Windows. */
+#if !defined(_WIN32)
+#  define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
+
+#include "core/platform.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(_WIN32)
+#  include <windows.h>
+#else
+#  include <dlfcn.h>
+#  include <pthread.h>
+#  include <sched.h>
+#  include <unistd.h>
+#endif
+
+_Static_assert(sizeof(posenc__once) >= sizeof(void *) * 8, "once storage");
+
+#if defined(_WIN32)
+static BOOL CALLBACK run_once_trampoline(PINIT_ONCE once, PVOID fn, PVOID *context)
+{
+    (void)once;
+    (void)context;
+    ((void (*)(void))fn)();
+    return TRUE;
+}
+
+void posenc__run_once(posenc__once *once, void (*fn)(void))
+{
+    InitOnceExecuteOnce((PINIT_ONCE)once, run_once_trampoline, (PVOID)fn, NULL);
+}
+
+void *posenc__library_open(const char *name) { return (void *)LoadLibraryA(name); }
+void *posenc__library_symbol(void *library, const char *name)
+{
+    return (void *)GetProcAddress((HMODULE)library, name);
+}
+void posenc__library_close(void *library) { FreeLibrary((HMODULE)library); }
+
+uint32_t posenc__cpu_count(void)
+{
+    SYSTEM_INFO info;
+    GetSystemInfo(&info);
+    return info.dwNumberOfProcessors ? (uint32_t)info.dwNumberOfProcessors : 1;
+}
+
+uint64_t posenc__physical_memory(void)
+{
+    MEMORYSTATUSEX status = {.dwLength = sizeof status};
+    return GlobalMemoryStatusEx(&status) ? status.ullTotalPhys : 0;
+}
+#else
+/* pthread_once takes no argument, so the once-object carries its own pthread_once_t and the
+ * function runs through a per-thread slot set just before the call. */
+typedef struct once_impl {
+    pthread_once_t once;
+} once_impl;
+_Static_assert(sizeof(once_impl) <= sizeof(posenc__once), "pthread_once_t fits");
+
+static POSENC__THREAD_LOCAL void (*pending_once_fn)(void);
+
+static void run_pending_once(void) { pending_once_fn(); }
+
+void posenc__run_once(posenc__once *once, void (*fn)(void))
+{
+    once_impl *impl = (once_impl *)once;
+    pending_once_fn = fn;
+    pthread_once(&impl->once, run_pending_once);
+}
+
+void *posenc__library_open(const char *name) { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
+void *posenc__library_symbol(void *library, const char *name) { return dlsym(library, name); }
+void posenc__library_close(void *library) { dlclose(library); }
+
+uint32_t posenc__cpu_count(void)
+{
+#  if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return (uint32_t)n;
+    }
+#  endif
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (uint32_t)n : 1;
+}
+
+uint64_t posenc__physical_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long page_size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : 0;
+}
+#endif
+
+void posenc__cpu_field(const char *key, const char *fallback, char *out, size_t size)
+{
+    posenc__copy_string(out, size, fallback);
+#if defined(__linux__)
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, strlen(key)) != 0)
+            continue;
+        const char *colon = strchr(line, ':');
+        if (!colon)
+            break;
+        colon++;
+        while (*colon == ' ' || *colon == '\t')
+            colon++;
+        posenc__copy_string(out, size, colon);
+        size_t n = strlen(out);
+        while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' '))
+            out[--n] = '\0';
+        break;
+    }
+    fclose(f);
+#endif
+}
+
+const char *posenc__strcasestr(const char *haystack, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *haystack; haystack++) {
+        size_t i = 0;
+        while (i < n && haystack[i] &&
+               tolower((unsigned char)haystack[i]) == tolower((unsigned char)needle[i]))
+            i++;
+        if (i == n)
+            return haystack;
+    }
+    return n == 0 ? haystack : NULL;
+}
+
+void posenc__copy_string(char *out, size_t size, const char *in)
+{
+    if (size == 0)
+        return;
+    size_t n = in ? strlen(in) : 0;
+    if (n >= size)
+        n = size - 1;
+    if (n)
+        memcpy(out, in, n);
+    out[n] = '\0';
+}
+
+char *posenc__strdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *copy = malloc(n);
+    if (copy)
+        memcpy(copy, s, n);
+    return copy;
+}
+
+void *posenc__aligned_alloc(size_t alignment, size_t size)
+{
+#if defined(_WIN32)
+    return _aligned_malloc(size, alignment);
+#else
+    void *memory = NULL;
+    return posix_memalign(&memory, alignment, size) == 0 ? memory : NULL;
+#endif
+}
+
+void posenc__aligned_free(void *memory)
+{
+#if defined(_WIN32)
+    _aligned_free(memory);
+#else
+    free(memory);
+#endif
+}

@@ -1,0 +1,45 @@
+/* The few operating-system services the library needs: run-once, thread-local storage,
+ * dynamic loading, processor and memory counts, and small string helpers. */
+#ifndef POSENC_CORE_PLATFORM_H
+#define POSENC_CORE_PLATFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_MSC_VER)
+#  define POSENC__THREAD_LOCAL __declspec(thread)
+#else
+#  define POSENC__THREAD_LOCAL _Thread_local
+#endif
+
+/* Runs `fn` exactly once per process, whichever thread gets there first; the others wait. */
+typedef struct posenc__once {
+    void *opaque[8];
+} posenc__once;
+void posenc__run_once(posenc__once *once, void (*fn)(void));
+
+/* dlopen/dlsym/dlclose, or their Windows equivalents. NULL on failure. */
+void *posenc__library_open(const char *name);
+void *posenc__library_symbol(void *library, const char *name);
+void posenc__library_close(void *library);
+
+/* Cores this process may run on (affinity-aware where the OS tells), at least 1. */
+uint32_t posenc__cpu_count(void);
+/* Physical memory in bytes, 0 when unknown. */
+uint64_t posenc__physical_memory(void);
+/* A field of the CPU description ("model name" -> "AMD EPYC 9B14", "vendor_id"), or
+ * `fallback` where the OS does not tell. */
+void posenc__cpu_field(const char *key, const char *fallback, char *out, size_t size);
+
+/* Memory aligned to `alignment` (a power of two); free with posenc__aligned_free. */
+void *posenc__aligned_alloc(size_t alignment, size_t size);
+void posenc__aligned_free(void *memory);
+
+/* Case-insensitive substring search. */
+const char *posenc__strcasestr(const char *haystack, const char *needle);
+/* Copies at most size-1 bytes and always terminates. */
+void posenc__copy_string(char *out, size_t size, const char *in);
+/* strdup that returns NULL for NULL. */
+char *posenc__strdup(const char *s);
+
+#endif

@@ -1,0 +1,146 @@
+/* Status names and messages, per-context and per-thread error messages, and logging. */
+#include "core/internal.h"
+#include "core/platform.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static POSENC__THREAD_LOCAL char thread_last_error[512];
+
+const char *posenc_status_name(posenc_status status)
+{
+    switch (status) {
+#define POSENC_STATUS_NAME_(name, value, message) \
+    case POSENC_##name:                           \
+        return "POSENC_" #name;
+        POSENC_STATUS_LIST(POSENC_STATUS_NAME_)
+#undef POSENC_STATUS_NAME_
+    }
+    return "POSENC_UNKNOWN_STATUS";
+}
+
+const char *posenc_status_string(posenc_status status)
+{
+    switch (status) {
+#define POSENC_STATUS_STRING_(name, value, message) \
+    case POSENC_##name:                             \
+        return message;
+        POSENC_STATUS_LIST(POSENC_STATUS_STRING_)
+#undef POSENC_STATUS_STRING_
+    }
+    return "unknown status";
+}
+
+#define POSENC__STRINGIFY_(x) #x
+#define POSENC__STRINGIFY(x) POSENC__STRINGIFY_(x)
+
+const char *posenc_version(void)
+{
+    return POSENC__STRINGIFY(POSENC_VERSION_MAJOR) "." POSENC__STRINGIFY(
+        POSENC_VERSION_MINOR) "." POSENC__STRINGIFY(POSENC_VERSION_PATCH);
+}
+
+const char *posenc_thread_last_error(void) { return thread_last_error; }
+
+const char *posenc_context_last_error(const posenc_context *ctx)
+{
+    return ctx ? ctx->last_error : "context: is NULL";
+}
+
+void posenc__clear_error(posenc_context *ctx)
+{
+    if (ctx)
+        ctx->last_error[0] = '\0';
+    else
+        thread_last_error[0] = '\0';
+}
+
+static void emit(posenc_log_fn log, void *user_data, posenc_log_level level, const char *format,
+                 va_list args)
+{
+    if (!log)
+        return;
+    char message[1024];
+    vsnprintf(message, sizeof message, format, args);
+    log(level, message, user_data);
+}
+
+posenc_status posenc__fail(posenc_context *ctx, posenc_status status, const char *format, ...)
+{
+    char *out = ctx ? ctx->last_error : thread_last_error;
+    size_t size = ctx ? sizeof ctx->last_error : sizeof thread_last_error;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(out, size, format, args);
+    va_end(args);
+    if (ctx && ctx->log)
+        ctx->log(POSENC_LOG_DEBUG, out, ctx->log_user_data);
+    return status;
+}
+
+void posenc__log(posenc_context *ctx, posenc_log_level level, const char *format, ...)
+{
+    if (!ctx || !ctx->log)
+        return;
+    va_list args;
+    va_start(args, format);
+    emit(ctx->log, ctx->log_user_data, level, format, args);
+    va_end(args);
+}
+
+void posenc__log_to(posenc_log_fn log, void *user_data, posenc_log_level level,
+                    const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    emit(log, user_data, level, format, args);
+    va_end(args);
+}
+
+const char *posenc_backend_name(posenc_backend backend)
+{
+    switch (backend) {
+    case POSENC_BACKEND_AUTO: return "auto";
+    case POSENC_BACKEND_CPU: return "cpu";
+    case POSENC_BACKEND_VULKAN: return "vulkan";
+    case POSENC_BACKEND_OPENCL: return "opencl";
+    }
+    return "unknown";
+}
+
+const char *posenc_device_type_name(posenc_device_type type)
+{
+    switch (type) {
+    case POSENC_DEVICE_DISCRETE_GPU: return "discrete GPU";
+    case POSENC_DEVICE_INTEGRATED_GPU: return "integrated GPU";
+    case POSENC_DEVICE_VIRTUAL_GPU: return "virtual GPU";
+    case POSENC_DEVICE_CPU: return "CPU";
+    case POSENC_DEVICE_SOFTWARE: return "software";
+    case POSENC_DEVICE_OTHER: return "other";
+    }
+    return "unknown";
+}
+
+const char *posenc_dtype_name(posenc_dtype dtype)
+{
+    switch (dtype) {
+    case POSENC_DTYPE_DEFAULT: return "default";
+    case POSENC_DTYPE_F32: return "f32";
+    case POSENC_DTYPE_F16: return "f16";
+    case POSENC_DTYPE_BF16: return "bf16";
+    case POSENC_DTYPE_I32: return "i32";
+    }
+    return "unknown";
+}
+
+size_t posenc_dtype_size(posenc_dtype dtype)
+{
+    switch (dtype) {
+    case POSENC_DTYPE_F32:
+    case POSENC_DTYPE_I32: return 4;
+    case POSENC_DTYPE_F16:
+    case POSENC_DTYPE_BF16: return 2;
+    case POSENC_DTYPE_DEFAULT: return 0;
+    }
+    return 0;
+}
