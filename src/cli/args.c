@@ -1,0 +1,248 @@
+/* Flag parsing for the command-line tool: "--name value" / "--name=value", strict number
+ * parsing, and the one-line error messages every command prints. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_fail(const char *command, int exit_code, const char *format, ...)
+{
+    char message[1024];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(message, sizeof message, format, args);
+    va_end(args);
+    for (char *c = message; *c; c++) {
+        if (*c == '\n' || *c == '\r') {
+            *c = ' ';
+        }
+    }
+    fprintf(stderr, "posenc %s: %s\n", command, message);
+    return exit_code;
+}
+
+void cli_args_init(cli_args *args, const char *command, int argc, char **argv)
+{
+    memset(args, 0, sizeof *args);
+    args->command = command;
+    args->argc = argc;
+    args->argv = argv;
+}
+
+int cli_next_flag(cli_args *args)
+{
+    if (args->next >= args->argc) {
+        return 0;
+    }
+    const char *arg = args->argv[args->next++];
+    args->inline_value = NULL;
+    if (strcmp(arg, "-h") == 0) {
+        arg = "--help";
+    }
+    if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
+        cli_fail(args->command, CLI_EXIT_USAGE, "unexpected argument '%s' (see posenc %s --help)",
+                 arg, args->command);
+        return -1;
+    }
+    const char *equals = strchr(arg, '=');
+    size_t length = equals ? (size_t)(equals - arg) : strlen(arg);
+    if (length >= sizeof args->flag) {
+        length = sizeof args->flag - 1;
+    }
+    memcpy(args->flag, arg, length);
+    args->flag[length] = '\0';
+    args->inline_value = equals ? equals + 1 : NULL;
+    return 1;
+}
+
+bool cli_is(const cli_args *args, const char *name)
+{
+    return strcmp(args->flag, name) == 0;
+}
+
+int cli_value(cli_args *args, const char **value)
+{
+    const char *text = args->inline_value;
+    if (!text && args->next < args->argc && strncmp(args->argv[args->next], "--", 2) != 0) {
+        text = args->argv[args->next++];
+    }
+    if (!text || text[0] == '\0') {
+        return cli_fail(args->command, CLI_EXIT_USAGE, "%s: missing value", args->flag);
+    }
+    *value = text;
+    return 0;
+}
+
+int cli_no_value(cli_args *args)
+{
+    if (args->inline_value) {
+        return cli_fail(args->command, CLI_EXIT_USAGE, "%s: takes no value, got '%s'",
+                        args->flag, args->inline_value);
+    }
+    return 0;
+}
+
+int cli_unknown_flag(const cli_args *args)
+{
+    return cli_fail(args->command, CLI_EXIT_USAGE, "unknown flag '%s' (see posenc %s --help)",
+                    args->flag, args->command);
+}
+
+int cli_bad_value(const cli_args *args, const char *text, const char *what)
+{
+    return cli_fail(args->command, CLI_EXIT_USAGE, "%s: expected %s, got '%s'", args->flag, what,
+                    text);
+}
+
+bool cli_parse_i64(const char *text, int64_t *value)
+{
+    if (!text || !*text || (*text != '-' && *text != '+' && (*text < '0' || *text > '9'))) {
+        return false;
+    }
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0') {
+        return false;
+    }
+    *value = (int64_t)v;
+    return true;
+}
+
+bool cli_parse_u64(const char *text, uint64_t *value)
+{
+    if (!text || *text < '0' || *text > '9') {
+        return false;
+    }
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || *end != '\0') {
+        return false;
+    }
+    *value = (uint64_t)v;
+    return true;
+}
+
+bool cli_parse_u32(const char *text, uint32_t *value)
+{
+    uint64_t v = 0;
+    if (!cli_parse_u64(text, &v) || v > UINT32_MAX) {
+        return false;
+    }
+    *value = (uint32_t)v;
+    return true;
+}
+
+bool cli_parse_i32(const char *text, int32_t *value)
+{
+    int64_t v = 0;
+    if (!cli_parse_i64(text, &v) || v < INT32_MIN || v > INT32_MAX) {
+        return false;
+    }
+    *value = (int32_t)v;
+    return true;
+}
+
+bool cli_parse_double(const char *text, double *value)
+{
+    if (!text || !*text) {
+        return false;
+    }
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || !isfinite(v) || (errno == ERANGE && fabs(v) > 1.0)) {
+        return false;
+    }
+    *value = v;
+    return true;
+}
+
+int cli_value_double(cli_args *args, double *value, double min, bool min_exclusive,
+                     const char *what)
+{
+    const char *text = NULL;
+    double v = 0;
+    if (cli_value(args, &text)) {
+        return CLI_EXIT_USAGE;
+    }
+    if (!cli_parse_double(text, &v) || v < min || (min_exclusive && v == min)) {
+        return cli_bad_value(args, text, what);
+    }
+    *value = v;
+    return 0;
+}
+
+int cli_value_u32(cli_args *args, uint32_t *value, uint32_t min, const char *what)
+{
+    const char *text = NULL;
+    uint32_t v = 0;
+    if (cli_value(args, &text)) {
+        return CLI_EXIT_USAGE;
+    }
+    if (!cli_parse_u32(text, &v) || v < min) {
+        return cli_bad_value(args, text, what);
+    }
+    *value = v;
+    return 0;
+}
+
+int cli_value_i32(cli_args *args, int32_t *value)
+{
+    const char *text = NULL;
+    if (cli_value(args, &text)) {
+        return CLI_EXIT_USAGE;
+    }
+    if (!cli_parse_i32(text, value)) {
+        return cli_bad_value(args, text, "a 32-bit integer");
+    }
+    return 0;
+}
+
+bool cli_parse_list(const char *text, int64_t *values, int count)
+{
+    const char *p = text;
+    for (int i = 0; i < count; i++) {
+        if (*p < '0' || *p > '9') {
+            return false;
+        }
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (errno != 0 || v > (unsigned long long)INT64_MAX) {
+            return false;
+        }
+        values[i] = (int64_t)v;
+        p = end;
+        if (i + 1 < count) {
+            if (*p != ',') {
+                return false;
+            }
+            p++;
+        }
+    }
+    return *p == '\0';
+}
+
+int cli_value_choice(cli_args *args, const char *const *names, int *choice)
+{
+    const char *text = NULL;
+    if (cli_value(args, &text)) {
+        return CLI_EXIT_USAGE;
+    }
+    char expected[256] = "one of ";
+    for (int i = 0; names[i]; i++) {
+        if (strcmp(text, names[i]) == 0) {
+            *choice = i;
+            return 0;
+        }
+        size_t used = strlen(expected);
+        snprintf(expected + used, sizeof expected - used, "%s%s", i ? "|" : "", names[i]);
+    }
+    return cli_bad_value(args, text, expected);
+}

@@ -1,0 +1,82 @@
+/* Shared declarations of the posenc command-line tool: the commands, one-line error reporting
+ * and flag parsing. Exit codes: 0 success, 1 runtime failure, 2 usage error. */
+#ifndef POSENC_CLI_CLI_H
+#define POSENC_CLI_CLI_H
+
+#include <posenc/posenc.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAILURE 1
+#define CLI_EXIT_USAGE 2
+
+/* The accuracy the library promises for f32 outputs: 8 * 2^-24. */
+#define CLI_PROMISE (8.0 / 16777216.0)
+
+int cli_devices_main(int argc, char **argv);
+int cli_rope_main(int argc, char **argv);
+int cli_sinusoidal_main(int argc, char **argv);
+int cli_demo_main(int argc, char **argv);
+
+/* Prints "posenc COMMAND: message" as one line on stderr (newlines in the message become
+ * spaces) and returns `exit_code`. */
+int cli_fail(const char *command, int exit_code, const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ---- flags: "--name value" or "--name=value" ---- */
+
+typedef struct cli_args {
+    const char *command; /* "rope": used in error messages */
+    int argc;
+    char **argv;
+    int next;            /* index of the next argument */
+    char flag[64];       /* the flag being parsed, without any "=value" */
+    const char *inline_value; /* the part after '=' of "--name=value", or NULL */
+} cli_args;
+
+void cli_args_init(cli_args *args, const char *command, int argc, char **argv);
+
+/* Advances to the next flag: returns 1 and sets args->flag, 0 at the end, or -1 (error printed)
+ * for a positional argument. */
+int cli_next_flag(cli_args *args);
+
+/* Whether the current flag is `name`. */
+bool cli_is(const cli_args *args, const char *name);
+
+/* The current flag's value. Returns 0, or CLI_EXIT_USAGE (error printed) when it is missing. */
+int cli_value(cli_args *args, const char **value);
+
+/* For flags without a value: CLI_EXIT_USAGE (error printed) if one was given with '='. */
+int cli_no_value(cli_args *args);
+
+/* "posenc CMD: unknown flag '--x' (see posenc CMD --help)"; returns CLI_EXIT_USAGE. */
+int cli_unknown_flag(const cli_args *args);
+
+/* "posenc CMD: --flag: expected WHAT, got 'TEXT'"; returns CLI_EXIT_USAGE. */
+int cli_bad_value(const cli_args *args, const char *text, const char *what);
+
+/* Strict parsers: the whole text must be the number, without overflow. */
+bool cli_parse_i64(const char *text, int64_t *value);
+bool cli_parse_u32(const char *text, uint32_t *value);
+bool cli_parse_i32(const char *text, int32_t *value);
+bool cli_parse_u64(const char *text, uint64_t *value);
+bool cli_parse_double(const char *text, double *value); /* finite only */
+
+/* Value readers combining cli_value and a parser; the range is part of the message. */
+int cli_value_double(cli_args *args, double *value, double min, bool min_exclusive,
+                     const char *what);
+int cli_value_u32(cli_args *args, uint32_t *value, uint32_t min, const char *what);
+int cli_value_i32(cli_args *args, int32_t *value);
+
+/* Parses `text` as exactly `count` comma-separated non-negative integers. */
+bool cli_parse_list(const char *text, int64_t *values, int count);
+
+/* Picks an entry of `names` (NULL-terminated) equal to the value; returns its index through
+ * `choice`, or CLI_EXIT_USAGE with "expected one of a|b|c". */
+int cli_value_choice(cli_args *args, const char *const *names, int *choice);
+
+#endif

@@ -1,0 +1,440 @@
+/* `posenc rope`: rotary position embedding of q (and k) from .npy files or generated data,
+ * with every posenc_rope_desc option as a flag; results written as .npy. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "data.h"
+#include "device.h"
+
+static const char rope_help[] =
+    "usage: posenc rope (--q FILE | --generate B,T,HQ,HK,D) [FLAGS]\n"
+    "\n"
+    "Rotates q [batch, tokens, q_heads, head_dim] and optionally k [batch, tokens, k_heads,\n"
+    "head_dim] by position: (a, b) -> (a cos t - b sin t, a sin t + b cos t), t = position *\n"
+    "inv_freq[j], inv_freq[j] = theta^(-2j / rotary_dim). Fewer dims are read right-aligned\n"
+    "([tokens, head_dim] is batch 1, one head).\n"
+    "\n"
+    "data (.npy, little-endian, C order; f32 '<f4', f16 '<f2', or bf16 stored as '<u2' raw\n"
+    "bf16 words since numpy has no bf16: x.view(np.uint16) for an ml_dtypes/torch array):\n"
+    "  --q FILE                q input\n"
+    "  --k FILE                k input (optional; same dtype as q)\n"
+    "  --generate B,T,HQ,HK,D  random q [B,T,HQ,D] and k [B,T,HK,D] in [-1, 1) instead of\n"
+    "                          files; HK 0 means no k\n"
+    "  --seed N                random seed for --generate (default 1)\n"
+    "  --dtype f32|f16|bf16    dtype of generated data (default f32); with --q it must match\n"
+    "  --save-q FILE           write the generated q input\n"
+    "  --save-k FILE           write the generated k input\n"
+    "  --positions FILE        positions, i32 '<i4' (or i64 '<i8', narrowed) or f32 '<f4',\n"
+    "                          [tokens] or [batch, tokens] (default: token index)\n"
+    "  --position-offset N     without --positions: position = N + token index (default 0)\n"
+    "  --q-out FILE            write the rotated q (same dtype and shape as q)\n"
+    "  --k-out FILE            write the rotated k\n"
+    "\n"
+    "rotation:\n"
+    "  --style neox|gptj       neox: dim i pairs with i + rotary_dim/2 (Llama, HF; default);\n"
+    "                          gptj: dim 2i pairs with 2i+1\n"
+    "  --rotary-dim N          even, <= head_dim; dims past it pass through (default head_dim)\n"
+    "  --theta X               frequency base (default 10000)\n"
+    "  --attention-factor X    scales cos and sin (default 1, or the scaling's own)\n"
+    "  --inverse               rotate by -t: undoes a forward rotation\n"
+    "  --inv-freq FILE         rotary_dim/2 frequencies, f64 '<f8' or f32 '<f4', radians per\n"
+    "                          position; replaces --theta and --scaling\n"
+    "\n"
+    "context-extension scaling (float64, on the host; zero/absent flags take the published\n"
+    "defaults):\n"
+    "  --scaling none|linear|ntk|dynamic-ntk|yarn|llama3|longrope   (default none)\n"
+    "  --factor X                  >= 1 (default 1)\n"
+    "  --original-max-positions N  pre-training context (dynamic-ntk, yarn, llama3, longrope)\n"
+    "  --sequence-length N         current length (dynamic-ntk, longrope; default: from\n"
+    "                              the positions)\n"
+    "  --beta-fast X               yarn (default 32)\n"
+    "  --beta-slow X               yarn (default 1)\n"
+    "  --mscale X                  yarn (default 1)\n"
+    "  --mscale-all-dim X          yarn (default 0)\n"
+    "  --no-truncate               yarn: keep fractional correction bounds (gpt-oss)\n"
+    "  --low-freq-factor X         llama3 (default 1)\n"
+    "  --high-freq-factor X        llama3 (default 4)\n"
+    "  --short-factor FILE         longrope: rotary_dim/2 factors, f64 or f32 .npy\n"
+    "  --long-factor FILE          longrope: rotary_dim/2 factors, f64 or f32 .npy\n"
+    "  --freq-factors FILE         any scaling: divide inv_freq[j] by these, f64 or f32 .npy\n"
+    "\n"
+    "other:\n"
+    "  --device SEL            cpu, vulkan, vulkan:1, opencl:0 or a name substring (default:\n"
+    "                          automatic, or POSENC_DEVICE)\n"
+    "  --quiet                 print nothing on success\n"
+    "  --help                  this text\n"
+    "\n"
+    "example: posenc rope --generate 1,16,8,2,64 --theta 500000 --save-q q.npy --q-out q_rot.npy\n"
+    "         posenc rope --q q_rot.npy --inverse --q-out q_back.npy   (q_back == q)\n";
+
+typedef struct rope_options {
+    const char *q_path, *k_path, *positions_path, *q_out_path, *k_out_path;
+    const char *save_q_path, *save_k_path;
+    const char *inv_freq_path, *short_factor_path, *long_factor_path, *freq_factors_path;
+    const char *device;
+    bool generate_set;
+    int64_t generate[5]; /* B, T, HQ, HK, D */
+    uint64_t seed;
+    posenc_dtype dtype;  /* DEFAULT when --dtype was not given */
+    bool quiet;
+    posenc_rope_desc desc; /* the scalar fields, straight from the flags */
+} rope_options;
+
+static const char *const rope_dtypes[] = {"f32", "f16", "bf16", NULL};
+static const posenc_dtype rope_dtype_values[] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16,
+                                                 POSENC_DTYPE_BF16};
+
+/* The flags of the scaling descriptor; returns -1 if `args` holds none of them. */
+static int rope_scaling_flag(cli_args *args, posenc_rope_scaling *s, rope_options *o)
+{
+    static const char *const types[] = {"none", "linear", "ntk", "dynamic-ntk", "yarn",
+                                        "llama3", "longrope", NULL};
+    int choice = 0;
+    if (cli_is(args, "--scaling")) {
+        if (cli_value_choice(args, types, &choice)) {
+            return CLI_EXIT_USAGE;
+        }
+        s->type = (posenc_rope_scaling_type)choice;
+        return 0;
+    }
+    if (cli_is(args, "--factor")) {
+        return cli_value_double(args, &s->factor, 1.0, false, "a number >= 1");
+    }
+    if (cli_is(args, "--original-max-positions")) {
+        return cli_value_u32(args, &s->original_max_positions, 1, "a positive integer");
+    }
+    if (cli_is(args, "--sequence-length")) {
+        return cli_value_u32(args, &s->sequence_length, 1, "a positive integer");
+    }
+    if (cli_is(args, "--beta-fast")) {
+        return cli_value_double(args, &s->beta_fast, 0.0, true, "a positive number");
+    }
+    if (cli_is(args, "--beta-slow")) {
+        return cli_value_double(args, &s->beta_slow, 0.0, true, "a positive number");
+    }
+    if (cli_is(args, "--mscale")) {
+        return cli_value_double(args, &s->mscale, 0.0, true, "a positive number");
+    }
+    if (cli_is(args, "--mscale-all-dim")) {
+        return cli_value_double(args, &s->mscale_all_dim, 0.0, false, "a number >= 0");
+    }
+    if (cli_is(args, "--no-truncate")) {
+        s->no_truncate = true;
+        return cli_no_value(args);
+    }
+    if (cli_is(args, "--low-freq-factor")) {
+        return cli_value_double(args, &s->low_freq_factor, 0.0, true, "a positive number");
+    }
+    if (cli_is(args, "--high-freq-factor")) {
+        return cli_value_double(args, &s->high_freq_factor, 0.0, true, "a positive number");
+    }
+    if (cli_is(args, "--short-factor")) {
+        return cli_value(args, &o->short_factor_path);
+    }
+    if (cli_is(args, "--long-factor")) {
+        return cli_value(args, &o->long_factor_path);
+    }
+    if (cli_is(args, "--freq-factors")) {
+        return cli_value(args, &o->freq_factors_path);
+    }
+    return -1;
+}
+
+/* Returns 0, CLI_EXIT_USAGE on an error, or -1 after --help was printed. */
+static int rope_parse(int argc, char **argv, rope_options *o)
+{
+    cli_args args;
+    const char *text = NULL;
+    int rc;
+    cli_args_init(&args, "rope", argc, argv);
+    o->seed = 1;
+    while ((rc = cli_next_flag(&args)) > 0) {
+        posenc_rope_desc *d = &o->desc;
+        int choice = 0;
+        int scaling_rc = rope_scaling_flag(&args, &d->scaling, o);
+        if (scaling_rc >= 0) {
+            rc = scaling_rc;
+        } else if (cli_is(&args, "--help")) {
+            fputs(rope_help, stdout);
+            return -1;
+        } else if (cli_is(&args, "--q")) {
+            rc = cli_value(&args, &o->q_path);
+        } else if (cli_is(&args, "--k")) {
+            rc = cli_value(&args, &o->k_path);
+        } else if (cli_is(&args, "--positions")) {
+            rc = cli_value(&args, &o->positions_path);
+        } else if (cli_is(&args, "--q-out")) {
+            rc = cli_value(&args, &o->q_out_path);
+        } else if (cli_is(&args, "--k-out")) {
+            rc = cli_value(&args, &o->k_out_path);
+        } else if (cli_is(&args, "--save-q")) {
+            rc = cli_value(&args, &o->save_q_path);
+        } else if (cli_is(&args, "--save-k")) {
+            rc = cli_value(&args, &o->save_k_path);
+        } else if (cli_is(&args, "--inv-freq")) {
+            rc = cli_value(&args, &o->inv_freq_path);
+        } else if (cli_is(&args, "--device")) {
+            rc = cli_value(&args, &o->device);
+        } else if (cli_is(&args, "--generate")) {
+            rc = cli_value(&args, &text);
+            if (rc == 0) {
+                int64_t *g = o->generate;
+                if (!cli_parse_list(text, g, 5) || g[0] < 1 || g[1] < 1 || g[2] < 1 || g[4] < 1) {
+                    return cli_bad_value(&args, text,
+                                         "B,T,HQ,HK,D: five integers, all >= 1 but HK >= 0");
+                }
+                o->generate_set = true;
+            }
+        } else if (cli_is(&args, "--seed")) {
+            rc = cli_value(&args, &text);
+            if (rc == 0 && !cli_parse_u64(text, &o->seed)) {
+                return cli_bad_value(&args, text, "a non-negative integer");
+            }
+        } else if (cli_is(&args, "--dtype")) {
+            rc = cli_value_choice(&args, rope_dtypes, &choice);
+            o->dtype = rope_dtype_values[choice];
+        } else if (cli_is(&args, "--quiet")) {
+            o->quiet = true;
+            rc = cli_no_value(&args);
+        } else if (cli_is(&args, "--style")) {
+            static const char *const styles[] = {"neox", "gptj", NULL};
+            rc = cli_value_choice(&args, styles, &choice);
+            d->style = choice == 1 ? POSENC_ROPE_GPTJ : POSENC_ROPE_NEOX;
+        } else if (cli_is(&args, "--rotary-dim")) {
+            rc = cli_value(&args, &text);
+            if (rc == 0 && (!cli_parse_u32(text, &d->rotary_dim) || d->rotary_dim == 0 ||
+                            d->rotary_dim % 2 != 0)) {
+                return cli_bad_value(&args, text, "a positive even integer");
+            }
+        } else if (cli_is(&args, "--theta")) {
+            rc = cli_value_double(&args, &d->theta, 0.0, true, "a positive number");
+        } else if (cli_is(&args, "--attention-factor")) {
+            rc = cli_value_double(&args, &d->attention_factor, 0.0, true, "a positive number");
+        } else if (cli_is(&args, "--inverse")) {
+            d->inverse = true;
+            rc = cli_no_value(&args);
+        } else if (cli_is(&args, "--position-offset")) {
+            rc = cli_value_i32(&args, &d->position_offset);
+        } else {
+            return cli_unknown_flag(&args);
+        }
+        if (rc) {
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (rc < 0) {
+        return CLI_EXIT_USAGE;
+    }
+
+    if (!o->q_path == !o->generate_set) {
+        return cli_fail("rope", CLI_EXIT_USAGE,
+                        o->q_path ? "--q and --generate exclude each other"
+                                  : "one of --q FILE or --generate B,T,HQ,HK,D is required");
+    }
+    if (o->generate_set && o->k_path) {
+        return cli_fail("rope", CLI_EXIT_USAGE, "--k and --generate exclude each other");
+    }
+    if (!o->generate_set && (o->save_q_path || o->save_k_path)) {
+        return cli_fail("rope", CLI_EXIT_USAGE, "%s needs --generate",
+                        o->save_q_path ? "--save-q" : "--save-k");
+    }
+    bool has_k = o->k_path || (o->generate_set && o->generate[3] > 0);
+    if (!has_k && (o->k_out_path || o->save_k_path)) {
+        return cli_fail("rope", CLI_EXIT_USAGE, "%s needs a k input (--k, or HK > 0)",
+                        o->k_out_path ? "--k-out" : "--save-k");
+    }
+    if (o->positions_path && o->desc.position_offset != 0) {
+        return cli_fail("rope", CLI_EXIT_USAGE,
+                        "--position-offset applies only without --positions");
+    }
+    return 0;
+}
+
+typedef struct rope_data {
+    cli_npy_array q, k, q_out, k_out, positions;
+    double *inv_freq, *short_factor, *long_factor, *freq_factors;
+    uint32_t pairs; /* entries in each table: rotary_dim / 2 */
+} rope_data;
+
+static void rope_data_free(rope_data *data)
+{
+    cli_npy_free(&data->q);
+    cli_npy_free(&data->k);
+    cli_npy_free(&data->q_out);
+    cli_npy_free(&data->k_out);
+    cli_npy_free(&data->positions);
+    free(data->inv_freq);
+    free(data->short_factor);
+    free(data->long_factor);
+    free(data->freq_factors);
+}
+
+static int rope_generate(const rope_options *o, rope_data *data)
+{
+    posenc_dtype dtype = o->dtype ? o->dtype : POSENC_DTYPE_F32;
+    const int64_t *g = o->generate;
+    int64_t q_shape[4] = {g[0], g[1], g[2], g[4]};
+    int64_t k_shape[4] = {g[0], g[1], g[3], g[4]};
+    if (cli_npy_alloc(&data->q, cli_npy_dtype_of(dtype), 4, q_shape) != 0 ||
+        (g[3] > 0 && cli_npy_alloc(&data->k, cli_npy_dtype_of(dtype), 4, k_shape) != 0)) {
+        return cli_fail("rope", CLI_EXIT_FAILURE,
+                        "--generate: cannot allocate q and k of this size");
+    }
+    cli_fill_random(&data->q, o->seed);
+    if (g[3] > 0) {
+        cli_fill_random(&data->k, o->seed + 0x5bd1e995u);
+    }
+    return 0;
+}
+
+static int rope_load(const rope_options *o, rope_data *data)
+{
+    int rc = 0;
+    if (o->generate_set) {
+        rc = rope_generate(o, data);
+    } else {
+        rc = cli_load_data("rope", "--q", o->q_path, &data->q);
+        if (rc == 0 && o->dtype && cli_posenc_dtype(data->q.dtype) != o->dtype) {
+            rc = cli_fail("rope", CLI_EXIT_USAGE,
+                          "--dtype %s does not match --q %s, which is %s (--dtype is for "
+                          "generated data)",
+                          posenc_dtype_name(o->dtype), o->q_path,
+                          cli_npy_dtype_name(data->q.dtype));
+        }
+        if (rc == 0 && o->k_path) {
+            rc = cli_load_data("rope", "--k", o->k_path, &data->k);
+        }
+    }
+    if (rc == 0 && o->positions_path) {
+        rc = cli_load_positions("rope", "--positions", o->positions_path, &data->positions);
+    }
+    if (rc) {
+        return rc;
+    }
+
+    /* Caller tables must hold rotary_dim/2 entries: check here, with the file named. */
+    uint32_t rotary_dim = o->desc.rotary_dim ? o->desc.rotary_dim
+                                             : (uint32_t)data->q.shape[data->q.ndim - 1];
+    uint64_t half = rotary_dim / 2;
+    data->pairs = (uint32_t)half;
+    struct {
+        const char *flag;
+        const char *path;
+        double **values;
+    } tables[] = {
+        {"--inv-freq", o->inv_freq_path, &data->inv_freq},
+        {"--short-factor", o->short_factor_path, &data->short_factor},
+        {"--long-factor", o->long_factor_path, &data->long_factor},
+        {"--freq-factors", o->freq_factors_path, &data->freq_factors},
+    };
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+        if (tables[i].path) {
+            rc = cli_load_table("rope", tables[i].flag, tables[i].path, half, tables[i].values);
+            if (rc) {
+                return rc;
+            }
+        }
+    }
+
+    if (cli_npy_alloc(&data->q_out, data->q.dtype, data->q.ndim, data->q.shape) != 0 ||
+        (data->k.data &&
+         cli_npy_alloc(&data->k_out, data->k.dtype, data->k.ndim, data->k.shape) != 0)) {
+        return cli_fail("rope", CLI_EXIT_FAILURE, "out of memory for the outputs");
+    }
+    return 0;
+}
+
+static int rope_run(const rope_options *o, rope_data *data)
+{
+    int rc = rope_load(o, data);
+    if (rc) {
+        return rc;
+    }
+
+    posenc_rope_desc desc = o->desc;
+    desc.q = cli_tensor_of(&data->q);
+    desc.q_out = cli_tensor_of(&data->q_out);
+    if (data->k.data) {
+        desc.k = cli_tensor_of(&data->k);
+        desc.k_out = cli_tensor_of(&data->k_out);
+    }
+    if (data->positions.data) {
+        desc.positions = cli_tensor_of(&data->positions);
+    }
+    desc.inv_freq = data->inv_freq;
+    desc.scaling.short_factor = data->short_factor;
+    desc.scaling.long_factor = data->long_factor;
+    desc.scaling.freq_factors = data->freq_factors;
+    desc.inv_freq_count = data->inv_freq ? data->pairs : 0;
+    desc.scaling.factor_count =
+        data->short_factor || data->long_factor || data->freq_factors ? data->pairs : 0;
+
+    posenc_context *context = NULL;
+    posenc_device_info info;
+    rc = cli_open_context("rope", o->device, &context, &info);
+    if (rc) {
+        return rc;
+    }
+    posenc_status status = posenc_rope(context, &desc);
+    if (status != POSENC_OK) {
+        rc = cli_library_error("rope", context, status, "posenc_rope");
+        posenc_context_destroy(context);
+        return rc;
+    }
+    posenc_context_destroy(context);
+
+    const struct {
+        const char *flag;
+        const char *path;
+        const cli_npy_array *array;
+    } outputs[] = {
+        {"--save-q", o->save_q_path, &data->q},
+        {"--save-k", o->save_k_path, &data->k},
+        {"--q-out", o->q_out_path, &data->q_out},
+        {"--k-out", o->k_out_path, &data->k_out},
+    };
+    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++) {
+        if (outputs[i].path) {
+            rc = cli_save("rope", outputs[i].flag, outputs[i].path, outputs[i].array);
+            if (rc) {
+                return rc;
+            }
+        }
+    }
+
+    if (!o->quiet) {
+        char selector[64], q_shape[96], k_shape[96];
+        cli_device_selector(&info, selector, sizeof selector);
+        cli_npy_format_shape(data->q.ndim, data->q.shape, q_shape, sizeof q_shape);
+        printf("rope: q %s %s", q_shape, cli_npy_dtype_name(data->q.dtype));
+        if (data->k.data) {
+            cli_npy_format_shape(data->k.ndim, data->k.shape, k_shape, sizeof k_shape);
+            printf(", k %s", k_shape);
+        }
+        printf("%s on %s (%s)", desc.inverse ? ", inverse" : "", selector, info.name);
+        if (o->q_out_path || o->k_out_path) {
+            printf(": wrote %s%s%s\n", o->q_out_path ? o->q_out_path : "",
+                   o->q_out_path && o->k_out_path ? ", " : "", o->k_out_path ? o->k_out_path : "");
+        } else {
+            printf("; nothing written without --q-out or --k-out\n");
+        }
+    }
+    return CLI_EXIT_OK;
+}
+
+int cli_rope_main(int argc, char **argv)
+{
+    rope_options options;
+    memset(&options, 0, sizeof options);
+    int rc = rope_parse(argc, argv, &options);
+    if (rc != 0) {
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    }
+    rope_data data;
+    memset(&data, 0, sizeof data);
+    rc = rope_run(&options, &data);
+    rope_data_free(&data);
+    return rc;
+}

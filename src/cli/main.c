@@ -1,0 +1,63 @@
+/* posenc command-line tool: dispatches the commands (devices, rope, sinusoidal, demo) and
+ * answers --help and --version. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: posenc COMMAND [FLAGS]\n"
+    "\n"
+    "Transformer position encodings (RoPE, sinusoidal) on Vulkan, OpenCL or the CPU.\n"
+    "\n"
+    "commands:\n"
+    "  devices      list every device, the backends that are unavailable and why, and the\n"
+    "               device the automatic choice picks\n"
+    "  rope         rotate q (and k) from .npy files or generated data; write .npy results\n"
+    "  sinusoidal   write a sinusoidal table, or add it to x, as .npy\n"
+    "  demo         run both encodings on a Llama-sized layer, check every element against a\n"
+    "               float64 reference and report accuracy and speed\n"
+    "\n"
+    "  posenc COMMAND --help   describes each command's flags\n"
+    "  posenc --version        prints the version\n"
+    "\n"
+    "environment:\n"
+    "  POSENC_DEVICE   device for the automatic choice: cpu, vulkan, vulkan:1, opencl:0, or a\n"
+    "                  name substring (a --device flag takes precedence)\n"
+    "\n"
+    "exit status: 0 success, 1 failure (device, file or accuracy), 2 bad usage\n";
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "posenc: missing command (see posenc --help)\n");
+        return CLI_EXIT_USAGE;
+    }
+    const char *command = argv[1];
+    if (strcmp(command, "--help") == 0 || strcmp(command, "-h") == 0 ||
+        strcmp(command, "help") == 0) {
+        fputs(usage, stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(command, "--version") == 0) {
+        printf("posenc %d.%d.%d\n", POSENC_VERSION_MAJOR, POSENC_VERSION_MINOR,
+               POSENC_VERSION_PATCH);
+        return CLI_EXIT_OK;
+    }
+    static const struct {
+        const char *name;
+        int (*run)(int argc, char **argv);
+    } commands[] = {
+        {"devices", cli_devices_main},
+        {"rope", cli_rope_main},
+        {"sinusoidal", cli_sinusoidal_main},
+        {"demo", cli_demo_main},
+    };
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(command, commands[i].name) == 0) {
+            return commands[i].run(argc - 2, argv + 2);
+        }
+    }
+    fprintf(stderr, "posenc: unknown command '%s' (see posenc --help)\n", command);
+    return CLI_EXIT_USAGE;
+}
