@@ -43,6 +43,13 @@ typedef struct posenc__backend {
     posenc_status (*rope)(posenc_context *ctx, const posenc__rope_op *op);
     posenc_status (*sinusoidal)(posenc_context *ctx, const posenc__sinusoidal_op *op);
 
+    /* The yardstick of `posenc bench`: a plain copy kernel over `bytes` bytes of `buf` from
+     * `offset`, on the same device and with the same access pattern as the operations:
+     * read and write in place (like an in-place RoPE), or write only (like a table).
+     * Synchronous. Optional: NULL means the benchmark reports no roofline. */
+    posenc_status (*roofline)(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                              uint64_t bytes, bool write_only);
+
     /* Creates the context on the caller's own Vulkan or OpenCL objects (desc->vulkan /
      * desc->opencl). Optional: NULL means such handles are UNSUPPORTED by this backend. */
     posenc_status (*context_init_external)(posenc_context *ctx, const posenc_context_desc *desc);

@@ -115,6 +115,24 @@ static void *cpu_buffer_host_address(posenc_context *ctx, posenc_buffer *buf)
     return buf->backend_state;
 }
 
+/* A loop with the operations' access pattern: glibc's memcpy switches to non-temporal stores
+ * for large copies, which an in-place kernel never does, so it would be the wrong yardstick. */
+static posenc_status cpu_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                                  uint64_t bytes, bool write_only)
+{
+    (void)ctx;
+    float *data = (float *)((uint8_t *)buf->backend_state + offset);
+    size_t count = (size_t)(bytes / sizeof(float));
+    if (write_only) {
+        for (size_t i = 0; i < count; i++)
+            data[i] = (float)i;
+    } else {
+        for (size_t i = 0; i < count; i++)
+            data[i] = data[i] + 0.0f; /* not foldable away, unlike x * 1 */
+    }
+    return POSENC_OK;
+}
+
 bool posenc_cpu_position(posenc_context *ctx, const posenc__view *positions, bool has_positions,
                          bool per_batch, int32_t offset, int64_t batch, int64_t row,
                          int64_t *fixed)
@@ -162,4 +180,5 @@ const posenc__backend posenc_cpu_backend = {
     .buffer_host_address = cpu_buffer_host_address,
     .rope = posenc_cpu_rope,
     .sinusoidal = posenc_cpu_sinusoidal,
+    .roofline = cpu_roofline,
 };
