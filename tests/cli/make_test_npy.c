@@ -1,0 +1,93 @@
+/* Writes the .npy inputs of the command-line tests into a directory: every malformed case of
+ * bad_npy.c as bad_<name>.npy, and small valid files (positions, tables, wrong dtypes). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bad_npy.h"
+#include "npy.h"
+
+static const char *directory;
+static int failures;
+
+static void write_array(const char *name, cli_npy_dtype dtype, uint32_t ndim,
+                        const int64_t *shape, const void *data, int major_version)
+{
+    char path[1024], error[256];
+    snprintf(path, sizeof path, "%s/%s.npy", directory, name);
+    cli_npy_array array = {.dtype = dtype, .ndim = ndim, .data = (void *)data};
+    memcpy(array.shape, shape, ndim * sizeof *shape);
+    array.count = (uint64_t)cli_npy_count(ndim, shape, cli_npy_dtype_size(dtype));
+    if (cli_npy_write(path, &array, major_version, error, sizeof error) != 0) {
+        fprintf(stderr, "make_test_npy: %s: %s\n", path, error);
+        failures++;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: make_test_npy DIRECTORY\n");
+        return 2;
+    }
+    directory = argv[1];
+
+    for (size_t i = 0; i < bad_npy_count(); i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/bad_%s.npy", directory, bad_npy_case(i).name);
+        if (bad_npy_write(i, path) != 0) {
+            fprintf(stderr, "make_test_npy: cannot write %s\n", path);
+            failures++;
+        }
+    }
+
+    /* Positions 0..15 in every accepted integer dtype, and near the int32 limit. */
+    int32_t positions[16], far[16];
+    int64_t positions64[16];
+    double positions_f64[16];
+    for (int i = 0; i < 16; i++) {
+        positions[i] = i;
+        positions64[i] = i;
+        positions_f64[i] = i;
+        far[i] = INT32_MAX - 16 + i;
+    }
+    const int64_t tokens[1] = {16};
+    write_array("positions_i32", CLI_NPY_I32, 1, tokens, positions, 1);
+    write_array("positions_i64", CLI_NPY_I64, 1, tokens, positions64, 1);
+    write_array("positions_f64", CLI_NPY_F64, 1, tokens, positions_f64, 1);
+    write_array("positions_far", CLI_NPY_I32, 1, tokens, far, 1);
+    int64_t too_big[2] = {0, (int64_t)INT32_MAX + 1};
+    const int64_t two[1] = {2};
+    write_array("positions_i64_too_big", CLI_NPY_I64, 1, two, too_big, 1);
+
+    /* Diffusion-style float timesteps, and a [batch 2, rows 8] position grid. */
+    const float timesteps[4] = {0.0f, 250.5f, 999.0f, 1000.0f};
+    const int64_t four[1] = {4};
+    write_array("timesteps_f32", CLI_NPY_F32, 1, four, timesteps, 1);
+    const int64_t grid_shape[2] = {2, 8};
+    write_array("positions_grid", CLI_NPY_I32, 2, grid_shape, positions, 1);
+
+    /* inv_freq of theta 10000 for rotary_dim 64, and one entry short. */
+    double inv_freq[32];
+    for (int j = 0; j < 32; j++) {
+        inv_freq[j] = pow(10000.0, -(double)(2 * j) / 64.0);
+    }
+    const int64_t half[1] = {32}, short_half[1] = {31};
+    write_array("inv_freq_d64", CLI_NPY_F64, 1, half, inv_freq, 1);
+    write_array("inv_freq_short", CLI_NPY_F64, 1, short_half, inv_freq, 1);
+
+    /* A q tensor [1, 8, 2, 16] written as format 2.0, and the same shape as i32 (wrong dtype). */
+    float q[256];
+    int32_t q_int[256];
+    for (int i = 0; i < 256; i++) {
+        q[i] = (float)sin(i * 0.37);
+        q_int[i] = i;
+    }
+    const int64_t q_shape[4] = {1, 8, 2, 16};
+    write_array("q_v2", CLI_NPY_F32, 4, q_shape, q, 2);
+    write_array("q_i32", CLI_NPY_I32, 4, q_shape, q_int, 1);
+
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,61 @@
+# Runs one command and checks its exit code and output: the command-line tool's tests.
+#   cmake -DEXPECT_RC=N [-DSTDOUT_REGEX=R] [-DSTDOUT_CONTAINS=a|b|c] [-DSTDERR_REGEX=R]
+#         [-DANY_STDERR=ON] -P run_check.cmake -- COMMAND ARGS...
+# STDOUT_CONTAINS lists literal texts, separated by '|', that stdout must all contain.
+# A failing command (EXPECT_RC != 0) must print exactly one line on stderr, matching
+# STDERR_REGEX; ANY_STDERR=ON relaxes the one-line rule where a device runtime may add its own
+# lines. CMake's '.' matches newlines too, so "a.*b" spans lines.
+set(command "")
+set(collect OFF)
+math(EXPR last "${CMAKE_ARGC} - 1")
+foreach(i RANGE ${last})
+  if(collect)
+    list(APPEND command "${CMAKE_ARGV${i}}")
+  elseif("${CMAKE_ARGV${i}}" STREQUAL "--")
+    set(collect ON)
+  endif()
+endforeach()
+if(NOT command)
+  message(FATAL_ERROR "run_check.cmake: no command after --")
+endif()
+if(NOT DEFINED EXPECT_RC)
+  set(EXPECT_RC 0)
+endif()
+
+execute_process(COMMAND ${command}
+  RESULT_VARIABLE rc
+  OUTPUT_VARIABLE out
+  ERROR_VARIABLE err)
+
+string(REPLACE ";" " " shown "${command}")
+set(problems "")
+if(NOT "${rc}" STREQUAL "${EXPECT_RC}")
+  string(APPEND problems "exit code ${rc}, expected ${EXPECT_RC}\n")
+endif()
+if(DEFINED STDOUT_REGEX AND NOT "${STDOUT_REGEX}" STREQUAL "" AND NOT out MATCHES "${STDOUT_REGEX}")
+  string(APPEND problems "stdout does not match '${STDOUT_REGEX}'\n")
+endif()
+if(DEFINED STDOUT_CONTAINS AND NOT "${STDOUT_CONTAINS}" STREQUAL "")
+  string(REPLACE "|" ";" texts "${STDOUT_CONTAINS}")
+  foreach(text IN LISTS texts)
+    string(FIND "${out}" "${text}" at)
+    if(at EQUAL -1)
+      string(APPEND problems "stdout does not contain '${text}'\n")
+    endif()
+  endforeach()
+endif()
+if(DEFINED STDERR_REGEX AND NOT "${STDERR_REGEX}" STREQUAL "" AND NOT err MATCHES "${STDERR_REGEX}")
+  string(APPEND problems "stderr does not match '${STDERR_REGEX}'\n")
+endif()
+if(NOT EXPECT_RC EQUAL 0 AND NOT ANY_STDERR)
+  string(REGEX MATCHALL "\n" newlines "${err}")
+  list(LENGTH newlines lines)
+  if(NOT lines EQUAL 1 OR NOT err MATCHES "\n$")
+    string(APPEND problems "stderr is not exactly one line\n")
+  endif()
+endif()
+
+if(problems)
+  message(FATAL_ERROR "${shown}\n${problems}--- stdout:\n${out}--- stderr:\n${err}")
+endif()
+message(STATUS "${shown}: ok\n${out}${err}")

@@ -1,0 +1,179 @@
+/* Shared test helpers: failure counting and the per-device loop. */
+#include "test_common.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int test_failures = 0;
+
+posenc_context *test_context_for_device(uint32_t index)
+{
+    posenc_device_info info;
+    if (posenc_device_get(index, &info) != POSENC_OK) {
+        fprintf(stderr, "device %u: %s\n", index, posenc_thread_last_error());
+        return NULL;
+    }
+    char selector[16];
+    snprintf(selector, sizeof selector, "%u", info.backend_index);
+    posenc_context_desc desc = {
+        .backend = info.backend,
+        .device = selector,
+        .flags = POSENC_CONTEXT_NO_FALLBACK | POSENC_CONTEXT_IGNORE_ENV | POSENC_CONTEXT_VALIDATION,
+    };
+    posenc_context *context = NULL;
+    posenc_status status = posenc_context_create(&desc, &context);
+    if (status != POSENC_OK) {
+        fprintf(stderr, "device %u (%s): context creation failed: %s: %s\n", index, info.name,
+                posenc_status_name(status), posenc_thread_last_error());
+        return NULL;
+    }
+    return context;
+}
+
+unsigned test_for_each_device(test_device_fn fn)
+{
+    uint32_t count = 0;
+    if (posenc_device_count(&count) != POSENC_OK) {
+        test_failures++;
+        fprintf(stderr, "posenc_device_count failed: %s\n", posenc_thread_last_error());
+        return 0;
+    }
+    unsigned ran = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        posenc_device_info info;
+        if (posenc_device_get(i, &info) != POSENC_OK) {
+            test_failures++;
+            continue;
+        }
+        posenc_context *context = test_context_for_device(i);
+        if (!context) {
+            test_failures++;
+            continue;
+        }
+        int before = test_failures;
+        fn(context, &info);
+        printf("  %-8s %-40s %s\n", posenc_backend_name(info.backend), info.name,
+               test_failures == before ? "ok" : "FAILED");
+        posenc_context_destroy(context);
+        ran++;
+    }
+    return ran;
+}
+
+int test_finish(const char *test_name)
+{
+    if (test_failures) {
+        printf("%s: %d checks failed\n", test_name, test_failures);
+        return EXIT_FAILURE;
+    }
+    printf("%s: all passed\n", test_name);
+    return EXIT_SUCCESS;
+}
+
+double test_rng_uniform(test_rng *rng, double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(test_rng_u32(rng) >> 8) / (double)(1u << 24);
+}
+
+uint32_t test_rng_u32(test_rng *rng)
+{
+    uint64_t x = rng->state ? rng->state : 0x9e3779b97f4a7c15ull;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    rng->state = x;
+    return (uint32_t)(x >> 32);
+}
+
+const char *test_memory_kind_name(test_memory_kind kind)
+{
+    switch (kind) {
+    case TEST_MEMORY_BUFFER:
+        return "buffer";
+    case TEST_MEMORY_WRAPPED:
+        return "wrapped";
+    default:
+        return "host";
+    }
+}
+
+bool test_memory_create(test_memory *memory, posenc_context *context, test_memory_kind kind,
+                        size_t size)
+{
+    memset(memory, 0, sizeof *memory);
+    memory->kind = kind;
+    memory->size = size;
+    memory->bytes = calloc(size ? size : 1, 1);
+    if (!memory->bytes) {
+        test_failures++;
+        fprintf(stderr, "out of memory allocating %zu test bytes\n", size);
+        return false;
+    }
+    if (kind == TEST_MEMORY_HOST)
+        return true;
+    posenc_buffer_desc desc = {.size = size};
+    if (kind == TEST_MEMORY_WRAPPED)
+        desc.host_memory = memory->bytes;
+    posenc_status status = posenc_buffer_create(context, &desc, &memory->buffer);
+    if (status != POSENC_OK) {
+        test_failures++;
+        fprintf(stderr, "posenc_buffer_create(%zu bytes, %s) failed: %s: %s\n", size,
+                test_memory_kind_name(kind), posenc_status_name(status),
+                posenc_context_last_error(context));
+        free(memory->bytes);
+        memory->bytes = NULL;
+        return false;
+    }
+    return true;
+}
+
+bool test_memory_upload(test_memory *memory)
+{
+    if (memory->kind != TEST_MEMORY_BUFFER)
+        return true;
+    posenc_status status = posenc_buffer_upload(memory->buffer, 0, memory->bytes, memory->size);
+    if (status != POSENC_OK) {
+        test_failures++;
+        fprintf(stderr, "posenc_buffer_upload failed: %s\n", posenc_status_name(status));
+        return false;
+    }
+    return true;
+}
+
+bool test_memory_download(test_memory *memory)
+{
+    if (memory->kind != TEST_MEMORY_BUFFER)
+        return true;
+    posenc_status status = posenc_buffer_download(memory->buffer, 0, memory->bytes, memory->size);
+    if (status != POSENC_OK) {
+        test_failures++;
+        fprintf(stderr, "posenc_buffer_download failed: %s\n", posenc_status_name(status));
+        return false;
+    }
+    return true;
+}
+
+void test_memory_destroy(test_memory *memory)
+{
+    posenc_buffer_destroy(memory->buffer);
+    free(memory->bytes);
+    memset(memory, 0, sizeof *memory);
+}
+
+posenc_tensor test_memory_tensor(const test_memory *memory, posenc_dtype dtype, uint64_t offset,
+                                 uint32_t ndim, const int64_t *shape, const int64_t *strides)
+{
+    posenc_tensor tensor = {0};
+    if (memory->kind == TEST_MEMORY_HOST)
+        tensor.host = memory->bytes;
+    else
+        tensor.buffer = memory->buffer;
+    tensor.offset = offset;
+    tensor.dtype = dtype;
+    tensor.ndim = ndim;
+    for (uint32_t i = 0; i < ndim && i < POSENC_MAX_DIMS; i++) {
+        tensor.shape[i] = shape[i];
+        tensor.strides[i] = strides ? strides[i] : 0;
+    }
+    return tensor;
+}
