@@ -116,6 +116,21 @@ static bool matches(const selector *sel, const posenc__device *device, uint32_t 
     return !sel->name || posenc__strcasestr(device->info.name, sel->name);
 }
 
+/* Preference among devices the caller asked for (a backend without an index): every type is
+ * allowed, GPUs first. */
+static int requested_rank(const posenc__device *device)
+{
+    switch (device->info.type) {
+    case POSENC_DEVICE_DISCRETE_GPU: return 0;
+    case POSENC_DEVICE_INTEGRATED_GPU: return 1;
+    case POSENC_DEVICE_VIRTUAL_GPU: return 2;
+    case POSENC_DEVICE_SOFTWARE: return 3;
+    case POSENC_DEVICE_CPU: return 4;
+    case POSENC_DEVICE_OTHER: break;
+    }
+    return 5;
+}
+
 /* Devices AUTO would use, best first: rank, then the registry's backend order, then memory. */
 static uint32_t auto_order(const posenc__device *devices, uint32_t count, uint32_t flags,
                            uint32_t *order)
@@ -176,8 +191,12 @@ posenc_status posenc__select_devices(const posenc_context_desc *desc, uint32_t *
     uint32_t n = 0;
     if (requested) {
         for (uint32_t i = 0; i < device_count; i++) {
-            if (matches(&sel, &devices[i], i))
-                order[n++] = i;
+            if (!matches(&sel, &devices[i], i))
+                continue;
+            /* "the best one" of the matches: keep the first of the best rank */
+            if (n == 0 || requested_rank(&devices[i]) < requested_rank(&devices[order[0]]))
+                order[0] = i;
+            n++;
         }
         if (n == 0) {
             const char *why = "";
@@ -189,7 +208,7 @@ posenc_status posenc__select_devices(const posenc_context_desc *desc, uint32_t *
                                 *why ? " (" : "", why, *why ? ")" : "");
         }
         *reason = source[0] == 'P' ? "POSENC_DEVICE selects it" : "requested by the descriptor";
-        n = 1; /* the first match; the other candidates follow AUTO's order */
+        n = 1; /* the best match; the other candidates follow AUTO's order */
     }
 
     uint32_t ranked[256];

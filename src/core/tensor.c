@@ -89,9 +89,9 @@ posenc_status posenc__resolve_view(posenc_context *ctx, const posenc_tensor *ten
         uint64_t size = tensor->buffer->size;
         if (tensor->offset > size || (uint64_t)extent > size - tensor->offset)
             return posenc__fail(ctx, POSENC_OUT_OF_BOUNDS,
-                                "%s: the view ends at byte %llu, past the end of its buffer "
-                                "(%llu bytes)",
-                                name, (unsigned long long)(tensor->offset + (uint64_t)extent),
+                                "%s: the view (offset %llu, %lld bytes) reaches past the end of "
+                                "its buffer (%llu bytes)",
+                                name, (unsigned long long)tensor->offset, (long long)extent,
                                 (unsigned long long)size);
     } else if (tensor->offset > (uint64_t)(UINTPTR_MAX - (uintptr_t)tensor->host) ||
                (uint64_t)extent > (uint64_t)(UINTPTR_MAX - (uintptr_t)tensor->host) -
