@@ -6,6 +6,16 @@
 
 int test_failures = 0;
 
+void test_count_warnings(posenc_log_level level, const char *message, void *user_data)
+{
+    (void)user_data;
+    if (level < POSENC_LOG_WARNING)
+        return;
+    test_failures++;
+    fprintf(stderr, "library %s: %s\n", level == POSENC_LOG_ERROR ? "error" : "warning",
+            message);
+}
+
 posenc_context *test_context_for_device(uint32_t index)
 {
     posenc_device_info info;
@@ -19,6 +29,7 @@ posenc_context *test_context_for_device(uint32_t index)
         .backend = info.backend,
         .device = selector,
         .flags = POSENC_CONTEXT_NO_FALLBACK | POSENC_CONTEXT_IGNORE_ENV | POSENC_CONTEXT_VALIDATION,
+        .log = test_count_warnings,
     };
     posenc_context *context = NULL;
     posenc_status status = posenc_context_create(&desc, &context);
@@ -30,14 +41,36 @@ posenc_context *test_context_for_device(uint32_t index)
     return context;
 }
 
+/* POSENC_CPU_VARIANT names a CPU kernel variant this machine cannot run (the per-variant
+ * registrations in CMakeLists.txt): there is nothing to test, so the test is skipped. */
+static void skip_unsupported_cpu_variant(void)
+{
+    const char *variant = getenv("POSENC_CPU_VARIANT");
+    if (!variant || !*variant)
+        return;
+    posenc_context_desc desc = {
+        .backend = POSENC_BACKEND_CPU,
+        .flags = POSENC_CONTEXT_NO_FALLBACK | POSENC_CONTEXT_IGNORE_ENV,
+    };
+    posenc_context *context = NULL;
+    posenc_status status = posenc_context_create(&desc, &context);
+    posenc_context_destroy(context);
+    if (status == POSENC_UNSUPPORTED) {
+        printf("skipped: %s\n", posenc_thread_last_error());
+        exit(TEST_SKIP_CODE);
+    }
+}
+
 unsigned test_for_each_device(test_device_fn fn)
 {
+    skip_unsupported_cpu_variant();
     uint32_t count = 0;
     if (posenc_device_count(&count) != POSENC_OK) {
         test_failures++;
         fprintf(stderr, "posenc_device_count failed: %s\n", posenc_thread_last_error());
         return 0;
     }
+    const char *only = getenv("POSENC_TEST_BACKEND");
     unsigned ran = 0;
     for (uint32_t i = 0; i < count; i++) {
         posenc_device_info info;
@@ -45,6 +78,8 @@ unsigned test_for_each_device(test_device_fn fn)
             test_failures++;
             continue;
         }
+        if (only && *only && strcmp(only, posenc_backend_name(info.backend)) != 0)
+            continue;
         posenc_context *context = test_context_for_device(i);
         if (!context) {
             test_failures++;
@@ -176,4 +211,15 @@ posenc_tensor test_memory_tensor(const test_memory *memory, posenc_dtype dtype, 
         tensor.strides[i] = strides ? strides[i] : 0;
     }
     return tensor;
+}
+
+/* AddressSanitizer defaults for the test programs (ASAN_OPTIONS in the environment adds to and
+ * overrides them; without the sanitizer nothing calls this). GCC 12's runtime can misread a
+ * dynamic TLS block that a driver's LLVM allocates while it compiles a kernel (PoCL, on a cold
+ * kernel cache) and LeakSanitizer then crashes at exit, depending on heap layout. Not
+ * intercepting __tls_get_addr leaves dynamic TLS out of the leak scan instead. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "intercept_tls_get_addr=0";
 }

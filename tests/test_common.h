@@ -31,12 +31,20 @@ extern int test_failures;
 
 #define CHECK_OK(expr) CHECK_STATUS(expr, POSENC_OK)
 
+/* The log callback of every context the tests make: a message of level WARNING or above (a
+ * Vulkan validation message, say) is printed and counted as a failure. */
+void test_count_warnings(posenc_log_level level, const char *message, void *user_data);
+
 /* A context on device `index` of posenc_device_get, with fallback and POSENC_DEVICE disabled so
- * that a test really runs where it says. NULL (and a message) on failure. */
+ * that a test really runs where it says, API validation on, and test_count_warnings as its log.
+ * NULL (and a message) on failure. */
 posenc_context *test_context_for_device(uint32_t index);
 
 /* Calls `fn` once per device present (software devices included), with a fresh context, and
- * prints which device each result belongs to. Returns the number of devices run. */
+ * prints which device each result belongs to. Returns the number of devices run. The
+ * environment variable POSENC_TEST_BACKEND=vulkan (a backend name) limits the loop to that
+ * backend's devices. When POSENC_CPU_VARIANT names a CPU kernel variant this machine cannot
+ * run, the test exits with TEST_SKIP_CODE. */
 typedef void (*test_device_fn)(posenc_context *context, const posenc_device_info *info);
 unsigned test_for_each_device(test_device_fn fn);
 

@@ -18,6 +18,7 @@ int cli_devices_main(int argc, char **argv);
 int cli_rope_main(int argc, char **argv);
 int cli_sinusoidal_main(int argc, char **argv);
 int cli_demo_main(int argc, char **argv);
+int cli_bench_main(int argc, char **argv);
 
 /* Prints "posenc COMMAND: message" as one line on stderr (newlines in the message become
  * spaces) and returns `exit_code`. */

@@ -1,4 +1,4 @@
-/* posenc command-line tool: dispatches the commands (devices, rope, sinusoidal, demo) and
+/* posenc command-line tool: dispatches the commands (devices, rope, sinusoidal, demo, bench) and
  * answers --help and --version. */
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +17,8 @@ static const char usage[] =
     "  sinusoidal   write a sinusoidal table, or add it to x, as .npy\n"
     "  demo         run both encodings on a Llama-sized layer, check every element against a\n"
     "               float64 reference and report accuracy and speed\n"
+    "  bench        time both encodings on every device next to a plain copy of the same\n"
+    "               bytes, and each device's first-call latency\n"
     "\n"
     "  posenc COMMAND --help   describes each command's flags\n"
     "  posenc --version        prints the version\n"
@@ -24,6 +26,8 @@ static const char usage[] =
     "environment:\n"
     "  POSENC_DEVICE   device for the automatic choice: cpu, vulkan, vulkan:1, opencl:0, or a\n"
     "                  name substring (a --device flag takes precedence)\n"
+    "  POSENC_CPU_VARIANT   CPU kernels: portable, avx2, avx512, avx512bf16 or neon (default:\n"
+    "                  the best this CPU runs)\n"
     "\n"
     "exit status: 0 success, 1 failure (device, file or accuracy), 2 bad usage\n";
 
@@ -52,6 +56,7 @@ int main(int argc, char **argv)
         {"rope", cli_rope_main},
         {"sinusoidal", cli_sinusoidal_main},
         {"demo", cli_demo_main},
+        {"bench", cli_bench_main},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(command, commands[i].name) == 0) {

@@ -1,5 +1,6 @@
 /* Contexts: choosing a device, initialising it with fallback, and tearing everything down. */
 #include "backend.h"
+#include "core/frequencies.h"
 #include "core/platform.h"
 #include "core/select.h"
 
@@ -34,7 +35,7 @@ static void free_context(posenc_context *ctx)
 {
     free(ctx->cache_dir);
     free(ctx->pipeline_cache_path);
-    free(ctx->freqs);
+    posenc__free_freq_caches(ctx);
     free(ctx);
 }
 

@@ -4,18 +4,124 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
-posenc_status posenc__reserve_freqs(posenc_context *ctx, uint32_t count)
+/* One piece of a cache key: the key is the concatenation of its pieces. */
+typedef struct key_piece {
+    const void *data;
+    size_t size;
+} key_piece;
+
+/* Makes room for `count` frequencies and empties the cache: from here until it is filled again
+ * no call can hit it. */
+static posenc_status reserve(posenc_context *ctx, posenc__freq_cache *cache, uint32_t count)
 {
-    if (count <= ctx->freqs_capacity)
+    cache->id = 0;
+    if (count <= cache->capacity)
         return POSENC_OK;
-    posenc__freq *grown = realloc(ctx->freqs, (size_t)count * sizeof *grown);
+    posenc__freq *grown = realloc(cache->freqs, (size_t)count * sizeof *grown);
     if (!grown)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "frequencies: cannot allocate %u entries",
                             count);
-    ctx->freqs = grown;
-    ctx->freqs_capacity = count;
+    cache->freqs = grown;
+    cache->capacity = count;
     return POSENC_OK;
+}
+
+/* Whether the cache holds the table of this key, compared byte for byte, so an array is
+ * compared by value: a caller reusing one buffer with new values, or new buffers with the same
+ * values, is right. */
+static bool cache_hit(const posenc__freq_cache *cache, const key_piece *pieces, size_t count)
+{
+    if (!cache->id)
+        return false;
+    size_t at = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (cache->key_size - at < pieces[i].size ||
+            memcmp(cache->key + at, pieces[i].data, pieces[i].size) != 0)
+            return false;
+        at += pieces[i].size;
+    }
+    return at == cache->key_size;
+}
+
+/* Records the key of the table just computed and gives the table a new id. Without memory for
+ * the key the table is used once, uncached (id 0). */
+static void cache_fill(posenc_context *ctx, posenc__freq_cache *cache, uint32_t count,
+                       const key_piece *pieces, size_t piece_count)
+{
+    size_t size = 0;
+    for (size_t i = 0; i < piece_count; i++)
+        size += pieces[i].size;
+    if (size > cache->key_capacity) {
+        unsigned char *grown = realloc(cache->key, size);
+        if (!grown)
+            return;
+        cache->key = grown;
+        cache->key_capacity = size;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < piece_count; i++) {
+        memcpy(cache->key + at, pieces[i].data, pieces[i].size);
+        at += pieces[i].size;
+    }
+    cache->key_size = size;
+    cache->count = count;
+    cache->id = ++ctx->freqs_ids;
+}
+
+void posenc__free_freq_caches(posenc_context *ctx)
+{
+    free(ctx->rope_freqs.freqs);
+    free(ctx->rope_freqs.key);
+    free(ctx->sinusoidal_freqs.freqs);
+    free(ctx->sinusoidal_freqs.key);
+}
+
+/* Everything a RoPE table can depend on, padding zeroed so that it compares byte for byte; the
+ * caller's arrays follow it in the key by value. A scaling that derives an input from the call
+ * itself (a sequence length taken from the positions) must add that input here too. */
+typedef struct rope_key {
+    double theta;
+    double factor, beta_fast, beta_slow, mscale, mscale_all_dim, low_freq_factor,
+        high_freq_factor;
+    uint32_t type, original_max_positions, sequence_length, factor_count;
+    uint32_t rotary_dim;
+    uint32_t arrays; /* which arrays follow: 1 inv_freq, 2 freq_factors, 4 short, 8 long */
+    uint32_t no_truncate;
+} rope_key;
+
+static size_t rope_key_pieces(const posenc_rope_desc *desc, uint32_t rotary_dim, rope_key *key,
+                              key_piece pieces[5])
+{
+    const posenc_rope_scaling *scaling = &desc->scaling;
+    size_t bytes = (size_t)(rotary_dim / 2) * sizeof(double);
+    memset(key, 0, sizeof *key);
+    key->theta = desc->theta;
+    key->factor = scaling->factor;
+    key->beta_fast = scaling->beta_fast;
+    key->beta_slow = scaling->beta_slow;
+    key->mscale = scaling->mscale;
+    key->mscale_all_dim = scaling->mscale_all_dim;
+    key->low_freq_factor = scaling->low_freq_factor;
+    key->high_freq_factor = scaling->high_freq_factor;
+    key->type = (uint32_t)scaling->type;
+    key->original_max_positions = scaling->original_max_positions;
+    key->sequence_length = scaling->sequence_length;
+    key->factor_count = scaling->factor_count;
+    key->rotary_dim = rotary_dim;
+    key->no_truncate = scaling->no_truncate;
+    const double *arrays[4] = {desc->inv_freq, scaling->freq_factors, scaling->short_factor,
+                               scaling->long_factor};
+    size_t count = 1;
+    for (int i = 0; i < 4; i++) {
+        if (!arrays[i])
+            continue;
+        key->arrays |= 1u << i;
+        pieces[count++] = (key_piece){arrays[i], bytes};
+    }
+    pieces[0] = (key_piece){key, sizeof *key};
+    return count;
 }
 
 static bool valid_frequency(double w)
@@ -162,30 +268,39 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
                             "scaling.factor_count: must be rotary_dim/2 = %u, got %u", pairs,
                             scaling->factor_count);
 
-    status = posenc__reserve_freqs(ctx, pairs);
+    /* The attention factor is applied by the kernels, so it is not part of the table. */
+    *attention_factor = (float)factor_out;
+    posenc__freq_cache *cache = &ctx->rope_freqs;
+    const double *freq_factors = scaling->freq_factors;
+    rope_key key;
+    key_piece pieces[5];
+    size_t piece_count = rope_key_pieces(desc, rotary_dim, &key, pieces);
+    if (cache_hit(cache, pieces, piece_count))
+        return POSENC_OK;
+    double linear = !desc->inv_freq && scaling->type == POSENC_ROPE_SCALING_LINEAR ? factor : 1.0;
+
+    status = reserve(ctx, cache, pairs);
     if (status != POSENC_OK)
         return status;
-    /* Validate everything before writing, so a bad entry leaves no half-made table behind. */
+    /* Validate everything before computing, so a bad entry is reported by its own name. */
     for (uint32_t j = 0; j < pairs; j++) {
         if (desc->inv_freq && !valid_frequency(desc->inv_freq[j]))
             return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                                 "inv_freq[%u]: must be finite, >= 0 and < 2^32 turns, got %g", j,
                                 desc->inv_freq[j]);
-        if (scaling->freq_factors &&
-            !(isfinite(scaling->freq_factors[j]) && scaling->freq_factors[j] > 0.0))
+        if (freq_factors && !(isfinite(freq_factors[j]) && freq_factors[j] > 0.0))
             return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                                 "scaling.freq_factors[%u]: must be a finite number > 0, got %g",
-                                j, scaling->freq_factors[j]);
+                                j, freq_factors[j]);
     }
     for (uint32_t j = 0; j < pairs; j++) {
         double w = desc->inv_freq ? desc->inv_freq[j]
                                   : pow(theta, -(double)(2 * j) / (double)rotary_dim);
-        if (!desc->inv_freq && scaling->type == POSENC_ROPE_SCALING_LINEAR)
-            w /= factor;
-        if (scaling->freq_factors)
-            w /= scaling->freq_factors[j];
+        w /= linear;
+        if (freq_factors)
+            w /= freq_factors[j];
         if (!valid_frequency(w)) {
-            if (scaling->freq_factors)
+            if (freq_factors)
                 return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                                     "scaling.freq_factors[%u]: makes frequency %u too large (%g)",
                                     j, j, w);
@@ -194,16 +309,29 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
                                 "large",
                                 theta, j, w);
         }
-        ctx->freqs[j] = posenc__freq_from_radians(w);
+        cache->freqs[j] = posenc__freq_from_radians(w);
     }
-    *attention_factor = (float)factor_out;
+    cache_fill(ctx, cache, pairs, pieces, piece_count);
     return POSENC_OK;
 }
 
 posenc_status posenc__sinusoidal_frequencies(posenc_context *ctx, uint32_t half, double base,
                                              double freq_shift, double position_scale)
 {
-    posenc_status status = posenc__reserve_freqs(ctx, half);
+    posenc__freq_cache *cache = &ctx->sinusoidal_freqs;
+    struct {
+        double base, freq_shift, position_scale;
+        uint32_t half, padding;
+    } key;
+    memset(&key, 0, sizeof key);
+    key.base = base;
+    key.freq_shift = freq_shift;
+    key.position_scale = position_scale;
+    key.half = half;
+    key_piece piece = {&key, sizeof key};
+    if (cache_hit(cache, &piece, 1))
+        return POSENC_OK;
+    posenc_status status = reserve(ctx, cache, half);
     if (status != POSENC_OK)
         return status;
     for (uint32_t i = 0; i < half; i++) {
@@ -212,7 +340,8 @@ posenc_status posenc__sinusoidal_frequencies(posenc_context *ctx, uint32_t half,
             return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                                 "%s: frequency %u is too large (%g radians per position)",
                                 position_scale != 1.0 ? "position_scale" : "base", i, w);
-        ctx->freqs[i] = posenc__freq_from_radians(w);
+        cache->freqs[i] = posenc__freq_from_radians(w);
     }
+    cache_fill(ctx, cache, half, &piece, 1);
     return POSENC_OK;
 }

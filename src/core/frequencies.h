@@ -8,14 +8,18 @@
 #define POSENC__MAX_RADIANS_PER_POSITION (6.283185307179586 * 4294967296.0)
 
 /* Validates the rope descriptor's frequency fields (theta, inv_freq, scaling, attention_factor)
- * and writes rotary_dim/2 frequencies to ctx->freqs and the attention factor to
- * `*attention_factor`. */
+ * and leaves rotary_dim/2 frequencies in ctx->rope_freqs (recomputed only when an input
+ * changed) and the attention factor in `*attention_factor`. */
 posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_desc *desc,
                                        uint32_t rotary_dim, float *attention_factor);
 
-/* Writes `half` frequencies base^(-i / (half - freq_shift)) * position_scale to ctx->freqs. The
- * caller has validated base, freq_shift and position_scale. */
+/* Leaves `half` frequencies base^(-i / (half - freq_shift)) * position_scale in
+ * ctx->sinusoidal_freqs (recomputed only when an input changed). The caller has validated base,
+ * freq_shift and position_scale. */
 posenc_status posenc__sinusoidal_frequencies(posenc_context *ctx, uint32_t half, double base,
                                              double freq_shift, double position_scale);
+
+/* Frees both caches' memory (context destruction). */
+void posenc__free_freq_caches(posenc_context *ctx);
 
 #endif

@@ -39,6 +39,20 @@ struct posenc_buffer {
     posenc_buffer *next;
 };
 
+/* A frequency table kept across calls with everything it was computed from (the key: scalar
+ * inputs, then the caller's arrays by value), so a repeated call (every decode step) does no
+ * pow() and no allocation. `id` is unique within the context and changes whenever the table is
+ * recomputed: equal ids mean equal tables; 0 means empty. */
+typedef struct posenc__freq_cache {
+    posenc__freq *freqs;
+    uint32_t count;
+    uint32_t capacity;
+    uint64_t id;
+    unsigned char *key;
+    size_t key_size;
+    size_t key_capacity;
+} posenc__freq_cache;
+
 struct posenc_context {
     const posenc__backend *backend;
     const posenc__device *device;
@@ -50,8 +64,9 @@ struct posenc_context {
     char *cache_dir;           /* owned copies of the descriptor's strings, or NULL */
     char *pipeline_cache_path;
     posenc_buffer *buffers;
-    posenc__freq *freqs;       /* frequency scratch, grown on demand and reused across calls */
-    uint32_t freqs_capacity;
+    posenc__freq_cache rope_freqs;       /* the last RoPE frequency table and what made it */
+    posenc__freq_cache sinusoidal_freqs; /* the same for sinusoidal encodings */
+    uint64_t freqs_ids;                  /* ids handed out to frequency tables so far */
     char last_error[512];
 };
 
@@ -106,6 +121,7 @@ typedef struct posenc__rope_op {
     bool inverse;
     float attention_factor;
     const posenc__freq *freqs; /* rotary_dim / 2 entries */
+    uint64_t freqs_id;         /* equal ids within a context: equal tables (0: unknown) */
 } posenc__rope_op;
 
 typedef struct posenc__sinusoidal_op {
@@ -122,9 +138,7 @@ typedef struct posenc__sinusoidal_op {
     float input_scale;
     float output_scale;
     const posenc__freq *freqs; /* `half` entries */
+    uint64_t freqs_id;         /* equal ids within a context: equal tables (0: unknown) */
 } posenc__sinusoidal_op;
-
-/* Grows ctx->freqs to at least `count` entries. */
-posenc_status posenc__reserve_freqs(posenc_context *ctx, uint32_t count);
 
 #endif

@@ -129,17 +129,20 @@ posenc_status posenc_rope(posenc_context *ctx, const posenc_rope_desc *desc)
 
     /* No output shares memory with another view of the call (an output and its own input may
      * be the same view: that is in place). */
+    const char *q_out_name = op.q_in_place ? "q" : "q_out"; /* name what the caller set */
+    const char *k_out_name = op.k_in_place ? "k" : "k_out";
     if (op.has_k) {
-        status = posenc__check_disjoint(ctx, &op.q_out, "q_out", &op.k, "k");
+        status = posenc__check_disjoint(ctx, &op.q_out, q_out_name, &op.k, "k");
         if (status == POSENC_OK)
-            status = posenc__check_disjoint(ctx, &op.k_out, "k_out", &op.q, "q");
+            status = posenc__check_disjoint(ctx, &op.k_out, k_out_name, &op.q, "q");
         if (status == POSENC_OK && !(op.q_in_place && op.k_in_place))
-            status = posenc__check_disjoint(ctx, &op.q_out, "q_out", &op.k_out, "k_out");
+            status = posenc__check_disjoint(ctx, &op.q_out, q_out_name, &op.k_out, k_out_name);
     }
     if (status == POSENC_OK && op.has_positions) {
-        status = posenc__check_disjoint(ctx, &op.q_out, "q_out", &op.positions, "positions");
+        status = posenc__check_disjoint(ctx, &op.q_out, q_out_name, &op.positions, "positions");
         if (status == POSENC_OK && op.has_k)
-            status = posenc__check_disjoint(ctx, &op.k_out, "k_out", &op.positions, "positions");
+            status =
+                posenc__check_disjoint(ctx, &op.k_out, k_out_name, &op.positions, "positions");
     }
     if (status != POSENC_OK)
         return status;
@@ -147,6 +150,7 @@ posenc_status posenc_rope(posenc_context *ctx, const posenc_rope_desc *desc)
     status = posenc__rope_frequencies(ctx, desc, rotary_dim, &op.attention_factor);
     if (status != POSENC_OK)
         return status;
-    op.freqs = ctx->freqs;
+    op.freqs = ctx->rope_freqs.freqs;
+    op.freqs_id = ctx->rope_freqs.id;
     return ctx->backend->rope(ctx, &op);
 }

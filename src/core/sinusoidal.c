@@ -101,6 +101,7 @@ posenc_status posenc_sinusoidal(posenc_context *ctx, const posenc_sinusoidal_des
     status = posenc__sinusoidal_frequencies(ctx, op.half, base, desc->freq_shift, position_scale);
     if (status != POSENC_OK)
         return status;
-    op.freqs = ctx->freqs;
+    op.freqs = ctx->sinusoidal_freqs.freqs;
+    op.freqs_id = ctx->sinusoidal_freqs.id;
     return ctx->backend->sinusoidal(ctx, &op);
 }

@@ -1,23 +1,41 @@
-/* The native CPU backend: device description, contexts and host-memory buffers. The operations
- * are in cpu_rope.c and cpu_sinusoidal.c. */
+/* The native CPU backend: device description, contexts (kernel variant, thread pool, scratch),
+ * host-memory buffers and the copy yardstick. The operations are in cpu_rope.c and
+ * cpu_sinusoidal.c, the vector kernels in cpu_kernels_*.c (one per instruction set).
+ *
+ * Kernel variant: the best one the CPU and OS support (cpu_variant.c: AVX-512 with BF16,
+ * AVX-512, AVX2+FMA+F16C on x86-64, NEON on aarch64, portable C elsewhere), chosen when a
+ * context is created. The environment variable POSENC_CPU_VARIANT=portable|avx2|avx512|
+ * avx512bf16|neon forces one (read at each context creation, also under
+ * POSENC_CONTEXT_IGNORE_ENV, which concerns only the device choice); creating a CPU context
+ * then fails with POSENC_UNSUPPORTED if this machine cannot run it.
+ *
+ * Threads: posenc_context_desc.num_threads (default: the cores the process may use), the
+ * calling thread being one of them; the workers start with the context and are reused by every
+ * call. Jobs smaller than a few hundred KiB (a decode step) run on the calling thread alone.
+ */
 #include "backend.h"
 #include "core/platform.h"
 #include "cpu/cpu_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static posenc_status cpu_enumerate(posenc__device_list *list, const char **reason)
 {
     posenc__device device = {0};
     posenc_device_info *info = &device.info;
+    posenc_cpu_variant best = posenc_cpu_best_variant();
     info->type = POSENC_DEVICE_CPU;
     info->native_cpu = true;
     posenc__cpu_field("model name", "CPU", info->name, sizeof info->name);
     posenc__cpu_field("vendor_id", "unknown", info->vendor, sizeof info->vendor);
-    posenc__copy_string(info->driver, sizeof info->driver, "posenc native CPU path");
+    snprintf(info->driver, sizeof info->driver, "posenc native CPU path (%s)",
+             posenc_cpu_variant_name(best));
     info->memory_bytes = posenc__physical_memory();
     info->unified_memory = true;
+    info->fp16_storage = best != POSENC_CPU_PORTABLE; /* F16C / NEON conversions */
+    info->bf16 = best == POSENC_CPU_AVX512BF16;
     info->fp64 = true;
     info->compute_units = posenc__cpu_count();
     info->max_workgroup_size = 1;
@@ -32,40 +50,134 @@ static posenc_status cpu_enumerate(posenc__device_list *list, const char **reaso
     return POSENC_OK;
 }
 
+/* The variant POSENC_CPU_VARIANT asks for, or the best one. */
+static posenc_status choose_variant(posenc_context *ctx, posenc_cpu_variant *variant)
+{
+    const char *forced = getenv("POSENC_CPU_VARIANT");
+    if (!forced || !*forced) {
+        *variant = posenc_cpu_best_variant();
+        return POSENC_OK;
+    }
+    if (!posenc_cpu_variant_parse(forced, variant))
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "POSENC_CPU_VARIANT: unknown variant '%s' (expected portable, avx2, "
+                            "avx512, avx512bf16 or neon)",
+                            forced);
+    if (!posenc_cpu_kernels_for(*variant))
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "POSENC_CPU_VARIANT: %s %s (the best this machine runs is %s)",
+                            forced,
+                            posenc_cpu_variant_compiled(*variant)
+                                ? "is not supported by this CPU"
+                                : "is not compiled into this build",
+                            posenc_cpu_variant_name(posenc_cpu_best_variant()));
+    return POSENC_OK;
+}
+
+static void free_state(posenc_cpu_context *state)
+{
+    posenc_cpu_pool_destroy(state->pool);
+    if (state->scratch) {
+        for (uint32_t i = 0; i < state->parts; i++)
+            posenc__aligned_free(state->scratch[i]);
+        free(state->scratch);
+    }
+    posenc__aligned_free(state->steps);
+    free(state);
+}
+
 static posenc_status cpu_context_init(posenc_context *ctx, const posenc__device *device)
 {
     (void)device;
+    uint32_t threads = ctx->num_threads ? ctx->num_threads : 1;
+    if (threads > POSENC_CPU_MAX_THREADS)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "num_threads: %u is more than the %u the CPU backend supports",
+                            threads, POSENC_CPU_MAX_THREADS);
+    posenc_cpu_variant variant;
+    posenc_status status = choose_variant(ctx, &variant);
+    if (status != POSENC_OK)
+        return status;
     posenc_cpu_context *state = calloc(1, sizeof *state);
     if (!state)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
+    state->variant = variant;
+    state->kernels = posenc_cpu_kernels_for(variant);
+
+    status = posenc_cpu_pool_create(threads - 1, &state->pool);
+    if (status != POSENC_OK) {
+        free(state);
+        return posenc__fail(ctx, status, "num_threads: cannot start %u worker threads",
+                            threads - 1);
+    }
+    state->parts = posenc_cpu_pool_size(state->pool);
+    state->scratch = calloc(state->parts, sizeof *state->scratch);
+    if (!state->scratch) {
+        free_state(state);
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
+    }
     ctx->backend_state = state;
+    posenc__log(ctx, POSENC_LOG_DEBUG, "cpu: %s kernels, %u threads",
+                posenc_cpu_variant_name(variant), state->parts);
     return POSENC_OK;
 }
 
 static void cpu_context_fini(posenc_context *ctx)
 {
-    posenc_cpu_context *state = ctx->backend_state;
-    if (!state)
-        return;
-    free(state->sincos);
-    free(state);
+    if (ctx->backend_state)
+        free_state(ctx->backend_state);
     ctx->backend_state = NULL;
 }
 
-float *posenc_cpu_scratch(posenc_context *ctx, size_t floats)
+const char *posenc_cpu_context_variant(const posenc_context *ctx)
+{
+    if (!ctx || ctx->backend->kind != POSENC_BACKEND_CPU || !ctx->backend_state)
+        return NULL;
+    const posenc_cpu_context *state = ctx->backend_state;
+    return posenc_cpu_variant_name(state->variant);
+}
+
+posenc_status posenc_cpu_reserve_scratch(posenc_context *ctx, size_t floats)
 {
     posenc_cpu_context *state = ctx->backend_state;
-    if (floats > state->sincos_capacity) {
-        float *grown = realloc(state->sincos, floats * sizeof *grown);
-        if (!grown) {
-            posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "scratch: cannot allocate %zu floats",
-                         floats);
-            return NULL;
+    if (floats <= state->scratch_floats)
+        return POSENC_OK;
+    floats = (floats + 15) & ~(size_t)15;
+    size_t bytes = floats * sizeof(float);
+    /* All or nothing: the old blocks stay valid until every new one exists. */
+    float *grown[64];
+    float **blocks = state->parts <= 64 ? grown : calloc(state->parts, sizeof *blocks);
+    if (!blocks)
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "scratch: out of host memory");
+    for (uint32_t i = 0; i < state->parts; i++) {
+        blocks[i] = posenc__aligned_alloc(64, bytes);
+        if (!blocks[i]) {
+            for (uint32_t j = 0; j < i; j++)
+                posenc__aligned_free(blocks[j]);
+            if (blocks != grown)
+                free(blocks);
+            return posenc__fail(ctx, POSENC_OUT_OF_MEMORY,
+                                "scratch: cannot allocate %zu bytes per thread", bytes);
         }
-        state->sincos = grown;
-        state->sincos_capacity = floats;
     }
-    return state->sincos;
+    for (uint32_t i = 0; i < state->parts; i++) {
+        posenc__aligned_free(state->scratch[i]);
+        state->scratch[i] = blocks[i];
+    }
+    if (blocks != grown)
+        free(blocks);
+    state->scratch_floats = floats;
+    return POSENC_OK;
+}
+
+uint32_t posenc_cpu_parts_for(const posenc_cpu_context *state, uint64_t bytes, uint64_t units)
+{
+    uint64_t parts = bytes / POSENC_CPU_MIN_BYTES_PER_PART;
+    if (parts > state->parts)
+        parts = state->parts;
+    if (parts > units)
+        parts = units;
+    return parts ? (uint32_t)parts : 1;
 }
 
 static posenc_status cpu_buffer_init(posenc_context *ctx, posenc_buffer *buf)
@@ -115,33 +227,57 @@ static void *cpu_buffer_host_address(posenc_context *ctx, posenc_buffer *buf)
     return buf->backend_state;
 }
 
-/* A loop with the operations' access pattern: glibc's memcpy switches to non-temporal stores
- * for large copies, which an in-place kernel never does, so it would be the wrong yardstick. */
+typedef struct copy_job {
+    const posenc_cpu_kernels *kernels;
+    float *data;
+    size_t count;
+    bool write_only;
+} copy_job;
+
+static void copy_part(void *arg, uint32_t part, uint32_t parts)
+{
+    const copy_job *job = arg;
+    /* Whole 64-byte lines per part, so no two threads share one. */
+    uint64_t first, end;
+    posenc_cpu_part_range((job->count + 15) / 16, part, parts, &first, &end);
+    size_t begin = (size_t)first * 16, stop = (size_t)end * 16;
+    if (stop > job->count)
+        stop = job->count;
+    if (begin >= stop)
+        return;
+    if (job->write_only)
+        job->kernels->fill(job->data + begin, stop - begin, 1.0f);
+    else
+        job->kernels->copy_in_place(job->data + begin, stop - begin);
+}
+
+/* The yardstick of `posenc bench`: the same threads, vector width and access pattern as the
+ * operations (ordinary stores in place or write-only, no non-temporal stores, which glibc's
+ * memcpy would switch to for large sizes and the operations never use). */
 static posenc_status cpu_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                   uint64_t bytes, bool write_only)
 {
-    (void)ctx;
-    float *data = (float *)((uint8_t *)buf->backend_state + offset);
-    size_t count = (size_t)(bytes / sizeof(float));
-    if (write_only) {
-        for (size_t i = 0; i < count; i++)
-            data[i] = (float)i;
-    } else {
-        for (size_t i = 0; i < count; i++)
-            data[i] = data[i] + 0.0f; /* not foldable away, unlike x * 1 */
-    }
+    posenc_cpu_context *state = ctx->backend_state;
+    copy_job job = {
+        .kernels = state->kernels,
+        .data = (float *)((uint8_t *)buf->backend_state + offset),
+        .count = (size_t)(bytes / sizeof(float)),
+        .write_only = write_only,
+    };
+    uint32_t parts = posenc_cpu_parts_for(state, write_only ? bytes : 2 * bytes, bytes / 64 + 1);
+    posenc_cpu_pool_run(state->pool, parts, copy_part, &job);
     return POSENC_OK;
 }
 
-bool posenc_cpu_position(posenc_context *ctx, const posenc__view *positions, bool has_positions,
-                         bool per_batch, int32_t offset, int64_t batch, int64_t row,
-                         int64_t *fixed)
+bool posenc_cpu_position(const uint8_t *positions_base, const posenc__view *positions,
+                         bool has_positions, bool per_batch, int32_t offset, int64_t batch,
+                         int64_t row, int64_t *fixed)
 {
     if (!has_positions) {
         *fixed = posenc__position_from_i32((int32_t)(offset + row));
         return true;
     }
-    const uint8_t *p = posenc_cpu_element(posenc__view_host_base(ctx, positions), positions, 0, 0,
+    const uint8_t *p = posenc_cpu_element((uint8_t *)positions_base, positions, 0, 0,
                                           per_batch ? batch : 0, row);
     if (positions->dtype == POSENC_DTYPE_I32) {
         int32_t value;
@@ -154,17 +290,24 @@ bool posenc_cpu_position(posenc_context *ctx, const posenc__view *positions, boo
     return posenc__position_from_f32(value, fixed);
 }
 
-void posenc_cpu_sincos_row(const posenc__freq *freqs, uint32_t count, int64_t position,
-                           bool valid, float *sincos)
+void posenc_cpu_sincos_row(const posenc_cpu_kernels *kernels, const posenc__freq *freqs,
+                           uint32_t count, int64_t position, bool valid, float sin_scale,
+                           float cos_scale, uint32_t *turns_hi, float *sin_out, float *cos_out)
 {
-    for (uint32_t j = 0; j < count; j++) {
-        if (!valid) {
-            sincos[2 * j] = sincos[2 * j + 1] = NAN;
-            continue;
-        }
-        posenc__sincos_turns(posenc__turns(position, freqs[j]), &sincos[2 * j],
-                             &sincos[2 * j + 1]);
+    if (!valid) {
+        for (uint32_t j = 0; j < count; j++)
+            sin_out[j] = cos_out[j] = NAN;
+        return;
     }
+    if ((position & 0xffffffff) == 0) { /* an integer position: one multiply per frequency */
+        int32_t p = (int32_t)(position / ((int64_t)1 << 32));
+        for (uint32_t j = 0; j < count; j++)
+            turns_hi[j] = posenc_cpu_turns_hi_int(p, freqs[j].frac);
+    } else {
+        for (uint32_t j = 0; j < count; j++)
+            turns_hi[j] = posenc_cpu_turns_hi(position, freqs[j]);
+    }
+    kernels->sincos(turns_hi, count, sin_scale, cos_scale, sin_out, cos_out);
 }
 
 const posenc__backend posenc_cpu_backend = {

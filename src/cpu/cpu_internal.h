@@ -1,23 +1,79 @@
-/* Private to the CPU backend: its context state and element access for every dtype. */
+/* Private to the CPU backend: its context state (kernel variant, thread pool, per-thread
+ * scratch), exact turn computation, and scalar element access for layouts the vector kernels do
+ * not take (a strided innermost dim). */
 #ifndef POSENC_CPU_INTERNAL_H
 #define POSENC_CPU_INTERNAL_H
 
 #include "core/half.h"
 #include "core/internal.h"
+#include "cpu/cpu_kernels.h"
+#include "cpu/cpu_pool.h"
 
 #include <string.h>
 
+/* A job is split into parts of at least this many bytes of memory traffic: waking a worker
+ * costs about as much as moving this much memory, so smaller jobs (a decode step) stay on the
+ * calling thread. */
+#define POSENC_CPU_MIN_BYTES_PER_PART ((uint64_t)192 * 1024)
+
+/* The most threads a context may ask for (posenc_context_desc.num_threads). */
+#define POSENC_CPU_MAX_THREADS 1024u
+
 typedef struct posenc_cpu_context {
-    float *sincos;          /* per-row sin/cos scratch, reused across calls */
-    size_t sincos_capacity; /* floats */
+    posenc_cpu_variant variant;
+    const posenc_cpu_kernels *kernels;
+    posenc_cpu_pool *pool;    /* its workers: num_threads - 1 */
+    uint32_t parts;           /* most parts a job runs as: the pool's size */
+    float **scratch;          /* one 64-byte aligned block per part, reused across calls */
+    size_t scratch_floats;    /* capacity of each block */
+    /* Sinusoidal step table (cpu_sinusoidal.c), valid for the frequency table whose id is
+     * step_freqs_id (0: none) and step_half frequencies. */
+    float *steps;
+    size_t steps_floats;
+    uint64_t step_freqs_id;
+    uint32_t step_half;
 } posenc_cpu_context;
 
 /* The operations (cpu_rope.c, cpu_sinusoidal.c). */
 posenc_status posenc_cpu_rope(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_cpu_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
 
-/* Grows the scratch to `floats` entries; NULL (and the context error) when out of memory. */
-float *posenc_cpu_scratch(posenc_context *ctx, size_t floats);
+/* Grows every part's scratch to `floats` entries (before a job starts, so a failure leaves the
+ * outputs untouched); OUT_OF_MEMORY with the context error set. */
+posenc_status posenc_cpu_reserve_scratch(posenc_context *ctx, size_t floats);
+
+/* How many parts a job moving `bytes` of memory runs as, and which units [first, end) of
+ * `units` part `part` of `parts` takes. */
+uint32_t posenc_cpu_parts_for(const posenc_cpu_context *state, uint64_t bytes, uint64_t units);
+static inline void posenc_cpu_part_range(uint64_t units, uint32_t part, uint32_t parts,
+                                         uint64_t *first, uint64_t *end)
+{
+    *first = units * part / parts;
+    *end = units * (part + 1) / parts;
+}
+
+/* The top 32 bits of the turns of position * freq (core/angle.h), rounded: what the kernels'
+ * sincos takes. The same value as posenc__turns, in fewer operations: an int32 position p is
+ * p * 2^32 in Q31.32, so its turns are simply p * frac modulo 2^64. */
+static inline uint32_t posenc_cpu_turns_hi_int(int32_t position, uint64_t frac)
+{
+    uint64_t turns = (uint64_t)(int64_t)position * frac;
+    return (uint32_t)((turns + (UINT64_C(1) << 31)) >> 32);
+}
+
+static inline uint32_t posenc_cpu_turns_hi(int64_t position_fixed, posenc__freq freq)
+{
+#if defined(__SIZEOF_INT128__)
+    /* Bits 32..95 of the signed 128-bit product P * frac, plus the whole turns of the
+     * fractional position bits: the same modular sum as posenc__turns. */
+    __int128 product = (__int128)position_fixed * (__int128)freq.frac;
+    uint64_t turns = (uint64_t)(product >> 32) +
+                     ((uint64_t)((uint32_t)(uint64_t)position_fixed * freq.int_turns) << 32);
+#else
+    uint64_t turns = posenc__turns(position_fixed, freq);
+#endif
+    return (uint32_t)((turns + (UINT64_C(1) << 31)) >> 32);
+}
 
 /* Address of element [i0, i1, i2, i3] of a resolved view whose memory is host-visible. */
 static inline uint8_t *posenc_cpu_element(uint8_t *base, const posenc__view *v, int64_t i0,
@@ -64,13 +120,14 @@ static inline void posenc_cpu_store(uint8_t *p, posenc_dtype dtype, float value)
 
 /* The Q31.32 position of row `row` of batch `batch`; false for a float position out of range
  * (the row is then written as NaN). */
-bool posenc_cpu_position(posenc_context *ctx, const posenc__view *positions, bool has_positions,
-                         bool per_batch, int32_t offset, int64_t batch, int64_t row,
-                         int64_t *fixed);
+bool posenc_cpu_position(const uint8_t *positions_base, const posenc__view *positions,
+                         bool has_positions, bool per_batch, int32_t offset, int64_t batch,
+                         int64_t row, int64_t *fixed);
 
-/* sin/cos of position * freqs[j] for j < count, into sincos[2j] (sin) and sincos[2j+1] (cos);
- * NaN for an invalid position. */
-void posenc_cpu_sincos_row(const posenc__freq *freqs, uint32_t count, int64_t position,
-                           bool valid, float *sincos);
+/* sin and cos of position * freqs[j], j < count, into sin_out/cos_out, times the scales; NaN
+ * for an invalid position. `turns_hi` is scratch of `count` entries. */
+void posenc_cpu_sincos_row(const posenc_cpu_kernels *kernels, const posenc__freq *freqs,
+                           uint32_t count, int64_t position, bool valid, float sin_scale,
+                           float cos_scale, uint32_t *turns_hi, float *sin_out, float *cos_out);
 
 #endif

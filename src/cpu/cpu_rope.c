@@ -1,80 +1,179 @@
-/* RoPE on the CPU: sin/cos once per token and frequency, reused by every q and k head. */
+/* RoPE on the CPU. Per token, the rotation table (sin and cos of every frequency, with the
+ * attention factor and direction folded in) is computed once with the vector sincos and reused
+ * by every q and k head of that token. Work is split over tokens, and over heads when there are
+ * fewer tokens than threads; a small job (a decode step) runs on the calling thread alone. */
 #include "cpu/cpu_internal.h"
 
-typedef struct rope_plan {
-    uint32_t pairs;
-    int64_t second_offset; /* index distance from a pair's first dim to its second */
-    int64_t first_step;    /* index distance between the first dims of consecutive pairs */
-    int64_t head_dim;
-    uint32_t rotary_dim;
-} rope_plan;
+typedef struct rope_job {
+    const posenc__rope_op *op;
+    const posenc_cpu_context *state;
+    const uint8_t *q_in, *k_in, *positions;
+    uint8_t *q_out, *k_out;
+    int64_t rows;   /* batch * tokens */
+    int64_t heads;  /* q heads, then k heads */
+    int64_t chunk;  /* heads per unit of work */
+    int64_t chunks; /* units per row */
+    float sin_scale, cos_scale;
+} rope_job;
 
-/* One head: rotate the pairs, copy the pass-through dims when out of place. */
-static void rotate_head(const rope_plan *plan, const float *sincos, const uint8_t *in,
-                        int64_t in_stride, uint8_t *out, int64_t out_stride, posenc_dtype dtype,
-                        bool in_place)
+/* Fills the token's table in the kernels' layout (cpu_kernels.h). */
+static void build_table(const rope_job *job, int64_t row, float *table, float *sin_scratch,
+                        uint32_t *turns_hi)
 {
-    for (uint32_t j = 0; j < plan->pairs; j++) {
-        int64_t i = (int64_t)j * plan->first_step;
-        const uint8_t *pa = in + i * in_stride;
-        const uint8_t *pb = in + (i + plan->second_offset) * in_stride;
-        float a = posenc_cpu_load(pa, dtype);
-        float b = posenc_cpu_load(pb, dtype);
-        float s = sincos[2 * j], c = sincos[2 * j + 1];
-        posenc_cpu_store(out + i * out_stride, dtype, a * c - b * s);
-        posenc_cpu_store(out + (i + plan->second_offset) * out_stride, dtype, a * s + b * c);
+    const posenc__rope_op *op = job->op;
+    const uint32_t rot = op->rotary_dim, pairs = rot / 2;
+    int64_t b = row / op->tokens, t = row % op->tokens;
+    int64_t position;
+    bool valid = posenc_cpu_position(job->positions, &op->positions, op->has_positions,
+                                     op->positions_per_batch, op->position_offset, b, t,
+                                     &position);
+    if (op->style == POSENC_ROPE_NEOX) {
+        posenc_cpu_sincos_row(job->state->kernels, op->freqs, pairs, position, valid,
+                              job->sin_scale, job->cos_scale, turns_hi, table + pairs, table);
+        return;
     }
-    if (in_place)
+    float *cos_scratch = sin_scratch + pairs;
+    posenc_cpu_sincos_row(job->state->kernels, op->freqs, pairs, position, valid,
+                          job->sin_scale, job->cos_scale, turns_hi, sin_scratch, cos_scratch);
+    for (uint32_t j = 0; j < pairs; j++) {
+        table[2 * j] = table[2 * j + 1] = cos_scratch[j];
+        table[rot + 2 * j] = -sin_scratch[j];
+        table[rot + 2 * j + 1] = sin_scratch[j];
+    }
+}
+
+/* One head through a strided innermost dim, element by element. */
+static void rotate_head_strided(const posenc__rope_op *op, const float *table, const uint8_t *in,
+                                int64_t in_stride, uint8_t *out, int64_t out_stride,
+                                bool copy_rest)
+{
+    const uint32_t rot = op->rotary_dim, pairs = rot / 2;
+    const posenc_dtype dtype = op->q.dtype;
+    for (uint32_t j = 0; j < pairs; j++) {
+        uint32_t ia, ib;
+        float c, s;
+        if (op->style == POSENC_ROPE_NEOX) {
+            ia = j;
+            ib = j + pairs;
+            c = table[j];
+            s = table[pairs + j];
+        } else {
+            ia = 2 * j;
+            ib = 2 * j + 1;
+            c = table[2 * j];
+            s = table[rot + 2 * j + 1];
+        }
+        float a = posenc_cpu_load(in + ia * in_stride, dtype);
+        float b = posenc_cpu_load(in + ib * in_stride, dtype);
+        posenc_cpu_store(out + ia * out_stride, dtype, a * c - b * s);
+        posenc_cpu_store(out + ib * out_stride, dtype, a * s + b * c);
+    }
+    if (!copy_rest)
         return;
     size_t element = posenc_dtype_size(dtype);
-    for (int64_t d = plan->rotary_dim; d < plan->head_dim; d++)
+    for (int64_t d = rot; d < op->head_dim; d++)
         memcpy(out + d * out_stride, in + d * in_stride, element);
 }
 
-static void rotate_heads(posenc_context *ctx, const rope_plan *plan, const float *sincos,
-                         const posenc__view *in, const posenc__view *out, bool in_place,
-                         int64_t heads, int64_t b, int64_t t)
+/* Heads [first, end) of one tensor at one token. */
+static void rotate_heads(const rope_job *job, const float *table, const posenc__view *in_view,
+                         const uint8_t *in_base, const posenc__view *out_view, uint8_t *out_base,
+                         bool in_place, int64_t row, int64_t first, int64_t end)
 {
-    uint8_t *in_base = posenc__view_host_base(ctx, in);
-    uint8_t *out_base = posenc__view_host_base(ctx, out);
-    for (int64_t h = 0; h < heads; h++) {
-        rotate_head(plan, sincos, posenc_cpu_element(in_base, in, b, t, h, 0), in->strides[3],
-                    posenc_cpu_element(out_base, out, b, t, h, 0), out->strides[3], in->dtype,
-                    in_place);
+    const posenc__rope_op *op = job->op;
+    int64_t b = row / op->tokens, t = row % op->tokens;
+    const uint8_t *in = posenc_cpu_element((uint8_t *)in_base, in_view, b, t, first, 0);
+    uint8_t *out = posenc_cpu_element(out_base, out_view, b, t, first, 0);
+    int64_t element = (int64_t)posenc_dtype_size(in_view->dtype);
+    if (in_view->strides[3] == element && out_view->strides[3] == element) {
+        const uint32_t pairs = op->rotary_dim / 2;
+        posenc_cpu_rope_heads args = {
+            .table = table,
+            .pair_sin = table + 2 * (size_t)op->rotary_dim,
+            .pair_cos = table + 2 * (size_t)op->rotary_dim + pairs,
+            .in = in,
+            .out = out,
+            .in_head_stride = in_view->strides[2],
+            .out_head_stride = out_view->strides[2],
+            .heads = end - first,
+            .rotary_dim = op->rotary_dim,
+            .head_dim = (uint32_t)op->head_dim,
+            .dtype = in_view->dtype,
+            .style = op->style,
+            .copy_rest = !in_place,
+        };
+        job->state->kernels->rope_heads(&args);
+        return;
+    }
+    for (int64_t h = 0; h < end - first; h++)
+        rotate_head_strided(op, table, in + h * in_view->strides[2], in_view->strides[3],
+                            out + h * out_view->strides[2], out_view->strides[3], !in_place);
+}
+
+static void rope_part(void *arg, uint32_t part, uint32_t parts)
+{
+    const rope_job *job = arg;
+    const posenc__rope_op *op = job->op;
+    const uint32_t rot = op->rotary_dim;
+    float *table = job->state->scratch[part];
+    float *sin_scratch = table + 2 * (size_t)rot;
+    uint32_t *turns_hi = (uint32_t *)(sin_scratch + rot);
+
+    uint64_t first, end;
+    posenc_cpu_part_range((uint64_t)(job->rows * job->chunks), part, parts, &first, &end);
+    int64_t built = -1;
+    for (uint64_t unit = first; unit < end; unit++) {
+        int64_t row = (int64_t)(unit / (uint64_t)job->chunks);
+        int64_t h0 = (int64_t)(unit % (uint64_t)job->chunks) * job->chunk;
+        int64_t h1 = h0 + job->chunk < job->heads ? h0 + job->chunk : job->heads;
+        if (row != built) {
+            build_table(job, row, table, sin_scratch, turns_hi);
+            built = row;
+        }
+        if (h0 < op->q_heads)
+            rotate_heads(job, table, &op->q, job->q_in, &op->q_out, job->q_out, op->q_in_place,
+                         row, h0, h1 < op->q_heads ? h1 : op->q_heads);
+        if (h1 > op->q_heads)
+            rotate_heads(job, table, &op->k, job->k_in, &op->k_out, job->k_out, op->k_in_place,
+                         row, (h0 > op->q_heads ? h0 : op->q_heads) - op->q_heads,
+                         h1 - op->q_heads);
     }
 }
 
 posenc_status posenc_cpu_rope(posenc_context *ctx, const posenc__rope_op *op)
 {
-    rope_plan plan = {
-        .pairs = op->rotary_dim / 2,
-        .second_offset = op->style == POSENC_ROPE_NEOX ? op->rotary_dim / 2 : 1,
-        .first_step = op->style == POSENC_ROPE_NEOX ? 1 : 2,
-        .head_dim = op->head_dim,
-        .rotary_dim = op->rotary_dim,
-    };
-    float *sincos = posenc_cpu_scratch(ctx, 2 * (size_t)plan.pairs + 1);
-    if (!sincos)
-        return POSENC_OUT_OF_MEMORY;
+    posenc_cpu_context *state = ctx->backend_state;
+    /* Table (2 rotary_dim), sin and cos (rotary_dim), turns (rotary_dim / 2). */
+    posenc_status status = posenc_cpu_reserve_scratch(ctx, 4 * (size_t)op->rotary_dim + 16);
+    if (status != POSENC_OK)
+        return status;
 
-    for (int64_t b = 0; b < op->batch; b++) {
-        for (int64_t t = 0; t < op->tokens; t++) {
-            int64_t position;
-            bool valid = posenc_cpu_position(ctx, &op->positions, op->has_positions,
-                                             op->positions_per_batch, op->position_offset, b, t,
-                                             &position);
-            posenc_cpu_sincos_row(op->freqs, plan.pairs, position, valid, sincos);
-            for (uint32_t j = 0; j < plan.pairs; j++) {
-                float s = op->inverse ? -sincos[2 * j] : sincos[2 * j];
-                sincos[2 * j] = s * op->attention_factor;
-                sincos[2 * j + 1] *= op->attention_factor;
-            }
-            rotate_heads(ctx, &plan, sincos, &op->q, &op->q_out, op->q_in_place, op->q_heads, b,
-                         t);
-            if (op->has_k)
-                rotate_heads(ctx, &plan, sincos, &op->k, &op->k_out, op->k_in_place, op->k_heads,
-                             b, t);
-        }
+    rope_job job = {
+        .op = op,
+        .state = state,
+        .q_in = posenc__view_host_base(ctx, &op->q),
+        .q_out = posenc__view_host_base(ctx, &op->q_out),
+        .k_in = op->has_k ? posenc__view_host_base(ctx, &op->k) : NULL,
+        .k_out = op->has_k ? posenc__view_host_base(ctx, &op->k_out) : NULL,
+        .positions = op->has_positions ? posenc__view_host_base(ctx, &op->positions) : NULL,
+        .rows = op->batch * op->tokens,
+        .heads = op->q_heads + (op->has_k ? op->k_heads : 0),
+        .sin_scale = op->inverse ? -op->attention_factor : op->attention_factor,
+        .cos_scale = op->attention_factor,
+    };
+
+    uint64_t elements = (uint64_t)(job.rows * job.heads * op->head_dim);
+    uint64_t bytes = elements * posenc_dtype_size(op->q.dtype) * 2;
+    uint32_t parts = posenc_cpu_parts_for(state, bytes, (uint64_t)(job.rows * job.heads));
+    /* Few tokens for many threads: split each token's heads too. */
+    int64_t chunks = 1;
+    if (parts > 1 && job.rows < 4 * (int64_t)parts) {
+        chunks = (4 * (int64_t)parts + job.rows - 1) / job.rows;
+        if (chunks > job.heads)
+            chunks = job.heads;
     }
+    job.chunk = (job.heads + chunks - 1) / chunks;
+    job.chunks = (job.heads + job.chunk - 1) / job.chunk;
+    posenc_cpu_pool_run(state->pool, parts, rope_part, &job);
     return POSENC_OK;
 }

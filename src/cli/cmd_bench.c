@@ -1,0 +1,932 @@
+/* `posenc bench`: times RoPE and sinusoidal encodings on every selected device next to a plain
+ * copy of the same bytes on the same device (the backend's roofline kernel), and the first-call
+ * latency of each device (context creation, first operation including kernel builds, with a cold
+ * and a warm kernel cache on GPU backends). Text or --json. */
+#if !defined(_WIN32)
+#  define _XOPEN_SOURCE 700 /* clock_gettime, isatty, mkdtemp, nftw */
+#endif
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if !defined(_WIN32)
+#  include <ftw.h>
+#  include <unistd.h>
+#endif
+
+#include "cli.h"
+#include "core/roofline.h"
+#include "cpu/cpu_kernels.h"
+#include "device.h"
+
+static const char bench_help[] =
+    "usage: posenc bench [--device SEL]... [--threads N] [--runs N] [--quick] [--json]\n"
+    "\n"
+    "Times each operation on each selected device (default: every device found, the native CPU\n"
+    "path first) and, in the same run on the same device, a plain copy of the same bytes in the\n"
+    "same mode: read and write in place for RoPE, write-only for tables. Rows:\n"
+    "  rope decode    q [1, 32, 128] and k [1, 8, 128] in place: one token, grouped-query\n"
+    "  rope prefill   q [4096, 32, 128] and k [4096, 8, 128] in place\n"
+    "                 (each in f32, f16 and bf16, NEOX and GPT-J pairing)\n"
+    "  sinusoidal table       [4096, 1024], interleaved, f32 and f16\n"
+    "  sinusoidal timesteps   256 float diffusion timesteps, d_model 320, [sin | cos], shift 1\n"
+    "Each row gives the median time of the timed runs after warm-up runs, their spread (10th to\n"
+    "90th percentile), the bandwidth (bytes read + written / median time), the copy's bandwidth\n"
+    "(its median), the ratio copy time / operation time (the median over the runs, each run\n"
+    "timed right before its copy), and the cache level the tensors fit in (L1, L2, L3 or DRAM;\n"
+    "the CPU's caches also hold for software devices). The ratio is what counts: 1.0 means the\n"
+    "operation runs as fast as memory allows. Backends without a copy kernel show '-' there.\n"
+    "First call: context creation, then the first RoPE (decode, f32) including kernel builds;\n"
+    "GPU backends twice, with an empty kernel cache directory and again with it filled.\n"
+    "\n"
+    "flags:\n"
+    "  --device SEL   cpu, vulkan, vulkan:1, opencl:0 or a name substring; repeat for more\n"
+    "  --threads N    CPU worker threads (default: every core this process may use)\n"
+    "  --runs N       timed runs per row, 3..1000 (default 21, --quick 5)\n"
+    "  --quick        fewer and shorter runs: a rough figure in a few seconds per device\n"
+    "  --json         one JSON object on stdout instead of the table\n"
+    "  --help         this text\n"
+    "\n"
+    "A progress line is shown on stderr when it is a terminal.\n";
+
+#define Q_HEADS 32
+#define K_HEADS 8
+#define HEAD_DIM 128
+#define PREFILL_TOKENS 4096
+#define DECODE_POSITION 4095
+#define TABLE_ROWS 4096
+#define TABLE_D_MODEL 1024
+#define TIMESTEPS 256
+#define TIMESTEP_D_MODEL 320
+#define MAX_SELECTORS 16
+#define MAX_RUNS 1000
+
+typedef enum bench_kind {
+    BENCH_ROPE = 0,
+    BENCH_TABLE = 1,
+    BENCH_TIMESTEPS = 2,
+} bench_kind;
+
+typedef struct bench_case {
+    const char *name;
+    bench_kind kind;
+    int64_t rows; /* tokens or table rows */
+    posenc_dtype dtype;
+    posenc_rope_style style;
+} bench_case;
+
+#define F32 POSENC_DTYPE_F32
+#define F16 POSENC_DTYPE_F16
+#define BF16 POSENC_DTYPE_BF16
+#define NEOX POSENC_ROPE_NEOX
+#define GPTJ POSENC_ROPE_GPTJ
+
+static const bench_case bench_cases[] = {
+    {"rope decode", BENCH_ROPE, 1, F32, NEOX},
+    {"rope decode", BENCH_ROPE, 1, F32, GPTJ},
+    {"rope decode", BENCH_ROPE, 1, F16, NEOX},
+    {"rope decode", BENCH_ROPE, 1, F16, GPTJ},
+    {"rope decode", BENCH_ROPE, 1, BF16, NEOX},
+    {"rope decode", BENCH_ROPE, 1, BF16, GPTJ},
+    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, F32, NEOX},
+    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, F32, GPTJ},
+    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, F16, NEOX},
+    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, F16, GPTJ},
+    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, BF16, NEOX},
+    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, BF16, GPTJ},
+    {"sinusoidal table", BENCH_TABLE, TABLE_ROWS, F32, NEOX},
+    {"sinusoidal table", BENCH_TABLE, TABLE_ROWS, F16, NEOX},
+    {"sinusoidal timesteps", BENCH_TIMESTEPS, TIMESTEPS, F32, NEOX},
+};
+#define CASE_COUNT (sizeof bench_cases / sizeof bench_cases[0])
+
+typedef struct bench_options {
+    const char *selectors[MAX_SELECTORS];
+    uint32_t selector_count;
+    uint32_t threads;
+    uint32_t runs;
+    uint32_t warmup;
+    double sample_seconds; /* a timed run repeats the call until it lasts about this long */
+    bool quick;
+    bool json;
+    bool progress;
+} bench_options;
+
+/* Data caches of the host CPU, 0 where unknown. */
+typedef struct bench_caches {
+    uint64_t l1d, l2, l3;
+} bench_caches;
+
+typedef struct bench_result {
+    posenc_status status;  /* of the operation; not OK: `error` says why */
+    char error[320];
+    uint64_t bytes;        /* read + written per call */
+    uint64_t footprint;    /* bytes of the tensors */
+    uint32_t runs;
+    uint32_t repeats;      /* calls per timed run */
+    double median, p10, p90; /* seconds per call */
+    bool has_copy;
+    char copy_note[160];   /* why there is no copy figure */
+    double copy_median;
+    double ratio;          /* median over the runs of copy time / operation time */
+} bench_result;
+
+typedef struct bench_first_call {
+    posenc_status status;
+    char error[320];
+    double context_seconds;
+    double first_op_seconds;
+    bool has_warm;
+    double warm_context_seconds;
+    double warm_first_op_seconds;
+} bench_first_call;
+
+/* ---- time, caches, temporary directories ---- */
+
+static double bench_now(void)
+{
+#if !defined(_WIN32)
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+#else
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+#endif
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The q-quantile (0..1) of `n` sorted values, interpolated. */
+static double quantile(const double *sorted, uint32_t n, double q)
+{
+    double at = q * (n - 1);
+    uint32_t i = (uint32_t)at;
+    if (i + 1 >= n)
+        return sorted[n - 1];
+    return sorted[i] + (at - i) * (sorted[i + 1] - sorted[i]);
+}
+
+/* "32K" / "1024K" / "32M" as sysfs writes cache sizes. */
+static uint64_t parse_size(const char *text)
+{
+    char *end = NULL;
+    unsigned long long value = strtoull(text, &end, 10);
+    if (end && (*end == 'K' || *end == 'k'))
+        value *= 1024;
+    else if (end && (*end == 'M' || *end == 'm'))
+        value *= 1024 * 1024;
+    return value;
+}
+
+static bench_caches bench_read_caches(void)
+{
+    bench_caches caches = {0};
+#if defined(__linux__)
+    for (int index = 0; index < 8; index++) {
+        char path[128], level[16] = "", type[32] = "", size[32] = "";
+        const char *fields[3] = {"level", "type", "size"};
+        char *values[3] = {level, type, size};
+        size_t sizes[3] = {sizeof level, sizeof type, sizeof size};
+        bool ok = true;
+        for (int f = 0; f < 3 && ok; f++) {
+            snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", index,
+                     fields[f]);
+            FILE *file = fopen(path, "r");
+            ok = file && fgets(values[f], (int)sizes[f], file);
+            if (file)
+                fclose(file);
+        }
+        if (!ok)
+            break;
+        uint64_t bytes = parse_size(size);
+        if (strncmp(type, "Instruction", 11) == 0)
+            continue;
+        if (atoi(level) == 1)
+            caches.l1d = bytes;
+        else if (atoi(level) == 2)
+            caches.l2 = bytes;
+        else if (atoi(level) == 3)
+            caches.l3 = bytes;
+    }
+#endif
+    return caches;
+}
+
+static const char *bench_regime(const bench_caches *caches, const posenc_device_info *info,
+                                uint64_t footprint)
+{
+    if (!info->unified_memory)
+        return "VRAM";
+    if (caches->l1d && footprint <= caches->l1d)
+        return "L1";
+    if (caches->l2 && footprint <= caches->l2)
+        return "L2";
+    if (caches->l3 && footprint <= caches->l3)
+        return "L3";
+    return caches->l3 ? "DRAM" : "?";
+}
+
+#if !defined(_WIN32)
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+#endif
+
+/* A fresh empty directory for a cold kernel cache; false where that is not possible. */
+static bool bench_make_temp_dir(char *path, size_t size)
+{
+#if !defined(_WIN32)
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, size, "%s/posenc-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    return mkdtemp(path) != NULL;
+#else
+    (void)path;
+    (void)size;
+    return false;
+#endif
+}
+
+static void bench_remove_dir(const char *path)
+{
+#if !defined(_WIN32)
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+#else
+    (void)path;
+#endif
+}
+
+/* ---- progress on a terminal ---- */
+
+static void bench_progress(const bench_options *options, const char *device, const char *what,
+                           unsigned done, unsigned total)
+{
+    if (!options->progress)
+        return;
+    fprintf(stderr, "\r\033[K  %s: %s (%u/%u)", device, what, done, total);
+    fflush(stderr);
+}
+
+static void bench_progress_clear(const bench_options *options)
+{
+    if (options->progress) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+}
+
+/* ---- one workload ---- */
+
+typedef struct bench_workload {
+    posenc_context *context;
+    const bench_case *c;
+    posenc_buffer *data;      /* q then k (RoPE), or the output table */
+    posenc_buffer *positions; /* timesteps */
+    uint64_t data_bytes;
+    posenc_rope_desc rope;
+    posenc_sinusoidal_desc sinusoidal;
+} bench_workload;
+
+static void fill_random(void *data, uint64_t bytes, posenc_dtype dtype, uint32_t seed)
+{
+    uint32_t state = seed * 2654435761u + 12345u;
+    if (dtype == F32) {
+        float *f = data;
+        for (uint64_t i = 0; i < bytes / 4; i++) {
+            state = state * 1664525u + 1013904223u;
+            f[i] = (float)(state >> 8) * 0x1p-23f - 1.0f;
+        }
+    } else {
+        /* Values in [1, 2) of f16 (0x3c00..0x3fff) or bf16 (0x3f80..0x3fff), random sign. */
+        uint16_t *h = data;
+        for (uint64_t i = 0; i < bytes / 2; i++) {
+            state = state * 1664525u + 1013904223u;
+            uint16_t base = dtype == F16 ? 0x3c00 : 0x3f80, span = dtype == F16 ? 0x400 : 0x80;
+            h[i] = (uint16_t)((state >> 31 ? 0x8000u : 0u) | (base + (state >> 8) % span));
+        }
+    }
+}
+
+static void workload_free(bench_workload *w)
+{
+    posenc_buffer_destroy(w->data);
+    posenc_buffer_destroy(w->positions);
+    w->data = w->positions = NULL;
+}
+
+/* Buffers and the descriptor of one case. */
+static posenc_status workload_prepare(bench_workload *w, posenc_context *context,
+                                      const bench_case *c, bench_result *result)
+{
+    memset(w, 0, sizeof *w);
+    w->context = context;
+    w->c = c;
+    size_t element = posenc_dtype_size(c->dtype);
+    uint64_t q_bytes = 0, k_bytes = 0, d_model = 0;
+    if (c->kind == BENCH_ROPE) {
+        q_bytes = (uint64_t)c->rows * Q_HEADS * HEAD_DIM * element;
+        k_bytes = (uint64_t)c->rows * K_HEADS * HEAD_DIM * element;
+        w->data_bytes = q_bytes + k_bytes;
+        result->bytes = 2 * w->data_bytes; /* in place: read and write */
+    } else {
+        d_model = c->kind == BENCH_TABLE ? TABLE_D_MODEL : TIMESTEP_D_MODEL;
+        w->data_bytes = (uint64_t)c->rows * d_model * element;
+        result->bytes = w->data_bytes; /* write only */
+    }
+    result->footprint = w->data_bytes;
+
+    void *host = malloc((size_t)w->data_bytes);
+    if (!host)
+        return POSENC_OUT_OF_MEMORY;
+    fill_random(host, w->data_bytes, c->dtype, (uint32_t)c->rows);
+    posenc_buffer_desc desc = {.size = w->data_bytes, .initial_data = host};
+    posenc_status status = posenc_buffer_create(context, &desc, &w->data);
+    free(host);
+    if (status != POSENC_OK)
+        return status;
+
+    if (c->kind == BENCH_ROPE) {
+        int64_t q_shape[3] = {c->rows, Q_HEADS, HEAD_DIM}, k_shape[3] = {c->rows, K_HEADS, HEAD_DIM};
+        w->rope.q = posenc_tensor_of_buffer(w->data, c->dtype, 3, q_shape);
+        w->rope.k = posenc_tensor_of_buffer(w->data, c->dtype, 3, k_shape);
+        w->rope.k.offset = q_bytes;
+        w->rope.style = c->style;
+        w->rope.theta = 500000.0;
+        w->rope.position_offset = c->rows == 1 ? DECODE_POSITION : 0;
+        return POSENC_OK;
+    }
+    int64_t shape[2] = {c->rows, (int64_t)d_model};
+    w->sinusoidal.out = posenc_tensor_of_buffer(w->data, c->dtype, 2, shape);
+    if (c->kind == BENCH_TABLE)
+        return POSENC_OK;
+    float timesteps[TIMESTEPS];
+    uint32_t state = 7;
+    for (int i = 0; i < TIMESTEPS; i++) {
+        state = state * 1664525u + 1013904223u;
+        timesteps[i] = (float)(state >> 8) * (1000.0f / 16777216.0f);
+    }
+    posenc_buffer_desc positions_desc = {.size = sizeof timesteps, .initial_data = timesteps};
+    status = posenc_buffer_create(context, &positions_desc, &w->positions);
+    if (status != POSENC_OK)
+        return status;
+    int64_t positions_shape[1] = {TIMESTEPS};
+    w->sinusoidal.positions =
+        posenc_tensor_of_buffer(w->positions, POSENC_DTYPE_F32, 1, positions_shape);
+    w->sinusoidal.layout = POSENC_SINUSOIDAL_SIN_COS;
+    w->sinusoidal.freq_shift = 1.0;
+    return POSENC_OK;
+}
+
+static posenc_status workload_call(const bench_workload *w)
+{
+    return w->c->kind == BENCH_ROPE ? posenc_rope(w->context, &w->rope)
+                                    : posenc_sinusoidal(w->context, &w->sinusoidal);
+}
+
+static posenc_status workload_copy(const bench_workload *w)
+{
+    return posenc__roofline(w->context, w->data, 0, w->data_bytes, w->c->kind != BENCH_ROPE);
+}
+
+static void case_label(const bench_case *c, char *text, size_t size)
+{
+    if (c->kind == BENCH_ROPE)
+        snprintf(text, size, "%s %s %s", c->name, posenc_dtype_name(c->dtype),
+                 c->style == NEOX ? "neox" : "gptj");
+    else
+        snprintf(text, size, "%s %s", c->name, posenc_dtype_name(c->dtype));
+}
+
+static void copy_error(char *out, size_t size, const posenc_context *context,
+                       posenc_status status)
+{
+    const char *detail = posenc_context_last_error(context);
+    snprintf(out, size, "%s: %s", posenc_status_name(status),
+             detail && *detail ? detail : posenc_status_string(status));
+}
+
+/* Warm-up, then `runs` timed runs, each a batch of calls lasting about sample_seconds, each
+ * followed by the same number of copies, so both see the same machine state. */
+static void run_case(posenc_context *context, const bench_case *c, const bench_options *options,
+                     const char *device, unsigned index, bench_result *result)
+{
+    memset(result, 0, sizeof *result);
+    bench_workload w;
+    char label[96];
+    case_label(c, label, sizeof label);
+    bench_progress(options, device, label, index + 1, (unsigned)CASE_COUNT);
+
+    posenc_status status = workload_prepare(&w, context, c, result);
+    for (uint32_t i = 0; status == POSENC_OK && i < options->warmup; i++)
+        status = workload_call(&w);
+    double single = 0.0;
+    if (status == POSENC_OK) {
+        double start = bench_now();
+        status = workload_call(&w);
+        single = bench_now() - start;
+    }
+    if (status != POSENC_OK) {
+        result->status = status;
+        copy_error(result->error, sizeof result->error, context, status);
+        workload_free(&w);
+        return;
+    }
+    uint32_t repeats = single > 0.0 ? (uint32_t)(options->sample_seconds / single) : 1000;
+    repeats = repeats < 1 ? 1 : repeats > 100000 ? 100000 : repeats;
+    result->repeats = repeats;
+
+    posenc_status copy_status = workload_copy(&w);
+    result->has_copy = copy_status == POSENC_OK;
+    if (!result->has_copy)
+        copy_error(result->copy_note, sizeof result->copy_note, context, copy_status);
+
+    double times[MAX_RUNS], copies[MAX_RUNS];
+    uint32_t runs = 0;
+    for (; runs < options->runs && status == POSENC_OK; runs++) {
+        double start = bench_now();
+        for (uint32_t r = 0; r < repeats && status == POSENC_OK; r++)
+            status = workload_call(&w);
+        times[runs] = (bench_now() - start) / repeats;
+        if (result->has_copy) {
+            start = bench_now();
+            for (uint32_t r = 0; r < repeats && copy_status == POSENC_OK; r++)
+                copy_status = workload_copy(&w);
+            copies[runs] = (bench_now() - start) / repeats;
+            if (copy_status != POSENC_OK) {
+                result->has_copy = false;
+                copy_error(result->copy_note, sizeof result->copy_note, context, copy_status);
+            }
+        }
+    }
+    if (status != POSENC_OK) {
+        result->status = status;
+        copy_error(result->error, sizeof result->error, context, status);
+        workload_free(&w);
+        return;
+    }
+    if (result->has_copy) {
+        /* Each run against the copy right after it: drifts in what else the machine does
+         * cancel out, where a ratio of two medians would keep them. */
+        double ratios[MAX_RUNS];
+        for (uint32_t i = 0; i < runs; i++)
+            ratios[i] = copies[i] / times[i];
+        qsort(ratios, runs, sizeof ratios[0], compare_double);
+        result->ratio = quantile(ratios, runs, 0.5);
+    }
+    qsort(times, runs, sizeof times[0], compare_double);
+    result->runs = runs;
+    result->median = quantile(times, runs, 0.5);
+    result->p10 = quantile(times, runs, 0.1);
+    result->p90 = quantile(times, runs, 0.9);
+    if (result->has_copy) {
+        qsort(copies, runs, sizeof copies[0], compare_double);
+        result->copy_median = quantile(copies, runs, 0.5);
+    }
+    workload_free(&w);
+}
+
+/* ---- first call ---- */
+
+static posenc_status open_device(const posenc_device_info *info, const bench_options *options,
+                                 const char *cache_dir, const char *pipeline_cache,
+                                 posenc_context **context)
+{
+    char selector[16];
+    snprintf(selector, sizeof selector, "%u", info->backend_index);
+    posenc_context_desc desc = {
+        .backend = info->backend,
+        .device = selector,
+        .flags = POSENC_CONTEXT_NO_FALLBACK | POSENC_CONTEXT_IGNORE_ENV |
+                 POSENC_CONTEXT_ALLOW_SOFTWARE,
+        .num_threads = options->threads,
+        .cache_dir = cache_dir,
+        .pipeline_cache_path = pipeline_cache,
+    };
+    return posenc_context_create(&desc, context);
+}
+
+/* Context creation and the first decode RoPE, on a fresh context. */
+static posenc_status time_first_call(const posenc_device_info *info, const bench_options *options,
+                                     const char *cache_dir, const char *pipeline_cache,
+                                     double *context_seconds, double *op_seconds, char *error,
+                                     size_t error_size)
+{
+    posenc_context *context = NULL;
+    double start = bench_now();
+    posenc_status status = open_device(info, options, cache_dir, pipeline_cache, &context);
+    *context_seconds = bench_now() - start;
+    if (status != POSENC_OK) {
+        const char *detail = posenc_thread_last_error();
+        snprintf(error, error_size, "%s: %s", posenc_status_name(status),
+                 detail && *detail ? detail : posenc_status_string(status));
+        return status;
+    }
+    bench_result unused;
+    bench_workload w;
+    status = workload_prepare(&w, context, &bench_cases[0], &unused);
+    if (status == POSENC_OK) {
+        start = bench_now();
+        status = workload_call(&w);
+        *op_seconds = bench_now() - start;
+    }
+    if (status != POSENC_OK)
+        copy_error(error, error_size, context, status);
+    workload_free(&w);
+    posenc_context_destroy(context);
+    return status;
+}
+
+/* Cold: a fresh context with the empty kernel cache `dir` (NULL: none, as on the CPU); warm:
+ * again with the cache the cold run filled. */
+static void measure_first_call(const posenc_device_info *info, const bench_options *options,
+                               const char *dir, bench_first_call *first)
+{
+    memset(first, 0, sizeof *first);
+    char pipeline[600] = "";
+    if (dir && info->backend == POSENC_BACKEND_VULKAN)
+        snprintf(pipeline, sizeof pipeline, "%s/pipeline-cache.bin", dir);
+    first->status = time_first_call(info, options, dir, pipeline[0] ? pipeline : NULL,
+                                    &first->context_seconds, &first->first_op_seconds,
+                                    first->error, sizeof first->error);
+    if (first->status == POSENC_OK && dir) {
+        char ignored[320];
+        first->has_warm = time_first_call(info, options, dir, pipeline[0] ? pipeline : NULL,
+                                          &first->warm_context_seconds,
+                                          &first->warm_first_op_seconds, ignored,
+                                          sizeof ignored) == POSENC_OK;
+    }
+}
+
+/* ---- output ---- */
+
+static void json_string(const char *text)
+{
+    putchar('"');
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            printf("\\%c", *c);
+        else if (*c < 0x20)
+            printf("\\u%04x", *c);
+        else
+            putchar(*c);
+    }
+    putchar('"');
+}
+
+static void format_time(double seconds, char *text, size_t size)
+{
+    if (seconds < 1e-3)
+        snprintf(text, size, "%.2f us", seconds * 1e6);
+    else if (seconds < 1.0)
+        snprintf(text, size, "%.3f ms", seconds * 1e3);
+    else
+        snprintf(text, size, "%.3f s", seconds);
+}
+
+static void shape_text(const bench_case *c, char *text, size_t size)
+{
+    if (c->kind == BENCH_ROPE)
+        snprintf(text, size, "%lldx(%d+%d)x%d", (long long)c->rows, Q_HEADS, K_HEADS, HEAD_DIM);
+    else
+        snprintf(text, size, "%lldx%d", (long long)c->rows,
+                 c->kind == BENCH_TABLE ? TABLE_D_MODEL : TIMESTEP_D_MODEL);
+}
+
+static void print_device_header(const posenc_device_info *info, const char *selector,
+                                const char *variant, const bench_options *options)
+{
+    printf("\n%s  %s  [%s]", selector, info->name, info->driver);
+    if (variant) {
+        if (options->threads)
+            printf("  %s kernels, %u threads", variant, options->threads);
+        else
+            printf("  %s kernels, %u threads (all cores)", variant, info->compute_units);
+    }
+    printf("\n");
+}
+
+static void print_first_call(const bench_first_call *first)
+{
+    if (first->status != POSENC_OK) {
+        printf("  first call: failed: %s\n", first->error);
+        return;
+    }
+    char a[32], b[32];
+    format_time(first->context_seconds, a, sizeof a);
+    format_time(first->first_op_seconds, b, sizeof b);
+    printf("  first call: context %s, first RoPE %s", a, b);
+    if (first->has_warm) {
+        format_time(first->warm_context_seconds, a, sizeof a);
+        format_time(first->warm_first_op_seconds, b, sizeof b);
+        printf(" (empty kernel cache); with the cache filled: context %s, first RoPE %s", a, b);
+    }
+    printf("\n");
+    printf("  %-22s %-5s %-5s %-16s %9s %-6s %11s %7s %8s %9s %7s\n", "operation", "dtype",
+           "style", "shape", "bytes", "cache", "median", "spread", "GB/s", "copy GB/s",
+           "vs copy");
+}
+
+static void print_row(const bench_case *c, const bench_result *r, const char *regime)
+{
+    char shape[48], bytes[32], median[32], spread[16], gbps[16], copy[16], ratio[16];
+    shape_text(c, shape, sizeof shape);
+    cli_format_bytes(r->bytes, bytes, sizeof bytes);
+    const char *style = c->kind == BENCH_ROPE ? (c->style == NEOX ? "neox" : "gptj") : "-";
+    if (r->status != POSENC_OK) {
+        printf("  %-22s %-5s %-5s %-16s %9s %-6s failed: %s\n", c->name,
+               posenc_dtype_name(c->dtype), style, shape, bytes, regime, r->error);
+        return;
+    }
+    format_time(r->median, median, sizeof median);
+    snprintf(spread, sizeof spread, "+-%.0f%%", 50.0 * (r->p90 - r->p10) / r->median);
+    snprintf(gbps, sizeof gbps, "%.1f", (double)r->bytes / r->median * 1e-9);
+    if (r->has_copy) {
+        snprintf(copy, sizeof copy, "%.1f", (double)r->bytes / r->copy_median * 1e-9);
+        snprintf(ratio, sizeof ratio, "%.2f", r->ratio);
+    } else {
+        snprintf(copy, sizeof copy, "-");
+        snprintf(ratio, sizeof ratio, "-");
+    }
+    printf("  %-22s %-5s %-5s %-16s %9s %-6s %11s %7s %8s %9s %7s\n", c->name,
+           posenc_dtype_name(c->dtype), style, shape, bytes, regime, median, spread, gbps, copy,
+           ratio);
+}
+
+static void print_json_device(const posenc_device_info *info, const char *selector,
+                              const char *variant, const bench_options *options,
+                              const bench_first_call *first, const bench_result *results,
+                              const bench_caches *caches, bool first_device)
+{
+    printf("%s\n    {\"selector\": ", first_device ? "" : ",");
+    json_string(selector);
+    printf(", \"name\": ");
+    json_string(info->name);
+    printf(", \"backend\": ");
+    json_string(posenc_backend_name(info->backend));
+    printf(", \"driver\": ");
+    json_string(info->driver);
+    if (variant) {
+        printf(", \"cpu_variant\": ");
+        json_string(variant);
+        printf(", \"threads\": %u", options->threads ? options->threads : info->compute_units);
+    }
+    printf(",\n     \"first_call\": {\"ok\": %s", first->status == POSENC_OK ? "true" : "false");
+    if (first->status == POSENC_OK) {
+        printf(", \"context_ms\": %.4f, \"first_rope_ms\": %.4f", first->context_seconds * 1e3,
+               first->first_op_seconds * 1e3);
+        if (first->has_warm)
+            printf(", \"warm_cache\": {\"context_ms\": %.4f, \"first_rope_ms\": %.4f}",
+                   first->warm_context_seconds * 1e3, first->warm_first_op_seconds * 1e3);
+    } else {
+        printf(", \"error\": ");
+        json_string(first->error);
+    }
+    printf("},\n     \"rows\": [");
+    for (size_t i = 0; i < CASE_COUNT; i++) {
+        const bench_case *c = &bench_cases[i];
+        const bench_result *r = &results[i];
+        char shape[48];
+        shape_text(c, shape, sizeof shape);
+        printf("%s\n      {\"operation\": ", i ? "," : "");
+        json_string(c->name);
+        printf(", \"dtype\": ");
+        json_string(posenc_dtype_name(c->dtype));
+        printf(", \"style\": ");
+        json_string(c->kind == BENCH_ROPE ? (c->style == NEOX ? "neox" : "gptj") : "");
+        printf(", \"shape\": ");
+        json_string(shape);
+        printf(", \"bytes\": %llu, \"footprint_bytes\": %llu, \"cache\": ",
+               (unsigned long long)r->bytes, (unsigned long long)r->footprint);
+        json_string(bench_regime(caches, info, r->footprint));
+        printf(", \"ok\": %s", r->status == POSENC_OK ? "true" : "false");
+        if (r->status != POSENC_OK) {
+            printf(", \"error\": ");
+            json_string(r->error);
+            printf("}");
+            continue;
+        }
+        printf(", \"runs\": %u, \"calls_per_run\": %u, \"median_us\": %.4f, \"p10_us\": %.4f, "
+               "\"p90_us\": %.4f, \"gb_per_s\": %.3f",
+               r->runs, r->repeats, r->median * 1e6, r->p10 * 1e6, r->p90 * 1e6,
+               (double)r->bytes / r->median * 1e-9);
+        if (r->has_copy) {
+            printf(", \"copy_median_us\": %.4f, \"copy_gb_per_s\": %.3f, \"ratio_to_copy\": %.4f",
+                   r->copy_median * 1e6, (double)r->bytes / r->copy_median * 1e-9, r->ratio);
+        } else {
+            printf(", \"copy_gb_per_s\": null, \"ratio_to_copy\": null, \"copy_note\": ");
+            json_string(r->copy_note);
+        }
+        printf("}");
+    }
+    printf("]}");
+}
+
+/* ---- the command ---- */
+
+/* Returns -1 to go on, else the exit code (help printed, or a usage error reported). */
+static int bench_parse(int argc, char **argv, bench_options *options)
+{
+    cli_args args;
+    cli_args_init(&args, "bench", argc, argv);
+    bool runs_given = false;
+    int more;
+    while ((more = cli_next_flag(&args)) > 0) {
+        if (cli_is(&args, "--help") || cli_is(&args, "-h")) {
+            fputs(bench_help, stdout);
+            return CLI_EXIT_OK;
+        } else if (cli_is(&args, "--device")) {
+            const char *value = NULL;
+            if (cli_value(&args, &value))
+                return CLI_EXIT_USAGE;
+            if (options->selector_count == MAX_SELECTORS)
+                return cli_fail("bench", CLI_EXIT_USAGE, "--device: at most %d devices",
+                                MAX_SELECTORS);
+            options->selectors[options->selector_count++] = value;
+        } else if (cli_is(&args, "--threads")) {
+            if (cli_value_u32(&args, &options->threads, 1, "a positive integer"))
+                return CLI_EXIT_USAGE;
+        } else if (cli_is(&args, "--runs")) {
+            if (cli_value_u32(&args, &options->runs, 3, "an integer from 3 to 1000"))
+                return CLI_EXIT_USAGE;
+            if (options->runs > MAX_RUNS) {
+                char text[16];
+                snprintf(text, sizeof text, "%u", options->runs);
+                return cli_bad_value(&args, text, "an integer from 3 to 1000");
+            }
+            runs_given = true;
+        } else if (cli_is(&args, "--quick")) {
+            if (cli_no_value(&args))
+                return CLI_EXIT_USAGE;
+            options->quick = true;
+        } else if (cli_is(&args, "--json")) {
+            if (cli_no_value(&args))
+                return CLI_EXIT_USAGE;
+            options->json = true;
+        } else {
+            return cli_unknown_flag(&args);
+        }
+    }
+    if (more < 0)
+        return CLI_EXIT_USAGE;
+    if (!runs_given)
+        options->runs = options->quick ? 5 : 21;
+    options->warmup = options->quick ? 1 : 3;
+    options->sample_seconds = options->quick ? 0.5e-3 : 2e-3;
+#if !defined(_WIN32)
+    options->progress = isatty(fileno(stderr));
+#endif
+    return -1;
+}
+
+/* The devices to run, as posenc_device_get indices: every one, or those --device names. */
+static int bench_devices(const bench_options *options, uint32_t *indices, uint32_t *count)
+{
+    uint32_t total = 0;
+    posenc_status status = posenc_device_count(&total);
+    if (status != POSENC_OK)
+        return cli_library_error("bench", NULL, status, "posenc_device_count");
+    *count = 0;
+    if (!options->selector_count) {
+        /* The native CPU path first: software devices' runtimes (PoCL) leave threads behind
+         * that would take CPU time from it. */
+        for (int native = 1; native >= 0; native--) {
+            for (uint32_t i = 0; i < total && *count < 64; i++) {
+                posenc_device_info info;
+                if (posenc_device_get(i, &info) == POSENC_OK && info.native_cpu == (native == 1))
+                    indices[(*count)++] = i;
+            }
+        }
+        return 0;
+    }
+    for (uint32_t s = 0; s < options->selector_count; s++) {
+        posenc_context_desc desc = {
+            .device = options->selectors[s],
+            .flags = POSENC_CONTEXT_NO_FALLBACK | POSENC_CONTEXT_IGNORE_ENV |
+                     POSENC_CONTEXT_ALLOW_SOFTWARE,
+        };
+        uint32_t index = 0;
+        status = posenc_device_choose(&desc, &index, NULL);
+        if (status != POSENC_OK) {
+            const char *detail = posenc_thread_last_error();
+            return cli_fail("bench", CLI_EXIT_FAILURE, "cannot find device '%s': %s: %s",
+                            options->selectors[s], posenc_status_name(status),
+                            detail && *detail ? detail : posenc_status_string(status));
+        }
+        bool seen = false;
+        for (uint32_t i = 0; i < *count; i++)
+            seen = seen || indices[i] == index;
+        if (!seen)
+            indices[(*count)++] = index;
+    }
+    return 0;
+}
+
+int cli_bench_main(int argc, char **argv)
+{
+    bench_options options = {0};
+    int exit_code = bench_parse(argc, argv, &options);
+    if (exit_code >= 0)
+        return exit_code;
+
+    uint32_t indices[64], count = 0;
+    int rc = bench_devices(&options, indices, &count);
+    if (rc)
+        return rc;
+
+    bench_caches caches = bench_read_caches();
+    if (options.json) {
+        printf("{\"version\": \"%s\", \"quick\": %s, \"runs\": %u, \"warmup_runs\": %u, "
+               "\"caches\": {\"l1d_bytes\": %llu, \"l2_bytes\": %llu, \"l3_bytes\": %llu},\n "
+               "\"devices\": [",
+               posenc_version(), options.quick ? "true" : "false", options.runs, options.warmup,
+               (unsigned long long)caches.l1d, (unsigned long long)caches.l2,
+               (unsigned long long)caches.l3);
+    } else {
+        char l2[32] = "?", l3[32] = "?";
+        if (caches.l2)
+            cli_format_bytes(caches.l2, l2, sizeof l2);
+        if (caches.l3)
+            cli_format_bytes(caches.l3, l3, sizeof l3);
+        printf("posenc bench: %u device%s, %u timed runs per row after %u warm-up run%s\n", count,
+               count == 1 ? "" : "s", options.runs, options.warmup,
+               options.warmup == 1 ? "" : "s");
+        printf("median time per call, spread = half the 10th-90th percentile range; GB/s = bytes "
+               "read + written / median;\n'vs copy' = copy time / operation time (median of the "
+               "runs), the copy moving the same bytes the\nsame way on the same device right after "
+               "each run; 'cache' = where the tensors fit (this CPU: L2 %s per core, L3 %s)\n",
+               l2, l3);
+    }
+
+    bool any_failed = false;
+    for (uint32_t d = 0; d < count; d++) {
+        posenc_device_info info;
+        if (posenc_device_get(indices[d], &info) != POSENC_OK)
+            continue;
+        char selector[32];
+        cli_device_selector(&info, selector, sizeof selector);
+
+        /* GPU backends build kernels: time that with an empty cache, then a filled one. */
+        char dir[512] = "";
+        bool gpu = info.backend == POSENC_BACKEND_VULKAN || info.backend == POSENC_BACKEND_OPENCL;
+        bool have_dir = gpu && bench_make_temp_dir(dir, sizeof dir);
+        bench_first_call first;
+        bench_progress(&options, selector, "first call", 0, (unsigned)CASE_COUNT);
+        measure_first_call(&info, &options, have_dir ? dir : NULL, &first);
+
+        bench_result results[CASE_COUNT];
+        memset(results, 0, sizeof results);
+        posenc_context *context = NULL;
+        posenc_status status = open_device(&info, &options, have_dir ? dir : NULL, NULL,
+                                           &context);
+        const char *variant = status == POSENC_OK ? posenc_cpu_context_variant(context) : NULL;
+        for (size_t i = 0; i < CASE_COUNT; i++) {
+            if (status != POSENC_OK) {
+                results[i].status = status;
+                snprintf(results[i].error, sizeof results[i].error, "%s: %s",
+                         posenc_status_name(status), posenc_thread_last_error());
+                continue;
+            }
+            run_case(context, &bench_cases[i], &options, selector, (unsigned)i, &results[i]);
+        }
+        bench_progress_clear(&options);
+        for (size_t i = 0; i < CASE_COUNT; i++)
+            any_failed = any_failed || results[i].status != POSENC_OK;
+        any_failed = any_failed || first.status != POSENC_OK;
+
+        if (options.json) {
+            print_json_device(&info, selector, variant, &options, &first, results, &caches,
+                              d == 0);
+        } else {
+            print_device_header(&info, selector, variant, &options);
+            print_first_call(&first);
+            for (size_t i = 0; i < CASE_COUNT; i++)
+                print_row(&bench_cases[i], &results[i],
+                          bench_regime(&caches, &info, results[i].footprint));
+            bool missing_copy = false;
+            for (size_t i = 0; i < CASE_COUNT; i++)
+                if (results[i].status == POSENC_OK && !results[i].has_copy && !missing_copy) {
+                    printf("  no copy figures: %s\n", results[i].copy_note);
+                    missing_copy = true;
+                }
+        }
+        fflush(stdout);
+        posenc_context_destroy(context);
+        if (have_dir)
+            bench_remove_dir(dir);
+    }
+    if (options.json)
+        printf("\n ],\n \"ok\": %s}\n", any_failed ? "false" : "true");
+    return any_failed ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}

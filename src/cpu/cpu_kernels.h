@@ -1,0 +1,117 @@
+/* The CPU backend's instruction-set variants: one table of kernels per variant (portable C,
+ * AVX2+FMA+F16C, AVX-512, AVX-512 with BF16, NEON), each compiled in its own translation unit
+ * with its own target flags from the one template in cpu_simd.h, and the run-time choice
+ * between them (cpu_variant.c). Every kernel works on contiguous rows; the drivers
+ * (cpu_rope.c, cpu_sinusoidal.c) handle layouts, positions and threads.
+ */
+#ifndef POSENC_CPU_KERNELS_H
+#define POSENC_CPU_KERNELS_H
+
+#include <posenc/posenc.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum posenc_cpu_variant {
+    POSENC_CPU_PORTABLE = 0,
+    POSENC_CPU_AVX2 = 1,       /* AVX2 + FMA + F16C */
+    POSENC_CPU_AVX512 = 2,     /* AVX-512 F/BW/VL/DQ (+ FMA, F16C) */
+    POSENC_CPU_AVX512BF16 = 3, /* the above plus AVX512_BF16 conversions */
+    POSENC_CPU_NEON = 4,       /* aarch64 Advanced SIMD */
+    POSENC_CPU_VARIANT_COUNT = 5,
+} posenc_cpu_variant;
+
+/* One head group of one token for RoPE. `table` holds the token's rotation, with the attention
+ * factor and the direction already folded in:
+ *   NEOX: cos[0 .. rotary_dim/2), then sin[0 .. rotary_dim/2);
+ *   GPTJ: cos[j] at 2j and 2j+1 (rotary_dim entries), then -sin[j] at 2j and +sin[j] at 2j+1.
+ * The heads' innermost dim is contiguous in `in` and `out`. */
+typedef struct posenc_cpu_rope_heads {
+    const float *table;
+    const float *pair_cos, *pair_sin; /* GPTJ: the same cos[j] and sin[j], one per pair */
+    const uint8_t *in;
+    uint8_t *out;          /* == in when rotating in place */
+    int64_t in_head_stride; /* bytes between heads */
+    int64_t out_head_stride;
+    int64_t heads;
+    uint32_t rotary_dim;
+    uint32_t head_dim;
+    posenc_dtype dtype;
+    posenc_rope_style style;
+    bool copy_rest;        /* out of place: copy dims rotary_dim .. head_dim unchanged */
+} posenc_cpu_rope_heads;
+
+/* Consecutive output rows of a sinusoidal encoding: out = output_scale * PE (+ input_scale * x),
+ * sin/cos values placed by `layout`, an odd d_model ending in a zero column. Either one row from
+ * its own values (`steps` NULL, rows 1), or `rows` rows r from one anchor row rotated by the
+ * steps first_step + r (angle addition):
+ *   sin = sin_a cos_k + cos_a sin_k,  cos = cos_a cos_k - sin_a sin_k,
+ * step k being cos(k f_i) at steps + k * step_stride and sin(k f_i) step_sin_offset floats
+ * further. The anchor's values stay in registers for all the rows. The innermost dim of out and
+ * x is contiguous. */
+typedef struct posenc_cpu_sinusoidal_rows {
+    const float *sin, *cos; /* `half` each: the row's, or the anchor's */
+    const float *steps;     /* NULL: direct values */
+    size_t step_stride;     /* floats */
+    size_t step_sin_offset; /* floats */
+    uint32_t first_step;
+    uint32_t rows;
+    uint32_t half;          /* frequencies */
+    int64_t d_model;        /* 2 * half, or 2 * half + 1 */
+    posenc_sinusoidal_layout layout;
+    posenc_dtype dtype;
+    uint8_t *out;
+    int64_t out_row_stride; /* bytes */
+    const uint8_t *x;       /* NULL: write the table */
+    int64_t x_row_stride;
+    float input_scale;
+    float output_scale;
+} posenc_cpu_sinusoidal_rows;
+
+typedef struct posenc_cpu_kernels {
+    const char *name;      /* "avx2": the POSENC_CPU_VARIANT value */
+    uint32_t lanes;        /* f32 lanes per vector */
+
+    /* sin and cos of the angles whose turns, rounded to the top 32 bits (turns_hi in
+     * cpu_internal.h), are `turns_hi[i]`, times `sin_scale` and `cos_scale`. */
+    void (*sincos)(const uint32_t *turns_hi, size_t count, float sin_scale, float cos_scale,
+                   float *sin_out, float *cos_out);
+    /* Angle addition: sin/cos(a + b) from sin/cos(a) and sin/cos(b), elementwise. */
+    void (*rotate)(const float *sin_a, const float *cos_a, const float *sin_b, const float *cos_b,
+                   size_t count, float *sin_out, float *cos_out);
+    void (*rope_heads)(const posenc_cpu_rope_heads *args);
+    void (*sinusoidal_rows)(const posenc_cpu_sinusoidal_rows *args);
+
+    /* f32 <-> f16/bf16 arrays, bit for bit as core/half.c. */
+    void (*from_f32)(posenc_dtype dtype, const float *in, size_t count, void *out);
+    void (*to_f32)(posenc_dtype dtype, const void *in, size_t count, float *out);
+
+    /* The benchmark's yardstick: read and write every float in place, or only write. */
+    void (*copy_in_place)(float *data, size_t count);
+    void (*fill)(float *data, size_t count, float value);
+} posenc_cpu_kernels;
+
+/* The kernels of `variant`, or NULL when it is not compiled in or this CPU (and OS) cannot run
+ * it. Feature detection runs once per process. */
+const posenc_cpu_kernels *posenc_cpu_kernels_for(posenc_cpu_variant variant);
+/* The best variant this CPU runs. */
+posenc_cpu_variant posenc_cpu_best_variant(void);
+/* "avx512"; NULL for an unknown value. */
+const char *posenc_cpu_variant_name(posenc_cpu_variant variant);
+/* Parses a POSENC_CPU_VARIANT value; false when unknown. */
+bool posenc_cpu_variant_parse(const char *name, posenc_cpu_variant *variant);
+/* Whether the variant was compiled into this build (it may still not run on this CPU). */
+bool posenc_cpu_variant_compiled(posenc_cpu_variant variant);
+
+/* The variant a CPU context runs ("avx2"), or NULL when `ctx` is not a CPU context. */
+const char *posenc_cpu_context_variant(const posenc_context *ctx);
+
+/* The tables, one per translation unit; absent ones are not compiled in. */
+extern const posenc_cpu_kernels posenc_cpu_kernels_portable;
+extern const posenc_cpu_kernels posenc_cpu_kernels_avx2;
+extern const posenc_cpu_kernels posenc_cpu_kernels_avx512;
+extern const posenc_cpu_kernels posenc_cpu_kernels_avx512bf16;
+extern const posenc_cpu_kernels posenc_cpu_kernels_neon;
+
+#endif

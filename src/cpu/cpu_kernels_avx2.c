@@ -1,0 +1,128 @@
+/* The CPU kernels for AVX2 + FMA + F16C: 8 lanes, masked f32 tails, 16-bit tails through a
+ * small buffer. Compiled with -mavx2 -mfma -mf16c for this file only; run only where
+ * cpu_variant.c found the features. */
+#include "cpu/cpu_kernels.h"
+
+#if defined(__x86_64__) || defined(_M_X64)
+
+#include <immintrin.h>
+#include <string.h>
+
+#define LANES 8
+typedef __m256 vf;
+typedef __m256i vi;
+
+#define KERNEL_TABLE posenc_cpu_kernels_avx2
+#define KERNEL_NAME "avx2"
+
+static inline __m256i lanes_mask(size_t n)
+{
+    static const int32_t ones_then_zeros[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                                0,  0,  0,  0,  0,  0,  0,  0};
+    return _mm256_loadu_si256((const __m256i *)(ones_then_zeros + 8 - n));
+}
+
+static inline vf f_load(const void *p) { return _mm256_loadu_ps(p); }
+static inline void f_store(void *p, vf v) { _mm256_storeu_ps(p, v); }
+static inline vf f_load_part(const void *p, size_t n) { return _mm256_maskload_ps(p, lanes_mask(n)); }
+static inline void f_store_part(void *p, vf v, size_t n)
+{
+    _mm256_maskstore_ps(p, lanes_mask(n), v);
+}
+
+static inline __m128i load16_part(const void *p, size_t n)
+{
+    uint16_t lanes[8] = {0};
+    memcpy(lanes, p, n * sizeof lanes[0]);
+    return _mm_loadu_si128((const __m128i *)lanes);
+}
+static inline void store16_part(void *p, __m128i v, size_t n)
+{
+    uint16_t lanes[8];
+    _mm_storeu_si128((__m128i *)lanes, v);
+    memcpy(p, lanes, n * sizeof lanes[0]);
+}
+
+static inline vf h_load(const void *p) { return _mm256_cvtph_ps(_mm_loadu_si128(p)); }
+static inline vf h_load_part(const void *p, size_t n) { return _mm256_cvtph_ps(load16_part(p, n)); }
+/* NaNs become sign | quiet NaN without payload first, as core/half.c writes them. */
+static inline __m128i h_convert(vf v)
+{
+    vf nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    vf quiet = _mm256_or_ps(_mm256_and_ps(v, _mm256_set1_ps(-0.0f)),
+                            _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000)));
+    return _mm256_cvtps_ph(_mm256_blendv_ps(v, quiet, nan),
+                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+static inline void h_store(void *p, vf v) { _mm_storeu_si128(p, h_convert(v)); }
+static inline void h_store_part(void *p, vf v, size_t n) { store16_part(p, h_convert(v), n); }
+
+static inline vf b_widen(__m128i h)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+static inline vf b_load(const void *p) { return b_widen(_mm_loadu_si128(p)); }
+static inline vf b_load_part(const void *p, size_t n) { return b_widen(load16_part(p, n)); }
+/* Round to nearest even on the bits; NaN keeps its top bits and becomes quiet. */
+static inline __m128i b_convert(vf v)
+{
+    vi u = _mm256_castps_si256(v);
+    vi odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    vi rounded = _mm256_srli_epi32(
+        _mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), 16);
+    vi quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    vi nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    rounded = _mm256_blendv_epi8(rounded, quiet, nan);
+    /* Every lane is <= 0xffff, so the saturating pack is exact. */
+    return _mm_packus_epi32(_mm256_castsi256_si128(rounded), _mm256_extracti128_si256(rounded, 1));
+}
+static inline void b_store(void *p, vf v) { _mm_storeu_si128(p, b_convert(v)); }
+static inline void b_store_part(void *p, vf v, size_t n) { store16_part(p, b_convert(v), n); }
+
+static inline vi i_load(const void *p) { return _mm256_loadu_si256(p); }
+static inline vi i_load_part(const void *p, size_t n) { return _mm256_maskload_epi32(p, lanes_mask(n)); }
+static inline vf f_set(float x) { return _mm256_set1_ps(x); }
+static inline vi i_set(uint32_t x) { return _mm256_set1_epi32((int)x); }
+static inline vf f_add(vf a, vf b) { return _mm256_add_ps(a, b); }
+static inline vf f_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+static inline vf f_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+static inline vf f_fms(vf a, vf b, vf c) { return _mm256_fmsub_ps(a, b, c); }
+static inline vi i_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
+static inline vi i_sub(vi a, vi b) { return _mm256_sub_epi32(a, b); }
+static inline vi i_and(vi a, vi b) { return _mm256_and_si256(a, b); }
+#define i_shl(v, n) _mm256_slli_epi32((v), (n))
+#define i_shr(v, n) _mm256_srli_epi32((v), (n))
+static inline vf f_from_i(vi v) { return _mm256_cvtepi32_ps(v); }
+static inline vi i_from_f(vf v) { return _mm256_cvttps_epi32(v); }
+static inline vf f_xor_bits(vf v, vi bits)
+{
+    return _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(v), bits));
+}
+static inline vf f_select_odd(vi q, vf a, vf b)
+{
+    return _mm256_blendv_ps(b, a, _mm256_castsi256_ps(_mm256_slli_epi32(q, 31)));
+}
+static inline vf f_swap_pairs(vf v) { return _mm256_permute_ps(v, 0xb1); }
+static inline void f_zip(vf a, vf b, vf *lo, vf *hi)
+{
+    vf l = _mm256_unpacklo_ps(a, b), h = _mm256_unpackhi_ps(a, b);
+    *lo = _mm256_permute2f128_ps(l, h, 0x20);
+    *hi = _mm256_permute2f128_ps(l, h, 0x31);
+}
+
+static inline vi f_bits(vf v) { return _mm256_castps_si256(v); }
+static inline vf i_bits(vi v) { return _mm256_castsi256_ps(v); }
+static inline vi i_or(vi a, vi b) { return _mm256_or_si256(a, b); }
+static inline void i_store(void *p, vi v) { _mm256_storeu_si256(p, v); }
+static inline void i_store_part(void *p, vi v, size_t n)
+{
+    _mm256_maskstore_epi32(p, lanes_mask(n), v);
+}
+static inline vi i_select_nan(vf v, vi a, vi b)
+{
+    return _mm256_blendv_epi8(b, a, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+}
+
+#include "cpu/cpu_simd.h"
+
+#endif

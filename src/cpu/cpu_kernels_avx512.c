@@ -1,0 +1,151 @@
+/* The CPU kernels for AVX-512 (F, BW, VL, DQ): 16 lanes, masked tails, F16C conversions. With
+ * POSENC_CPU_BF16 defined (cpu_kernels_avx512bf16.c) bf16 stores use AVX512_BF16's
+ * VCVTNEPS2BF16. Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c (and
+ * -mavx512bf16) for this file only; run only where cpu_variant.c found the features. */
+#include "cpu/cpu_kernels.h"
+
+#if defined(__x86_64__) || defined(_M_X64)
+
+#include <immintrin.h>
+
+#define LANES 16
+typedef __m512 vf;
+typedef __m512i vi;
+
+#if defined(POSENC_CPU_BF16)
+#  define KERNEL_TABLE posenc_cpu_kernels_avx512bf16
+#  define KERNEL_NAME "avx512bf16"
+#  define NATIVE_BF16 1
+#else
+#  define KERNEL_TABLE posenc_cpu_kernels_avx512
+#  define KERNEL_NAME "avx512"
+#endif
+
+static inline __mmask16 lanes_mask(size_t n) { return (__mmask16)((1u << n) - 1u); }
+
+static inline vf f_load(const void *p) { return _mm512_loadu_ps(p); }
+static inline void f_store(void *p, vf v) { _mm512_storeu_ps(p, v); }
+static inline vf f_load_part(const void *p, size_t n)
+{
+    return _mm512_maskz_loadu_ps(lanes_mask(n), p);
+}
+static inline void f_store_part(void *p, vf v, size_t n)
+{
+    _mm512_mask_storeu_ps(p, lanes_mask(n), v);
+}
+
+static inline vf h_load(const void *p) { return _mm512_cvtph_ps(_mm256_loadu_si256(p)); }
+static inline vf h_load_part(const void *p, size_t n)
+{
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes_mask(n), p));
+}
+/* NaNs become sign | quiet NaN without payload first, as core/half.c writes them (the
+ * hardware would keep the payload's top bits); vectors without NaN skip that. */
+static inline __m256i h_convert(vf v)
+{
+    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    if (nan) {
+        vi quiet = _mm512_ternarylogic_epi32(_mm512_castps_si512(v),
+                                             _mm512_set1_epi32((int)0x80000000u),
+                                             _mm512_set1_epi32(0x7fc00000), 0xea); /* a & b | c */
+        v = _mm512_mask_mov_ps(v, nan, _mm512_castsi512_ps(quiet));
+    }
+    return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+static inline void h_store(void *p, vf v) { _mm256_storeu_si256(p, h_convert(v)); }
+static inline void h_store_part(void *p, vf v, size_t n)
+{
+    _mm256_mask_storeu_epi16(p, lanes_mask(n), h_convert(v));
+}
+
+static inline vf b_widen(__m256i h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+static inline vf b_load(const void *p) { return b_widen(_mm256_loadu_si256(p)); }
+static inline vf b_load_part(const void *p, size_t n)
+{
+    return b_widen(_mm256_maskz_loadu_epi16(lanes_mask(n), p));
+}
+/* Round to nearest even on the bits; NaN keeps its top bits and becomes quiet. */
+static inline __m256i b_convert_bits(vf v)
+{
+    vi u = _mm512_castps_si512(v);
+    vi odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    vi rounded = _mm512_srli_epi32(
+        _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    rounded = _mm512_mask_or_epi32(rounded, nan, _mm512_srli_epi32(u, 16),
+                                   _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(rounded);
+}
+#if defined(POSENC_CPU_BF16)
+/* VCVTNEPS2BF16 rounds to nearest even and quiets NaNs the same way, but flushes subnormal
+ * inputs to zero: those (rare) vectors take the bit path. */
+static inline __m256i b_convert(vf v)
+{
+    if (_mm512_fpclass_ps_mask(v, 0x20)) /* any subnormal lane */
+        return b_convert_bits(v);
+    return (__m256i)_mm512_cvtneps_pbh(v);
+}
+#else
+static inline __m256i b_convert(vf v) { return b_convert_bits(v); }
+#endif
+static inline void b_store(void *p, vf v) { _mm256_storeu_si256(p, b_convert(v)); }
+static inline void b_store_part(void *p, vf v, size_t n)
+{
+    _mm256_mask_storeu_epi16(p, lanes_mask(n), b_convert(v));
+}
+
+static inline vi i_load(const void *p) { return _mm512_loadu_si512(p); }
+static inline vi i_load_part(const void *p, size_t n)
+{
+    return _mm512_maskz_loadu_epi32(lanes_mask(n), p);
+}
+static inline vf f_set(float x) { return _mm512_set1_ps(x); }
+static inline vi i_set(uint32_t x) { return _mm512_set1_epi32((int)x); }
+static inline vf f_add(vf a, vf b) { return _mm512_add_ps(a, b); }
+static inline vf f_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+static inline vf f_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vf f_fms(vf a, vf b, vf c) { return _mm512_fmsub_ps(a, b, c); }
+static inline vi i_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
+static inline vi i_sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
+static inline vi i_and(vi a, vi b) { return _mm512_and_si512(a, b); }
+#define i_shl(v, n) _mm512_slli_epi32((v), (n))
+#define i_shr(v, n) _mm512_srli_epi32((v), (n))
+static inline vf f_from_i(vi v) { return _mm512_cvtepi32_ps(v); }
+static inline vi i_from_f(vf v) { return _mm512_cvttps_epi32(v); }
+static inline vf f_xor_bits(vf v, vi bits)
+{
+    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), bits));
+}
+static inline vf f_select_odd(vi q, vf a, vf b)
+{
+    return _mm512_mask_blend_ps(_mm512_test_epi32_mask(q, _mm512_set1_epi32(1)), b, a);
+}
+static inline vf f_swap_pairs(vf v) { return _mm512_permute_ps(v, 0xb1); }
+static inline void f_zip(vf a, vf b, vf *lo, vf *hi)
+{
+    const vi lo_index = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const vi hi_index =
+        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    *lo = _mm512_permutex2var_ps(a, lo_index, b);
+    *hi = _mm512_permutex2var_ps(a, hi_index, b);
+}
+
+static inline vi f_bits(vf v) { return _mm512_castps_si512(v); }
+static inline vf i_bits(vi v) { return _mm512_castsi512_ps(v); }
+static inline vi i_or(vi a, vi b) { return _mm512_or_si512(a, b); }
+static inline void i_store(void *p, vi v) { _mm512_storeu_si512(p, v); }
+static inline void i_store_part(void *p, vi v, size_t n)
+{
+    _mm512_mask_storeu_epi32(p, lanes_mask(n), v);
+}
+static inline vi i_select_nan(vf v, vi a, vi b)
+{
+    return _mm512_mask_mov_epi32(b, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), a);
+}
+
+#include "cpu/cpu_simd.h"
+
+#endif

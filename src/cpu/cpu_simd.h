@@ -1,0 +1,541 @@
+/* The CPU kernels, written once over a small vector vocabulary that each variant's translation
+ * unit (cpu_kernels_*.c) defines before including this file, with its own target flags:
+ *
+ *   LANES                       f32 lanes per vector
+ *   vf, vi                      LANES floats, LANES 32-bit integers
+ *   f_load, f_store             unaligned f32 vectors; *_part(p, [v,] n) for n < LANES lanes
+ *   h_load, h_store, b_load, b_store (+ _part)   f16 / bf16 memory <-> f32 lanes, stores
+ *                               rounding to nearest even exactly as core/half.c
+ *   i_load, i_load_part         u32 vectors
+ *   f_set, i_set, f_add, f_mul, f_fma(a,b,c) = a*b+c, f_fms(a,b,c) = a*b-c
+ *   i_add, i_sub, i_and, i_shl(v,n), i_shr(v,n) (logical; n a constant)
+ *   f_from_i (int32 -> float, to nearest), i_from_f (integral float -> int32)
+ *   f_xor_bits(v, bits), f_select_odd(q, a, b): a where q is odd, else b
+ *   f_swap_pairs(v): [v1 v0 v3 v2 ...]; f_zip(a, b, &lo, &hi): [a0 b0 a1 b1 ...]
+ *   f_bits, i_bits (reinterpretations), i_or, i_store(_part), i_select_nan(v, a, b): a where
+ *   v is NaN, else b
+ *   KERNEL_TABLE, KERNEL_NAME   the exported table and its POSENC_CPU_VARIANT name
+ *   NATIVE_BF16                 defined where b_store is a hardware conversion
+ *
+ * sin/cos (sincos_vec) are the steps of core/angle.c on vectors: the nearest quarter turn and
+ * the remainder from the top 32 bits of the exact fixed-point turn, radians as a float-float
+ * product, then the same minimax polynomials, evaluated with fused multiply-adds where the
+ * variant has them.
+ *
+ * Error bound. Checked over every one of the 2^30 remainders (quadrants are exact symmetries),
+ * sin and cos are each within E = 2 * 2^-24 of exact: 1.92 * 2^-24 for portable C (the same as
+ * core/angle.c), 1.58 * 2^-24 with FMA (tests/test_cpu.c keeps a sample of 2^20 angles and the
+ * octant edges). Rounding the turn to 32 bits adds at most 2^-33 turn (0.02 * 2^-24). In units
+ * of 2^-24, for values of magnitude <= 1 (half an ulp <= 0.5 unit):
+ *   - RoPE, out = (a c - b s) * f with the attention factor f folded into c and s (0.5 unit
+ *     each): |error| <= |pair| f (sqrt(2) (E + 0.5) + 3 roundings) = 6.6 |rotated pair|;
+ *   - a sinusoidal row from an exact anchor a and an exact step b (rotate): sin(a + b) =
+ *     sin a cos b + cos a sin b, whose input errors weigh |cos b| + |sin b| <= sqrt(2) each:
+ *     |error| <= 2 sqrt(2) E + 1.5 (roundings) + 0.5 (output_scale) = 7.7 |output_scale|;
+ *     every row is one rotation away from exact values, so the bound does not grow along the
+ *     table;
+ *   - values computed directly (given positions): E + 0.5 = 2.5 |output_scale|;
+ * all within the promise of 8; f16/bf16 outputs add their own rounding, as the promise allows.
+ */
+#ifndef POSENC_CPU_SIMD_H
+#define POSENC_CPU_SIMD_H
+
+#include "cpu/cpu_kernels.h"
+
+#include <string.h>
+
+#if defined(_MSC_VER) && !defined(__clang__)
+#  define CPU_INLINE static __forceinline
+#else
+#  define CPU_INLINE static inline __attribute__((always_inline))
+#endif
+
+/* 2*pi/2^32 as a float-float (core/angle.c). */
+#define RADIANS_PER_UNIT_HI 0x1.921fb6p-30f
+#define RADIANS_PER_UNIT_LO -0x1.777a5cp-55f
+/* The minimax coefficients of core/angle.c (Cephes sinf/cosf on [-pi/4, pi/4]). */
+#define SIN_C1 -1.6666654611e-1f
+#define SIN_C2 8.3321608736e-3f
+#define SIN_C3 -1.9515295891e-4f
+#define COS_C1 4.166664568298827e-2f
+#define COS_C2 -1.388731625493765e-3f
+#define COS_C3 2.443315711809948e-5f
+
+/* Software prefetch of a line that may lie past the end of the data (it never faults). */
+#if defined(_MSC_VER) && !defined(__clang__) && defined(_M_X64)
+#  include <xmmintrin.h>
+#  define CPU_PREFETCH(address) _mm_prefetch((const char *)(address), _MM_HINT_T0)
+#elif defined(_MSC_VER) && !defined(__clang__)
+#  define CPU_PREFETCH(address) ((void)(address))
+#else
+#  define CPU_PREFETCH(address) __builtin_prefetch((const void *)(address), 0, 3)
+#endif
+
+/* How far ahead RoPE fetches the heads it will rotate next: with a dozen instructions per
+ * vector, the core keeps too few loads in flight for memory's latency on its own. */
+#define PREFETCH_BYTES 4096
+
+#define DT_F32 POSENC_DTYPE_F32
+#define DT_F16 POSENC_DTYPE_F16
+#define DT_BF16 POSENC_DTYPE_BF16
+
+/* ---- element access by dtype; `dt` is a constant after inlining, so the branches fold ---- */
+
+CPU_INLINE size_t dt_size(posenc_dtype dt) { return dt == DT_F32 ? 4 : 2; }
+
+CPU_INLINE vf load_dt(posenc_dtype dt, const uint8_t *p)
+{
+    if (dt == DT_F16)
+        return h_load(p);
+    if (dt == DT_BF16)
+        return b_load(p);
+    return f_load(p);
+}
+
+CPU_INLINE vf load_dt_part(posenc_dtype dt, const uint8_t *p, size_t n)
+{
+    if (dt == DT_F16)
+        return h_load_part(p, n);
+    if (dt == DT_BF16)
+        return b_load_part(p, n);
+    return f_load_part(p, n);
+}
+
+CPU_INLINE void store_dt(posenc_dtype dt, uint8_t *p, vf v)
+{
+    if (dt == DT_F16)
+        h_store(p, v);
+    else if (dt == DT_BF16)
+        b_store(p, v);
+    else
+        f_store(p, v);
+}
+
+CPU_INLINE void store_dt_part(posenc_dtype dt, uint8_t *p, vf v, size_t n)
+{
+    if (dt == DT_F16)
+        h_store_part(p, v, n);
+    else if (dt == DT_BF16)
+        b_store_part(p, v, n);
+    else
+        f_store_part(p, v, n);
+}
+
+/* ---- sin and cos ---- */
+
+CPU_INLINE void sincos_vec(vi turns_hi, vf *sin_out, vf *cos_out)
+{
+    /* Nearest quarter turn q, and the remainder in [-2^29, 2^29) units of 2^-32 turn. */
+    vi q = i_shr(i_add(turns_hi, i_set(1u << 29)), 30);
+    vi top = i_sub(turns_hi, i_shl(q, 30));
+    vf hi = f_from_i(top);
+    vf lo = f_from_i(i_sub(top, i_from_f(hi))); /* exact: top = hi + lo */
+    vf x = f_fma(hi, f_set(RADIANS_PER_UNIT_HI),
+                 f_fma(hi, f_set(RADIANS_PER_UNIT_LO), f_mul(lo, f_set(RADIANS_PER_UNIT_HI))));
+    vf z = f_mul(x, x);
+    vf ps = f_fma(z, f_set(SIN_C3), f_set(SIN_C2));
+    ps = f_fma(z, ps, f_set(SIN_C1));
+    vf s = f_fma(f_mul(x, z), ps, x);
+    vf pc = f_fma(z, f_set(COS_C3), f_set(COS_C2));
+    pc = f_fma(z, pc, f_set(COS_C1));
+    vf c = f_fma(f_mul(z, z), pc, f_fma(z, f_set(-0.5f), f_set(1.0f)));
+    /* Quadrant q: (sin, cos) = (s, c), (c, -s), (-s, -c), (-c, s). */
+    vi sign = i_set(0x80000000u);
+    *sin_out = f_xor_bits(f_select_odd(q, c, s), i_and(i_shl(q, 30), sign));
+    *cos_out = f_xor_bits(f_select_odd(q, s, c), i_and(i_shl(i_add(q, i_set(1)), 30), sign));
+}
+
+static void k_sincos(const uint32_t *turns_hi, size_t count, float sin_scale, float cos_scale,
+                     float *sin_out, float *cos_out)
+{
+    vf ss = f_set(sin_scale), cs = f_set(cos_scale);
+    size_t i = 0;
+    for (; i + LANES <= count; i += LANES) {
+        vf s, c;
+        sincos_vec(i_load(turns_hi + i), &s, &c);
+        f_store(sin_out + i, f_mul(s, ss));
+        f_store(cos_out + i, f_mul(c, cs));
+    }
+    if (i < count) {
+        vf s, c;
+        sincos_vec(i_load_part(turns_hi + i, count - i), &s, &c);
+        f_store_part(sin_out + i, f_mul(s, ss), count - i);
+        f_store_part(cos_out + i, f_mul(c, cs), count - i);
+    }
+}
+
+CPU_INLINE void rotate_vec(vf sa, vf ca, vf sb, vf cb, vf *s, vf *c)
+{
+    *s = f_fma(sa, cb, f_mul(ca, sb));
+    *c = f_fms(ca, cb, f_mul(sa, sb));
+}
+
+static void k_rotate(const float *sin_a, const float *cos_a, const float *sin_b,
+                     const float *cos_b, size_t count, float *sin_out, float *cos_out)
+{
+    size_t i = 0;
+    vf s, c;
+    for (; i + LANES <= count; i += LANES) {
+        rotate_vec(f_load(sin_a + i), f_load(cos_a + i), f_load(sin_b + i), f_load(cos_b + i), &s,
+                   &c);
+        f_store(sin_out + i, s);
+        f_store(cos_out + i, c);
+    }
+    if (i < count) {
+        size_t n = count - i;
+        rotate_vec(f_load_part(sin_a + i, n), f_load_part(cos_a + i, n),
+                   f_load_part(sin_b + i, n), f_load_part(cos_b + i, n), &s, &c);
+        f_store_part(sin_out + i, s, n);
+        f_store_part(cos_out + i, c, n);
+    }
+}
+
+/* ---- RoPE ---- */
+
+/* Prefetches the head PREFETCH_BYTES (rounded to whole heads) after head h. */
+CPU_INLINE void prefetch_head(const uint8_t *first_head, int64_t head_stride, int64_t h,
+                              int64_t ahead, size_t head_bytes)
+{
+    uintptr_t at = (uintptr_t)first_head + (uintptr_t)((h + ahead) * head_stride);
+    for (size_t line = 0; line < head_bytes; line += 64)
+        CPU_PREFETCH(at + line);
+}
+
+CPU_INLINE int64_t heads_ahead(size_t head_bytes)
+{
+    return (int64_t)((PREFETCH_BYTES + head_bytes - 1) / head_bytes);
+}
+
+CPU_INLINE void rope_neox(const posenc_cpu_rope_heads *a, posenc_dtype dt)
+{
+    const size_t es = dt_size(dt);
+    const uint32_t half = a->rotary_dim / 2;
+    const float *ct = a->table, *st = a->table + half;
+    const size_t head_bytes = a->rotary_dim * es;
+    const int64_t ahead = heads_ahead(head_bytes);
+    for (int64_t h = 0; h < a->heads; h++) {
+        prefetch_head(a->in, a->in_head_stride, h, ahead, head_bytes);
+        const uint8_t *in = a->in + h * a->in_head_stride;
+        uint8_t *out = a->out + h * a->out_head_stride;
+        const uint8_t *in_b = in + half * es;
+        uint8_t *out_b = out + half * es;
+        uint32_t j = 0;
+        for (; j + LANES <= half; j += LANES) {
+            vf x0 = load_dt(dt, in + j * es), x1 = load_dt(dt, in_b + j * es);
+            vf c = f_load(ct + j), s = f_load(st + j);
+            store_dt(dt, out + j * es, f_fms(x0, c, f_mul(x1, s)));
+            store_dt(dt, out_b + j * es, f_fma(x0, s, f_mul(x1, c)));
+        }
+        if (j < half) {
+            size_t n = half - j;
+            vf x0 = load_dt_part(dt, in + j * es, n), x1 = load_dt_part(dt, in_b + j * es, n);
+            vf c = f_load_part(ct + j, n), s = f_load_part(st + j, n);
+            store_dt_part(dt, out + j * es, f_fms(x0, c, f_mul(x1, s)), n);
+            store_dt_part(dt, out_b + j * es, f_fma(x0, s, f_mul(x1, c)), n);
+        }
+        if (a->copy_rest)
+            memcpy(out + a->rotary_dim * es, in + a->rotary_dim * es,
+                   (a->head_dim - a->rotary_dim) * es);
+    }
+}
+
+CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
+{
+    const size_t es = dt_size(dt);
+    const uint32_t rot = a->rotary_dim;
+    const float *ct = a->table, *st = a->table + rot;
+    const size_t head_bytes = rot * es;
+    const int64_t ahead = heads_ahead(head_bytes);
+    for (int64_t h = 0; h < a->heads; h++) {
+        prefetch_head(a->in, a->in_head_stride, h, ahead, head_bytes);
+        const uint8_t *in = a->in + h * a->in_head_stride;
+        uint8_t *out = a->out + h * a->out_head_stride;
+        uint32_t i = 0;
+        for (; i + LANES <= rot; i += LANES) {
+            vf x = load_dt(dt, in + i * es);
+            store_dt(dt, out + i * es,
+                     f_fma(f_swap_pairs(x), f_load(st + i), f_mul(x, f_load(ct + i))));
+        }
+        if (i < rot) { /* an even count: pairs never straddle the tail */
+            size_t n = rot - i;
+            vf x = load_dt_part(dt, in + i * es, n);
+            store_dt_part(dt, out + i * es,
+                          f_fma(f_swap_pairs(x), f_load_part(st + i, n),
+                                f_mul(x, f_load_part(ct + i, n))),
+                          n);
+        }
+        if (a->copy_rest)
+            memcpy(out + rot * es, in + rot * es, (a->head_dim - rot) * es);
+    }
+}
+
+/* f32 -> bf16 rounded to nearest even on the bits (core/half.c), left in the high half of
+ * each 32-bit lane with the low half zero; NaN keeps its top bits and becomes quiet. */
+CPU_INLINE vi bf16_high(vf v)
+{
+    vi u = f_bits(v);
+    vi r = i_add(u, i_add(i_and(i_shr(u, 16), i_set(1)), i_set(0x7fff)));
+    r = i_select_nan(v, i_or(u, i_set(0x00400000)), r);
+    return i_and(r, i_set(0xffff0000u));
+}
+
+/* GPT-J pairs of bf16 are 32-bit words, so each lane holds a whole pair: its two values are a
+ * shift and a mask away, and the results go back the same way. No shuffle, and the table is
+ * one cos and one sin per pair. */
+#if !defined(NATIVE_BF16)
+CPU_INLINE void rope_gptj_bf16(const posenc_cpu_rope_heads *a)
+{
+    const uint32_t pairs = a->rotary_dim / 2;
+    const float *const pc = a->pair_cos, *const ps = a->pair_sin;
+    const size_t head_bytes = a->rotary_dim * 2;
+    const int64_t ahead = heads_ahead(head_bytes);
+    const vi high = i_set(0xffff0000u);
+    for (int64_t h = 0; h < a->heads; h++) {
+        prefetch_head(a->in, a->in_head_stride, h, ahead, head_bytes);
+        const uint8_t *in = a->in + h * a->in_head_stride;
+        uint8_t *out = a->out + h * a->out_head_stride;
+        for (uint32_t j = 0; j < pairs; j += LANES) {
+            size_t n = pairs - j < LANES ? pairs - j : LANES;
+            vi w = n == LANES ? i_load(in + 4 * (size_t)j) : i_load_part(in + 4 * (size_t)j, n);
+            vf x0 = i_bits(i_shl(w, 16)), x1 = i_bits(i_and(w, high));
+            vf c = n == LANES ? f_load(pc + j) : f_load_part(pc + j, n);
+            vf s = n == LANES ? f_load(ps + j) : f_load_part(ps + j, n);
+            vi r = i_or(i_shr(bf16_high(f_fms(x0, c, f_mul(x1, s))), 16),
+                        bf16_high(f_fma(x0, s, f_mul(x1, c))));
+            if (n == LANES)
+                i_store(out + 4 * (size_t)j, r);
+            else
+                i_store_part(out + 4 * (size_t)j, r, n);
+        }
+        if (a->copy_rest)
+            memcpy(out + a->rotary_dim * 2, in + a->rotary_dim * 2,
+                   (a->head_dim - a->rotary_dim) * 2);
+    }
+}
+#endif
+
+static void k_rope_heads(const posenc_cpu_rope_heads *a)
+{
+    if (a->style == POSENC_ROPE_GPTJ) {
+        switch (a->dtype) {
+        case DT_F16: rope_gptj(a, DT_F16); break;
+#if defined(NATIVE_BF16)
+        case DT_BF16: rope_gptj(a, DT_BF16); break; /* the hardware conversion is faster */
+#else
+        case DT_BF16: rope_gptj_bf16(a); break;
+#endif
+        default: rope_gptj(a, DT_F32); break;
+        }
+    } else {
+        switch (a->dtype) {
+        case DT_F16: rope_neox(a, DT_F16); break;
+        case DT_BF16: rope_neox(a, DT_BF16); break;
+        default: rope_neox(a, DT_F32); break;
+        }
+    }
+}
+
+/* ---- sinusoidal rows ---- */
+
+/* output_scale * pe (+ input_scale * x at element `at`), for n lanes (n == LANES: full). */
+CPU_INLINE void emit(posenc_dtype dt, bool add, bool scaled, uint8_t *out, const uint8_t *x,
+                     size_t at, vf pe, vf os, vf is, size_t n)
+{
+    const size_t es = dt_size(dt);
+    vf v = scaled ? f_mul(pe, os) : pe;
+    if (n == LANES) {
+        if (add)
+            v = f_fma(load_dt(dt, x + at * es), is, v);
+        store_dt(dt, out + at * es, v);
+    } else {
+        if (add)
+            v = f_fma(load_dt_part(dt, x + at * es, n), is, v);
+        store_dt_part(dt, out + at * es, v, n);
+    }
+}
+
+/* Row r's values at frequencies i .. i + n (n lanes): the anchor's, rotated by step r. */
+CPU_INLINE void row_values(vf sa, vf ca, const float *step_cos, const float *step_sin, bool stepped,
+                           size_t n, vf *s, vf *c)
+{
+    if (!stepped) {
+        *s = sa;
+        *c = ca;
+        return;
+    }
+    vf cb = n == LANES ? f_load(step_cos) : f_load_part(step_cos, n);
+    vf sb = n == LANES ? f_load(step_sin) : f_load_part(step_sin, n);
+    rotate_vec(sa, ca, sb, cb, s, c);
+}
+
+/* Writes frequencies i .. i + n of one row from its values, placed by the layout. */
+CPU_INLINE void place_values(posenc_dtype dt, bool add, bool scaled, bool interleaved,
+                             bool sin_first, uint32_t half, uint8_t *out, const uint8_t *x,
+                             uint32_t i, size_t n, vf s, vf c, vf os, vf is)
+{
+    if (interleaved) {
+        vf lo, hi;
+        f_zip(s, c, &lo, &hi);
+        size_t values = 2 * n;
+        emit(dt, add, scaled, out, x, 2 * (size_t)i, lo, os, is, values < LANES ? values : LANES);
+        if (values > LANES)
+            emit(dt, add, scaled, out, x, 2 * (size_t)i + LANES, hi, os, is, values - LANES);
+    } else {
+        emit(dt, add, scaled, out, x, i, sin_first ? s : c, os, is, n);
+        emit(dt, add, scaled, out, x, (size_t)half + i, sin_first ? c : s, os, is, n);
+    }
+}
+
+/* Every field is copied into a local first: the vector stores may alias anything, which would
+ * make the compiler reload the fields after each store. */
+CPU_INLINE void sinusoidal_rows(const posenc_cpu_sinusoidal_rows *a, posenc_dtype dt, bool add,
+                                bool scaled, bool stepped)
+{
+    const uint32_t half = a->half, rows = stepped ? a->rows : 1;
+    const vf os = f_set(a->output_scale), is = f_set(a->input_scale);
+    const bool interleaved = a->layout == POSENC_SINUSOIDAL_INTERLEAVED;
+    const bool sin_first = a->layout == POSENC_SINUSOIDAL_SIN_COS;
+    const float *const sin_a = a->sin, *const cos_a = a->cos;
+    const size_t step_stride = a->step_stride, step_sin_offset = a->step_sin_offset;
+    const float *const steps = stepped ? a->steps + a->first_step * step_stride : NULL;
+    uint8_t *const out = a->out;
+    const uint8_t *const x = a->x;
+    const int64_t out_stride = a->out_row_stride, x_stride = a->x_row_stride;
+    uint32_t i = 0;
+    for (; i < half; i += LANES) {
+        size_t n = half - i < LANES ? half - i : LANES;
+        vf sa, ca, s, c;
+        if (n == LANES) {
+            sa = f_load(sin_a + i);
+            ca = f_load(cos_a + i);
+        } else {
+            sa = f_load_part(sin_a + i, n);
+            ca = f_load_part(cos_a + i, n);
+        }
+        for (uint32_t r = 0; r < rows; r++) {
+            const float *step_cos = stepped ? steps + r * step_stride + i : NULL;
+            const float *step_sin = stepped ? step_cos + step_sin_offset : NULL;
+            row_values(sa, ca, step_cos, step_sin, stepped, n, &s, &c);
+            place_values(dt, add, scaled, interleaved, sin_first, half, out + r * out_stride,
+                         add ? x + r * x_stride : NULL, i, n, s, c, os, is);
+        }
+    }
+    if (a->d_model > 2 * (int64_t)half) { /* odd d_model: a zero column */
+        for (uint32_t r = 0; r < rows; r++)
+            emit(dt, add, scaled, out + r * out_stride, add ? x + r * x_stride : NULL,
+                 2 * (size_t)half, f_set(0.0f), os, is, 1);
+    }
+}
+
+CPU_INLINE void sinusoidal_rows_dt(const posenc_cpu_sinusoidal_rows *a, posenc_dtype dt)
+{
+    /* One instance per combination, so that the loops test none of the three. */
+    switch ((a->x ? 4 : 0) | (a->output_scale != 1.0f ? 2 : 0) | (a->steps ? 1 : 0)) {
+    case 0: sinusoidal_rows(a, dt, false, false, false); break;
+    case 1: sinusoidal_rows(a, dt, false, false, true); break;
+    case 2: sinusoidal_rows(a, dt, false, true, false); break;
+    case 3: sinusoidal_rows(a, dt, false, true, true); break;
+    case 4: sinusoidal_rows(a, dt, true, false, false); break;
+    case 5: sinusoidal_rows(a, dt, true, false, true); break;
+    case 6: sinusoidal_rows(a, dt, true, true, false); break;
+    default: sinusoidal_rows(a, dt, true, true, true); break;
+    }
+}
+
+static void k_sinusoidal_rows(const posenc_cpu_sinusoidal_rows *a)
+{
+    switch (a->dtype) {
+    case DT_F16: sinusoidal_rows_dt(a, DT_F16); break;
+    case DT_BF16: sinusoidal_rows_dt(a, DT_BF16); break;
+    default: sinusoidal_rows_dt(a, DT_F32); break;
+    }
+}
+
+/* ---- conversions ---- */
+
+CPU_INLINE void from_f32(posenc_dtype dt, const float *in, size_t count, uint8_t *out)
+{
+    size_t i = 0, es = dt_size(dt);
+    for (; i + LANES <= count; i += LANES)
+        store_dt(dt, out + i * es, f_load(in + i));
+    if (i < count)
+        store_dt_part(dt, out + i * es, f_load_part(in + i, count - i), count - i);
+}
+
+CPU_INLINE void to_f32(posenc_dtype dt, const uint8_t *in, size_t count, float *out)
+{
+    size_t i = 0, es = dt_size(dt);
+    for (; i + LANES <= count; i += LANES)
+        f_store(out + i, load_dt(dt, in + i * es));
+    if (i < count)
+        f_store_part(out + i, load_dt_part(dt, in + i * es, count - i), count - i);
+}
+
+static void k_from_f32(posenc_dtype dtype, const float *in, size_t count, void *out)
+{
+    switch (dtype) {
+    case DT_F16: from_f32(DT_F16, in, count, out); break;
+    case DT_BF16: from_f32(DT_BF16, in, count, out); break;
+    default: from_f32(DT_F32, in, count, out); break;
+    }
+}
+
+static void k_to_f32(posenc_dtype dtype, const void *in, size_t count, float *out)
+{
+    switch (dtype) {
+    case DT_F16: to_f32(DT_F16, in, count, out); break;
+    case DT_BF16: to_f32(DT_BF16, in, count, out); break;
+    default: to_f32(DT_F32, in, count, out); break;
+    }
+}
+
+/* ---- the copy yardstick: four vectors per step, as fast as this variant moves memory ---- */
+
+static void k_copy_in_place(float *data, size_t count)
+{
+    const vf zero = f_set(0.0f); /* x + 0 cannot be folded away, unlike a plain self-copy */
+    size_t i = 0;
+    for (; i + 4 * LANES <= count; i += 4 * LANES) {
+        vf a = f_load(data + i), b = f_load(data + i + LANES);
+        vf c = f_load(data + i + 2 * LANES), d = f_load(data + i + 3 * LANES);
+        f_store(data + i, f_add(a, zero));
+        f_store(data + i + LANES, f_add(b, zero));
+        f_store(data + i + 2 * LANES, f_add(c, zero));
+        f_store(data + i + 3 * LANES, f_add(d, zero));
+    }
+    for (; i + LANES <= count; i += LANES)
+        f_store(data + i, f_add(f_load(data + i), zero));
+    if (i < count)
+        f_store_part(data + i, f_add(f_load_part(data + i, count - i), zero), count - i);
+}
+
+static void k_fill(float *data, size_t count, float value)
+{
+    const vf v = f_set(value);
+    size_t i = 0;
+    for (; i + 4 * LANES <= count; i += 4 * LANES) {
+        f_store(data + i, v);
+        f_store(data + i + LANES, v);
+        f_store(data + i + 2 * LANES, v);
+        f_store(data + i + 3 * LANES, v);
+    }
+    for (; i + LANES <= count; i += LANES)
+        f_store(data + i, v);
+    if (i < count)
+        f_store_part(data + i, v, count - i);
+}
+
+const posenc_cpu_kernels KERNEL_TABLE = {
+    .name = KERNEL_NAME,
+    .lanes = LANES,
+    .sincos = k_sincos,
+    .rotate = k_rotate,
+    .rope_heads = k_rope_heads,
+    .sinusoidal_rows = k_sinusoidal_rows,
+    .from_f32 = k_from_f32,
+    .to_f32 = k_to_f32,
+    .copy_in_place = k_copy_in_place,
+    .fill = k_fill,
+};
+
+#endif
