@@ -10,3 +10,9 @@ posenc_kernel_variant(sinusoidal_bf16 sinusoidal.comp POSENC_OUT_BF16)
 posenc_kernel_variant(sinusoidal_f32  sinusoidal.cl POSENC_OUT_F32)
 posenc_kernel_variant(sinusoidal_f16  sinusoidal.cl POSENC_OUT_F16)
 posenc_kernel_variant(sinusoidal_bf16 sinusoidal.cl POSENC_OUT_BF16)
+
+# OpenCL backend (src/opencl): RoPE and the copy roofline.
+posenc_kernel_variant(rope_f32  rope.cl POSENC_OUT_F32)
+posenc_kernel_variant(rope_f16  rope.cl POSENC_OUT_F16)
+posenc_kernel_variant(rope_bf16 rope.cl POSENC_OUT_BF16)
+posenc_kernel_variant(copy_u32  copy.cl)

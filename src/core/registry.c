@@ -7,10 +7,16 @@
 #include <string.h>
 
 extern const posenc__backend posenc_cpu_backend;
+#if defined(POSENC_HAVE_OPENCL_BACKEND)
+extern const posenc__backend posenc_opencl_backend;
+#endif
 
 /* Order matters: it is the order of posenc_device_get, and AUTO prefers earlier backends among
  * devices of the same type. The native CPU path comes last. */
 static const posenc__backend *const backends[] = {
+#if defined(POSENC_HAVE_OPENCL_BACKEND)
+    &posenc_opencl_backend,
+#endif
     &posenc_cpu_backend,
 };
 

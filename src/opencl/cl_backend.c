@@ -1,0 +1,20 @@
+/* The OpenCL backend's entry table (src/backend.h). The runtime is loaded at run time; without
+ * it, or without a usable device, the backend is absent and AUTO moves on. */
+#include "backend.h"
+#include "opencl/cl_internal.h"
+
+const posenc__backend posenc_opencl_backend = {
+    .kind = POSENC_BACKEND_OPENCL,
+    .name = "opencl",
+    .enumerate = posenc_cl_enumerate,
+    .context_init = posenc_cl_context_init,
+    .context_fini = posenc_cl_context_fini,
+    .buffer_init = posenc_cl_buffer_init,
+    .buffer_fini = posenc_cl_buffer_fini,
+    .buffer_upload = posenc_cl_buffer_upload,
+    .buffer_download = posenc_cl_buffer_download,
+    .buffer_host_address = posenc_cl_buffer_host_address,
+    .rope = posenc_cl_rope,
+    .sinusoidal = posenc_cl_sinusoidal,
+    .roofline = posenc_cl_roofline,
+};

@@ -1,0 +1,250 @@
+/* The on-disk OpenCL binary cache (format in cl_cache.h): the directory, and atomic,
+ * checksummed entries. */
+#if !defined(_WIN32)
+#  define _POSIX_C_SOURCE 200809L /* mkdir, getpid */
+#endif
+
+#include "opencl/cl_cache.h"
+
+#include "core/platform.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(_WIN32)
+#  include <direct.h>
+#  include <process.h>
+#  include <windows.h>
+#  define SEPARATOR '\\'
+#else
+#  include <sys/stat.h>
+#  include <sys/types.h>
+#  include <unistd.h>
+#  define SEPARATOR '/'
+#endif
+
+#define MAGIC "POSENCCL"
+#define FORMAT_VERSION 1u
+#define HEADER_BYTES 32
+#define MAX_KEY_BYTES (UINT32_C(1) << 16)
+#define MAX_BINARY_BYTES (UINT64_C(1) << 30)
+
+uint64_t posenc_cl_hash(uint64_t hash, const void *data, size_t size)
+{
+    const unsigned char *bytes = data;
+    for (size_t i = 0; i < size; i++) {
+        hash ^= bytes[i];
+        hash *= UINT64_C(0x100000001b3);
+    }
+    return hash;
+}
+
+static bool join(char *out, size_t size, const char *a, const char *b)
+{
+    int n = snprintf(out, size, "%s%c%s", a, SEPARATOR, b);
+    return n > 0 && (size_t)n < size;
+}
+
+bool posenc_cl_cache_dir(const char *configured, char *out, size_t size)
+{
+    if (configured && configured[0]) {
+        int n = snprintf(out, size, "%s", configured);
+        return n > 0 && (size_t)n < size;
+    }
+#if defined(_WIN32)
+    const char *local = getenv("LOCALAPPDATA");
+    return local && local[0] && join(out, size, local, "posenc");
+#else
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    if (xdg && xdg[0] == '/') /* the XDG spec ignores relative paths */
+        return join(out, size, xdg, "posenc");
+    const char *home = getenv("HOME");
+    if (!home || !home[0])
+        return false;
+#  if defined(__APPLE__)
+    return join(out, size, home, "Library/Caches/posenc");
+#  else
+    return join(out, size, home, ".cache/posenc");
+#  endif
+#endif
+}
+
+bool posenc_cl_cache_path(const char *dir, const char *key, char *out, size_t size)
+{
+    char name[64];
+    snprintf(name, sizeof name, "opencl-%016llx.bin",
+             (unsigned long long)posenc_cl_hash(POSENC_CL_HASH_SEED, key, strlen(key)));
+    return join(out, size, dir, name);
+}
+
+typedef struct header {
+    char magic[8];
+    uint32_t version;
+    uint32_t key_bytes;
+    uint64_t binary_bytes;
+    uint64_t checksum;
+} header;
+_Static_assert(sizeof(header) == HEADER_BYTES, "cache header layout");
+
+static uint64_t checksum(const char *key, size_t key_bytes, const unsigned char *binary,
+                         size_t binary_bytes)
+{
+    return posenc_cl_hash(posenc_cl_hash(POSENC_CL_HASH_SEED, key, key_bytes), binary,
+                          binary_bytes);
+}
+
+posenc_cl_cache_result posenc_cl_cache_read(const char *path, const char *key,
+                                            unsigned char **binary, size_t *size,
+                                            const char **why)
+{
+    FILE *file = fopen(path, "rb");
+    if (!file) {
+        *why = "no cache entry";
+        return POSENC_CL_CACHE_MISSING;
+    }
+    header h;
+    size_t key_bytes = strlen(key);
+    posenc_cl_cache_result result = POSENC_CL_CACHE_INVALID;
+    unsigned char *data = NULL;
+    char *stored_key = NULL;
+    if (fread(&h, sizeof h, 1, file) != 1) {
+        *why = "truncated header";
+    } else if (memcmp(h.magic, MAGIC, sizeof h.magic) != 0 || h.version != FORMAT_VERSION) {
+        *why = "not a posenc cache entry of this format";
+    } else if (h.key_bytes != key_bytes) {
+        *why = "written for another key";
+    } else if (h.binary_bytes == 0 || h.binary_bytes > MAX_BINARY_BYTES) {
+        *why = "binary size in the header out of range";
+    } else if (!(stored_key = malloc(key_bytes + 1)) ||
+               !(data = malloc((size_t)h.binary_bytes))) {
+        result = POSENC_CL_CACHE_NO_MEMORY;
+        *why = "out of host memory";
+    } else if (fread(stored_key, 1, key_bytes, file) != key_bytes ||
+               fread(data, 1, (size_t)h.binary_bytes, file) != (size_t)h.binary_bytes) {
+        *why = "truncated";
+    } else if (fgetc(file) != EOF) {
+        *why = "longer than its header says";
+    } else if (checksum(stored_key, key_bytes, data, (size_t)h.binary_bytes) != h.checksum) {
+        *why = "checksum mismatch (corrupt)";
+    } else if (memcmp(stored_key, key, key_bytes) != 0) {
+        *why = "written for another key";
+    } else {
+        result = POSENC_CL_CACHE_HIT;
+        *why = "";
+    }
+    fclose(file);
+    free(stored_key);
+    if (result != POSENC_CL_CACHE_HIT) {
+        free(data);
+        return result;
+    }
+    *binary = data;
+    *size = (size_t)h.binary_bytes;
+    return POSENC_CL_CACHE_HIT;
+}
+
+static bool make_directory(const char *path)
+{
+#if defined(_WIN32)
+    return _mkdir(path) == 0 || errno == EEXIST;
+#else
+    return mkdir(path, 0700) == 0 || errno == EEXIST;
+#endif
+}
+
+/* mkdir -p. */
+static bool make_directories(const char *dir)
+{
+    char path[POSENC_CL_CACHE_PATH_MAX];
+    size_t length = strlen(dir);
+    if (length == 0 || length >= sizeof path)
+        return false;
+    memcpy(path, dir, length + 1);
+    for (size_t i = 1; i < length; i++) {
+        if (path[i] != '/' && path[i] != SEPARATOR)
+            continue;
+        char saved = path[i];
+        path[i] = '\0';
+        bool drive = i == 2 && path[1] == ':'; /* "C:" */
+        if (!drive && !make_directory(path)) {
+            path[i] = saved;
+            return false;
+        }
+        path[i] = saved;
+    }
+    return make_directory(path);
+}
+
+static unsigned long process_id(void)
+{
+#if defined(_WIN32)
+    return (unsigned long)_getpid();
+#else
+    return (unsigned long)getpid();
+#endif
+}
+
+static bool replace_file(const char *from, const char *to)
+{
+#if defined(_WIN32)
+    return MoveFileExA(from, to, MOVEFILE_REPLACE_EXISTING) != 0;
+#else
+    return rename(from, to) == 0;
+#endif
+}
+
+bool posenc_cl_cache_write(const char *dir, const char *path, const char *key,
+                           const unsigned char *binary, size_t size, char *why, size_t why_size)
+{
+    size_t key_bytes = strlen(key);
+    if (key_bytes > MAX_KEY_BYTES || size == 0 || size > MAX_BINARY_BYTES) {
+        snprintf(why, why_size, "entry too large");
+        return false;
+    }
+    if (!make_directories(dir)) {
+        snprintf(why, why_size, "cannot create directory %s: %s", dir, strerror(errno));
+        return false;
+    }
+
+    /* A name no other writer uses: the process id, and a per-thread address and counter. "x"
+     * (C11) refuses an existing file, so a clash is retried rather than shared. */
+    static POSENC__THREAD_LOCAL unsigned counter;
+    char temporary[POSENC_CL_CACHE_PATH_MAX + 64];
+    FILE *file = NULL;
+    for (int attempt = 0; attempt < 16 && !file; attempt++) {
+        int n = snprintf(temporary, sizeof temporary, "%s.%lu-%llx-%u.tmp", path, process_id(),
+                         (unsigned long long)(uintptr_t)&counter, counter++);
+        if (n <= 0 || (size_t)n >= sizeof temporary)
+            break;
+        file = fopen(temporary, "wbx");
+        if (!file && errno != EEXIST)
+            break;
+    }
+    if (!file) {
+        snprintf(why, why_size, "cannot create a file in %s: %s", dir, strerror(errno));
+        return false;
+    }
+
+    header h;
+    memcpy(h.magic, MAGIC, sizeof h.magic);
+    h.version = FORMAT_VERSION;
+    h.key_bytes = (uint32_t)key_bytes;
+    h.binary_bytes = size;
+    h.checksum = checksum(key, key_bytes, binary, size);
+    bool ok = fwrite(&h, sizeof h, 1, file) == 1 &&
+              fwrite(key, 1, key_bytes, file) == key_bytes &&
+              fwrite(binary, 1, size, file) == size;
+    int write_errno = errno;
+    ok = (fclose(file) == 0) && ok;
+    if (ok && !replace_file(temporary, path)) {
+        write_errno = errno;
+        ok = false;
+    }
+    if (!ok) {
+        remove(temporary);
+        snprintf(why, why_size, "cannot write %s: %s", path, strerror(write_errno));
+    }
+    return ok;
+}

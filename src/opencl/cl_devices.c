@@ -1,0 +1,278 @@
+/* Enumerating OpenCL platforms and devices into posenc device descriptions: type, memory,
+ * unified memory, work-group and allocation limits, and extensions found by querying the
+ * device's extension list. */
+#include "opencl/cl_internal.h"
+
+#include "core/platform.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Kernels index elements with 32-bit words, so one binding reaches 2^32 elements: 8 GiB of the
+ * narrowest (16-bit) elements. */
+#define MAX_BINDING_BYTES (UINT64_C(1) << 33)
+
+/* A string property, always terminated; "" when the query fails. */
+static void device_string(const posenc_cl_api *cl, cl_device_id device, cl_device_info param,
+                          char *out, size_t size)
+{
+    out[0] = '\0';
+    if (cl->GetDeviceInfo(device, param, size - 1, out, NULL) != CL_SUCCESS)
+        out[0] = '\0';
+    out[size - 1] = '\0';
+}
+
+static void platform_string(const posenc_cl_api *cl, cl_platform_id platform,
+                            cl_platform_info param, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (cl->GetPlatformInfo(platform, param, size - 1, out, NULL) != CL_SUCCESS)
+        out[0] = '\0';
+    out[size - 1] = '\0';
+}
+
+/* A fixed-size property (cl_uint, cl_ulong, size_t, cl_bool...); false when the query fails. */
+static bool device_value(const posenc_cl_api *cl, cl_device_id device, cl_device_info param,
+                         void *out, size_t size)
+{
+    memset(out, 0, size);
+    size_t returned = 0;
+    return cl->GetDeviceInfo(device, param, size, out, &returned) == CL_SUCCESS &&
+           returned == size;
+}
+
+/* Leading and trailing blanks removed in place (some drivers pad their names). */
+static void trim(char *text)
+{
+    size_t start = 0, length = strlen(text);
+    while (text[start] == ' ' || text[start] == '\t')
+        start++;
+    while (length > start && (text[length - 1] == ' ' || text[length - 1] == '\t' ||
+                              text[length - 1] == '\n'))
+        length--;
+    memmove(text, text + start, length - start);
+    text[length - start] = '\0';
+}
+
+/* Whether the space-separated extension list names `extension` exactly. */
+static bool has_extension(const char *list, const char *extension)
+{
+    size_t length = strlen(extension);
+    for (const char *p = list; (p = strstr(p, extension)) != NULL; p += length) {
+        bool starts = p == list || p[-1] == ' ';
+        bool ends = p[length] == '\0' || p[length] == ' ';
+        if (starts && ends)
+            return true;
+    }
+    return false;
+}
+
+/* "OpenCL 1.2 ..." -> 102; 0 when unparsable. */
+static int parse_version(const char *text)
+{
+    int major = 0, minor = 0;
+    if (sscanf(text, "OpenCL %d.%d", &major, &minor) != 2)
+        return 0;
+    return major * 100 + minor;
+}
+
+static posenc_device_type device_type(cl_device_type type, cl_bool unified)
+{
+    if (type & CL_DEVICE_TYPE_GPU)
+        return unified ? POSENC_DEVICE_INTEGRATED_GPU : POSENC_DEVICE_DISCRETE_GPU;
+    /* A CPU through a runtime (PoCL, Intel's CPU runtime): a CPU, but not posenc's own path, so
+     * AUTO leaves it alone unless asked for. */
+    if (type & CL_DEVICE_TYPE_CPU)
+        return POSENC_DEVICE_CPU;
+    return POSENC_DEVICE_OTHER;
+}
+
+typedef enum device_verdict {
+    DEVICE_USABLE,
+    DEVICE_SKIPPED, /* present but not usable: not available, no compiler, before 1.2 */
+    DEVICE_NO_MEMORY,
+} device_verdict;
+
+static device_verdict describe_device(const posenc_cl_api *cl, cl_platform_id platform,
+                                      const char *platform_name, cl_device_id id,
+                                      posenc__device *out)
+{
+    cl_bool available = CL_FALSE, compiler = CL_FALSE;
+    device_value(cl, id, CL_DEVICE_AVAILABLE, &available, sizeof available);
+    device_value(cl, id, CL_DEVICE_COMPILER_AVAILABLE, &compiler, sizeof compiler);
+    char version[128];
+    device_string(cl, id, CL_DEVICE_VERSION, version, sizeof version);
+    if (!available || !compiler || parse_version(version) < 102)
+        return DEVICE_SKIPPED;
+
+    posenc_cl_device *device = calloc(1, sizeof *device);
+    if (!device)
+        return DEVICE_NO_MEMORY;
+    device->platform = platform;
+    device->device = id;
+    posenc__copy_string(device->platform_name, sizeof device->platform_name, platform_name);
+    posenc__copy_string(device->device_version, sizeof device->device_version, version);
+    device_string(cl, id, CL_DRIVER_VERSION, device->driver_version,
+                  sizeof device->driver_version);
+    trim(device->driver_version);
+
+    cl_device_type type = 0;
+    cl_bool unified = CL_FALSE;
+    cl_ulong memory = 0, max_alloc = 0;
+    cl_uint compute_units = 0;
+    cl_device_fp_config fp64 = 0;
+    size_t work_group = 0, item_sizes[3] = {0, 0, 0};
+    device_value(cl, id, CL_DEVICE_TYPE, &type, sizeof type);
+    device_value(cl, id, CL_DEVICE_HOST_UNIFIED_MEMORY, &unified, sizeof unified);
+    device_value(cl, id, CL_DEVICE_GLOBAL_MEM_SIZE, &memory, sizeof memory);
+    device_value(cl, id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, &max_alloc, sizeof max_alloc);
+    device_value(cl, id, CL_DEVICE_MAX_COMPUTE_UNITS, &compute_units, sizeof compute_units);
+    device_value(cl, id, CL_DEVICE_DOUBLE_FP_CONFIG, &fp64, sizeof fp64);
+    device_value(cl, id, CL_DEVICE_MAX_WORK_GROUP_SIZE, &work_group, sizeof work_group);
+    cl->GetDeviceInfo(id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof item_sizes, item_sizes, NULL);
+
+    size_t extensions_size = 0;
+    char *extensions = NULL;
+    if (cl->GetDeviceInfo(id, CL_DEVICE_EXTENSIONS, 0, NULL, &extensions_size) == CL_SUCCESS &&
+        extensions_size > 0)
+        extensions = calloc(extensions_size + 1, 1);
+    if (extensions &&
+        cl->GetDeviceInfo(id, CL_DEVICE_EXTENSIONS, extensions_size, extensions, NULL) !=
+            CL_SUCCESS)
+        extensions[0] = '\0';
+    const char *extension_list = extensions ? extensions : "";
+
+    device->max_work_group_size = work_group ? work_group : 1;
+    device->max_work_item_size0 = item_sizes[0] ? item_sizes[0] : device->max_work_group_size;
+    device->compute_units = compute_units ? compute_units : 1;
+    device->max_alloc_bytes = max_alloc;
+
+    posenc_device_info *info = &out->info;
+    memset(out, 0, sizeof *out);
+    out->handle = device;
+    info->type = device_type(type, unified);
+    device_string(cl, id, CL_DEVICE_NAME, info->name, sizeof info->name);
+    trim(info->name);
+    if (!info->name[0])
+        posenc__copy_string(info->name, sizeof info->name, "OpenCL device");
+    device_string(cl, id, CL_DEVICE_VENDOR, info->vendor, sizeof info->vendor);
+    trim(info->vendor);
+    int v = parse_version(version);
+    char driver[sizeof device->driver_version + 128 + 64];
+    snprintf(driver, sizeof driver, "%s (%s, OpenCL %d.%d)",
+             device->driver_version[0] ? device->driver_version : "unknown version",
+             platform_name[0] ? platform_name : "unknown platform", v / 100, v % 100);
+    posenc__copy_string(info->driver, sizeof info->driver, driver);
+    info->memory_bytes = memory;
+    info->unified_memory = unified != CL_FALSE;
+    info->fp16_storage = true; /* vload_half / vstore_half are core OpenCL */
+    info->fp16_arithmetic = has_extension(extension_list, "cl_khr_fp16");
+    info->bf16 = has_extension(extension_list, "cl_intel_bfloat16_conversions");
+    info->fp64 = fp64 != 0 || has_extension(extension_list, "cl_khr_fp64");
+    info->compute_units = device->compute_units;
+    info->max_workgroup_size =
+        device->max_work_group_size > UINT32_MAX ? UINT32_MAX
+                                                 : (uint32_t)device->max_work_group_size;
+    info->subgroup_size = 0;
+    info->max_buffer_bytes = max_alloc ? max_alloc : 1;
+    info->max_binding_bytes = info->max_buffer_bytes < MAX_BINDING_BYTES
+                                  ? info->max_buffer_bytes
+                                  : MAX_BINDING_BYTES;
+    free(extensions);
+    return DEVICE_USABLE;
+}
+
+static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_list *list,
+                                       const char **reason)
+{
+    static char why[160];
+    cl_uint platform_count = 0;
+    cl_int err = cl->GetPlatformIDs(0, NULL, &platform_count);
+    if (err != CL_SUCCESS || platform_count == 0) {
+        snprintf(why, sizeof why, "no OpenCL platform is installed (clGetPlatformIDs: %s)",
+                 err == CL_SUCCESS ? "none" : posenc_cl_error_name(err));
+        *reason = why;
+        return POSENC_BACKEND_UNAVAILABLE;
+    }
+    cl_platform_id *platforms = calloc(platform_count, sizeof *platforms);
+    if (!platforms) {
+        *reason = "out of host memory";
+        return POSENC_OUT_OF_MEMORY;
+    }
+    err = cl->GetPlatformIDs(platform_count, platforms, &platform_count);
+    if (err != CL_SUCCESS) {
+        free(platforms);
+        snprintf(why, sizeof why, "clGetPlatformIDs failed: %s", posenc_cl_error_name(err));
+        *reason = why;
+        return POSENC_BACKEND_UNAVAILABLE;
+    }
+
+    uint32_t added = 0, skipped = 0;
+    posenc_status status = POSENC_OK;
+    for (cl_uint p = 0; p < platform_count && status == POSENC_OK; p++) {
+        char platform_name[128];
+        platform_string(cl, platforms[p], CL_PLATFORM_NAME, platform_name, sizeof platform_name);
+        trim(platform_name);
+        cl_uint device_count = 0;
+        if (cl->GetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &device_count) !=
+                CL_SUCCESS ||
+            device_count == 0)
+            continue;
+        cl_device_id *ids = calloc(device_count, sizeof *ids);
+        if (!ids) {
+            status = POSENC_OUT_OF_MEMORY;
+            break;
+        }
+        if (cl->GetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, device_count, ids,
+                             &device_count) != CL_SUCCESS)
+            device_count = 0;
+        for (cl_uint d = 0; d < device_count; d++) {
+            posenc__device device;
+            device_verdict verdict = describe_device(cl, platforms[p], platform_name, ids[d],
+                                                     &device);
+            if (verdict == DEVICE_SKIPPED) {
+                skipped++;
+                continue;
+            }
+            if (verdict == DEVICE_NO_MEMORY ||
+                posenc__device_list_append(list, &device) != POSENC_OK) {
+                if (verdict == DEVICE_USABLE)
+                    free(device.handle);
+                status = POSENC_OUT_OF_MEMORY;
+                break;
+            }
+            added++;
+        }
+        free(ids);
+    }
+    free(platforms);
+    if (status != POSENC_OK) {
+        *reason = "out of host memory";
+        return status;
+    }
+    if (added == 0) {
+        if (skipped)
+            snprintf(why, sizeof why,
+                     "no usable OpenCL device (%u lack OpenCL 1.2, a compiler or availability)",
+                     skipped);
+        else
+            snprintf(why, sizeof why, "no OpenCL device");
+        *reason = why;
+        return POSENC_BACKEND_UNAVAILABLE;
+    }
+    return POSENC_OK;
+}
+
+posenc_status posenc_cl_enumerate(posenc__device_list *list, const char **reason)
+{
+    const posenc_cl_api *cl = posenc_cl_load(reason);
+    if (!cl)
+        return POSENC_BACKEND_UNAVAILABLE;
+    /* Platform initialisation may start a driver's compiler (PoCL's LLVM). */
+    posenc_cl_signal_stack stack;
+    posenc_cl_signal_stack_save(&stack);
+    posenc_status status = enumerate_devices(cl, list, reason);
+    posenc_cl_signal_stack_restore(&stack);
+    return status;
+}

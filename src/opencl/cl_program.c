@@ -1,0 +1,292 @@
+/* Run-time builds of the embedded OpenCL C kernels, each on first use in a context, through the
+ * on-disk binary cache (cl_cache.h): keyed by the source's hash, the build options, the device
+ * name and vendor, the device and driver versions and the platform. A cache that cannot be read
+ * or written never fails an operation: the program is built from source and the reason logged. */
+#include "opencl/cl_cache.h"
+#include "opencl/cl_internal.h"
+
+#include "core/kernels.h"
+#include "core/platform.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Variant names in shaders/variants.cmake, by posenc_cl_kernel_id. */
+static const char *const variant_names[POSENC_CL_KERNEL_COUNT] = {
+    [POSENC_CL_ROPE_F32] = "rope_f32",
+    [POSENC_CL_ROPE_F16] = "rope_f16",
+    [POSENC_CL_ROPE_BF16] = "rope_bf16",
+    [POSENC_CL_SINUSOIDAL_F32] = "sinusoidal_f32",
+    [POSENC_CL_SINUSOIDAL_F16] = "sinusoidal_f16",
+    [POSENC_CL_SINUSOIDAL_BF16] = "sinusoidal_bf16",
+    [POSENC_CL_COPY] = "copy_u32",
+};
+
+/* Work-items per work-group when the kernel and device allow it. */
+#define PREFERRED_LOCAL_SIZE 256
+
+static double now_ms(void)
+{
+    struct timespec t;
+    if (timespec_get(&t, TIME_UTC) != TIME_UTC)
+        return 0.0;
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* The cache key: everything that makes a binary valid for this build. */
+static int cache_key(const posenc_context *ctx, const char *source, const char *options,
+                     char *key, size_t size)
+{
+    const posenc_cl_device *dev = ((const posenc_cl_context *)ctx->backend_state)->device;
+    size_t length = strlen(source);
+    return snprintf(key, size,
+                    "posenc OpenCL program binary\n"
+                    "source %016llx %zu\n"
+                    "options %s\n"
+                    "device %s\n"
+                    "vendor %s\n"
+                    "device version %s\n"
+                    "driver %s\n"
+                    "platform %s\n",
+                    (unsigned long long)posenc_cl_hash(POSENC_CL_HASH_SEED, source, length),
+                    length, options, ctx->device->info.name, ctx->device->info.vendor,
+                    dev->device_version, dev->driver_version, dev->platform_name);
+}
+
+/* The start of the build log, for the error message. */
+static void build_log(const posenc_cl_context *state, cl_program program, char *out, size_t size)
+{
+    out[0] = '\0';
+    size_t length = 0;
+    if (state->cl->GetProgramBuildInfo(program, state->device->device, CL_PROGRAM_BUILD_LOG, 0,
+                                       NULL, &length) != CL_SUCCESS ||
+        length == 0)
+        return;
+    char *log = malloc(length + 1);
+    if (!log)
+        return;
+    if (state->cl->GetProgramBuildInfo(program, state->device->device, CL_PROGRAM_BUILD_LOG,
+                                       length, log, NULL) == CL_SUCCESS) {
+        log[length] = '\0';
+        /* One line: runs of blanks and line breaks become one space. */
+        size_t n = 0;
+        for (const char *c = log; *c && n + 1 < size; c++) {
+            bool blank = *c == '\n' || *c == '\r' || *c == ' ' || *c == '\t';
+            if (blank && (n == 0 || out[n - 1] == ' '))
+                continue;
+            out[n++] = blank ? ' ' : *c;
+        }
+        while (n > 0 && out[n - 1] == ' ')
+            n--;
+        out[n] = '\0';
+    }
+    free(log);
+}
+
+/* A program from a cached binary, or NULL (the reason logged) when the driver refuses it. */
+static cl_program program_from_binary(posenc_context *ctx, const char *label,
+                                      const unsigned char *binary, size_t size,
+                                      const char *options, const char *path)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    const posenc_cl_api *cl = state->cl;
+    cl_int err = CL_SUCCESS, binary_status = CL_SUCCESS;
+    cl_program program = cl->CreateProgramWithBinary(state->context, 1, &state->device->device,
+                                                     &size, &binary, &binary_status, &err);
+    if (err == CL_SUCCESS && binary_status == CL_SUCCESS && program)
+        err = cl->BuildProgram(program, 1, &state->device->device, options, NULL, NULL);
+    if (err == CL_SUCCESS && binary_status == CL_SUCCESS && program)
+        return program;
+    if (program)
+        cl->ReleaseProgram(program);
+    posenc__log(ctx, POSENC_LOG_INFO,
+                "opencl: %s: the driver refused the cached binary %s (%s); building from source",
+                label, path, posenc_cl_error_name(err != CL_SUCCESS ? err : binary_status));
+    return NULL;
+}
+
+static void cache_store(posenc_context *ctx, const char *label, cl_program program,
+                        const char *dir, const char *path, const char *key)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    size_t size = 0;
+    if (state->cl->GetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) !=
+            CL_SUCCESS ||
+        size == 0) {
+        posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: the driver gives no program binary; "
+                    "not cached", label);
+        return;
+    }
+    unsigned char *binary = malloc(size);
+    if (!binary)
+        return;
+    char why[POSENC_CL_CACHE_PATH_MAX + 128];
+    if (state->cl->GetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) !=
+        CL_SUCCESS)
+        posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: the program binary cannot be read; "
+                    "not cached", label);
+    else if (posenc_cl_cache_write(dir, path, key, binary, size, why, sizeof why))
+        posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: cached in %s", label, path);
+    else
+        posenc__log(ctx, POSENC_LOG_INFO, "opencl: %s: binary cache not written: %s", label,
+                    why);
+    free(binary);
+}
+
+static posenc_status program_build(posenc_context *ctx, const char *label, const char *source,
+                                   const char *options, cl_program *out)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    const posenc_cl_api *cl = state->cl;
+    double start = now_ms();
+
+    char dir[POSENC_CL_CACHE_PATH_MAX], path[POSENC_CL_CACHE_PATH_MAX];
+    char *key = NULL;
+    bool cached = posenc_cl_cache_dir(ctx->cache_dir, dir, sizeof dir);
+    if (cached) {
+        int length = cache_key(ctx, source, options, NULL, 0);
+        key = length > 0 ? malloc((size_t)length + 1) : NULL;
+        cached = key && cache_key(ctx, source, options, key, (size_t)length + 1) == length &&
+                 posenc_cl_cache_path(dir, key, path, sizeof path);
+    }
+    if (!cached)
+        posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: no binary cache directory", label);
+
+    if (cached) {
+        unsigned char *binary = NULL;
+        size_t size = 0;
+        const char *why = "";
+        posenc_cl_cache_result result = posenc_cl_cache_read(path, key, &binary, &size, &why);
+        if (result == POSENC_CL_CACHE_HIT) {
+            cl_program program = program_from_binary(ctx, label, binary, size, options, path);
+            free(binary);
+            if (program) {
+                posenc__log(ctx, POSENC_LOG_DEBUG,
+                            "opencl: %s: loaded from the binary cache %s in %.1f ms", label,
+                            path, now_ms() - start);
+                free(key);
+                *out = program;
+                return POSENC_OK;
+            }
+        } else if (result == POSENC_CL_CACHE_INVALID) {
+            posenc__log(ctx, POSENC_LOG_INFO,
+                        "opencl: %s: ignoring the cache entry %s: %s; rebuilding", label, path,
+                        why);
+        } else {
+            posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: %s in %s", label, why, dir);
+        }
+    }
+
+    cl_int err = CL_SUCCESS;
+    cl_program program = cl->CreateProgramWithSource(state->context, 1, &source, NULL, &err);
+    if (err != CL_SUCCESS || !program) {
+        if (program)
+            cl->ReleaseProgram(program);
+        free(key);
+        posenc_status status = posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_INVALID_PROGRAM : err,
+                                              label, "clCreateProgramWithSource");
+        return status == POSENC_DEVICE_ERROR ? POSENC_KERNEL_BUILD_FAILED : status;
+    }
+    err = cl->BuildProgram(program, 1, &state->device->device, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char log[384];
+        build_log(state, program, log, sizeof log);
+        cl->ReleaseProgram(program);
+        free(key);
+        posenc_status status = posenc_cl_status(err);
+        if (status == POSENC_DEVICE_ERROR)
+            status = POSENC_KERNEL_BUILD_FAILED;
+        return posenc__fail(ctx, status, "%s: clBuildProgram(\"%s\") failed: %s (%d)%s%s", label,
+                            options, posenc_cl_error_name(err), (int)err, log[0] ? ": " : "",
+                            log);
+    }
+    posenc__log(ctx, POSENC_LOG_INFO, "opencl: %s: built from source in %.1f ms", label,
+                now_ms() - start);
+    if (cached)
+        cache_store(ctx, label, program, dir, path, key);
+    free(key);
+    *out = program;
+    return POSENC_OK;
+}
+
+posenc_status posenc_cl_program_build(posenc_context *ctx, const char *label, const char *source,
+                                      const char *options, cl_program *out)
+{
+    posenc_cl_signal_stack stack;
+    posenc_cl_signal_stack_save(&stack);
+    posenc_status status = program_build(ctx, label, source, options, out);
+    posenc_cl_signal_stack_restore(&stack);
+    return status;
+}
+
+static size_t choose_local_size(const posenc_cl_context *state, cl_kernel kernel)
+{
+    const posenc_cl_api *cl = state->cl;
+    size_t kernel_max = 0, multiple = 0;
+    if (cl->GetKernelWorkGroupInfo(kernel, state->device->device, CL_KERNEL_WORK_GROUP_SIZE,
+                                   sizeof kernel_max, &kernel_max, NULL) != CL_SUCCESS)
+        kernel_max = 1;
+    if (cl->GetKernelWorkGroupInfo(kernel, state->device->device,
+                                   CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof multiple,
+                                   &multiple, NULL) != CL_SUCCESS)
+        multiple = 1;
+    size_t local = PREFERRED_LOCAL_SIZE;
+    if (local > kernel_max)
+        local = kernel_max;
+    if (local > state->device->max_work_group_size)
+        local = state->device->max_work_group_size;
+    if (local > state->device->max_work_item_size0)
+        local = state->device->max_work_item_size0;
+    if (multiple > 1 && local >= multiple)
+        local -= local % multiple;
+    return local ? local : 1;
+}
+
+posenc_status posenc_cl_kernel_get(posenc_context *ctx, posenc_cl_kernel_id id,
+                                   const posenc_cl_kernel **kernel)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    posenc_cl_kernel *entry = &state->kernels[id];
+    if (entry->kernel) {
+        *kernel = entry;
+        return POSENC_OK;
+    }
+    const posenc__cl_kernel *variant = posenc__cl_kernel_find(variant_names[id]);
+    if (!variant)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "opencl: the kernel %s is not in this build (POSENC_OPENCL=OFF?)",
+                            variant_names[id]);
+    cl_program program = NULL;
+    posenc_status status = posenc_cl_program_build(ctx, variant->name, variant->source,
+                                                   variant->options, &program);
+    if (status != POSENC_OK)
+        return status;
+    cl_int err = CL_SUCCESS;
+    cl_kernel created = state->cl->CreateKernel(program, variant->entry, &err);
+    if (err != CL_SUCCESS || !created) {
+        if (created)
+            state->cl->ReleaseKernel(created);
+        state->cl->ReleaseProgram(program);
+        return posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_INVALID_KERNEL : err, variant->name,
+                              "clCreateKernel");
+    }
+    entry->program = program;
+    entry->kernel = created;
+    entry->local_size = choose_local_size(state, created);
+    *kernel = entry;
+    return POSENC_OK;
+}
+
+void posenc_cl_kernels_release(posenc_cl_context *state)
+{
+    for (int i = 0; i < POSENC_CL_KERNEL_COUNT; i++) {
+        posenc_cl_kernel *entry = &state->kernels[i];
+        if (entry->kernel)
+            state->cl->ReleaseKernel(entry->kernel);
+        if (entry->program)
+            state->cl->ReleaseProgram(entry->program);
+        memset(entry, 0, sizeof *entry);
+    }
+}

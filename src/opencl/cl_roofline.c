@@ -1,0 +1,48 @@
+/* The copy roofline of `posenc bench` on OpenCL: shaders/copy.cl over a buffer's bytes, in
+ * place (read + write) or write only. Wrapped host memory is staged like a host tensor. */
+#include "opencl/cl_internal.h"
+
+posenc_status posenc_cl_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                                 uint64_t bytes, bool write_only)
+{
+    const posenc_cl_kernel *kernel = NULL;
+    posenc_status status = posenc_cl_kernel_get(ctx, POSENC_CL_COPY, &kernel);
+    if (status != POSENC_OK)
+        return status;
+    uint64_t words = bytes / 4;
+    if (words > UINT32_MAX)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "bytes: %llu bytes is more than one OpenCL launch indexes (2^32 "
+                            "words)",
+                            (unsigned long long)bytes);
+
+    /* The range as a packed f32 view: bound in place, or staged for wrapped memory. */
+    posenc__view view = {
+        .buffer = buf,
+        .offset = offset,
+        .dtype = POSENC_DTYPE_F32,
+        .shape = {1, 1, 1, (int64_t)words},
+        .strides = {(int64_t)bytes, (int64_t)bytes, (int64_t)bytes, 4},
+    };
+    posenc_cl_binding data;
+    posenc_cl_staging staging = {0};
+    posenc_cl_stage_add(&staging, &view, "buffer", true, &data);
+    if (!write_only) /* read too: the region is copied in */
+        posenc_cl_stage_add(&staging, &view, "buffer", false, &data);
+    status = posenc_cl_stage_in(ctx, &staging);
+    if (status != POSENC_OK)
+        return status;
+
+    posenc_cl_args args = {.kernel = kernel->kernel};
+    posenc_cl_arg_mem(&args, data.mem);
+    posenc_cl_arg_u32(&args, data.offset);
+    posenc_cl_arg_u32(&args, (uint32_t)words);
+    posenc_cl_arg_u32(&args, write_only ? 1u : 0u);
+    if (args.error != CL_SUCCESS)
+        return posenc_cl_fail(ctx, args.error, "roofline", "clSetKernelArg");
+    status = posenc_cl_launch(ctx, kernel, words, "roofline");
+    if (status == POSENC_OK)
+        status = posenc_cl_stage_out(ctx, &staging);
+    posenc_cl_stage_trim(ctx);
+    return status;
+}

@@ -1,0 +1,89 @@
+/* posenc_sinusoidal on OpenCL: one launch of shaders/sinusoidal.cl (its header documents the
+ * arguments). */
+#include "opencl/cl_internal.h"
+
+#define FLAG_POSITIONS_I32 (1u << 2)
+#define FLAG_POSITIONS_F32 (2u << 2)
+#define FLAG_ADD 16u
+
+static posenc_cl_kernel_id kernel_for(posenc_dtype dtype)
+{
+    switch (dtype) {
+    case POSENC_DTYPE_F16: return POSENC_CL_SINUSOIDAL_F16;
+    case POSENC_DTYPE_BF16: return POSENC_CL_SINUSOIDAL_BF16;
+    default: return POSENC_CL_SINUSOIDAL_F32;
+    }
+}
+
+/* Offset, then the batch, row and column strides of a [1, batch, rows, d_model] view. */
+static void arg_view(posenc_cl_args *args, const posenc_cl_binding *binding)
+{
+    posenc_cl_arg_u32(args, binding->offset);
+    for (int k = 1; k < POSENC_MAX_DIMS; k++)
+        posenc_cl_arg_u32(args, binding->strides[k]);
+}
+
+posenc_status posenc_cl_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    const posenc_cl_kernel *kernel = NULL;
+    posenc_status status = posenc_cl_kernel_get(ctx, kernel_for(op->out.dtype), &kernel);
+    if (status != POSENC_OK)
+        return status;
+
+    uint64_t units = ((uint64_t)op->half + (uint64_t)(op->d_model % 2)) * (uint64_t)op->batch *
+                     (uint64_t)op->rows;
+    if (units > UINT32_MAX || (uint64_t)op->d_model > UINT32_MAX)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "out.shape: %lld x %lld x %lld is more work than one OpenCL launch "
+                            "indexes (2^32 units)",
+                            (long long)op->batch, (long long)op->rows, (long long)op->d_model);
+
+    posenc_cl_binding out, x, positions;
+    posenc_cl_staging staging = {0};
+    posenc_cl_stage_add(&staging, &op->out, "out", true, &out);
+    if (op->has_x) /* in place, x is out's own view: both land in the same memory */
+        posenc_cl_stage_add(&staging, &op->x, "x", false, &x);
+    if (op->has_positions)
+        posenc_cl_stage_add(&staging, &op->positions, "positions", false, &positions);
+    status = posenc_cl_stage_in(ctx, &staging);
+    if (status == POSENC_OK)
+        status = posenc_cl_upload_freqs(ctx, op->freqs, op->half, op->freqs_id,
+                                        "sinusoidal");
+    if (status != POSENC_OK)
+        return status;
+    if (!op->has_x)
+        x = out;
+    if (!op->has_positions)
+        positions = (posenc_cl_binding){.mem = state->freqs};
+
+    uint32_t flags = (uint32_t)op->layout | (op->has_x ? FLAG_ADD : 0u);
+    if (op->has_positions)
+        flags |= op->positions.dtype == POSENC_DTYPE_I32 ? FLAG_POSITIONS_I32 : FLAG_POSITIONS_F32;
+
+    posenc_cl_args args = {.kernel = kernel->kernel};
+    posenc_cl_arg_mem(&args, out.mem);
+    posenc_cl_arg_mem(&args, x.mem);
+    posenc_cl_arg_mem(&args, positions.mem);
+    posenc_cl_arg_mem(&args, state->freqs);
+    arg_view(&args, &out);
+    arg_view(&args, &x);
+    posenc_cl_arg_u32(&args, positions.offset);
+    posenc_cl_arg_u32(&args, op->positions_per_batch ? positions.strides[2] : 0);
+    posenc_cl_arg_u32(&args, positions.strides[3]);
+    posenc_cl_arg_u32(&args, (uint32_t)op->batch);
+    posenc_cl_arg_u32(&args, (uint32_t)op->rows);
+    posenc_cl_arg_u32(&args, (uint32_t)op->d_model);
+    posenc_cl_arg_i32(&args, op->position_offset);
+    posenc_cl_arg_u32(&args, flags);
+    posenc_cl_arg_f32(&args, op->input_scale);
+    posenc_cl_arg_f32(&args, op->output_scale);
+    if (args.error != CL_SUCCESS)
+        return posenc_cl_fail(ctx, args.error, "sinusoidal", "clSetKernelArg");
+
+    status = posenc_cl_launch(ctx, kernel, units, "sinusoidal");
+    if (status == POSENC_OK)
+        status = posenc_cl_stage_out(ctx, &staging);
+    posenc_cl_stage_trim(ctx);
+    return status;
+}

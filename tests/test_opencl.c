@@ -1,0 +1,237 @@
+/* What only the OpenCL backend has, on every OpenCL device present:
+ * - a host tensor spanning more than the device's largest allocation is refused with
+ *   POSENC_UNSUPPORTED and a message naming it, and its memory is not touched;
+ * - host memory that is not aligned to its element size works (staging realigns it), and host
+ *   tensors misaligned against each other in one memory are either handled or refused cleanly;
+ * - the copy roofline, in place and write only, on a device buffer and on wrapped memory.
+ * The operations themselves are covered by the tests every device runs. Skipped without an
+ * OpenCL device, except under CI (the environment variable CI set), where that is a failure.
+ */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
+
+#include "test_common.h"
+
+#include "core/roofline.h"
+#include "reference.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define CHECK_MESSAGE(text, needle)                                                          \
+    do {                                                                                     \
+        if (!strstr((text), (needle))) {                                                     \
+            test_failures++;                                                                 \
+            fprintf(stderr, "%s:%d: message '%s' lacks '%s'\n", __FILE__, __LINE__, (text),  \
+                    (needle));                                                               \
+        }                                                                                    \
+    } while (0)
+
+/* A view reaching past CL_DEVICE_MAX_MEM_ALLOC_SIZE, over reserved but never touched memory. */
+static void test_larger_than_one_allocation(posenc_context *ctx, const posenc_device_info *info)
+{
+    uint64_t span = info->max_buffer_bytes + (UINT64_C(1) << 20);
+    if (span > (UINT64_C(1) << 40) || span > SIZE_MAX)
+        return;
+    size_t bytes = (size_t)span + 4096;
+    unsigned char *memory = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (memory == MAP_FAILED) {
+        printf("    (no address space for a %llu-byte view: not checked)\n",
+               (unsigned long long)span);
+        return;
+    }
+    float *first = (float *)memory, *last = (float *)(memory + span - 64);
+    for (int i = 0; i < 16; i++)
+        first[i] = last[i] = (float)i;
+
+    /* Two tokens of one 16-dim head, the second just past the largest allocation. */
+    posenc_rope_desc rope = {0};
+    rope.q = posenc_tensor_of_host(memory, POSENC_DTYPE_F32, 3, (const int64_t[]){2, 1, 16});
+    rope.q.strides[0] = (int64_t)(span - 64);
+    CHECK_STATUS(posenc_rope(ctx, &rope), POSENC_UNSUPPORTED);
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "q");
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "largest allocation");
+    bool untouched = true;
+    for (int i = 0; i < 16; i++)
+        untouched &= first[i] == (float)i && last[i] == (float)i;
+    CHECK(untouched);
+
+    posenc_sinusoidal_desc table = {0};
+    table.out = posenc_tensor_of_host(memory, POSENC_DTYPE_F32, 2, (const int64_t[]){2, 16});
+    table.out.strides[0] = (int64_t)(span - 64);
+    CHECK_STATUS(posenc_sinusoidal(ctx, &table), POSENC_UNSUPPORTED);
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "out");
+    printf("    a %llu-byte host view: %s\n", (unsigned long long)span,
+           posenc_context_last_error(ctx));
+    munmap(memory, bytes);
+
+    /* The context still works afterwards. */
+    float q[2][16];
+    for (int i = 0; i < 32; i++)
+        q[i / 16][i % 16] = 1.0f;
+    rope.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, (const int64_t[]){2, 1, 16});
+    CHECK_OK(posenc_rope(ctx, &rope));
+}
+
+/* RoPE of `count` tokens x one head of HEAD_DIM at positions 0.., checked against float64. */
+enum { HEAD_DIM = 8 };
+static bool rope_matches(const unsigned char *out, const float *input, int count,
+                         posenc_dtype dtype)
+{
+    posenc_rope_desc desc = {0};
+    double inv_freq[HEAD_DIM / 2];
+    double af = ref_rope_frequencies(&desc, HEAD_DIM, inv_freq);
+    ref_stats stats = {0};
+    bool ok = true;
+    size_t element = posenc_dtype_size(dtype);
+    for (int t = 0; t < count; t++) {
+        double x[HEAD_DIM], expect[HEAD_DIM];
+        for (int d = 0; d < HEAD_DIM; d++)
+            x[d] = input[t * HEAD_DIM + d];
+        ref_rope_head(x, expect, HEAD_DIM, HEAD_DIM, POSENC_ROPE_NEOX, inv_freq, t, af, false);
+        for (int j = 0; j < HEAD_DIM / 2; j++) {
+            double pair = hypot(x[j], x[j + HEAD_DIM / 2]);
+            for (int d = j; d < HEAD_DIM; d += HEAD_DIM / 2)
+                ok &= ref_check(&stats, dtype,
+                                ref_load(dtype, out + ((size_t)t * HEAD_DIM + d) * element),
+                                expect[d], pair, 0);
+        }
+    }
+    return ok;
+}
+
+static void test_misaligned_host_memory(posenc_context *ctx)
+{
+    enum { TOKENS = 6, N = TOKENS * HEAD_DIM };
+    static float input[N];
+    test_rng rng = {5};
+    for (int i = 0; i < N; i++)
+        input[i] = (float)test_rng_uniform(&rng, -2.0, 2.0);
+    static unsigned char storage[4 * N * 4 + 64];
+    const int64_t shape[3] = {TOKENS, 1, HEAD_DIM};
+
+    /* f32 two bytes off, f16 one byte off: element-misaligned host pointers. */
+    const posenc_dtype dtypes[] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16, POSENC_DTYPE_BF16};
+    for (size_t d = 0; d < 3; d++) {
+        posenc_dtype dtype = dtypes[d];
+        size_t element = posenc_dtype_size(dtype);
+        unsigned char *q = storage + (element == 4 ? 2 : 1);
+        float rounded[N];
+        for (int i = 0; i < N; i++) {
+            rounded[i] = ref_round_to(dtype, input[i]);
+            ref_store(dtype, q + (size_t)i * element, rounded[i]);
+        }
+        posenc_rope_desc rope = {0};
+        rope.q = posenc_tensor_of_host(q, dtype, 3, shape);
+        CHECK_OK(posenc_rope(ctx, &rope));
+        if (!rope_matches(q, rounded, TOKENS, dtype)) {
+            test_failures++;
+            fprintf(stderr, "misaligned %s host tensor: wrong result\n", posenc_dtype_name(dtype));
+        }
+    }
+
+    /* f32 q and i32 positions interleaved in one memory and misaligned against each other
+     * (q rows 2 bytes off a 4-byte boundary, positions 3 bytes off): a right result or a clean
+     * refusal, never a crash or a wrong answer. */
+    enum { ROW = HEAD_DIM * 4 + 8, AT = HEAD_DIM * 4 + 1 };
+    unsigned char *base = storage + 2;
+    for (int t = 0; t < TOKENS; t++) {
+        memcpy(base + (size_t)t * ROW, &input[t * HEAD_DIM], HEAD_DIM * 4);
+        int32_t position = t;
+        memcpy(base + (size_t)t * ROW + AT, &position, 4);
+    }
+    unsigned char before[TOKENS * ROW];
+    memcpy(before, base, sizeof before);
+    posenc_rope_desc mixed = {0};
+    mixed.q = posenc_tensor_of_host(base, POSENC_DTYPE_F32, 3, shape);
+    mixed.q.strides[0] = ROW;
+    mixed.positions = posenc_tensor_of_host(base + AT, POSENC_DTYPE_I32, 1,
+                                            (const int64_t[]){TOKENS});
+    mixed.positions.strides[0] = ROW;
+    posenc_status status = posenc_rope(ctx, &mixed);
+    CHECK(status == POSENC_OK || status == POSENC_UNSUPPORTED);
+    if (status == POSENC_UNSUPPORTED) {
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "misaligned");
+        CHECK(memcmp(before, base, sizeof before) == 0);
+        printf("    mutually misaligned host tensors: %s\n", posenc_context_last_error(ctx));
+    } else if (status == POSENC_OK) {
+        float rows[N];
+        for (int t = 0; t < TOKENS; t++)
+            memcpy(&rows[t * HEAD_DIM], base + (size_t)t * ROW, HEAD_DIM * 4);
+        CHECK(rope_matches((const unsigned char *)rows, input, TOKENS, POSENC_DTYPE_F32));
+    }
+}
+
+static void test_roofline(posenc_context *ctx)
+{
+    enum { WORDS = 4096 + 3 };
+    static float host[WORDS + 8], back[WORDS + 8];
+    for (int i = 0; i < WORDS + 8; i++)
+        host[i] = (float)(i % 97) - 48.0f;
+    for (int wrapped = 0; wrapped < 2; wrapped++) {
+        float original[WORDS + 8];
+        memcpy(original, host, sizeof original);
+        posenc_buffer_desc desc = {.size = sizeof host};
+        if (wrapped)
+            desc.host_memory = host;
+        else
+            desc.initial_data = host;
+        posenc_buffer *buffer = NULL;
+        CHECK_OK(posenc_buffer_create(ctx, &desc, &buffer));
+        if (!buffer)
+            continue;
+        /* In place from word 4: the values stay (x + 0). */
+        CHECK_OK(posenc__roofline(ctx, buffer, 16, WORDS * 4, false));
+        CHECK_OK(posenc_buffer_download(buffer, 0, back, sizeof back));
+        CHECK(memcmp(back, original, sizeof back) == 0);
+        /* Write only: word i of the range becomes i; the rest stays. */
+        CHECK_OK(posenc__roofline(ctx, buffer, 16, WORDS * 4, true));
+        CHECK_OK(posenc_buffer_download(buffer, 0, back, sizeof back));
+        bool ok = true;
+        for (int i = 0; i < WORDS + 8; i++) {
+            float expect = i >= 4 && i < 4 + WORDS ? (float)(i - 4) : original[i];
+            ok &= back[i] == expect;
+        }
+        CHECK(ok);
+        posenc_buffer_destroy(buffer);
+    }
+}
+
+
+int main(void)
+{
+    const char *reason = "";
+    if (posenc_backend_status(POSENC_BACKEND_OPENCL, &reason) != POSENC_OK) {
+        const char *ci = getenv("CI");
+        if (ci && ci[0]) {
+            fprintf(stderr, "CI is set but the OpenCL backend is unavailable (%s): the OpenCL "
+                            "tests would be skipped. CI must provide a device (PoCL).\n",
+                    reason);
+            return EXIT_FAILURE;
+        }
+        printf("OpenCL unavailable (%s): skipped\n", reason);
+        return TEST_SKIP_CODE;
+    }
+    uint32_t count = 0, opencl_devices = 0;
+    CHECK_OK(posenc_device_count(&count));
+    for (uint32_t i = 0; i < count; i++) {
+        posenc_device_info info;
+        if (posenc_device_get(i, &info) != POSENC_OK || info.backend != POSENC_BACKEND_OPENCL)
+            continue;
+        posenc_context *ctx = test_context_for_device(i);
+        CHECK(ctx != NULL);
+        if (!ctx)
+            continue;
+        int before = test_failures;
+        test_larger_than_one_allocation(ctx, &info);
+        test_misaligned_host_memory(ctx);
+        test_roofline(ctx);
+        printf("  opencl   %-40s %s\n", info.name, test_failures == before ? "ok" : "FAILED");
+        posenc_context_destroy(ctx);
+        opencl_devices++;
+    }
+    CHECK(opencl_devices > 0);
+    return test_finish("test_opencl");
+}
