@@ -1,6 +1,7 @@
 /* RoPE and sinusoidal frequencies: theta, caller tables and context-extension scalings, all in
  * float64 on the host, then rounded once to fixed-point turns (core/angle.h). */
 #include "core/frequencies.h"
+#include "core/scaling.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -207,7 +208,8 @@ static posenc_status check_unused_scaling_fields(posenc_context *ctx,
 }
 
 posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_desc *desc,
-                                       uint32_t rotary_dim, float *attention_factor)
+                                       uint32_t rotary_dim, uint32_t sequence_length,
+                                       float *attention_factor)
 {
     const posenc_rope_scaling *scaling = &desc->scaling;
     uint32_t pairs = rotary_dim / 2;
@@ -229,35 +231,6 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
     if (status != POSENC_OK)
         return status;
 
-    double factor = scaling->factor == 0.0 ? 1.0 : scaling->factor;
-    switch (scaling->type) {
-    case POSENC_ROPE_SCALING_NONE:
-        break;
-    case POSENC_ROPE_SCALING_LINEAR:
-    case POSENC_ROPE_SCALING_NTK:
-        if (!isfinite(factor) || factor < 1.0)
-            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                                "scaling.factor: must be a finite number >= 1, got %g",
-                                scaling->factor);
-        if (scaling->type == POSENC_ROPE_SCALING_NTK) {
-            if (rotary_dim <= 2)
-                return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                                    "scaling.type: NTK needs rotary_dim > 2, got %u", rotary_dim);
-            theta *= pow(factor, (double)rotary_dim / (rotary_dim - 2.0));
-        }
-        break;
-    case POSENC_ROPE_SCALING_DYNAMIC_NTK:
-    case POSENC_ROPE_SCALING_YARN:
-    case POSENC_ROPE_SCALING_LLAMA3:
-    case POSENC_ROPE_SCALING_LONGROPE:
-        return posenc__fail(ctx, POSENC_UNSUPPORTED,
-                            "scaling.type: %s is not implemented in this version",
-                            scaling_name(scaling->type));
-    default:
-        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "scaling.type: unknown value %d",
-                            (int)scaling->type);
-    }
-
     if (desc->inv_freq && desc->inv_freq_count != pairs)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                             "inv_freq_count: must be rotary_dim/2 = %u, got %u", pairs,
@@ -267,6 +240,22 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                             "scaling.factor_count: must be rotary_dim/2 = %u, got %u", pairs,
                             scaling->factor_count);
+    if ((scaling->type == POSENC_ROPE_SCALING_NTK ||
+         scaling->type == POSENC_ROPE_SCALING_DYNAMIC_NTK) &&
+        rotary_dim <= 2)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "scaling.type: NTK scaling needs rotary_dim > 2, got %u", rotary_dim);
+    posenc_rope_scaling resolved;
+    status = posenc__scaling_resolve(ctx, scaling, pairs, &resolved);
+    if (status != POSENC_OK)
+        return status;
+    /* Only these two read the length; keying the others on it would only cost misses. */
+    bool length_matters = scaling->type == POSENC_ROPE_SCALING_DYNAMIC_NTK ||
+                          scaling->type == POSENC_ROPE_SCALING_LONGROPE;
+    posenc__scaling_plan plan;
+    posenc__scaling_plan_make(&resolved, rotary_dim, theta, sequence_length, &plan);
+    if (desc->attention_factor == 0.0 && !desc->inv_freq)
+        factor_out = plan.attention_factor;
 
     /* The attention factor is applied by the kernels, so it is not part of the table. */
     *attention_factor = (float)factor_out;
@@ -275,9 +264,9 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
     rope_key key;
     key_piece pieces[5];
     size_t piece_count = rope_key_pieces(desc, rotary_dim, &key, pieces);
+    key.sequence_length = length_matters ? sequence_length : 0;
     if (cache_hit(cache, pieces, piece_count))
         return POSENC_OK;
-    double linear = !desc->inv_freq && scaling->type == POSENC_ROPE_SCALING_LINEAR ? factor : 1.0;
 
     status = reserve(ctx, cache, pairs);
     if (status != POSENC_OK)
@@ -294,9 +283,7 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
                                 j, freq_factors[j]);
     }
     for (uint32_t j = 0; j < pairs; j++) {
-        double w = desc->inv_freq ? desc->inv_freq[j]
-                                  : pow(theta, -(double)(2 * j) / (double)rotary_dim);
-        w /= linear;
+        double w = desc->inv_freq ? desc->inv_freq[j] : posenc__scaling_frequency(&plan, j);
         if (freq_factors)
             w /= freq_factors[j];
         if (!valid_frequency(w)) {

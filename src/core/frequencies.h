@@ -9,9 +9,11 @@
 
 /* Validates the rope descriptor's frequency fields (theta, inv_freq, scaling, attention_factor)
  * and leaves rotary_dim/2 frequencies in ctx->rope_freqs (recomputed only when an input
- * changed) and the attention factor in `*attention_factor`. */
+ * changed) and the attention factor in `*attention_factor`: the caller's, else the scaling's.
+ * `sequence_length` is the current length DYNAMIC_NTK and LONGROPE scale by. */
 posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_desc *desc,
-                                       uint32_t rotary_dim, float *attention_factor);
+                                       uint32_t rotary_dim, uint32_t sequence_length,
+                                       float *attention_factor);
 
 /* Leaves `half` frequencies base^(-i / (half - freq_shift)) * position_scale in
  * ctx->sinusoidal_freqs (recomputed only when an input changed). The caller has validated base,

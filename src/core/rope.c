@@ -2,6 +2,7 @@
  * Backends receive a posenc__rope_op they can trust. */
 #include "backend.h"
 #include "core/frequencies.h"
+#include "core/scaling.h"
 #include "core/tensor.h"
 
 /* Batch, tokens and head_dim: the dims q and k must share. */
@@ -147,7 +148,17 @@ posenc_status posenc_rope(posenc_context *ctx, const posenc_rope_desc *desc)
     if (status != POSENC_OK)
         return status;
 
-    status = posenc__rope_frequencies(ctx, desc, rotary_dim, &op.attention_factor);
+    uint32_t sequence_length = desc->scaling.sequence_length;
+    if (sequence_length == 0 && (desc->scaling.type == POSENC_ROPE_SCALING_DYNAMIC_NTK ||
+                                 desc->scaling.type == POSENC_ROPE_SCALING_LONGROPE)) {
+        status = posenc__sequence_length(ctx, &op.positions, op.has_positions,
+                                         op.positions_per_batch ? op.batch : 1, op.tokens,
+                                         op.position_offset, &sequence_length);
+        if (status != POSENC_OK)
+            return status;
+    }
+    status = posenc__rope_frequencies(ctx, desc, rotary_dim, sequence_length,
+                                      &op.attention_factor);
     if (status != POSENC_OK)
         return status;
     op.freqs = ctx->rope_freqs.freqs;

@@ -1,0 +1,240 @@
+/* RoPE context-extension scalings (linear, NTK, dynamic NTK, YaRN, Llama 3, LongRoPE): the
+ * published formulas in float64, see scaling.h. */
+#include "core/scaling.h"
+
+#include "backend.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TWO_PI 6.283185307179586476925286766559
+
+static bool positive_finite(double v) { return isfinite(v) && v > 0.0; }
+
+static posenc_status check_array(posenc_context *ctx, const double *values, uint32_t pairs,
+                                 const char *name)
+{
+    if (!values)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "scaling.%s: is required", name);
+    for (uint32_t j = 0; j < pairs; j++) {
+        if (!positive_finite(values[j]))
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "scaling.%s[%u]: must be a finite number > 0, got %g", name, j,
+                                values[j]);
+    }
+    return POSENC_OK;
+}
+
+posenc_status posenc__scaling_resolve(posenc_context *ctx, const posenc_rope_scaling *scaling,
+                                      uint32_t pairs, posenc_rope_scaling *resolved)
+{
+    posenc_rope_scaling r = *scaling;
+    posenc_rope_scaling_type type = r.type;
+    if (r.factor == 0.0)
+        r.factor = 1.0;
+    bool factor_at_least_one = type != POSENC_ROPE_SCALING_LONGROPE;
+    if (!isfinite(r.factor) || (factor_at_least_one ? r.factor < 1.0 : r.factor <= 0.0))
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "scaling.factor: must be a finite number %s, got %g",
+                            factor_at_least_one ? ">= 1" : "> 0", scaling->factor);
+
+    bool needs_original = type == POSENC_ROPE_SCALING_DYNAMIC_NTK ||
+                          type == POSENC_ROPE_SCALING_YARN || type == POSENC_ROPE_SCALING_LLAMA3 ||
+                          type == POSENC_ROPE_SCALING_LONGROPE;
+    if (needs_original && r.original_max_positions == 0)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "scaling.original_max_positions: is required by this scaling type");
+
+    if (type == POSENC_ROPE_SCALING_YARN) {
+        if (r.beta_fast == 0.0)
+            r.beta_fast = 32.0;
+        if (r.beta_slow == 0.0)
+            r.beta_slow = 1.0;
+        if (r.mscale == 0.0)
+            r.mscale = 1.0;
+        if (!positive_finite(r.beta_fast) || !positive_finite(r.beta_slow))
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "scaling.%s: must be a finite number > 0, got %g",
+                                positive_finite(r.beta_fast) ? "beta_slow" : "beta_fast",
+                                positive_finite(r.beta_fast) ? r.beta_slow : r.beta_fast);
+        if (r.beta_slow >= r.beta_fast)
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "scaling.beta_slow: %g must be below beta_fast %g", r.beta_slow,
+                                r.beta_fast);
+        if (!positive_finite(r.mscale) || !isfinite(r.mscale_all_dim) || r.mscale_all_dim < 0.0)
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "scaling.%s: must be a finite number >= 0",
+                                positive_finite(r.mscale) ? "mscale_all_dim" : "mscale");
+    }
+    if (type == POSENC_ROPE_SCALING_LLAMA3) {
+        if (r.low_freq_factor == 0.0)
+            r.low_freq_factor = 1.0;
+        if (r.high_freq_factor == 0.0)
+            r.high_freq_factor = 4.0;
+        if (!positive_finite(r.low_freq_factor) || !positive_finite(r.high_freq_factor))
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "scaling.%s: must be a finite number > 0",
+                                positive_finite(r.low_freq_factor) ? "high_freq_factor"
+                                                                   : "low_freq_factor");
+        if (r.low_freq_factor >= r.high_freq_factor)
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "scaling.low_freq_factor: %g must be below high_freq_factor %g",
+                                r.low_freq_factor, r.high_freq_factor);
+    }
+    if (type == POSENC_ROPE_SCALING_LONGROPE) {
+        posenc_status status = check_array(ctx, r.short_factor, pairs, "short_factor");
+        if (status == POSENC_OK)
+            status = check_array(ctx, r.long_factor, pairs, "long_factor");
+        if (status != POSENC_OK)
+            return status;
+    }
+    *resolved = r;
+    return POSENC_OK;
+}
+
+/* YaRN's attention scale for a context `scale` times longer. */
+static double yarn_mscale(double scale, double mscale)
+{
+    return scale <= 1.0 ? 1.0 : 0.1 * mscale * log(scale) + 1.0;
+}
+
+/* The (fractional) dim index at which a frequency makes `rotations` turns over the original
+ * context. */
+static double yarn_correction_dim(double rotations, uint32_t rotary_dim, double theta,
+                                  uint32_t original_max)
+{
+    return rotary_dim * log(original_max / (rotations * TWO_PI)) / (2.0 * log(theta));
+}
+
+void posenc__scaling_plan_make(const posenc_rope_scaling *s, uint32_t rotary_dim, double theta,
+                               uint32_t sequence_length, posenc__scaling_plan *plan)
+{
+    posenc__scaling_plan p = {.scaling = *s, .rotary_dim = rotary_dim, .base = theta,
+                              .attention_factor = 1.0};
+    double exponent = (double)rotary_dim / (rotary_dim - 2.0);
+    switch (s->type) {
+    case POSENC_ROPE_SCALING_NTK:
+        p.base = theta * pow(s->factor, exponent);
+        break;
+    case POSENC_ROPE_SCALING_DYNAMIC_NTK: {
+        /* Plain RoPE up to the original length, then a base that grows with the length. */
+        double length = fmax((double)sequence_length, (double)s->original_max_positions);
+        p.base = theta * pow(s->factor * length / s->original_max_positions - (s->factor - 1.0),
+                             exponent);
+        break;
+    }
+    case POSENC_ROPE_SCALING_YARN: {
+        double low = yarn_correction_dim(s->beta_fast, rotary_dim, theta,
+                                         s->original_max_positions);
+        double high = yarn_correction_dim(s->beta_slow, rotary_dim, theta,
+                                          s->original_max_positions);
+        if (!s->no_truncate) {
+            low = floor(low);
+            high = ceil(high);
+        }
+        p.ramp_low = fmax(low, 0.0);
+        p.ramp_high = fmin(high, rotary_dim - 1.0);
+        if (p.ramp_low == p.ramp_high)
+            p.ramp_high += 0.001; /* as the reference: avoids dividing by zero */
+        if (s->mscale != 0.0 && s->mscale_all_dim != 0.0)
+            p.attention_factor =
+                yarn_mscale(s->factor, s->mscale) / yarn_mscale(s->factor, s->mscale_all_dim);
+        else
+            p.attention_factor = yarn_mscale(s->factor, 1.0);
+        break;
+    }
+    case POSENC_ROPE_SCALING_LONGROPE:
+        p.ext_factors =
+            sequence_length > s->original_max_positions ? s->long_factor : s->short_factor;
+        if (s->factor > 1.0)
+            p.attention_factor =
+                sqrt(1.0 + log(s->factor) / log((double)s->original_max_positions));
+        break;
+    default:
+        break;
+    }
+    *plan = p;
+}
+
+double posenc__scaling_frequency(const posenc__scaling_plan *p, uint32_t j)
+{
+    const posenc_rope_scaling *s = &p->scaling;
+    double w = pow(p->base, -(double)(2 * j) / (double)p->rotary_dim);
+    switch (s->type) {
+    case POSENC_ROPE_SCALING_LINEAR:
+        return w / s->factor;
+    case POSENC_ROPE_SCALING_YARN: {
+        /* Blend from the unscaled frequency (fast dims) to the interpolated one (slow dims). */
+        double ramp = fmin(fmax((j - p->ramp_low) / (p->ramp_high - p->ramp_low), 0.0), 1.0);
+        double keep = 1.0 - ramp;
+        return w / s->factor * (1.0 - keep) + w * keep;
+    }
+    case POSENC_ROPE_SCALING_LLAMA3: {
+        double original = s->original_max_positions;
+        double wavelen = TWO_PI / w;
+        if (wavelen > original / s->low_freq_factor)
+            return w / s->factor;
+        if (wavelen < original / s->high_freq_factor)
+            return w;
+        double smooth = (original / wavelen - s->low_freq_factor) /
+                        (s->high_freq_factor - s->low_freq_factor);
+        return (1.0 - smooth) * w / s->factor + smooth * w;
+    }
+    case POSENC_ROPE_SCALING_LONGROPE:
+        return w / p->ext_factors[j];
+    default:
+        return w;
+    }
+}
+
+posenc_status posenc__sequence_length(posenc_context *ctx, const posenc__view *positions,
+                                      bool has_positions, int64_t rows, int64_t tokens,
+                                      int32_t position_offset, uint32_t *length)
+{
+    if (!has_positions) {
+        int64_t end = (int64_t)position_offset + tokens;
+        *length = end > 0 ? (uint32_t)end : 0;
+        return POSENC_OK;
+    }
+    /* Host-visible positions are read in place; others are downloaded once (they are small:
+     * one value per token). */
+    int64_t extent = 4 + (rows - 1) * positions->strides[2] + (tokens - 1) * positions->strides[3];
+    const uint8_t *base = posenc__view_host_base(ctx, positions);
+    uint8_t *copy = NULL;
+    if (!base) {
+        copy = malloc((size_t)extent);
+        if (!copy)
+            return posenc__fail(ctx, POSENC_OUT_OF_MEMORY,
+                                "positions: cannot allocate %lld bytes to read them",
+                                (long long)extent);
+        posenc_status status = ctx->backend->buffer_download(ctx, positions->buffer,
+                                                             positions->offset, copy,
+                                                             (uint64_t)extent);
+        if (status != POSENC_OK) {
+            free(copy);
+            return status;
+        }
+        base = copy;
+    }
+    double largest = -1.0;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t t = 0; t < tokens; t++) {
+            const uint8_t *p = base + r * positions->strides[2] + t * positions->strides[3];
+            double value;
+            if (positions->dtype == POSENC_DTYPE_I32) {
+                int32_t i;
+                memcpy(&i, p, sizeof i);
+                value = i;
+            } else {
+                float f;
+                memcpy(&f, p, sizeof f);
+                value = f == f ? floor(f) : -1.0;
+            }
+            largest = fmax(largest, value);
+        }
+    }
+    free(copy);
+    *length = largest < 0.0 ? 0 : largest >= 4294967294.0 ? UINT32_MAX : (uint32_t)largest + 1;
+    return POSENC_OK;
+}
