@@ -4,10 +4,13 @@
 // with p the position of row r, PE(p) = sin and cos of p * f_i in the chosen layout, and one
 // zero column at the end when d_model is odd. Angles follow angle.glsl (exact reduction).
 //
-// Variants (-D): POSENC_OUT_F32, POSENC_OUT_F16 or POSENC_OUT_BF16, the type of out and x.
+// Variants (-D): POSENC_OUT_F32, POSENC_OUT_F16 or POSENC_OUT_BF16, the type of out and x;
+// POSENC_STORAGE16=1 with a 16-bit type stores one element per uint16_t (for devices with 16-bit
+// storage) instead of two per word.
 //
 // Bindings (descriptor set 0, all storage buffers):
-//   0  out        f32 elements, or 16-bit elements two to a uint word
+//   0  out        f32 elements, or 16-bit elements two to a uint word (one per uint16_t with
+//                 POSENC_STORAGE16)
 //   1  x          same type as out; read only in add mode without X_IN_OUT (bind any buffer
 //                 otherwise)
 //   2  positions  i32 or f32 elements, as uint words; read only with POSITIONS_I32/F32
@@ -23,13 +26,22 @@
 // Dispatch: local size 64; any number of work groups in x (the kernel loops over the rest).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#if defined(POSENC_STORAGE16) && POSENC_STORAGE16
+#extension GL_EXT_shader_16bit_storage : require
+#define SIN_STORAGE16 1
+#else
+#define SIN_STORAGE16 0
+#endif
 
 #include "angle.glsl"
 #include "dtype.glsl"
 
 layout(local_size_x = 64) in;
 
-#if POSENC_OUT_16BIT
+#if SIN_STORAGE16
+layout(std430, set = 0, binding = 0) buffer Out { uint16_t out_halves[]; };
+layout(std430, set = 0, binding = 1) readonly buffer X { uint16_t x_halves[]; };
+#elif POSENC_OUT_16BIT
 layout(std430, set = 0, binding = 0) buffer Out { uint out_words[]; };
 layout(std430, set = 0, binding = 1) readonly buffer X { uint x_words[]; };
 #else
@@ -88,7 +100,10 @@ bool row_position(uint b, uint r, out uvec2 position)
 float load_x(uint index)
 {
     bool in_out = (params.flags & FLAG_X_IN_OUT) != 0u;
-#if POSENC_OUT_16BIT
+#if SIN_STORAGE16
+    // Widened before the choice: selecting between 16-bit values would need Int16.
+    return posenc_out_value(in_out ? uint(out_halves[index]) : uint(x_halves[index]));
+#elif POSENC_OUT_16BIT
     // Another invocation may be writing the other half of the word: read it atomically.
     uint word = in_out ? atomicOr(out_words[index >> 1], 0u) : x_words[index >> 1];
     return posenc_out_value(word >> ((index & 1u) * 16u));
@@ -119,7 +134,9 @@ uint out_index(uint b, uint r, uint col)
 
 void store(uint index, float value)
 {
-#if POSENC_OUT_16BIT
+#if SIN_STORAGE16
+    out_halves[index] = uint16_t(posenc_out_bits(value));
+#elif POSENC_OUT_16BIT
     // Only this half of the word is ours: clear it, then set it, both atomically.
     uint shift = (index & 1u) * 16u;
     atomicAnd(out_words[index >> 1], ~(0xffffu << shift));
@@ -161,7 +178,7 @@ void encode(uint b, uint r, uint k)
     float value_cos = column_value(b, r, col_cos, c);
     uint index_sin = out_index(b, r, col_sin);
     uint index_cos = out_index(b, r, col_cos);
-#if POSENC_OUT_16BIT
+#if POSENC_OUT_16BIT && !SIN_STORAGE16
     // sin and cos filling one whole word: a plain store.
     if (layout_kind == LAYOUT_INTERLEAVED && params.out_stride_col == 1u &&
         (index_sin & 1u) == 0u) {

@@ -7,6 +7,9 @@
 #include <string.h>
 
 extern const posenc__backend posenc_cpu_backend;
+#if defined(POSENC_HAVE_VULKAN_BACKEND)
+extern const posenc__backend posenc_vk_backend;
+#endif
 #if defined(POSENC_HAVE_OPENCL_BACKEND)
 extern const posenc__backend posenc_opencl_backend;
 #endif
@@ -14,6 +17,9 @@ extern const posenc__backend posenc_opencl_backend;
 /* Order matters: it is the order of posenc_device_get, and AUTO prefers earlier backends among
  * devices of the same type. The native CPU path comes last. */
 static const posenc__backend *const backends[] = {
+#if defined(POSENC_HAVE_VULKAN_BACKEND)
+    &posenc_vk_backend,
+#endif
 #if defined(POSENC_HAVE_OPENCL_BACKEND)
     &posenc_opencl_backend,
 #endif

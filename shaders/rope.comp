@@ -1,0 +1,203 @@
+// RoPE (posenc_rope) on one tensor, q or k, over a box of [batch, tokens, heads]:
+//   (x_a, x_b) -> (x_a c - x_b s, x_a s + x_b c),  s = +-attention_factor * sin(t),
+//   c = attention_factor * cos(t),  t = position * inv_freq[j]
+// with (a, b) = (j, j + pairs) in the NeoX style and (2j, 2j + 1) in the GPT-J style. Out of
+// place, dims from 2 * pairs to head_dim are copied unchanged. Angles follow angle.glsl.
+//
+// One invocation per (row, pair j) computes sin and cos once and rotates pair j of a run of
+// `heads_per_invocation` heads; consecutive invocations take consecutive pairs, so each head's
+// loads and stores are contiguous across a work group. Invocations past the pairs of a row copy
+// two pass-through dims each instead (out of place only).
+//
+// Variants (-D): POSENC_OUT_F32, POSENC_OUT_F16 or POSENC_OUT_BF16, the tensor type;
+// POSENC_STORAGE16=1 for 16-bit types on devices with 16-bit storage (else two per word, see
+// elements.glsl).
+//
+// Bindings (descriptor set 0, all storage buffers):
+//   0  out        the output elements (also the input when rotating in place)
+//   1  in         the input elements; read only when not in place (bind any buffer otherwise)
+//   2  positions  i32 or f32 elements, as uint words; read only with POSITIONS_I32/F32
+//   3  freqs      uint triplets (int_turns, frac_hi, frac_lo) per pair: turns per position
+// Push constants (the Params block, 88 bytes): offsets and strides in elements from the start of
+// each binding (bound at a multiple of 4 bytes, so that 16-bit elements keep their place in a
+// word). The host splits larger work into several dispatches, so that every element index and
+// the invocation count below fit in 32 bits.
+// flags: bit 0 GPT-J style; bits 1-2 the positions (0 none: position_offset + token; 1 i32;
+// 2 f32); bit 3 inverse (rotate by -t); bit 4 in place (read through binding 0).
+// Dispatch: local size 64; any number of work groups in x (the kernel loops over the rest).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#if defined(POSENC_STORAGE16) && POSENC_STORAGE16
+#extension GL_EXT_shader_16bit_storage : require
+#define POSENC_ELEMENT_T uint16_t
+#else
+#define POSENC_ELEMENT_T uint
+#endif
+
+#include "angle.glsl"
+#include "dtype.glsl"
+
+layout(local_size_x = 64) in;
+
+layout(std430, set = 0, binding = 0) buffer Out { POSENC_ELEMENT_T out_data[]; };
+layout(std430, set = 0, binding = 1) readonly buffer In { POSENC_ELEMENT_T in_data[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Positions { uint positions[]; };
+layout(std430, set = 0, binding = 3) readonly buffer Freqs { uint freqs[]; };
+
+#include "elements.glsl"
+
+layout(push_constant) uniform Params {
+    uint in_offset;
+    uint in_stride_batch;
+    uint in_stride_token;
+    uint in_stride_head;
+    uint in_stride_dim;
+    uint out_offset;
+    uint out_stride_batch;
+    uint out_stride_token;
+    uint out_stride_head;
+    uint out_stride_dim;
+    uint positions_offset;
+    uint positions_stride_batch;
+    uint positions_stride_token;
+    uint batch;
+    uint tokens;
+    uint heads;
+    uint heads_per_invocation;
+    uint pairs;
+    uint head_dim;
+    int position_offset;
+    uint flags;
+    float attention_factor;
+} params;
+
+const uint FLAG_GPTJ = 1u;
+const uint POSITIONS_SHIFT = 1u;
+const uint POSITIONS_I32 = 1u;
+const uint FLAG_INVERSE = 8u;
+const uint FLAG_IN_PLACE = 16u;
+
+// The Q31.32 position of token t of batch b; false for a float position that gives NaN.
+bool token_position(uint b, uint t, out uvec2 position)
+{
+    uint kind = (params.flags >> POSITIONS_SHIFT) & 3u;
+    position = uvec2(0u, uint(params.position_offset) + t);
+    if (kind == 0u)
+        return true;
+    uint word = positions[params.positions_offset + b * params.positions_stride_batch +
+                          t * params.positions_stride_token];
+    if (kind == POSITIONS_I32) {
+        position = posenc_position_from_i32(int(word));
+        return true;
+    }
+    return posenc_position_from_f32(word, position);
+}
+
+// Rotates the pair at input elements (ia, ib) into output elements (oa, ob).
+void rotate(uint ia, uint ib, uint oa, uint ob, float s, float c, bool in_place)
+{
+    uint bits_a, bits_b;
+#if POSENC_PACKED_WORDS
+    if (posenc_whole_word(ia, ib)) {
+        uint word = in_place ? out_data[ia >> 1] : in_data[ia >> 1];
+        bits_a = word & 0xffffu;
+        bits_b = word >> 16;
+    } else
+#endif
+    {
+        bits_a = in_place ? posenc_out_bits_of(ia) : posenc_in_bits(ia);
+        bits_b = in_place ? posenc_out_bits_of(ib) : posenc_in_bits(ib);
+    }
+    float a = posenc_value_of_bits(bits_a);
+    float b = posenc_value_of_bits(bits_b);
+    precise float out_a = a * c - b * s;
+    precise float out_b = a * s + b * c;
+#if POSENC_PACKED_WORDS
+    if (posenc_whole_word(oa, ob)) {
+        out_data[oa >> 1] = posenc_out_pair_bits(out_a, out_b);
+        return;
+    }
+#endif
+    posenc_store_bits(oa, posenc_bits_of_value(out_a));
+    posenc_store_bits(ob, posenc_bits_of_value(out_b));
+}
+
+// Copies pass-through dims d and d + 1 (when below head_dim) of one head, bit for bit.
+void copy_dims(uint in_head, uint out_head, uint d)
+{
+    uint ia = in_head + d * params.in_stride_dim;
+    uint oa = out_head + d * params.out_stride_dim;
+    bool second = d + 1u < params.head_dim;
+    uint ib = ia + params.in_stride_dim;
+    uint ob = oa + params.out_stride_dim;
+#if POSENC_PACKED_WORDS
+    if (second && posenc_whole_word(ia, ib) && posenc_whole_word(oa, ob)) {
+        out_data[oa >> 1] = in_data[ia >> 1];
+        return;
+    }
+#endif
+    posenc_store_bits(oa, posenc_in_bits(ia));
+    if (second)
+        posenc_store_bits(ob, posenc_in_bits(ib));
+}
+
+void main()
+{
+    bool in_place = (params.flags & FLAG_IN_PLACE) != 0u;
+    bool gptj = (params.flags & FLAG_GPTJ) != 0u;
+    uint pairs = params.pairs;
+    uint pass_units = in_place ? 0u : (params.head_dim - 2u * pairs + 1u) >> 1;
+    uint per_row = pairs + pass_units;
+    uint rows = params.batch * params.tokens;
+    uint chunks = (params.heads + params.heads_per_invocation - 1u) / params.heads_per_invocation;
+    uint total = per_row * rows * chunks;
+    uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    // The step stops at `total` rather than wrap around 2^32.
+    for (uint i = gl_GlobalInvocationID.x; i < total;
+         i = total - i <= stride ? total : i + stride) {
+        uint j = i % per_row;
+        uint rest = i / per_row;
+        uint row = rest % rows;
+        uint first_head = (rest / rows) * params.heads_per_invocation;
+        uint end_head = min(first_head + params.heads_per_invocation, params.heads);
+        uint b = row / params.tokens;
+        uint t = row - b * params.tokens;
+        uint in_row = params.in_offset + b * params.in_stride_batch + t * params.in_stride_token;
+        uint out_row = params.out_offset + b * params.out_stride_batch +
+                       t * params.out_stride_token;
+        if (in_place)
+            in_row = out_row;
+
+        if (j >= pairs) {
+            uint d = 2u * pairs + 2u * (j - pairs);
+            for (uint h = first_head; h < end_head; h++)
+                copy_dims(in_row + h * params.in_stride_head, out_row + h * params.out_stride_head,
+                          d);
+            continue;
+        }
+
+        float s = uintBitsToFloat(0x7fc00000u); // NaN
+        float c = s;
+        uvec2 position;
+        if (token_position(b, t, position)) {
+            uvec3 freq = uvec3(freqs[3u * j], freqs[3u * j + 1u], freqs[3u * j + 2u]);
+            posenc_sincos_turns(posenc_turns(position, freq), s, c);
+        }
+        if ((params.flags & FLAG_INVERSE) != 0u)
+            s = -s;
+        precise float scaled_s = s * params.attention_factor;
+        precise float scaled_c = c * params.attention_factor;
+
+        uint da = gptj ? 2u * j : j;
+        uint db = gptj ? da + 1u : j + pairs;
+        uint in_stride_dim = in_place ? params.out_stride_dim : params.in_stride_dim;
+        uint in_stride_head = in_place ? params.out_stride_head : params.in_stride_head;
+        for (uint h = first_head; h < end_head; h++) {
+            uint in_head = in_row + h * in_stride_head;
+            uint out_head = out_row + h * params.out_stride_head;
+            rotate(in_head + da * in_stride_dim, in_head + db * in_stride_dim,
+                   out_head + da * params.out_stride_dim, out_head + db * params.out_stride_dim,
+                   scaled_s, scaled_c, in_place);
+        }
+    }
+}

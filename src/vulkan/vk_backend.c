@@ -1,0 +1,19 @@
+/* The Vulkan backend's entry in the registry. */
+#include "backend.h"
+#include "vulkan/vk_internal.h"
+
+const posenc__backend posenc_vk_backend = {
+    .kind = POSENC_BACKEND_VULKAN,
+    .name = "vulkan",
+    .enumerate = posenc_vk_enumerate,
+    .context_init = posenc_vk_context_init,
+    .context_fini = posenc_vk_context_fini,
+    .buffer_init = posenc_vk_buffer_init,
+    .buffer_fini = posenc_vk_buffer_fini,
+    .buffer_upload = posenc_vk_buffer_upload,
+    .buffer_download = posenc_vk_buffer_download,
+    .buffer_host_address = posenc_vk_buffer_host_address,
+    .rope = posenc_vk_rope,
+    .sinusoidal = posenc_vk_sinusoidal,
+    .roofline = posenc_vk_roofline,
+};

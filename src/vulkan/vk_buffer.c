@@ -1,0 +1,129 @@
+/* posenc buffers on Vulkan: device-local memory, written and read through the staging buffer on
+ * discrete GPUs and mapped directly on unified memory; buffers wrapping caller memory keep their
+ * bytes there and are staged around each operation (vk_staging.c). */
+#include "vulkan/vk_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Staging at most this large stays with the context; larger transfers use a temporary one. */
+#define KEEP_STAGING_BYTES (UINT64_C(64) << 20)
+/* Where no staging buffer of the whole size can be had, transfers go in chunks of this size. */
+#define CHUNK_BYTES (UINT64_C(16) << 20)
+
+posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    posenc_vk_buffer *state = calloc(1, sizeof *state);
+    if (!state)
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "buffer: out of host memory");
+    if (!buf->host_memory) {
+        posenc_status status = posenc_vk_allocate(ctx, buf->size, vk->device_memory_type,
+                                                  vk->unified, "size", &state->allocation);
+        if (status != POSENC_OK) {
+            free(state);
+            return status;
+        }
+    }
+    buf->backend_state = state;
+    return POSENC_OK;
+}
+
+void posenc_vk_buffer_fini(posenc_context *ctx, posenc_buffer *buf)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    posenc_vk_buffer *state = buf->backend_state;
+    if (!state)
+        return;
+    /* Nothing of this buffer can be in flight: every call waits for its work. */
+    if (state->allocation.buffer && vk)
+        posenc_vk_release(ctx, &state->allocation);
+    free(state);
+    buf->backend_state = NULL;
+}
+
+/* Copies between a device-local buffer and the host through host-visible staging: the whole
+ * range in one submission when staging of that size can be had (so that a failed download
+ * writes nothing), else chunk by chunk. */
+static posenc_status transfer(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                              uint8_t *host, uint64_t size, bool upload)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    posenc_vk_buffer *state = buf->backend_state;
+    posenc_vk_allocation temporary = {0};
+    posenc_vk_allocation *staging = &vk->staging;
+    uint64_t chunk = size;
+    posenc_status status;
+    if (size <= KEEP_STAGING_BYTES) {
+        status = posenc_vk_reserve(ctx, &vk->staging, size, "staging");
+    } else {
+        status = posenc_vk_allocate(ctx, size, vk->host_memory_type, true, "staging",
+                                    &temporary);
+        staging = &temporary;
+    }
+    if (status != POSENC_OK && size > CHUNK_BYTES) {
+        posenc__clear_error(ctx); /* retried in chunks */
+        staging = &vk->staging;
+        chunk = CHUNK_BYTES;
+        status = posenc_vk_reserve(ctx, &vk->staging, chunk, "staging");
+    }
+    for (uint64_t done = 0; done < size && status == POSENC_OK; done += chunk) {
+        uint64_t n = size - done < chunk ? size - done : chunk;
+        if (upload)
+            memcpy(staging->mapped, host + done, (size_t)n);
+        status = posenc_vk_begin(ctx);
+        if (status != POSENC_OK)
+            break;
+        VkBufferCopy region = {
+            .srcOffset = upload ? 0 : offset + done,
+            .dstOffset = upload ? offset + done : 0,
+            .size = n,
+        };
+        vk->fns.CmdCopyBuffer(vk->commands, upload ? staging->buffer : state->allocation.buffer,
+                              upload ? state->allocation.buffer : staging->buffer, 1, &region);
+        status = posenc_vk_submit(ctx);
+        if (status == POSENC_OK && !upload)
+            memcpy(host + done, staging->mapped, (size_t)n);
+    }
+    posenc_vk_release(ctx, &temporary);
+    return status;
+}
+
+posenc_status posenc_vk_buffer_upload(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                                      const void *data, uint64_t size)
+{
+    posenc_vk_buffer *state = buf->backend_state;
+    if (buf->host_memory) {
+        memmove((uint8_t *)buf->host_memory + offset, data, (size_t)size);
+        return POSENC_OK;
+    }
+    if (state->allocation.mapped) {
+        memmove((uint8_t *)state->allocation.mapped + offset, data, (size_t)size);
+        return POSENC_OK;
+    }
+    return transfer(ctx, buf, offset, (uint8_t *)data, size, true);
+}
+
+posenc_status posenc_vk_buffer_download(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                                        void *data, uint64_t size)
+{
+    posenc_vk_buffer *state = buf->backend_state;
+    if (buf->host_memory) {
+        memmove(data, (const uint8_t *)buf->host_memory + offset, (size_t)size);
+        return POSENC_OK;
+    }
+    if (state->allocation.mapped) {
+        memmove(data, (const uint8_t *)state->allocation.mapped + offset, (size_t)size);
+        return POSENC_OK;
+    }
+    return transfer(ctx, buf, offset, data, size, false);
+}
+
+void *posenc_vk_buffer_host_address(posenc_context *ctx, posenc_buffer *buf)
+{
+    (void)ctx;
+    posenc_vk_buffer *state = buf->backend_state;
+    if (buf->host_memory)
+        return buf->host_memory;
+    return state ? state->allocation.mapped : NULL;
+}

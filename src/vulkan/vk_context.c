@@ -1,0 +1,425 @@
+/* Vulkan contexts: an instance and a logical device of their own, one compute queue, one
+ * command buffer recorded and submitted synchronously per call, descriptor pools that grow with
+ * the sets a call needs, and the shared descriptor and pipeline layouts. */
+#include "vulkan/vk_internal.h"
+
+#include "core/platform.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Descriptor sets per pool; a call that splits into more dispatches adds pools. */
+#define SETS_PER_POOL 64
+/* Bytes of the params buffer made at creation: frequencies of head dims up to 680. */
+#define INITIAL_PARAMS_BYTES 4096
+
+/* POSENC_VULKAN_DISABLE: a comma-separated list of device features posenc then leaves unused,
+ * to exercise the code paths of devices without them: "16bit_storage" (f16/bf16 packed two per
+ * word), "unified_memory" (device buffers with staging copies, as on discrete GPUs). */
+static bool disabled(const char *feature)
+{
+    const char *list = getenv("POSENC_VULKAN_DISABLE");
+    size_t length = strlen(feature);
+    while (list && *list) {
+        const char *end = strchr(list, ',');
+        size_t item = end ? (size_t)(end - list) : strlen(list);
+        if (item == length && strncmp(list, feature, length) == 0)
+            return true;
+        list = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
+static posenc_status find_physical(posenc_context *ctx, posenc_vk_context *vk)
+{
+    const posenc_vk_instance_fns *fns = &vk->instance.fns;
+    uint32_t count = 0;
+    VkResult result = fns->EnumeratePhysicalDevices(vk->instance.handle, &count, NULL);
+    if (result != VK_SUCCESS)
+        return posenc_vk_fail(ctx, result, "vkEnumeratePhysicalDevices");
+    VkPhysicalDevice *physicals = calloc(count + 1, sizeof *physicals);
+    if (!physicals)
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
+    result = fns->EnumeratePhysicalDevices(vk->instance.handle, &count, physicals);
+    if (result < 0) {
+        free(physicals);
+        return posenc_vk_fail(ctx, result, "vkEnumeratePhysicalDevices");
+    }
+    const posenc_vk_physical *want = vk->physical;
+    for (uint32_t i = 0; i < count && !vk->physical_handle; i++) {
+        VkPhysicalDeviceIDProperties id = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+        VkPhysicalDeviceProperties2 properties = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &id};
+        fns->GetPhysicalDeviceProperties2(physicals[i], &properties);
+        if (want->has_uuid ? memcmp(id.deviceUUID, want->uuid, VK_UUID_SIZE) == 0
+                           : i == want->enumeration_index)
+            vk->physical_handle = physicals[i];
+    }
+    free(physicals);
+    if (!vk->physical_handle)
+        return posenc__fail(ctx, POSENC_DEVICE_NOT_FOUND,
+                            "device: the Vulkan device is no longer present");
+    return POSENC_OK;
+}
+
+static posenc_status create_device(posenc_context *ctx, posenc_vk_context *vk)
+{
+    const posenc_vk_physical *physical = vk->physical;
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = physical->queue_family,
+        .queueCount = 1,
+        .pQueuePriorities = &priority,
+    };
+    vk->storage16 = physical->storage16 && !disabled("16bit_storage");
+    VkPhysicalDevice16BitStorageFeatures storage16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .storageBuffer16BitAccess = vk->storage16 ? VK_TRUE : VK_FALSE,
+    };
+    const char *extensions[1];
+    uint32_t extension_count = 0;
+    if (physical->portability_subset) /* required wherever the device offers it (MoltenVK) */
+        extensions[extension_count++] = "VK_KHR_portability_subset";
+    VkDeviceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = vk->storage16 ? &storage16 : NULL,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &queue,
+        .enabledExtensionCount = extension_count,
+        .ppEnabledExtensionNames = extension_count ? extensions : NULL,
+    };
+    VkResult result =
+        vk->instance.fns.CreateDevice(vk->physical_handle, &info, NULL, &vk->device);
+    if (result != VK_SUCCESS) {
+        vk->device = VK_NULL_HANDLE;
+        posenc_vk_fail(ctx, result, "vkCreateDevice");
+        return result == VK_ERROR_DEVICE_LOST ? POSENC_DEVICE_LOST : POSENC_DEVICE_INIT_FAILED;
+    }
+    const char *missing = "";
+    if (!posenc_vk_load_device_fns(&vk->instance.fns, vk->device, &vk->fns, &missing)) {
+        PFN_vkDestroyDevice destroy = (PFN_vkDestroyDevice)vk->instance.fns.GetDeviceProcAddr(
+            vk->device, "vkDestroyDevice");
+        if (destroy)
+            destroy(vk->device, NULL);
+        vk->device = VK_NULL_HANDLE;
+        return posenc__fail(ctx, POSENC_DEVICE_INIT_FAILED, "vulkan: the device lacks %s",
+                            missing);
+    }
+    vk->fns.GetDeviceQueue(vk->device, physical->queue_family, 0, &vk->queue);
+    return POSENC_OK;
+}
+
+/* Memory types: posenc buffers in device-local memory (mapped on unified memory), staging in
+ * host-visible coherent memory, cached when offered (the host reads results back). */
+static posenc_status choose_memory(posenc_context *ctx, posenc_vk_context *vk)
+{
+    VkPhysicalDeviceMemoryProperties memory;
+    vk->instance.fns.GetPhysicalDeviceMemoryProperties(vk->physical_handle, &memory);
+    /* The types storage buffers may use, from a probe buffer. */
+    VkBufferCreateInfo probe_info = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .size = 16,
+        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+    };
+    VkBuffer probe;
+    VkResult result = vk->fns.CreateBuffer(vk->device, &probe_info, NULL, &probe);
+    if (result != VK_SUCCESS)
+        return posenc_vk_fail(ctx, result, "vkCreateBuffer");
+    VkMemoryRequirements requirements;
+    vk->fns.GetBufferMemoryRequirements(vk->device, probe, &requirements);
+    vk->fns.DestroyBuffer(vk->device, probe, NULL);
+    uint32_t bits = requirements.memoryTypeBits;
+
+    const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                       VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    vk->host_memory_type =
+        posenc_vk_memory_type(&memory, bits, host, VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    if (vk->host_memory_type == UINT32_MAX)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "vulkan: no host-visible coherent memory for storage buffers");
+    vk->unified = vk->physical->unified && !disabled("unified_memory");
+    if (vk->unified) {
+        vk->device_memory_type =
+            posenc_vk_memory_type(&memory, bits, host | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                                  VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+        vk->unified = vk->device_memory_type != UINT32_MAX;
+    }
+    if (!vk->unified) {
+        vk->device_memory_type =
+            posenc_vk_memory_type(&memory, bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+        if (vk->device_memory_type == UINT32_MAX)
+            vk->device_memory_type = vk->host_memory_type;
+    }
+    return POSENC_OK;
+}
+
+static posenc_status create_layouts(posenc_context *ctx, posenc_vk_context *vk)
+{
+    VkDescriptorSetLayoutBinding bindings[POSENC_VK_BINDINGS];
+    for (uint32_t i = 0; i < POSENC_VK_BINDINGS; i++) {
+        bindings[i] = (VkDescriptorSetLayoutBinding){
+            .binding = i,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .descriptorCount = 1,
+            .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+        };
+    }
+    VkDescriptorSetLayoutCreateInfo set_info = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .bindingCount = POSENC_VK_BINDINGS,
+        .pBindings = bindings,
+    };
+    VkResult result =
+        vk->fns.CreateDescriptorSetLayout(vk->device, &set_info, NULL, &vk->set_layout);
+    if (result != VK_SUCCESS)
+        return posenc_vk_fail(ctx, result, "vkCreateDescriptorSetLayout");
+    VkPushConstantRange push = {VK_SHADER_STAGE_COMPUTE_BIT, 0, POSENC_VK_PUSH_BYTES};
+    VkPipelineLayoutCreateInfo layout_info = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .setLayoutCount = 1,
+        .pSetLayouts = &vk->set_layout,
+        .pushConstantRangeCount = 1,
+        .pPushConstantRanges = &push,
+    };
+    result = vk->fns.CreatePipelineLayout(vk->device, &layout_info, NULL, &vk->pipeline_layout);
+    if (result != VK_SUCCESS)
+        return posenc_vk_fail(ctx, result, "vkCreatePipelineLayout");
+    return POSENC_OK;
+}
+
+static posenc_status create_commands(posenc_context *ctx, posenc_vk_context *vk)
+{
+    VkCommandPoolCreateInfo pool_info = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        .queueFamilyIndex = vk->physical->queue_family,
+    };
+    VkResult result = vk->fns.CreateCommandPool(vk->device, &pool_info, NULL, &vk->command_pool);
+    if (result != VK_SUCCESS)
+        return posenc_vk_fail(ctx, result, "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo buffer_info = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = vk->command_pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    result = vk->fns.AllocateCommandBuffers(vk->device, &buffer_info, &vk->commands);
+    if (result != VK_SUCCESS)
+        return posenc_vk_fail(ctx, result, "vkAllocateCommandBuffers");
+    VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    result = vk->fns.CreateFence(vk->device, &fence_info, NULL, &vk->fence);
+    if (result != VK_SUCCESS)
+        return posenc_vk_fail(ctx, result, "vkCreateFence");
+    return POSENC_OK;
+}
+
+/* Frees whatever exists of the context state; safe on a partly made one. */
+static void destroy_state(posenc_context *ctx, bool save_cache)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    if (!vk)
+        return;
+    if (vk->device) {
+        if (!vk->lost)
+            vk->fns.DeviceWaitIdle(vk->device);
+        if (save_cache)
+            posenc_vk_pipeline_cache_save(ctx);
+        for (uint32_t k = 0; k < POSENC_VK_KERNEL_COUNT; k++) {
+            if (vk->pipelines[k])
+                vk->fns.DestroyPipeline(vk->device, vk->pipelines[k], NULL);
+        }
+        if (vk->pipeline_cache)
+            vk->fns.DestroyPipelineCache(vk->device, vk->pipeline_cache, NULL);
+        for (uint32_t p = 0; p < vk->pool_count; p++)
+            vk->fns.DestroyDescriptorPool(vk->device, vk->pools[p], NULL);
+        if (vk->pipeline_layout)
+            vk->fns.DestroyPipelineLayout(vk->device, vk->pipeline_layout, NULL);
+        if (vk->set_layout)
+            vk->fns.DestroyDescriptorSetLayout(vk->device, vk->set_layout, NULL);
+        if (vk->fence)
+            vk->fns.DestroyFence(vk->device, vk->fence, NULL);
+        if (vk->command_pool)
+            vk->fns.DestroyCommandPool(vk->device, vk->command_pool, NULL);
+        posenc_vk_release(ctx, &vk->params);
+        posenc_vk_release(ctx, &vk->staging);
+        vk->fns.DestroyDevice(vk->device, NULL);
+    }
+    free(vk->pools);
+    posenc_vk_instance_destroy(&vk->instance);
+    free(vk);
+    ctx->backend_state = NULL;
+}
+
+posenc_status posenc_vk_context_init(posenc_context *ctx, const posenc__device *device)
+{
+    posenc_vk_context *vk = calloc(1, sizeof *vk);
+    if (!vk)
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
+    ctx->backend_state = vk;
+    vk->physical = device->handle;
+
+    char message[256];
+    posenc_status status =
+        posenc_vk_instance_create(ctx, (ctx->flags & POSENC_CONTEXT_VALIDATION) != 0,
+                                  &vk->instance, message, sizeof message);
+    if (status != POSENC_OK) {
+        posenc__fail(ctx, status, "vulkan: %s", message);
+    } else {
+        if ((ctx->flags & POSENC_CONTEXT_VALIDATION) && !vk->instance.validation)
+            posenc__log(ctx, POSENC_LOG_INFO,
+                        "vulkan: validation requested but VK_LAYER_KHRONOS_validation is not "
+                        "installed");
+        status = find_physical(ctx, vk);
+    }
+    if (status == POSENC_OK)
+        status = create_device(ctx, vk);
+    if (status == POSENC_OK)
+        status = choose_memory(ctx, vk);
+    if (status == POSENC_OK)
+        status = create_layouts(ctx, vk);
+    if (status == POSENC_OK)
+        status = create_commands(ctx, vk);
+    if (status == POSENC_OK)
+        status = posenc_vk_pipeline_cache_create(ctx);
+    if (status == POSENC_OK)
+        status = posenc_vk_reserve(ctx, &vk->params, INITIAL_PARAMS_BYTES, "params");
+    if (status != POSENC_OK) {
+        destroy_state(ctx, false);
+        return status;
+    }
+    /* Windows of at most 2^31 bytes keep every element index of a kernel in 31 bits. */
+    uint64_t limit = vk->physical->max_binding;
+    vk->binding_limit = (limit < (UINT64_C(1) << 31) ? limit : (UINT64_C(1) << 31)) & ~(uint64_t)15;
+    posenc__log(ctx, POSENC_LOG_DEBUG, "vulkan: %s; f16/bf16 %s; validation %s",
+                vk->unified ? "unified memory, buffers mapped" : "buffers staged",
+                vk->storage16 ? "with 16-bit storage" : "packed two per word",
+                vk->instance.validation ? "on" : "off");
+    return POSENC_OK;
+}
+
+void posenc_vk_context_fini(posenc_context *ctx)
+{
+    destroy_state(ctx, true);
+}
+
+posenc_status posenc_vk_begin(posenc_context *ctx)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    if (vk->lost)
+        return posenc__fail(ctx, POSENC_DEVICE_LOST,
+                            "vulkan: the device was lost; destroy this context");
+    VkResult result = VK_SUCCESS;
+    if (vk->recording) { /* a call that failed while recording */
+        result = vk->fns.ResetCommandBuffer(vk->commands, 0);
+        if (result != VK_SUCCESS)
+            return posenc_vk_fail(ctx, result, "vkResetCommandBuffer");
+        vk->recording = false;
+    }
+    for (uint32_t p = 0; p < vk->pool_count && result == VK_SUCCESS; p++)
+        result = vk->fns.ResetDescriptorPool(vk->device, vk->pools[p], 0);
+    if (result != VK_SUCCESS)
+        return posenc_vk_fail(ctx, result, "vkResetDescriptorPool");
+    vk->pool_current = 0;
+    VkCommandBufferBeginInfo begin = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+    };
+    result = vk->fns.BeginCommandBuffer(vk->commands, &begin);
+    if (result != VK_SUCCESS)
+        return posenc_vk_fail(ctx, result, "vkBeginCommandBuffer");
+    vk->recording = true;
+    /* Writes of earlier submissions (kernels, copies) become visible to this one's. */
+    VkMemoryBarrier barrier = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                         VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+    };
+    const VkPipelineStageFlags stages =
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    vk->fns.CmdPipelineBarrier(vk->commands, stages, stages, 0, 1, &barrier, 0, NULL, 0, NULL);
+    return POSENC_OK;
+}
+
+posenc_status posenc_vk_submit(posenc_context *ctx)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    VkMemoryBarrier to_host = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+    };
+    vk->fns.CmdPipelineBarrier(
+        vk->commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+        VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, NULL, 0, NULL);
+    VkResult result = vk->fns.EndCommandBuffer(vk->commands);
+    if (result != VK_SUCCESS)
+        return posenc_vk_fail(ctx, result, "vkEndCommandBuffer");
+    vk->recording = false;
+    result = vk->fns.ResetFences(vk->device, 1, &vk->fence);
+    if (result != VK_SUCCESS)
+        return posenc_vk_fail(ctx, result, "vkResetFences");
+    VkSubmitInfo submit = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .commandBufferCount = 1,
+        .pCommandBuffers = &vk->commands,
+    };
+    result = vk->fns.QueueSubmit(vk->queue, 1, &submit, vk->fence);
+    if (result != VK_SUCCESS)
+        return posenc_vk_fail(ctx, result, "vkQueueSubmit");
+    result = vk->fns.WaitForFences(vk->device, 1, &vk->fence, VK_TRUE, UINT64_MAX);
+    if (result != VK_SUCCESS)
+        return posenc_vk_fail(ctx, result, "vkWaitForFences");
+    return POSENC_OK;
+}
+
+static posenc_status add_pool(posenc_context *ctx, posenc_vk_context *vk)
+{
+    VkDescriptorPool *grown = realloc(vk->pools, (vk->pool_count + 1) * sizeof *grown);
+    if (!grown)
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "descriptors: out of host memory");
+    vk->pools = grown;
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                 SETS_PER_POOL * POSENC_VK_BINDINGS};
+    VkDescriptorPoolCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+        .maxSets = SETS_PER_POOL,
+        .poolSizeCount = 1,
+        .pPoolSizes = &size,
+    };
+    VkResult result =
+        vk->fns.CreateDescriptorPool(vk->device, &info, NULL, &vk->pools[vk->pool_count]);
+    if (result != VK_SUCCESS)
+        return posenc_vk_fail(ctx, result, "vkCreateDescriptorPool");
+    vk->pool_count++;
+    return POSENC_OK;
+}
+
+posenc_status posenc_vk_descriptor_set(posenc_context *ctx, VkDescriptorSet *set)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    for (;;) {
+        bool fresh = vk->pool_current == vk->pool_count;
+        if (fresh) {
+            posenc_status status = add_pool(ctx, vk);
+            if (status != POSENC_OK)
+                return status;
+        }
+        VkDescriptorSetAllocateInfo info = {
+            .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+            .descriptorPool = vk->pools[vk->pool_current],
+            .descriptorSetCount = 1,
+            .pSetLayouts = &vk->set_layout,
+        };
+        VkResult result = vk->fns.AllocateDescriptorSets(vk->device, &info, set);
+        if (result == VK_SUCCESS)
+            return POSENC_OK;
+        if (fresh || (result != VK_ERROR_OUT_OF_POOL_MEMORY && result != VK_ERROR_FRAGMENTED_POOL))
+            return posenc_vk_fail(ctx, result, "vkAllocateDescriptorSets");
+        vk->pool_current++; /* this pool is full: the next one */
+    }
+}

@@ -1,0 +1,360 @@
+/* Enumerating Vulkan devices: every physical device of Vulkan 1.1 or later with a compute queue,
+ * described from queried properties and features (never from its name), and the same GPU seen
+ * twice (two drivers, two loaders' manifests) listed once, by deviceUUID. */
+#include "vulkan/vk_internal.h"
+
+#include "core/kernels.h"
+#include "core/platform.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The reason the backend is absent, written once under the registry's lock. */
+static char absent_reason[256];
+/* The instance devices were enumerated with, kept for the life of the process when there are
+ * devices: it keeps the drivers loaded, so that each context does not load them again (Mesa's
+ * drivers also keep allocations of their first use, which an unload would turn into leaks). */
+static posenc_vk_instance enumeration_instance;
+
+static const char *vendor_name(uint32_t vendor_id)
+{
+    switch (vendor_id) {
+    case 0x1002: return "AMD";
+    case 0x1010: return "Imagination Technologies";
+    case 0x106b: return "Apple";
+    case 0x10de: return "NVIDIA";
+    case 0x13b5: return "ARM";
+    case 0x14e4: return "Broadcom";
+    case 0x5143: return "Qualcomm";
+    case 0x8086: return "Intel";
+    case 0x10005: return "Mesa";
+    default: return NULL;
+    }
+}
+
+static bool has_extension(const VkExtensionProperties *extensions, uint32_t count,
+                          const char *name)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        if (strcmp(extensions[i].extensionName, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+static VkExtensionProperties *device_extensions(const posenc_vk_instance *instance,
+                                                VkPhysicalDevice physical, uint32_t *count)
+{
+    *count = 0;
+    if (instance->fns.EnumerateDeviceExtensionProperties(physical, NULL, count, NULL) !=
+        VK_SUCCESS)
+        *count = 0;
+    VkExtensionProperties *extensions = calloc(*count + 1, sizeof *extensions);
+    if (extensions && *count &&
+        instance->fns.EnumerateDeviceExtensionProperties(physical, NULL, count, extensions) < 0)
+        *count = 0;
+    return extensions;
+}
+
+/* A compute queue family, preferring one without graphics (a dedicated compute queue). */
+static uint32_t compute_queue_family(const posenc_vk_instance *instance,
+                                     VkPhysicalDevice physical)
+{
+    uint32_t count = 0;
+    instance->fns.GetPhysicalDeviceQueueFamilyProperties(physical, &count, NULL);
+    VkQueueFamilyProperties *families = calloc(count + 1, sizeof *families);
+    if (!families)
+        return UINT32_MAX;
+    instance->fns.GetPhysicalDeviceQueueFamilyProperties(physical, &count, families);
+    uint32_t found = UINT32_MAX;
+    for (uint32_t i = 0; i < count; i++) {
+        if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) || families[i].queueCount == 0)
+            continue;
+        if (found == UINT32_MAX || !(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
+            found = i;
+        if (!(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
+            break;
+    }
+    free(families);
+    return found;
+}
+
+static posenc_device_type device_type(VkPhysicalDeviceType type)
+{
+    switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return POSENC_DEVICE_DISCRETE_GPU;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return POSENC_DEVICE_INTEGRATED_GPU;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return POSENC_DEVICE_VIRTUAL_GPU;
+    /* A Vulkan "CPU" device is a GPU emulated in software (lavapipe, SwiftShader): AUTO uses
+     * it only when asked to. */
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return POSENC_DEVICE_SOFTWARE;
+    default: return POSENC_DEVICE_OTHER;
+    }
+}
+
+/* Memory: the largest device-local heap, and whether all of it is host-visible, coherent
+ * memory (an integrated or software device: buffers are then used in place). */
+static void describe_memory(const VkPhysicalDeviceMemoryProperties *memory, bool discrete,
+                            uint64_t *device_bytes, bool *unified)
+{
+    uint32_t largest = UINT32_MAX;
+    for (uint32_t h = 0; h < memory->memoryHeapCount; h++) {
+        const VkMemoryHeap *heap = &memory->memoryHeaps[h];
+        if ((heap->flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
+            (largest == UINT32_MAX || heap->size > memory->memoryHeaps[largest].size))
+            largest = h;
+    }
+    *device_bytes = largest == UINT32_MAX ? 0 : memory->memoryHeaps[largest].size;
+    *unified = false;
+    const VkMemoryPropertyFlags shared = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                         VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    for (uint32_t t = 0; t < memory->memoryTypeCount && !discrete; t++) {
+        if ((memory->memoryTypes[t].propertyFlags & shared) == shared &&
+            memory->memoryTypes[t].heapIndex == largest)
+            *unified = true;
+    }
+}
+
+/* Describes one physical device; false (with nothing appended) when posenc cannot use it. */
+static bool describe(const posenc_vk_instance *instance, VkPhysicalDevice physical,
+                     uint32_t index, posenc__device *device, posenc_vk_physical *record)
+{
+    const posenc_vk_instance_fns *vk = &instance->fns;
+    VkPhysicalDeviceProperties basic;
+    vk->GetPhysicalDeviceProperties(physical, &basic);
+    uint32_t version = basic.apiVersion < instance->api_version ? basic.apiVersion
+                                                                 : instance->api_version;
+    if (VK_API_VERSION_MAJOR(version) == 1 && VK_API_VERSION_MINOR(version) < 1)
+        return false; /* Vulkan 1.0 only */
+    record->queue_family = compute_queue_family(instance, physical);
+    if (record->queue_family == UINT32_MAX)
+        return false;
+
+    uint32_t extension_count = 0;
+    VkExtensionProperties *extensions = device_extensions(instance, physical, &extension_count);
+    if (!extensions)
+        return false;
+#define HAS_(name) has_extension(extensions, extension_count, name)
+    bool has_driver_properties = version >= VK_API_VERSION_1_2 ||
+                                 HAS_(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+    bool has_float16 = version >= VK_API_VERSION_1_2 ||
+                       HAS_(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+    bool has_size_control = version >= VK_API_VERSION_1_3 ||
+                            HAS_(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    bool has_amd_cores = HAS_(VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
+    bool has_nv_sms = HAS_(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+    record->portability_subset = HAS_("VK_KHR_portability_subset");
+#undef HAS_
+    free(extensions);
+
+    /* Properties: each structure chained only where the device has it. */
+    VkPhysicalDeviceIDProperties id = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+    VkPhysicalDeviceSubgroupProperties subgroup = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES, .pNext = &id};
+    VkPhysicalDeviceMaintenance3Properties maintenance3 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES, .pNext = &subgroup};
+    VkPhysicalDeviceDriverProperties driver = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceSubgroupSizeControlPropertiesEXT size_control = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
+    VkPhysicalDeviceShaderCorePropertiesAMD amd_cores = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv_sms = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceProperties2 properties = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &maintenance3};
+    void **tail = &id.pNext;
+    if (has_driver_properties) {
+        *tail = &driver;
+        tail = &driver.pNext;
+    }
+    if (has_size_control) {
+        *tail = &size_control;
+        tail = &size_control.pNext;
+    }
+    if (has_amd_cores) {
+        *tail = &amd_cores;
+        tail = &amd_cores.pNext;
+    }
+    if (has_nv_sms) {
+        *tail = &nv_sms;
+        tail = &nv_sms.pNext;
+    }
+    vk->GetPhysicalDeviceProperties2(physical, &properties);
+
+    VkPhysicalDevice16BitStorageFeatures storage16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceShaderFloat16Int8Features float16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDeviceSubgroupSizeControlFeaturesEXT size_control_features = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+    VkPhysicalDeviceFeatures2 features = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &storage16};
+    tail = &storage16.pNext;
+    if (has_float16) {
+        *tail = &float16;
+        tail = &float16.pNext;
+    }
+    if (has_size_control) {
+        *tail = &size_control_features;
+        tail = &size_control_features.pNext;
+    }
+    vk->GetPhysicalDeviceFeatures2(physical, &features);
+
+    VkPhysicalDeviceMemoryProperties memory;
+    vk->GetPhysicalDeviceMemoryProperties(physical, &memory);
+
+    const VkPhysicalDeviceLimits *limits = &properties.properties.limits;
+    posenc_device_info *info = &device->info;
+    info->type = device_type(properties.properties.deviceType);
+    posenc__copy_string(info->name, sizeof info->name, properties.properties.deviceName);
+    const char *vendor = vendor_name(properties.properties.vendorID);
+    if (vendor)
+        posenc__copy_string(info->vendor, sizeof info->vendor, vendor);
+    else
+        snprintf(info->vendor, sizeof info->vendor, "PCI vendor 0x%04x",
+                 properties.properties.vendorID);
+    uint32_t api = properties.properties.apiVersion;
+    if (has_driver_properties && driver.driverName[0])
+        snprintf(info->driver, sizeof info->driver, "%.40s %.60s, Vulkan %u.%u.%u",
+                 driver.driverName, driver.driverInfo, VK_API_VERSION_MAJOR(api),
+                 VK_API_VERSION_MINOR(api), VK_API_VERSION_PATCH(api));
+    else
+        snprintf(info->driver, sizeof info->driver, "driver 0x%x, Vulkan %u.%u.%u",
+                 properties.properties.driverVersion, VK_API_VERSION_MAJOR(api),
+                 VK_API_VERSION_MINOR(api), VK_API_VERSION_PATCH(api));
+    describe_memory(&memory, info->type == POSENC_DEVICE_DISCRETE_GPU, &info->memory_bytes,
+                    &record->unified);
+    info->unified_memory = record->unified;
+    info->fp16_storage = storage16.storageBuffer16BitAccess == VK_TRUE;
+    info->fp16_arithmetic = has_float16 && float16.shaderFloat16 == VK_TRUE;
+    info->bf16 = false;
+    info->fp64 = features.features.shaderFloat64 == VK_TRUE;
+    if (has_amd_cores)
+        info->compute_units = amd_cores.shaderEngineCount * amd_cores.shaderArraysPerEngineCount *
+                              amd_cores.computeUnitsPerShaderArray;
+    else if (has_nv_sms)
+        info->compute_units = nv_sms.shaderSMCount;
+    info->max_workgroup_size = limits->maxComputeWorkGroupInvocations;
+    /* With subgroup size control and a range of sizes, the compiler may pick any of them. */
+    bool variable = has_size_control && size_control_features.subgroupSizeControl &&
+                    size_control.minSubgroupSize != size_control.maxSubgroupSize;
+    info->subgroup_size = variable ? 0 : subgroup.subgroupSize;
+    record->max_allocation = maintenance3.maxMemoryAllocationSize;
+    info->max_buffer_bytes = record->max_allocation;
+    if (info->memory_bytes && info->memory_bytes < info->max_buffer_bytes)
+        info->max_buffer_bytes = info->memory_bytes;
+    info->max_binding_bytes = limits->maxStorageBufferRange;
+
+    memcpy(record->uuid, id.deviceUUID, VK_UUID_SIZE);
+    static const uint8_t zero[VK_UUID_SIZE];
+    record->has_uuid = memcmp(record->uuid, zero, VK_UUID_SIZE) != 0;
+    record->enumeration_index = index;
+    record->api_version = version;
+    record->vendor_id = properties.properties.vendorID;
+    record->device_id = properties.properties.deviceID;
+    memcpy(record->pipeline_cache_uuid, properties.properties.pipelineCacheUUID, VK_UUID_SIZE);
+    record->storage16 = info->fp16_storage;
+    record->max_binding = limits->maxStorageBufferRange;
+    record->binding_alignment = limits->minStorageBufferOffsetAlignment;
+    record->max_group_count = limits->maxComputeWorkGroupCount[0];
+    return true;
+}
+
+static bool seen_before(const posenc__device_list *list, uint32_t first,
+                        const posenc_vk_physical *record)
+{
+    if (!record->has_uuid)
+        return false;
+    for (uint32_t d = first; d < list->count; d++) {
+        const posenc_vk_physical *other = list->items[d].handle;
+        if (other->has_uuid && memcmp(other->uuid, record->uuid, VK_UUID_SIZE) == 0)
+            return true;
+    }
+    return false;
+}
+
+posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason)
+{
+    if (!posenc__spirv_enabled() || !posenc__spirv_find("rope_f32")) {
+        *reason = "built without the SPIR-V kernels (no GLSL compiler at build time)";
+        return POSENC_BACKEND_UNAVAILABLE;
+    }
+    posenc_vk_instance instance;
+    posenc_status status =
+        posenc_vk_instance_create(NULL, false, &instance, absent_reason, sizeof absent_reason);
+    if (status != POSENC_OK) {
+        *reason = absent_reason;
+        return POSENC_BACKEND_UNAVAILABLE;
+    }
+
+    uint32_t count = 0;
+    VkResult result = instance.fns.EnumeratePhysicalDevices(instance.handle, &count, NULL);
+    VkPhysicalDevice *physicals = NULL;
+    if (result == VK_SUCCESS && count) {
+        physicals = calloc(count, sizeof *physicals);
+        if (!physicals)
+            result = VK_ERROR_OUT_OF_HOST_MEMORY;
+        else
+            result = instance.fns.EnumeratePhysicalDevices(instance.handle, &count, physicals);
+        if (result == VK_INCOMPLETE)
+            result = VK_SUCCESS;
+    }
+    if (result != VK_SUCCESS) {
+        snprintf(absent_reason, sizeof absent_reason, "vkEnumeratePhysicalDevices failed: %s",
+                 posenc_vk_result_name(result));
+        free(physicals);
+        posenc_vk_instance_destroy(&instance);
+        *reason = absent_reason;
+        return POSENC_BACKEND_UNAVAILABLE;
+    }
+
+    uint32_t first = list->count;
+    uint32_t unusable = 0;
+    status = POSENC_OK;
+    for (uint32_t i = 0; i < count && status == POSENC_OK; i++) {
+        /* Records live as long as the device list: for the rest of the process. */
+        posenc_vk_physical *record = calloc(1, sizeof *record);
+        posenc__device device = {.handle = record};
+        if (!record) {
+            status = POSENC_OUT_OF_MEMORY;
+            break;
+        }
+        bool usable = describe(&instance, physicals[i], i, &device, record);
+        if (!usable || seen_before(list, first, record)) {
+            unusable += !usable;
+            free(record);
+            continue;
+        }
+        status = posenc__device_list_append(list, &device);
+        if (status != POSENC_OK)
+            free(record);
+    }
+    free(physicals);
+    if (status != POSENC_OK || list->count == first)
+        posenc_vk_instance_destroy(&instance);
+    else
+        enumeration_instance = instance;
+    if (status != POSENC_OK) {
+        for (uint32_t d = first; d < list->count; d++)
+            free(list->items[d].handle);
+        list->count = first;
+        *reason = "out of host memory";
+        return status;
+    }
+    if (list->count == first) {
+        if (count == 0)
+            posenc__copy_string(absent_reason, sizeof absent_reason,
+                                "no Vulkan driver or device (the loader found no physical "
+                                "device)");
+        else
+            snprintf(absent_reason, sizeof absent_reason,
+                     "no usable Vulkan device (%u without Vulkan 1.1 or a compute queue)",
+                     unusable);
+        *reason = absent_reason;
+        return POSENC_BACKEND_UNAVAILABLE;
+    }
+    return POSENC_OK;
+}

@@ -1,0 +1,201 @@
+/* Vulkan instances: the version and extensions posenc asks for, the Khronos validation layer
+ * when a context wants validation, and the debug messenger that forwards validation warnings
+ * and errors to the context's log. */
+#include "vulkan/vk_internal.h"
+
+#include "core/platform.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
+#define PORTABILITY_ENUMERATION "VK_KHR_portability_enumeration"
+#ifndef VK_KHR_portability_enumeration /* headers older than 1.3.216 */
+#define VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR 0x00000001
+#endif
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL forward_message(
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT types,
+    const VkDebugUtilsMessengerCallbackDataEXT *data, void *user_data)
+{
+    posenc_context *ctx = user_data;
+    const char *message = data && data->pMessage ? data->pMessage : "(no message)";
+    bool error = (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) != 0;
+    /* The loader's own notices ("VK_INSTANCE_LAYERS defined and adding layers") come at warning
+     * severity too; they describe the setup rather than a misuse of the API. */
+    bool loader = types == VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT && data &&
+                  data->pMessageIdName && strcmp(data->pMessageIdName, "Loader Message") == 0;
+    if (loader && !error)
+        posenc__log(ctx, POSENC_LOG_INFO, "vulkan loader: %s", message);
+    else
+        posenc__log(ctx, error ? POSENC_LOG_ERROR : POSENC_LOG_WARNING, "vulkan validation: %s",
+                    message);
+    return VK_FALSE; /* never abort the call that triggered it */
+}
+
+static bool has_extension(const VkExtensionProperties *extensions, uint32_t count,
+                          const char *name)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        if (strcmp(extensions[i].extensionName, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool has_layer(const posenc_vk_loader *loader, const char *name)
+{
+    uint32_t count = 0;
+    if (loader->EnumerateInstanceLayerProperties(&count, NULL) != VK_SUCCESS || count == 0)
+        return false;
+    VkLayerProperties *layers = calloc(count, sizeof *layers);
+    if (!layers)
+        return false;
+    bool found = false;
+    if (loader->EnumerateInstanceLayerProperties(&count, layers) >= 0) {
+        for (uint32_t i = 0; i < count && !found; i++)
+            found = strcmp(layers[i].layerName, name) == 0;
+    }
+    free(layers);
+    return found;
+}
+
+/* The instance extensions of the implementation and the implicit layers, plus those of `layer`
+ * when it is not NULL. */
+static VkExtensionProperties *instance_extensions(const posenc_vk_loader *loader,
+                                                  const char *layer, uint32_t *count)
+{
+    uint32_t base = 0, extra = 0;
+    *count = 0;
+    if (loader->EnumerateInstanceExtensionProperties(NULL, &base, NULL) != VK_SUCCESS)
+        base = 0;
+    if (layer && loader->EnumerateInstanceExtensionProperties(layer, &extra, NULL) != VK_SUCCESS)
+        extra = 0;
+    VkExtensionProperties *extensions = calloc(base + extra + 1, sizeof *extensions);
+    if (!extensions)
+        return NULL;
+    if (base && loader->EnumerateInstanceExtensionProperties(NULL, &base, extensions) < 0)
+        base = 0;
+    if (extra &&
+        loader->EnumerateInstanceExtensionProperties(layer, &extra, extensions + base) < 0)
+        extra = 0;
+    *count = base + extra;
+    return extensions;
+}
+
+posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation,
+                                        posenc_vk_instance *instance, char *message,
+                                        size_t message_size)
+{
+    memset(instance, 0, sizeof *instance);
+    const char *reason = NULL;
+    const posenc_vk_loader *loader = posenc_vk_loader_get(&reason);
+    if (!loader) {
+        posenc__copy_string(message, message_size, reason);
+        return POSENC_BACKEND_UNAVAILABLE;
+    }
+    instance->loader = loader;
+
+    bool with_layer = validation && log_ctx && has_layer(loader, VALIDATION_LAYER);
+    uint32_t extension_count = 0;
+    VkExtensionProperties *extensions =
+        instance_extensions(loader, with_layer ? VALIDATION_LAYER : NULL, &extension_count);
+    if (!extensions) {
+        posenc__copy_string(message, message_size, "out of host memory");
+        return POSENC_OUT_OF_MEMORY;
+    }
+    const char *enabled[2];
+    uint32_t enabled_count = 0;
+    VkInstanceCreateFlags flags = 0;
+    if (has_extension(extensions, extension_count, PORTABILITY_ENUMERATION)) {
+        enabled[enabled_count++] = PORTABILITY_ENUMERATION;
+        flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+    }
+    /* Layers may also come from VK_INSTANCE_LAYERS, unknown to posenc: their messages go to the
+     * log as well, rather than to the layers' default output. */
+    const char *env_layers = getenv("VK_INSTANCE_LAYERS");
+    bool messenger = log_ctx && (with_layer || (env_layers && *env_layers)) &&
+                     has_extension(extensions, extension_count,
+                                   VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    if (messenger)
+        enabled[enabled_count++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    free(extensions);
+
+    /* Vulkan 1.1 is the baseline; asking for up to 1.3 lets newer devices report their core
+     * properties. */
+    instance->api_version = loader->instance_version < VK_API_VERSION_1_3
+                                ? loader->instance_version
+                                : VK_API_VERSION_1_3;
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "posenc",
+        .pEngineName = "posenc",
+        .engineVersion = VK_MAKE_API_VERSION(0, POSENC_VERSION_MAJOR, POSENC_VERSION_MINOR,
+                                             POSENC_VERSION_PATCH),
+        .apiVersion = instance->api_version,
+    };
+    VkDebugUtilsMessengerCreateInfoEXT messenger_info = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = forward_message,
+        .pUserData = log_ctx,
+    };
+    const char *layers[] = {VALIDATION_LAYER};
+    VkInstanceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        /* Chained, so that messages of instance creation and destruction are caught too. */
+        .pNext = messenger ? &messenger_info : NULL,
+        .flags = flags,
+        .pApplicationInfo = &app,
+        .enabledLayerCount = with_layer ? 1 : 0,
+        .ppEnabledLayerNames = with_layer ? layers : NULL,
+        .enabledExtensionCount = enabled_count,
+        .ppEnabledExtensionNames = enabled_count ? enabled : NULL,
+    };
+    VkResult result = loader->CreateInstance(&info, NULL, &instance->handle);
+    if (result != VK_SUCCESS) {
+        instance->handle = VK_NULL_HANDLE;
+        if (result == VK_ERROR_INCOMPATIBLE_DRIVER)
+            snprintf(message, message_size,
+                     "no Vulkan driver found (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER)");
+        else
+            snprintf(message, message_size, "vkCreateInstance failed: %s",
+                     posenc_vk_result_name(result));
+        return result == VK_ERROR_INCOMPATIBLE_DRIVER ? POSENC_BACKEND_UNAVAILABLE
+                                                      : posenc_vk_status_of(result);
+    }
+    const char *missing = "";
+    if (!posenc_vk_load_instance_fns(loader, instance->handle, &instance->fns, &missing)) {
+        PFN_vkDestroyInstance destroy =
+            (PFN_vkDestroyInstance)loader->GetInstanceProcAddr(instance->handle,
+                                                               "vkDestroyInstance");
+        if (destroy)
+            destroy(instance->handle, NULL);
+        instance->handle = VK_NULL_HANDLE;
+        snprintf(message, message_size, "the Vulkan instance lacks %s", missing);
+        return POSENC_BACKEND_UNAVAILABLE;
+    }
+    instance->validation = with_layer;
+    if (messenger && instance->fns.CreateDebugUtilsMessengerEXT) {
+        result = instance->fns.CreateDebugUtilsMessengerEXT(instance->handle, &messenger_info,
+                                                            NULL, &instance->messenger);
+        if (result != VK_SUCCESS)
+            instance->messenger = VK_NULL_HANDLE; /* validation still runs, just unheard */
+    }
+    return POSENC_OK;
+}
+
+void posenc_vk_instance_destroy(posenc_vk_instance *instance)
+{
+    if (!instance->handle)
+        return;
+    if (instance->messenger && instance->fns.DestroyDebugUtilsMessengerEXT)
+        instance->fns.DestroyDebugUtilsMessengerEXT(instance->handle, instance->messenger, NULL);
+    instance->fns.DestroyInstance(instance->handle, NULL);
+    memset(instance, 0, sizeof *instance);
+}

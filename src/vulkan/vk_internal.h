@@ -1,0 +1,368 @@
+/* Private to the Vulkan backend: function tables, the enumerated device record, the context and
+ * buffer state, and the helpers the files of src/vulkan share. Compiled with VK_NO_PROTOTYPES:
+ * every Vulkan function comes from the loader at run time (vk_loader.c). */
+#ifndef POSENC_VK_INTERNAL_H
+#define POSENC_VK_INTERNAL_H
+
+#ifndef VK_NO_PROTOTYPES
+#define VK_NO_PROTOTYPES
+#endif
+#include <vulkan/vulkan.h>
+
+#include "core/internal.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Function tables (vk_loader.c)
+ */
+
+/* Instance functions every Vulkan 1.1 implementation has. */
+#define POSENC_VK_INSTANCE_FUNCTIONS(X)                                                           \
+    X(DestroyInstance)                                                                            \
+    X(EnumeratePhysicalDevices)                                                                   \
+    X(GetPhysicalDeviceProperties)                                                                \
+    X(GetPhysicalDeviceProperties2)                                                               \
+    X(GetPhysicalDeviceFeatures2)                                                                 \
+    X(GetPhysicalDeviceMemoryProperties)                                                          \
+    X(GetPhysicalDeviceQueueFamilyProperties)                                                     \
+    X(EnumerateDeviceExtensionProperties)                                                         \
+    X(CreateDevice)                                                                               \
+    X(GetDeviceProcAddr)
+
+/* Present only with VK_EXT_debug_utils. */
+#define POSENC_VK_DEBUG_FUNCTIONS(X)                                                              \
+    X(CreateDebugUtilsMessengerEXT)                                                               \
+    X(DestroyDebugUtilsMessengerEXT)
+
+#define POSENC_VK_DEVICE_FUNCTIONS(X)                                                             \
+    X(DestroyDevice)                                                                              \
+    X(GetDeviceQueue)                                                                             \
+    X(DeviceWaitIdle)                                                                             \
+    X(CreateBuffer)                                                                               \
+    X(DestroyBuffer)                                                                              \
+    X(GetBufferMemoryRequirements)                                                                \
+    X(AllocateMemory)                                                                             \
+    X(FreeMemory)                                                                                 \
+    X(BindBufferMemory)                                                                           \
+    X(MapMemory)                                                                                  \
+    X(CreateShaderModule)                                                                         \
+    X(DestroyShaderModule)                                                                        \
+    X(CreatePipelineCache)                                                                        \
+    X(DestroyPipelineCache)                                                                       \
+    X(GetPipelineCacheData)                                                                       \
+    X(CreateComputePipelines)                                                                     \
+    X(DestroyPipeline)                                                                            \
+    X(CreateDescriptorSetLayout)                                                                  \
+    X(DestroyDescriptorSetLayout)                                                                 \
+    X(CreatePipelineLayout)                                                                       \
+    X(DestroyPipelineLayout)                                                                      \
+    X(CreateDescriptorPool)                                                                       \
+    X(DestroyDescriptorPool)                                                                      \
+    X(ResetDescriptorPool)                                                                        \
+    X(AllocateDescriptorSets)                                                                     \
+    X(UpdateDescriptorSets)                                                                       \
+    X(CreateCommandPool)                                                                          \
+    X(DestroyCommandPool)                                                                         \
+    X(AllocateCommandBuffers)                                                                     \
+    X(ResetCommandBuffer)                                                                         \
+    X(BeginCommandBuffer)                                                                         \
+    X(EndCommandBuffer)                                                                           \
+    X(CmdBindPipeline)                                                                            \
+    X(CmdBindDescriptorSets)                                                                      \
+    X(CmdPushConstants)                                                                           \
+    X(CmdDispatch)                                                                                \
+    X(CmdPipelineBarrier)                                                                         \
+    X(CmdCopyBuffer)                                                                              \
+    X(CreateFence)                                                                                \
+    X(DestroyFence)                                                                               \
+    X(ResetFences)                                                                                \
+    X(WaitForFences)                                                                              \
+    X(QueueSubmit)
+
+#define POSENC_VK_MEMBER_(name) PFN_vk##name name;
+
+/* The loader, opened once per process and never closed. */
+typedef struct posenc_vk_loader {
+    PFN_vkGetInstanceProcAddr GetInstanceProcAddr;
+    PFN_vkCreateInstance CreateInstance;
+    PFN_vkEnumerateInstanceExtensionProperties EnumerateInstanceExtensionProperties;
+    PFN_vkEnumerateInstanceLayerProperties EnumerateInstanceLayerProperties;
+    uint32_t instance_version; /* what the loader supports: VK_API_VERSION_1_0 and up */
+    const char *library;       /* the file that was opened */
+} posenc_vk_loader;
+
+/* The loader, or NULL with a static reason ("libvulkan.so.1 not found"). Thread-safe. */
+const posenc_vk_loader *posenc_vk_loader_get(const char **reason);
+
+typedef struct posenc_vk_instance_fns {
+    POSENC_VK_INSTANCE_FUNCTIONS(POSENC_VK_MEMBER_)
+    POSENC_VK_DEBUG_FUNCTIONS(POSENC_VK_MEMBER_)
+} posenc_vk_instance_fns;
+
+typedef struct posenc_vk_device_fns {
+    POSENC_VK_DEVICE_FUNCTIONS(POSENC_VK_MEMBER_)
+} posenc_vk_device_fns;
+
+/* Fill the tables; false names the first missing function in `missing`. The debug functions
+ * are optional (NULL when absent). */
+bool posenc_vk_load_instance_fns(const posenc_vk_loader *loader, VkInstance instance,
+                                 posenc_vk_instance_fns *fns, const char **missing);
+bool posenc_vk_load_device_fns(const posenc_vk_instance_fns *instance_fns, VkDevice device,
+                               posenc_vk_device_fns *fns, const char **missing);
+
+/* ---------------------------------------------------------------------------------------------
+ * Instances (vk_instance.c)
+ */
+typedef struct posenc_vk_instance {
+    const posenc_vk_loader *loader;
+    VkInstance handle;
+    uint32_t api_version;                /* requested in VkApplicationInfo */
+    VkDebugUtilsMessengerEXT messenger;  /* VK_NULL_HANDLE when none */
+    bool validation;                     /* VK_LAYER_KHRONOS_validation enabled by posenc */
+    posenc_vk_instance_fns fns;
+} posenc_vk_instance;
+
+/* Creates an instance: portability enumeration when offered (MoltenVK), and with `log_ctx` and
+ * `validation`, the Khronos validation layer (when installed) plus a debug messenger that
+ * forwards warnings and errors to log_ctx's log. A messenger is also made when layers come from
+ * VK_INSTANCE_LAYERS. On failure writes a message and returns the status. */
+posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation,
+                                        posenc_vk_instance *instance, char *message,
+                                        size_t message_size);
+void posenc_vk_instance_destroy(posenc_vk_instance *instance);
+
+/* ---------------------------------------------------------------------------------------------
+ * Enumerated devices (vk_devices.c)
+ */
+typedef struct posenc_vk_physical {
+    uint8_t uuid[VK_UUID_SIZE];
+    bool has_uuid;                /* the driver reported a non-zero deviceUUID */
+    uint32_t enumeration_index;   /* among the physical devices, for devices without a UUID */
+    uint32_t api_version;
+    uint32_t vendor_id, device_id;
+    uint8_t pipeline_cache_uuid[VK_UUID_SIZE];
+    uint32_t queue_family;        /* a compute queue family */
+    bool storage16;               /* storageBuffer16BitAccess */
+    bool portability_subset;      /* VK_KHR_portability_subset must be enabled */
+    bool unified;                 /* device-local memory is host-visible (not discrete) */
+    uint64_t max_allocation;      /* bytes of one allocation */
+    uint64_t max_binding;         /* maxStorageBufferRange */
+    uint64_t binding_alignment;   /* minStorageBufferOffsetAlignment */
+    uint32_t max_group_count;     /* maxComputeWorkGroupCount[0] */
+} posenc_vk_physical;
+
+/* ---------------------------------------------------------------------------------------------
+ * Contexts and buffers
+ */
+
+/* The kernels, each created at first use. */
+typedef enum posenc_vk_kernel {
+    POSENC_VK_ROPE_F32,
+    POSENC_VK_ROPE_F16,
+    POSENC_VK_ROPE_BF16,
+    POSENC_VK_ROPE_F16_S16,
+    POSENC_VK_ROPE_BF16_S16,
+    POSENC_VK_SINUSOIDAL_F32,
+    POSENC_VK_SINUSOIDAL_F16,
+    POSENC_VK_SINUSOIDAL_BF16,
+    POSENC_VK_SINUSOIDAL_F16_S16,
+    POSENC_VK_SINUSOIDAL_BF16_S16,
+    POSENC_VK_COPY_U32,
+    POSENC_VK_COPY_U32X4,
+    POSENC_VK_KERNEL_COUNT
+} posenc_vk_kernel;
+
+/* Storage buffers of every kernel: set 0, bindings 0-3; push constants up to this size. */
+#define POSENC_VK_BINDINGS 4
+#define POSENC_VK_PUSH_BYTES 96
+/* Local size of every kernel (the shaders' local_size_x): within the 128 invocations every
+ * Vulkan device supports. */
+#define POSENC_VK_LOCAL_SIZE 64
+
+/* A buffer with its memory. `mapped` is set for host-visible memory (always coherent). */
+typedef struct posenc_vk_allocation {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    void *mapped;
+    uint64_t size;
+} posenc_vk_allocation;
+
+typedef struct posenc_vk_context {
+    posenc_vk_instance instance;
+    const posenc_vk_physical *physical;
+    VkPhysicalDevice physical_handle;
+    VkDevice device;
+    posenc_vk_device_fns fns;
+    VkQueue queue;
+    VkCommandPool command_pool;
+    VkCommandBuffer commands;
+    VkFence fence;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout pipeline_layout;
+    VkDescriptorPool *pools;      /* grown as one submission needs more sets */
+    uint32_t pool_count;
+    uint32_t pool_current;
+    VkPipelineCache pipeline_cache;
+    VkPipeline pipelines[POSENC_VK_KERNEL_COUNT];
+    uint32_t device_memory_type;  /* posenc buffers */
+    uint32_t host_memory_type;    /* staging: host-visible, coherent, cached when offered */
+    bool unified;                 /* posenc buffers are mapped: no staging copies */
+    bool storage16;               /* 16-bit storage enabled: the "_s16" kernels */
+    bool recording;               /* between posenc_vk_begin and posenc_vk_submit */
+    bool lost;                    /* the device was lost: every call fails */
+    posenc_vk_allocation params;  /* host-visible: frequencies, and the placeholder binding */
+    uint64_t params_id;           /* freqs_id of the table in `params` (0: none known) */
+    posenc_vk_allocation staging; /* host-visible: host data of operations, uploads, downloads */
+    uint64_t binding_limit;       /* bytes one binding may span (aligned down) */
+} posenc_vk_context;
+
+typedef struct posenc_vk_buffer {
+    posenc_vk_allocation allocation; /* none (zero) for wrapped host memory */
+} posenc_vk_buffer;
+
+/* vk_status.c: a VkResult as a posenc status, with the context error "vulkan: WHAT: NAME". A
+ * lost device marks the context lost. */
+posenc_status posenc_vk_fail(posenc_context *ctx, VkResult result, const char *what);
+posenc_status posenc_vk_status_of(VkResult result);
+const char *posenc_vk_result_name(VkResult result);
+
+/* vk_memory.c */
+/* A memory type with all `required` flags among `type_bits`, preferring also `preferred`;
+ * UINT32_MAX when none. */
+uint32_t posenc_vk_memory_type(const VkPhysicalDeviceMemoryProperties *memory, uint32_t type_bits,
+                               VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred);
+/* A storage/transfer buffer of `size` bytes in memory type `type` (mapped when host-visible). */
+posenc_status posenc_vk_allocate(posenc_context *ctx, uint64_t size, uint32_t type,
+                                 bool host_visible, const char *what,
+                                 posenc_vk_allocation *allocation);
+void posenc_vk_release(posenc_context *ctx, posenc_vk_allocation *allocation);
+/* Grows a host-visible allocation to at least `size` bytes (contents not kept). */
+posenc_status posenc_vk_reserve(posenc_context *ctx, posenc_vk_allocation *allocation,
+                                uint64_t size, const char *what);
+
+/* vk_context.c: one command buffer per context, recorded and submitted synchronously. */
+posenc_status posenc_vk_begin(posenc_context *ctx);
+/* Ends the recording with a barrier that makes shader and transfer writes visible to the host,
+ * submits, and waits. */
+posenc_status posenc_vk_submit(posenc_context *ctx);
+/* A descriptor set of the shared layout, valid until the next posenc_vk_begin. */
+posenc_status posenc_vk_descriptor_set(posenc_context *ctx, VkDescriptorSet *set);
+
+/* vk_pipeline.c */
+posenc_status posenc_vk_pipeline(posenc_context *ctx, posenc_vk_kernel kernel,
+                                 VkPipeline *pipeline);
+/* The pipeline cache from ctx->pipeline_cache_path (or empty), and its saving. */
+posenc_status posenc_vk_pipeline_cache_create(posenc_context *ctx);
+void posenc_vk_pipeline_cache_save(posenc_context *ctx);
+
+/* ---------------------------------------------------------------------------------------------
+ * Placing views on the device (vk_staging.c) and splitting work into bindable windows
+ * (vk_dispatch.c)
+ */
+
+/* Where a view's bytes are on the device. */
+typedef struct posenc_vk_place {
+    VkBuffer buffer;      /* VK_NULL_HANDLE: not bound (an absent view) */
+    uint64_t buffer_size;
+    uint64_t offset;      /* bytes from the buffer's start to the view's element 0 */
+} posenc_vk_place;
+
+#define POSENC_VK_MAX_VIEWS 6
+
+/* Host-memory views (host tensors, buffers wrapping host memory) copied into the staging
+ * buffer for one operation: the byte ranges they span, overlapping ones merged into one copy,
+ * and the output views, whose elements alone are copied back. */
+typedef struct posenc_vk_staging {
+    struct {
+        uint8_t *host;
+        uint64_t size;
+        uint64_t offset; /* in the staging buffer */
+    } intervals[POSENC_VK_MAX_VIEWS];
+    uint32_t count;
+    struct {
+        const posenc__view *view;
+        uint8_t *host;   /* element 0 in host memory */
+        uint64_t offset; /* element 0 in the staging buffer */
+    } outputs[POSENC_VK_MAX_VIEWS];
+    uint32_t output_count;
+    posenc_vk_allocation temporary; /* used instead of ctx's staging buffer when larger */
+} posenc_vk_staging;
+
+/* Places each view (NULL: absent), copying host-memory ones to the device; `outputs[i]` marks
+ * views the operation writes. `names` name the views in messages. */
+posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *const *views,
+                                    const bool *outputs, const char *const *names,
+                                    uint32_t count, posenc_vk_place *places,
+                                    posenc_vk_staging *staging);
+/* Copies the elements of the outputs back to host memory (when `copy_back`; the bytes between
+ * them, such as the v slice of a fused qkv tensor, are left alone) and frees the staging. */
+void posenc_vk_unstage(posenc_context *ctx, posenc_vk_staging *staging, bool copy_back);
+/* Puts `count` frequencies into the context's params buffer as uint triplets (int_turns,
+ * frac_hi, frac_lo), unless the table `id` (a freqs_id; 0: unknown) is there already. */
+posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs, uint32_t count,
+                                  uint64_t id);
+
+/* One kernel binding over a box of up to three dims: the byte range that the cells of a box
+ * touch is offset + sum(start[k] * strides[k]) for (count[k] - 1) * strides[k] + inner bytes. */
+typedef struct posenc_vk_binding {
+    posenc_vk_place place; /* buffer VK_NULL_HANDLE: the placeholder is bound */
+    int64_t strides[3];    /* bytes per step of each box dim (0: independent of it) */
+    int64_t inner;         /* bytes one cell spans */
+    uint32_t element_size; /* the kernel's index unit, in bytes */
+    const char *name;      /* the view's name, for messages */
+} posenc_vk_binding;
+
+typedef struct posenc_vk_box {
+    int64_t start[3];
+    int64_t count[3];
+} posenc_vk_box;
+
+/* What one dispatch binds: the descriptor ranges, and the element index of each binding's box
+ * origin inside its range. */
+typedef struct posenc_vk_windows {
+    VkDescriptorBufferInfo infos[POSENC_VK_BINDINGS];
+    uint32_t first[POSENC_VK_BINDINGS];
+} posenc_vk_windows;
+
+/* Records one dispatch of a box. */
+typedef posenc_status (*posenc_vk_record_fn)(posenc_context *ctx, const posenc_vk_box *box,
+                                             const posenc_vk_windows *windows, void *user);
+
+/* Splits `shape` into boxes whose every binding fits in one descriptor range
+ * (maxStorageBufferRange) and whose cells times `units_per_cell` fit in 31 bits, and records
+ * each with `record`. Bindings past `binding_count` get the placeholder; binding 3 of every
+ * kernel is the params buffer from `params_offset` when `params_size` > 0. */
+posenc_status posenc_vk_split(posenc_context *ctx, const posenc_vk_binding *bindings,
+                              uint32_t binding_count, const int64_t shape[3],
+                              uint64_t units_per_cell, uint64_t params_size,
+                              posenc_vk_record_fn record, void *user);
+/* Binds `kernel` with `windows` and `push` and dispatches enough groups for `invocations`
+ * (within maxComputeWorkGroupCount; the kernels loop over the rest). */
+posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
+                                 const posenc_vk_windows *windows, const void *push,
+                                 uint32_t push_size, uint64_t invocations);
+
+/* Element size of a dtype as the kernels index it. */
+static inline uint32_t posenc_vk_element_size(posenc_dtype dtype)
+{
+    return (uint32_t)posenc_dtype_size(dtype);
+}
+
+/* The operations (vk_rope.c, vk_sinusoidal.c, vk_roofline.c) and buffers (vk_buffer.c). */
+posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op);
+posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
+posenc_status posenc_vk_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                                 uint64_t bytes, bool write_only);
+posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf);
+void posenc_vk_buffer_fini(posenc_context *ctx, posenc_buffer *buf);
+posenc_status posenc_vk_buffer_upload(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                                      const void *data, uint64_t size);
+posenc_status posenc_vk_buffer_download(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                                        void *data, uint64_t size);
+void *posenc_vk_buffer_host_address(posenc_context *ctx, posenc_buffer *buf);
+
+/* vk_devices.c and vk_context.c */
+posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason);
+posenc_status posenc_vk_context_init(posenc_context *ctx, const posenc__device *device);
+void posenc_vk_context_fini(posenc_context *ctx);
+
+#endif

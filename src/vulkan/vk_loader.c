@@ -1,0 +1,128 @@
+/* Loading the Vulkan loader at run time and filling the per-instance and per-device function
+ * tables through vkGetInstanceProcAddr / vkGetDeviceProcAddr. The library never links libvulkan,
+ * so one binary runs on machines without it. */
+#include "vulkan/vk_internal.h"
+
+#include "core/platform.h"
+
+#include <string.h>
+
+static struct {
+    posenc__once once;
+    posenc_vk_loader loader;
+    const char *reason;
+    bool ok;
+} state;
+
+static const char *const library_names[] = {
+#if defined(_WIN32)
+    "vulkan-1.dll",
+#elif defined(__APPLE__)
+    "libvulkan.1.dylib", "libvulkan.dylib", "libMoltenVK.dylib",
+#else
+    "libvulkan.so.1", "libvulkan.so",
+#endif
+};
+
+static void load(void)
+{
+    void *library = NULL;
+    const char *name = NULL;
+    for (size_t i = 0; i < sizeof library_names / sizeof library_names[0] && !library; i++) {
+        name = library_names[i];
+        library = posenc__library_open(name);
+    }
+    if (!library) {
+        state.reason = "the Vulkan loader ("
+#if defined(_WIN32)
+                       "vulkan-1.dll"
+#elif defined(__APPLE__)
+                       "libvulkan.1.dylib or MoltenVK"
+#else
+                       "libvulkan.so.1"
+#endif
+                       ") was not found";
+        return;
+    }
+    posenc_vk_loader *loader = &state.loader;
+    void *symbol = posenc__library_symbol(library, "vkGetInstanceProcAddr");
+    /* A data pointer to a function pointer: what dlsym requires on every platform we know. */
+    memcpy(&loader->GetInstanceProcAddr, &symbol, sizeof symbol);
+    if (!loader->GetInstanceProcAddr) {
+        posenc__library_close(library);
+        state.reason = "the Vulkan loader has no vkGetInstanceProcAddr";
+        return;
+    }
+    loader->CreateInstance =
+        (PFN_vkCreateInstance)loader->GetInstanceProcAddr(VK_NULL_HANDLE, "vkCreateInstance");
+    loader->EnumerateInstanceExtensionProperties =
+        (PFN_vkEnumerateInstanceExtensionProperties)loader->GetInstanceProcAddr(
+            VK_NULL_HANDLE, "vkEnumerateInstanceExtensionProperties");
+    loader->EnumerateInstanceLayerProperties =
+        (PFN_vkEnumerateInstanceLayerProperties)loader->GetInstanceProcAddr(
+            VK_NULL_HANDLE, "vkEnumerateInstanceLayerProperties");
+    PFN_vkEnumerateInstanceVersion enumerate_version =
+        (PFN_vkEnumerateInstanceVersion)loader->GetInstanceProcAddr(VK_NULL_HANDLE,
+                                                                    "vkEnumerateInstanceVersion");
+    if (!loader->CreateInstance || !loader->EnumerateInstanceExtensionProperties ||
+        !loader->EnumerateInstanceLayerProperties) {
+        posenc__library_close(library);
+        state.reason = "the Vulkan loader lacks its global functions";
+        return;
+    }
+    loader->instance_version = VK_API_VERSION_1_0;
+    if (enumerate_version && enumerate_version(&loader->instance_version) != VK_SUCCESS)
+        loader->instance_version = VK_API_VERSION_1_0;
+    if (loader->instance_version < VK_API_VERSION_1_1) {
+        posenc__library_close(library);
+        state.reason = "the Vulkan loader supports only Vulkan 1.0 (posenc needs 1.1)";
+        return;
+    }
+    loader->library = name;
+    /* The library stays open for the life of the process: instances may come and go. */
+    state.ok = true;
+}
+
+const posenc_vk_loader *posenc_vk_loader_get(const char **reason)
+{
+    posenc__run_once(&state.once, load);
+    if (!state.ok) {
+        *reason = state.reason;
+        return NULL;
+    }
+    return &state.loader;
+}
+
+bool posenc_vk_load_instance_fns(const posenc_vk_loader *loader, VkInstance instance,
+                                 posenc_vk_instance_fns *fns, const char **missing)
+{
+    memset(fns, 0, sizeof *fns);
+#define LOAD_(name)                                                                               \
+    fns->name = (PFN_vk##name)loader->GetInstanceProcAddr(instance, "vk" #name);                  \
+    if (!fns->name) {                                                                             \
+        *missing = "vk" #name;                                                                    \
+        return false;                                                                             \
+    }
+    POSENC_VK_INSTANCE_FUNCTIONS(LOAD_)
+#undef LOAD_
+#define LOAD_OPTIONAL_(name)                                                                      \
+    fns->name = (PFN_vk##name)loader->GetInstanceProcAddr(instance, "vk" #name);
+    POSENC_VK_DEBUG_FUNCTIONS(LOAD_OPTIONAL_)
+#undef LOAD_OPTIONAL_
+    return true;
+}
+
+bool posenc_vk_load_device_fns(const posenc_vk_instance_fns *instance_fns, VkDevice device,
+                               posenc_vk_device_fns *fns, const char **missing)
+{
+    memset(fns, 0, sizeof *fns);
+#define LOAD_(name)                                                                               \
+    fns->name = (PFN_vk##name)instance_fns->GetDeviceProcAddr(device, "vk" #name);                \
+    if (!fns->name) {                                                                             \
+        *missing = "vk" #name;                                                                    \
+        return false;                                                                             \
+    }
+    POSENC_VK_DEVICE_FUNCTIONS(LOAD_)
+#undef LOAD_
+    return true;
+}

@@ -1,0 +1,103 @@
+/* Device memory: choosing memory types, and storage buffers with their own allocation. */
+#include "vulkan/vk_internal.h"
+
+uint32_t posenc_vk_memory_type(const VkPhysicalDeviceMemoryProperties *memory, uint32_t type_bits,
+                               VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred)
+{
+    uint32_t found = UINT32_MAX;
+    for (uint32_t t = 0; t < memory->memoryTypeCount; t++) {
+        VkMemoryPropertyFlags flags = memory->memoryTypes[t].propertyFlags;
+        if (!(type_bits & (1u << t)) || (flags & required) != required)
+            continue;
+        if ((flags & preferred) == preferred)
+            return t;
+        if (found == UINT32_MAX)
+            found = t;
+    }
+    return found;
+}
+
+posenc_status posenc_vk_allocate(posenc_context *ctx, uint64_t size, uint32_t type,
+                                 bool host_visible, const char *what,
+                                 posenc_vk_allocation *allocation)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    posenc_vk_allocation made = {0};
+    /* Whole 16-byte blocks: a kernel binding may round its range up to a word or a vector. */
+    made.size = (size + 15) & ~(uint64_t)15;
+    if (made.size > vk->physical->max_allocation)
+        return posenc__fail(ctx, POSENC_OUT_OF_DEVICE_MEMORY,
+                            "%s: %llu bytes is more than the device allocates at once (%llu)", what,
+                            (unsigned long long)made.size,
+                            (unsigned long long)vk->physical->max_allocation);
+    VkBufferCreateInfo buffer_info = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .size = made.size,
+        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+    };
+    VkResult result = vk->fns.CreateBuffer(vk->device, &buffer_info, NULL, &made.buffer);
+    if (result != VK_SUCCESS)
+        return posenc_vk_fail(ctx, result, what);
+    VkMemoryRequirements requirements;
+    vk->fns.GetBufferMemoryRequirements(vk->device, made.buffer, &requirements);
+    if (!(requirements.memoryTypeBits & (1u << type))) {
+        vk->fns.DestroyBuffer(vk->device, made.buffer, NULL);
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "%s: storage buffers cannot use memory type %u on this device", what,
+                            type);
+    }
+    VkMemoryAllocateInfo allocate = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+        .allocationSize = requirements.size,
+        .memoryTypeIndex = type,
+    };
+    result = vk->fns.AllocateMemory(vk->device, &allocate, NULL, &made.memory);
+    if (result == VK_SUCCESS)
+        result = vk->fns.BindBufferMemory(vk->device, made.buffer, made.memory, 0);
+    if (result == VK_SUCCESS && host_visible)
+        result = vk->fns.MapMemory(vk->device, made.memory, 0, VK_WHOLE_SIZE, 0, &made.mapped);
+    if (result != VK_SUCCESS) {
+        posenc_vk_release(ctx, &made);
+        return posenc_vk_fail(ctx, result, what);
+    }
+    *allocation = made;
+    return POSENC_OK;
+}
+
+void posenc_vk_release(posenc_context *ctx, posenc_vk_allocation *allocation)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    if (allocation->buffer)
+        vk->fns.DestroyBuffer(vk->device, allocation->buffer, NULL);
+    if (allocation->memory)
+        vk->fns.FreeMemory(vk->device, allocation->memory, NULL); /* unmaps too */
+    *allocation = (posenc_vk_allocation){0};
+}
+
+posenc_status posenc_vk_reserve(posenc_context *ctx, posenc_vk_allocation *allocation,
+                                uint64_t size, const char *what)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    if (allocation->buffer && allocation->size >= size)
+        return POSENC_OK;
+    /* Grow by at least half again, so that slowly growing requests reallocate rarely. */
+    uint64_t grown = allocation->size + allocation->size / 2;
+    if (grown > vk->physical->max_allocation)
+        grown = vk->physical->max_allocation;
+    posenc_vk_allocation made;
+    posenc_status status = POSENC_OUT_OF_DEVICE_MEMORY;
+    if (size < grown) {
+        status = posenc_vk_allocate(ctx, grown, vk->host_memory_type, true, what, &made);
+        if (status != POSENC_OK)
+            posenc__clear_error(ctx); /* retried below with what is needed */
+    }
+    if (status != POSENC_OK)
+        status = posenc_vk_allocate(ctx, size, vk->host_memory_type, true, what, &made);
+    if (status != POSENC_OK)
+        return status;
+    posenc_vk_release(ctx, allocation);
+    *allocation = made;
+    return POSENC_OK;
+}

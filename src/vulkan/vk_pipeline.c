@@ -1,0 +1,185 @@
+/* Compute pipelines, each created at its first use from the embedded SPIR-V, through a
+ * VkPipelineCache that is loaded from and saved to the context's pipeline_cache_path. */
+#include "vulkan/vk_internal.h"
+
+#include "core/kernels.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Variant names of shaders/variants.cmake, in posenc_vk_kernel order. */
+static const char *const kernel_names[POSENC_VK_KERNEL_COUNT] = {
+    [POSENC_VK_ROPE_F32] = "rope_f32",
+    [POSENC_VK_ROPE_F16] = "rope_f16",
+    [POSENC_VK_ROPE_BF16] = "rope_bf16",
+    [POSENC_VK_ROPE_F16_S16] = "rope_f16_s16",
+    [POSENC_VK_ROPE_BF16_S16] = "rope_bf16_s16",
+    [POSENC_VK_SINUSOIDAL_F32] = "sinusoidal_f32",
+    [POSENC_VK_SINUSOIDAL_F16] = "sinusoidal_f16",
+    [POSENC_VK_SINUSOIDAL_BF16] = "sinusoidal_bf16",
+    [POSENC_VK_SINUSOIDAL_F16_S16] = "sinusoidal_f16_s16",
+    [POSENC_VK_SINUSOIDAL_BF16_S16] = "sinusoidal_bf16_s16",
+    [POSENC_VK_COPY_U32] = "copy_u32",
+    [POSENC_VK_COPY_U32X4] = "copy_u32x4",
+};
+
+/* Caches larger than this are not read (a wrong path, not a cache). */
+#define MAX_CACHE_BYTES (UINT64_C(1) << 30)
+
+posenc_status posenc_vk_pipeline(posenc_context *ctx, posenc_vk_kernel kernel,
+                                 VkPipeline *pipeline)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    if (vk->pipelines[kernel]) {
+        *pipeline = vk->pipelines[kernel];
+        return POSENC_OK;
+    }
+    const posenc__spirv *spirv = posenc__spirv_find(kernel_names[kernel]);
+    if (!spirv)
+        return posenc__fail(ctx, POSENC_KERNEL_BUILD_FAILED,
+                            "vulkan: kernel %s is not embedded in this build",
+                            kernel_names[kernel]);
+    VkShaderModuleCreateInfo module_info = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = spirv->word_count * sizeof(uint32_t),
+        .pCode = spirv->words,
+    };
+    VkShaderModule module;
+    VkResult result = vk->fns.CreateShaderModule(vk->device, &module_info, NULL, &module);
+    if (result != VK_SUCCESS) {
+        posenc_status status = posenc_vk_fail(ctx, result, "vkCreateShaderModule");
+        return status == POSENC_DEVICE_ERROR ? POSENC_KERNEL_BUILD_FAILED : status;
+    }
+    VkComputePipelineCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage =
+            {
+                .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                .module = module,
+                .pName = "main",
+            },
+        .layout = vk->pipeline_layout,
+    };
+    result = vk->fns.CreateComputePipelines(vk->device, vk->pipeline_cache, 1, &info, NULL,
+                                            &vk->pipelines[kernel]);
+    vk->fns.DestroyShaderModule(vk->device, module, NULL);
+    if (result != VK_SUCCESS) {
+        vk->pipelines[kernel] = VK_NULL_HANDLE;
+        posenc_status status = posenc_vk_fail(ctx, result, kernel_names[kernel]);
+        return status == POSENC_DEVICE_ERROR ? POSENC_KERNEL_BUILD_FAILED : status;
+    }
+    *pipeline = vk->pipelines[kernel];
+    return POSENC_OK;
+}
+
+/* The file's bytes, or NULL when it cannot be read (absent: a first run). */
+static void *read_file(const char *path, size_t *size)
+{
+    FILE *file = fopen(path, "rb");
+    if (!file)
+        return NULL;
+    void *data = NULL;
+    long length = -1;
+    if (fseek(file, 0, SEEK_END) == 0)
+        length = ftell(file);
+    if (length > 0 && (uint64_t)length <= MAX_CACHE_BYTES && fseek(file, 0, SEEK_SET) == 0) {
+        data = malloc((size_t)length);
+        if (data && fread(data, 1, (size_t)length, file) != (size_t)length) {
+            free(data);
+            data = NULL;
+        }
+    }
+    fclose(file);
+    *size = data ? (size_t)length : 0;
+    return data;
+}
+
+/* Whether `data` is a cache of this very device and driver (the header of
+ * VK_PIPELINE_CACHE_HEADER_VERSION_ONE). Drivers check this too; checking first keeps a cache
+ * from another GPU away from drivers that check less. */
+static bool cache_matches(const posenc_vk_physical *physical, const uint8_t *data, size_t size)
+{
+    uint32_t words[4];
+    if (size < 16 + VK_UUID_SIZE)
+        return false;
+    memcpy(words, data, sizeof words);
+    return words[0] >= 16 + VK_UUID_SIZE && words[0] <= size &&
+           words[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE && words[2] == physical->vendor_id &&
+           words[3] == physical->device_id &&
+           memcmp(data + 16, physical->pipeline_cache_uuid, VK_UUID_SIZE) == 0;
+}
+
+posenc_status posenc_vk_pipeline_cache_create(posenc_context *ctx)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    size_t size = 0;
+    void *data = NULL;
+    if (ctx->pipeline_cache_path) {
+        data = read_file(ctx->pipeline_cache_path, &size);
+        if (data && !cache_matches(vk->physical, data, size)) {
+            posenc__log(ctx, POSENC_LOG_INFO,
+                        "vulkan: pipeline cache %s is not for this device and driver; starting "
+                        "an empty one",
+                        ctx->pipeline_cache_path);
+            free(data);
+            data = NULL;
+            size = 0;
+        }
+    }
+    VkPipelineCacheCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+        .initialDataSize = size,
+        .pInitialData = data,
+    };
+    VkResult result = vk->fns.CreatePipelineCache(vk->device, &info, NULL, &vk->pipeline_cache);
+    if (result != VK_SUCCESS && data) { /* a driver refusing the data: start empty */
+        info.initialDataSize = 0;
+        info.pInitialData = NULL;
+        result = vk->fns.CreatePipelineCache(vk->device, &info, NULL, &vk->pipeline_cache);
+    }
+    free(data);
+    if (result != VK_SUCCESS) {
+        vk->pipeline_cache = VK_NULL_HANDLE;
+        return posenc_vk_fail(ctx, result, "vkCreatePipelineCache");
+    }
+    return POSENC_OK;
+}
+
+void posenc_vk_pipeline_cache_save(posenc_context *ctx)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    if (!ctx->pipeline_cache_path || !vk->pipeline_cache || vk->lost)
+        return;
+    const char *path = ctx->pipeline_cache_path;
+    size_t size = 0;
+    VkResult result = vk->fns.GetPipelineCacheData(vk->device, vk->pipeline_cache, &size, NULL);
+    void *data = result == VK_SUCCESS && size ? malloc(size) : NULL;
+    if (data)
+        result = vk->fns.GetPipelineCacheData(vk->device, vk->pipeline_cache, &size, data);
+    /* Written beside the target and renamed over it, so that a reader never sees half a file. */
+    size_t path_length = strlen(path);
+    char *temporary = data && result == VK_SUCCESS ? malloc(path_length + 32) : NULL;
+    bool saved = false;
+    if (temporary) {
+        snprintf(temporary, path_length + 32, "%s.%p.tmp", path, (void *)ctx);
+        FILE *file = fopen(temporary, "wb");
+        if (file) {
+            saved = fwrite(data, 1, size, file) == size;
+            saved = fclose(file) == 0 && saved;
+#if defined(_WIN32)
+            if (saved)
+                remove(path);
+#endif
+            saved = saved && rename(temporary, path) == 0;
+            if (!saved)
+                remove(temporary);
+        }
+    }
+    if (!saved)
+        posenc__log(ctx, POSENC_LOG_WARNING, "vulkan: could not save the pipeline cache to %s",
+                    path);
+    free(temporary);
+    free(data);
+}

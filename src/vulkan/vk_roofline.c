@@ -1,0 +1,65 @@
+/* The copy roofline of `posenc bench` on Vulkan (shaders/copy.comp): the same bytes, the same
+ * kind of dispatch and the same splitting as the operations, with nothing but loads and stores. */
+#include "vulkan/vk_internal.h"
+
+typedef struct copy_push {
+    uint32_t offset, count, mask, flags;
+} copy_push;
+
+typedef struct copy_job {
+    posenc_vk_kernel kernel;
+    bool write_only;
+} copy_job;
+
+static posenc_status record_copy(posenc_context *ctx, const posenc_vk_box *box,
+                                 const posenc_vk_windows *windows, void *user)
+{
+    const copy_job *job = user;
+    copy_push push = {
+        .offset = windows->first[0],
+        .count = (uint32_t)box->count[0],
+        .mask = 0,
+        .flags = job->write_only ? 1u : 0u,
+    };
+    return posenc_vk_dispatch(ctx, job->kernel, windows, &push, sizeof push,
+                              (uint64_t)box->count[0]);
+}
+
+posenc_status posenc_vk_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                                 uint64_t bytes, bool write_only)
+{
+    /* The range as a view of words, so that wrapped host memory is staged like any view. */
+    posenc__view view = {
+        .buffer = buf,
+        .offset = offset,
+        .dtype = POSENC_DTYPE_I32,
+        .shape = {1, 1, 1, (int64_t)(bytes / 4)},
+        .strides = {(int64_t)bytes, (int64_t)bytes, (int64_t)bytes, 4},
+    };
+    const posenc__view *views[1] = {&view};
+    const bool outputs[1] = {true};
+    static const char *const names[1] = {"buffer"};
+    posenc_vk_place place;
+    posenc_vk_staging staging;
+    posenc_status status = posenc_vk_place_views(ctx, views, outputs, names, 1, &place, &staging);
+    if (status == POSENC_OK)
+        status = posenc_vk_begin(ctx);
+    if (status == POSENC_OK) {
+        bool vec4 = place.offset % 16 == 0 && bytes % 16 == 0;
+        uint32_t element = vec4 ? 16 : 4;
+        posenc_vk_binding binding = {
+            .place = place,
+            .strides = {element, 0, 0},
+            .inner = element,
+            .element_size = element,
+            .name = "buffer",
+        };
+        copy_job job = {vec4 ? POSENC_VK_COPY_U32X4 : POSENC_VK_COPY_U32, write_only};
+        int64_t shape[3] = {(int64_t)(bytes / element), 1, 1};
+        status = posenc_vk_split(ctx, &binding, 1, shape, 1, 0, record_copy, &job);
+    }
+    if (status == POSENC_OK)
+        status = posenc_vk_submit(ctx);
+    posenc_vk_unstage(ctx, &staging, status == POSENC_OK);
+    return status;
+}

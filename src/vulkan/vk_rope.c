@@ -1,0 +1,184 @@
+/* RoPE on Vulkan (shaders/rope.comp): q and k each in their own dispatches of one submission,
+ * split where a tensor is larger than one binding may address. */
+#include "vulkan/vk_internal.h"
+
+/* Enough invocations to fill a large GPU: below this, heads are spread over more invocations
+ * (each computing its own sin and cos); above it, one invocation rotates every head. */
+#define TARGET_INVOCATIONS (UINT64_C(1) << 18)
+
+/* The Params block of rope.comp. */
+typedef struct rope_push {
+    uint32_t in_offset, in_stride_batch, in_stride_token, in_stride_head, in_stride_dim;
+    uint32_t out_offset, out_stride_batch, out_stride_token, out_stride_head, out_stride_dim;
+    uint32_t positions_offset, positions_stride_batch, positions_stride_token;
+    uint32_t batch, tokens, heads, heads_per_invocation, pairs, head_dim;
+    int32_t position_offset;
+    uint32_t flags;
+    float attention_factor;
+} rope_push;
+
+_Static_assert(sizeof(rope_push) == 88 && sizeof(rope_push) <= POSENC_VK_PUSH_BYTES,
+               "rope.comp's push constants");
+
+enum { FLAG_GPTJ = 1, POSITIONS_SHIFT = 1, FLAG_INVERSE = 8, FLAG_IN_PLACE = 16 };
+enum { BINDING_OUT = 0, BINDING_IN = 1, BINDING_POSITIONS = 2 };
+
+typedef struct rope_job {
+    const posenc__rope_op *op;
+    const posenc__view *in, *out;
+    bool in_place;
+    posenc_vk_kernel kernel;
+    uint32_t pass_units; /* per row: pass-through dims copied two by two, out of place */
+} rope_job;
+
+/* A stride in kernel elements along a dim the box spans; 0 where the box has one index, so
+ * that huge strides of unit dims never reach 32 bits. */
+static uint32_t element_stride(int64_t stride_bytes, uint32_t element, int64_t count)
+{
+    return count > 1 ? (uint32_t)(stride_bytes / element) : 0;
+}
+
+static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
+                                 const posenc_vk_windows *windows, void *user)
+{
+    const rope_job *job = user;
+    const posenc__rope_op *op = job->op;
+    uint32_t e = posenc_vk_element_size(job->out->dtype);
+    int64_t batch = box->count[0], tokens = box->count[1], heads = box->count[2];
+    uint64_t rows = (uint64_t)(batch * tokens);
+    uint64_t per_row = op->rotary_dim / 2 + job->pass_units;
+
+    uint64_t chunks = (TARGET_INVOCATIONS + rows * per_row - 1) / (rows * per_row);
+    if (chunks > (uint64_t)heads)
+        chunks = (uint64_t)heads;
+    uint64_t per_invocation = ((uint64_t)heads + chunks - 1) / chunks;
+    chunks = ((uint64_t)heads + per_invocation - 1) / per_invocation;
+
+    const posenc__view *in = job->in_place ? job->out : job->in;
+    rope_push push = {
+        .in_offset = windows->first[BINDING_IN],
+        .in_stride_batch = element_stride(in->strides[0], e, batch),
+        .in_stride_token = element_stride(in->strides[1], e, tokens),
+        .in_stride_head = element_stride(in->strides[2], e, heads),
+        .in_stride_dim = element_stride(in->strides[3], e, op->head_dim),
+        .out_offset = windows->first[BINDING_OUT],
+        .out_stride_batch = element_stride(job->out->strides[0], e, batch),
+        .out_stride_token = element_stride(job->out->strides[1], e, tokens),
+        .out_stride_head = element_stride(job->out->strides[2], e, heads),
+        .out_stride_dim = element_stride(job->out->strides[3], e, op->head_dim),
+        .batch = (uint32_t)batch,
+        .tokens = (uint32_t)tokens,
+        .heads = (uint32_t)heads,
+        .heads_per_invocation = (uint32_t)per_invocation,
+        .pairs = op->rotary_dim / 2,
+        .head_dim = (uint32_t)op->head_dim,
+        /* Absent positions: the box's first token is token start[1]; the front end checked
+         * that position_offset + tokens - 1 stays an int32. */
+        .position_offset = (int32_t)((int64_t)op->position_offset + box->start[1]),
+        .flags = (op->style == POSENC_ROPE_GPTJ ? FLAG_GPTJ : 0u) |
+                 (op->inverse ? FLAG_INVERSE : 0u) | (job->in_place ? FLAG_IN_PLACE : 0u),
+        .attention_factor = op->attention_factor,
+    };
+    if (op->has_positions) {
+        push.positions_offset = windows->first[BINDING_POSITIONS];
+        push.positions_stride_batch =
+            op->positions_per_batch ? element_stride(op->positions.strides[2], 4, batch) : 0;
+        push.positions_stride_token = element_stride(op->positions.strides[3], 4, tokens);
+        push.flags |= (op->positions.dtype == POSENC_DTYPE_I32 ? 1u : 2u) << POSITIONS_SHIFT;
+    }
+    return posenc_vk_dispatch(ctx, job->kernel, windows, &push, sizeof push,
+                              per_row * rows * chunks);
+}
+
+static posenc_vk_kernel rope_kernel(const posenc_vk_context *vk, posenc_dtype dtype)
+{
+    switch (dtype) {
+    case POSENC_DTYPE_F16: return vk->storage16 ? POSENC_VK_ROPE_F16_S16 : POSENC_VK_ROPE_F16;
+    case POSENC_DTYPE_BF16: return vk->storage16 ? POSENC_VK_ROPE_BF16_S16 : POSENC_VK_ROPE_BF16;
+    default: return POSENC_VK_ROPE_F32;
+    }
+}
+
+/* One tensor (q or k): its bindings over [batch, tokens, heads] and the split dispatches. */
+static posenc_status rope_tensor(posenc_context *ctx, const posenc__rope_op *op,
+                                 const posenc__view *in, const posenc__view *out, bool in_place,
+                                 const posenc_vk_place *in_place_of, const posenc_vk_place *out_at,
+                                 const posenc_vk_place *positions_at, const char *in_name,
+                                 const char *out_name)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    uint32_t e = posenc_vk_element_size(out->dtype);
+    posenc_vk_binding bindings[3] = {
+        {.place = *out_at,
+         .strides = {out->strides[0], out->strides[1], out->strides[2]},
+         .inner = (op->head_dim - 1) * out->strides[3] + e,
+         .element_size = e,
+         .name = out_name},
+        {.element_size = e, .name = in_name},
+        {.element_size = 4, .name = "positions"},
+    };
+    if (!in_place) {
+        bindings[BINDING_IN].place = *in_place_of;
+        bindings[BINDING_IN].strides[0] = in->strides[0];
+        bindings[BINDING_IN].strides[1] = in->strides[1];
+        bindings[BINDING_IN].strides[2] = in->strides[2];
+        bindings[BINDING_IN].inner = (op->head_dim - 1) * in->strides[3] + e;
+    }
+    if (op->has_positions) {
+        bindings[BINDING_POSITIONS].place = *positions_at;
+        bindings[BINDING_POSITIONS].strides[0] =
+            op->positions_per_batch ? op->positions.strides[2] : 0;
+        bindings[BINDING_POSITIONS].strides[1] = op->positions.strides[3];
+        bindings[BINDING_POSITIONS].inner = 4;
+    }
+    rope_job job = {
+        .op = op,
+        .in = in,
+        .out = out,
+        .in_place = in_place,
+        .kernel = rope_kernel(vk, out->dtype),
+        .pass_units = in_place ? 0 : (uint32_t)((op->head_dim - op->rotary_dim + 1) / 2),
+    };
+    int64_t shape[3] = {op->batch, op->tokens, out->shape[2]};
+    return posenc_vk_split(ctx, bindings, 3, shape, op->rotary_dim / 2 + job.pass_units,
+                           (uint64_t)(op->rotary_dim / 2) * 12, record_rope, &job);
+}
+
+posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op)
+{
+    enum { Q, Q_OUT, K, K_OUT, POSITIONS, VIEWS };
+    const posenc__view *views[VIEWS] = {
+        &op->q,
+        op->q_in_place ? NULL : &op->q_out,
+        op->has_k ? &op->k : NULL,
+        op->has_k && !op->k_in_place ? &op->k_out : NULL,
+        op->has_positions ? &op->positions : NULL,
+    };
+    const bool outputs[VIEWS] = {op->q_in_place, true, op->k_in_place, true, false};
+    static const char *const names[VIEWS] = {"q", "q_out", "k", "k_out", "positions"};
+    posenc_vk_place places[VIEWS];
+    posenc_vk_staging staging;
+
+    uint32_t pairs = op->rotary_dim / 2;
+    posenc_status status = posenc_vk_set_freqs(ctx, op->freqs, pairs, op->freqs_id);
+    if (status != POSENC_OK)
+        return status;
+
+    status = posenc_vk_place_views(ctx, views, outputs, names, VIEWS, places, &staging);
+    if (status == POSENC_OK)
+        status = posenc_vk_begin(ctx);
+    if (status == POSENC_OK)
+        status = rope_tensor(ctx, op, &op->q, op->q_in_place ? &op->q : &op->q_out,
+                             op->q_in_place, &places[Q],
+                             op->q_in_place ? &places[Q] : &places[Q_OUT], &places[POSITIONS],
+                             "q", op->q_in_place ? "q" : "q_out");
+    if (status == POSENC_OK && op->has_k)
+        status = rope_tensor(ctx, op, &op->k, op->k_in_place ? &op->k : &op->k_out,
+                             op->k_in_place, &places[K],
+                             op->k_in_place ? &places[K] : &places[K_OUT], &places[POSITIONS],
+                             "k", op->k_in_place ? "k" : "k_out");
+    if (status == POSENC_OK)
+        status = posenc_vk_submit(ctx);
+    posenc_vk_unstage(ctx, &staging, status == POSENC_OK);
+    return status;
+}

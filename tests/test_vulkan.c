@@ -1,0 +1,451 @@
+/* The Vulkan backend beyond the matrix that test_rope, test_sinusoidal and the others already run
+ * on every Vulkan device:
+ * - work larger than one kernel binding may address (maxStorageBufferRange: 128 MiB on lavapipe)
+ *   is split into several dispatches: a RoPE on a heads-first q above that size and a packed k,
+ *   a sinusoidal table above it in host memory, and the copy roofline over it, checked against
+ *   the float64 reference on sampled rows (every row would take minutes on a software device);
+ * - the pipeline cache file: saved, loaded, a foreign one ignored, an unwritable path reported;
+ * - layers named in VK_INSTANCE_LAYERS work together with posenc's own validation.
+ * A machine without a Vulkan device skips this test, except when the environment variable CI
+ * is set: CI provides lavapipe, so a CI run where the Vulkan tests would be skipped fails. */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv, strdup */
+
+#include "reference.h"
+#include "test_common.h"
+
+#include "core/roofline.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB (UINT64_C(1) << 20)
+/* Devices whose binding limit is above this are not given tensors larger than it. */
+#define MAX_TEST_BINDING (512 * MIB)
+
+/* A reproducible value in [-1, 1) for element `i` of tensor `seed`: no copy of the inputs is
+ * kept, the check recomputes them. */
+static float input_value(uint64_t seed, uint64_t i)
+{
+    uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 29;
+    return (float)((double)(x >> 40) / (double)(1u << 23) - 1.0);
+}
+
+static int32_t token_position(int64_t t)
+{
+    /* Spread over the whole int32 range, negative ones included. */
+    return (int32_t)(uint32_t)((uint64_t)t * 2654435761u);
+}
+
+/* Whether token t is one of the checked samples. */
+static bool sampled(int64_t t, int64_t tokens)
+{
+    return t < 3 || t >= tokens - 3 || t % 61 == 0;
+}
+
+/* Checks the heads of sampled tokens of a rotated tensor in `bytes` (f32, element [t, h, d] at
+ * t * stride_token + h * stride_head + d * 4) against the reference. */
+static void check_rope(const char *name, const float *out, int64_t tokens, int64_t heads,
+                       uint32_t head_dim, int64_t stride_token, int64_t stride_head,
+                       uint64_t seed, const double *inv_freq, ref_stats *stats)
+{
+    double x[128], ref[128];
+    unsigned reported = 0;
+    for (int64_t t = 0; t < tokens; t++) {
+        if (!sampled(t, tokens))
+            continue;
+        for (int64_t h = 0; h < heads; h++) {
+            int64_t base = t * stride_token + h * stride_head; /* in floats */
+            for (uint32_t d = 0; d < head_dim; d++)
+                x[d] = input_value(seed, (uint64_t)(base + d));
+            ref_rope_head(x, ref, head_dim, head_dim, POSENC_ROPE_NEOX, inv_freq,
+                          (double)token_position(t), 1.0, false);
+            for (uint32_t d = 0; d < head_dim; d++) {
+                uint32_t pair = d < head_dim / 2 ? d + head_dim / 2 : d - head_dim / 2;
+                double norm = hypot(ref[d], ref[pair]);
+                if (!ref_check(stats, POSENC_DTYPE_F32, out[base + d], ref[d], norm, 0.0)) {
+                    test_failures++;
+                    if (reported++ < 5)
+                        fprintf(stderr, "  %s[%lld, %lld, %u]: got %.9g, expected %.9g\n", name,
+                                (long long)t, (long long)h, d, out[base + d], ref[d]);
+                }
+            }
+        }
+    }
+}
+
+/* The log of the contexts here: test_count_warnings, and a count of the operations that the
+ * backend split into several dispatches. */
+static int split_operations;
+
+static void log_splits(posenc_log_level level, const char *message, void *user_data)
+{
+    if (strstr(message, "vulkan: split into "))
+        split_operations++;
+    test_count_warnings(level, message, user_data);
+}
+
+/* Fills a device buffer of `floats` f32 values with input_value(seed, i), in chunks. */
+static bool fill_buffer(posenc_buffer *buffer, uint64_t floats, uint64_t seed)
+{
+    enum { CHUNK = 1 << 20 };
+    float *chunk = malloc(CHUNK * sizeof *chunk);
+    if (!chunk)
+        return false;
+    bool ok = true;
+    for (uint64_t done = 0; done < floats && ok; done += CHUNK) {
+        uint64_t n = floats - done < CHUNK ? floats - done : CHUNK;
+        for (uint64_t i = 0; i < n; i++)
+            chunk[i] = input_value(seed, done + i);
+        ok = posenc_buffer_upload(buffer, done * 4, chunk, n * 4) == POSENC_OK;
+    }
+    free(chunk);
+    return ok;
+}
+
+/* RoPE on q [1, tokens, 32, 128] stored heads-first (so the split goes along heads) and k
+ * [1, tokens, 8, 128] packed, both in place in device buffers, q larger than one binding. */
+static void test_large_rope(posenc_context *ctx, uint64_t binding)
+{
+    const int64_t q_heads = 32, k_heads = 8, head_dim = 128;
+    const int64_t row = q_heads * head_dim * 4;
+    const int64_t tokens = (int64_t)(binding / (uint64_t)row) + 67;
+    const uint64_t q_floats = (uint64_t)(tokens * q_heads * head_dim);
+    const uint64_t k_floats = (uint64_t)(tokens * k_heads * head_dim);
+    posenc_buffer *q = NULL, *k = NULL;
+    int32_t *positions = malloc((size_t)tokens * sizeof *positions);
+    float *q_out = malloc(q_floats * sizeof *q_out);
+    float *k_out = malloc(k_floats * sizeof *k_out);
+    CHECK(positions && q_out && k_out);
+    posenc_buffer_desc q_desc = {.size = q_floats * 4}, k_desc = {.size = k_floats * 4};
+    CHECK_OK(posenc_buffer_create(ctx, &q_desc, &q));
+    CHECK_OK(posenc_buffer_create(ctx, &k_desc, &k));
+    if (!positions || !q_out || !k_out || !q || !k)
+        goto done;
+    CHECK(fill_buffer(q, q_floats, 1) && fill_buffer(k, k_floats, 2));
+    for (int64_t t = 0; t < tokens; t++)
+        positions[t] = token_position(t);
+
+    const int64_t q_shape[4] = {1, tokens, q_heads, head_dim};
+    const int64_t q_strides[4] = {(int64_t)q_floats * 4, head_dim * 4, tokens * head_dim * 4, 4};
+    const int64_t k_shape[3] = {tokens, k_heads, head_dim};
+    posenc_rope_desc desc = {
+        .q = posenc_tensor_of_buffer(q, POSENC_DTYPE_F32, 4, q_shape),
+        .k = posenc_tensor_of_buffer(k, POSENC_DTYPE_F32, 3, k_shape),
+        .positions = posenc_tensor_of_host(positions, POSENC_DTYPE_I32, 1, &tokens),
+        .theta = 500000.0,
+    };
+    memcpy(desc.q.strides, q_strides, sizeof q_strides);
+    posenc_status status = posenc_rope(ctx, &desc);
+    CHECK_OK(status);
+    if (status != POSENC_OK) {
+        fprintf(stderr, "  %s\n", posenc_context_last_error(ctx));
+        goto done;
+    }
+    CHECK_OK(posenc_buffer_download(q, 0, q_out, q_floats * 4));
+    CHECK_OK(posenc_buffer_download(k, 0, k_out, k_floats * 4));
+
+    double inv_freq[64];
+    ref_rope_frequencies(&desc, (uint32_t)head_dim, inv_freq);
+    ref_stats stats = {0};
+    check_rope("q", q_out, tokens, q_heads, (uint32_t)head_dim, head_dim, tokens * head_dim, 1,
+               inv_freq, &stats);
+    check_rope("k", k_out, tokens, k_heads, (uint32_t)head_dim, k_heads * head_dim, head_dim, 2,
+               inv_freq, &stats);
+    printf("    rope: q %.1f MiB heads-first, k %.1f MiB: max error %.2f x 2^-24 |pair| over "
+           "%llu sampled values\n",
+           (double)q_floats * 4 / MIB, (double)k_floats * 4 / MIB, stats.max_units,
+           stats.values);
+
+    /* The copy roofline over the same buffer: in place it rewrites every word unchanged;
+     * write only it writes every word of its range and nothing past it. */
+    CHECK_OK(posenc__roofline(ctx, k, 0, k_floats * 4, false));
+    CHECK_OK(posenc__roofline(ctx, q, 0, q_floats * 4, false));
+    float *again = malloc(q_floats * sizeof *again);
+    if (again && posenc_buffer_download(q, 0, again, q_floats * 4) == POSENC_OK)
+        CHECK(memcmp(again, q_out, q_floats * 4) == 0);
+    free(again);
+    /* Write only, over all but the first and last 16 bytes of a buffer of all-ones words: the
+     * kernel writes element indices (below 2^31). */
+    uint32_t *words = (uint32_t *)q_out;
+    memset(words, 0xff, q_floats * 4);
+    CHECK_OK(posenc_buffer_upload(q, 0, words, q_floats * 4));
+    CHECK_OK(posenc__roofline(ctx, q, 16, q_floats * 4 - 32, true));
+    if (posenc_buffer_download(q, 0, words, q_floats * 4) == POSENC_OK) {
+        uint64_t written = 0, kept = 0;
+        for (uint64_t w = 0; w < q_floats; w++) {
+            if (w >= 4 && w < q_floats - 4)
+                written += words[w] < (UINT32_C(1) << 31);
+            else
+                kept += words[w] == 0xffffffffu;
+        }
+        CHECK(written == q_floats - 8 && kept == 8);
+    }
+
+done:
+    posenc_buffer_destroy(q);
+    posenc_buffer_destroy(k);
+    free(positions);
+    free(q_out);
+    free(k_out);
+}
+
+/* A sinusoidal table [rows, 256] f32 in host memory, larger than one binding. */
+static void test_large_sinusoidal(posenc_context *ctx, uint64_t binding)
+{
+    const int64_t d_model = 256;
+    const int64_t rows = (int64_t)(binding / (uint64_t)(d_model * 4)) + 131;
+    float *table = malloc((size_t)(rows * d_model) * sizeof *table);
+    CHECK(table != NULL);
+    if (!table)
+        return;
+    const int64_t shape[2] = {rows, d_model};
+    posenc_sinusoidal_desc desc = {
+        .out = posenc_tensor_of_host(table, POSENC_DTYPE_F32, 2, shape),
+        .position_offset = 1000000,
+        .layout = POSENC_SINUSOIDAL_SIN_COS,
+    };
+    posenc_status status = posenc_sinusoidal(ctx, &desc);
+    CHECK_OK(status);
+    if (status != POSENC_OK) {
+        fprintf(stderr, "  %s\n", posenc_context_last_error(ctx));
+        free(table);
+        return;
+    }
+    double freq[128], pe[256];
+    ref_sinusoidal_frequencies(&desc, (uint32_t)d_model, freq);
+    ref_stats stats = {0};
+    unsigned reported = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        if (!sampled(r, rows))
+            continue;
+        ref_sinusoidal_row(freq, (uint32_t)d_model, desc.layout, 1000000.0 + (double)r, pe);
+        for (int64_t c = 0; c < d_model; c++) {
+            float got = table[r * d_model + c];
+            if (!ref_check(&stats, POSENC_DTYPE_F32, got, pe[c], 1.0, 0.0)) {
+                test_failures++;
+                if (reported++ < 5)
+                    fprintf(stderr, "  table[%lld, %lld]: got %.9g, expected %.9g\n",
+                            (long long)r, (long long)c, got, pe[c]);
+            }
+        }
+    }
+    printf("    sinusoidal: %.1f MiB in host memory: max error %.2f x 2^-24 over %llu sampled "
+           "values\n",
+           (double)(rows * d_model * 4) / MIB, stats.max_units, stats.values);
+    free(table);
+}
+
+/* The roofline on a wrapped host buffer at an offset that is not a multiple of 16. */
+static void test_small_roofline(posenc_context *ctx)
+{
+    uint32_t words[1000];
+    for (int i = 0; i < 1000; i++)
+        words[i] = 0xffffffffu;
+    posenc_buffer *buffer = NULL;
+    posenc_buffer_desc desc = {.size = sizeof words, .host_memory = words};
+    CHECK_OK(posenc_buffer_create(ctx, &desc, &buffer));
+    if (!buffer)
+        return;
+    CHECK_OK(posenc__roofline(ctx, buffer, 4, 4 * 990, true));
+    CHECK(words[0] == 0xffffffffu && words[991] == 0xffffffffu);
+    bool all = true;
+    for (int i = 1; i <= 990; i++)
+        all = all && words[i] == (uint32_t)(i - 1);
+    CHECK(all);
+    CHECK_OK(posenc__roofline(ctx, buffer, 4, 4 * 990, false));
+    for (int i = 1; i <= 990; i++)
+        all = all && words[i] == (uint32_t)(i - 1);
+    CHECK(all);
+    posenc_buffer_destroy(buffer);
+}
+
+static void small_rope(posenc_context *ctx)
+{
+    float q[4][2][16];
+    for (int i = 0; i < 128; i++)
+        (&q[0][0][0])[i] = input_value(3, (uint64_t)i);
+    const int64_t shape[3] = {4, 2, 16};
+    posenc_rope_desc desc = {.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, shape)};
+    CHECK_OK(posenc_rope(ctx, &desc));
+}
+
+static posenc_context *context_with(uint32_t index, const char *cache_path, posenc_log_fn log,
+                                    void *log_user_data)
+{
+    posenc_device_info info;
+    if (posenc_device_get(index, &info) != POSENC_OK)
+        return NULL;
+    char selector[16];
+    snprintf(selector, sizeof selector, "%u", info.backend_index);
+    posenc_context_desc desc = {
+        .backend = POSENC_BACKEND_VULKAN,
+        .device = selector,
+        .flags = POSENC_CONTEXT_NO_FALLBACK | POSENC_CONTEXT_IGNORE_ENV | POSENC_CONTEXT_VALIDATION,
+        .log = log,
+        .log_user_data = log_user_data,
+        .pipeline_cache_path = cache_path,
+    };
+    posenc_context *ctx = NULL;
+    CHECK_OK(posenc_context_create(&desc, &ctx));
+    return ctx;
+}
+
+static long file_size(const char *path)
+{
+    FILE *file = fopen(path, "rb");
+    if (!file)
+        return -1;
+    long size = -1;
+    if (fseek(file, 0, SEEK_END) == 0)
+        size = ftell(file);
+    fclose(file);
+    return size;
+}
+
+/* Whether the file starts with a pipeline cache header (VK_PIPELINE_CACHE_HEADER_VERSION_ONE):
+ * its size, then version 1. Drivers without a cache (lavapipe) save the header alone. */
+static bool cache_header(const char *path)
+{
+    uint32_t words[2] = {0, 0};
+    FILE *file = fopen(path, "rb");
+    if (!file)
+        return false;
+    size_t got = fread(words, sizeof words[0], 2, file);
+    fclose(file);
+    return got == 2 && words[0] >= 32 && words[1] == 1;
+}
+
+static void count_all(posenc_log_level level, const char *message, void *user_data)
+{
+    (void)message;
+    if (level >= POSENC_LOG_WARNING)
+        (*(int *)user_data)++;
+}
+
+static void test_pipeline_cache(uint32_t index)
+{
+    const char *path = "test_vulkan_pipeline.cache";
+    remove(path);
+    posenc_context *ctx = context_with(index, path, test_count_warnings, NULL);
+    if (!ctx)
+        return;
+    small_rope(ctx);
+    posenc_context_destroy(ctx);
+    long saved = file_size(path);
+    CHECK(saved >= 32 && cache_header(path)); /* the header alone is 32 bytes */
+
+    ctx = context_with(index, path, test_count_warnings, NULL); /* loads it */
+    if (ctx) {
+        small_rope(ctx);
+        posenc_context_destroy(ctx);
+    }
+    CHECK(file_size(path) >= saved);
+
+    FILE *file = fopen(path, "wb"); /* a cache of some other device: ignored */
+    if (file) {
+        static const char junk[64] = "not a pipeline cache";
+        fwrite(junk, 1, sizeof junk, file);
+        fclose(file);
+    }
+    ctx = context_with(index, path, test_count_warnings, NULL);
+    if (ctx) {
+        small_rope(ctx);
+        posenc_context_destroy(ctx);
+    }
+    CHECK(cache_header(path));
+    remove(path);
+
+    /* A path that cannot be written: the context still works and says so at destruction. */
+    int warnings = 0;
+    ctx = context_with(index, "no-such-directory/pipeline.cache", count_all, &warnings);
+    if (ctx) {
+        small_rope(ctx);
+        posenc_context_destroy(ctx);
+    }
+    CHECK(warnings == 1);
+    printf("    pipeline cache: saved (%ld bytes), loaded, foreign data ignored\n", saved);
+}
+
+/* Layers from VK_INSTANCE_LAYERS next to posenc's own validation layer. */
+static void test_instance_layers(uint32_t index)
+{
+    static const char *const manifests[] = {
+        "/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json",
+        "/usr/local/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json",
+        "/etc/vulkan/explicit_layer.d/VkLayer_khronos_validation.json",
+    };
+    bool installed = false;
+    for (size_t i = 0; i < sizeof manifests / sizeof manifests[0]; i++)
+        installed = installed || file_size(manifests[i]) > 0;
+    if (!installed) {
+        printf("    VK_INSTANCE_LAYERS: the Khronos validation layer is not installed, skipped\n");
+        return;
+    }
+    const char *saved = getenv("VK_INSTANCE_LAYERS");
+    char *restore = saved ? strdup(saved) : NULL;
+    setenv("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation", 1);
+    posenc_context *ctx = context_with(index, NULL, test_count_warnings, NULL);
+    if (ctx) {
+        small_rope(ctx);
+        posenc_context_destroy(ctx);
+    }
+    if (restore)
+        setenv("VK_INSTANCE_LAYERS", restore, 1);
+    else
+        unsetenv("VK_INSTANCE_LAYERS");
+    free(restore);
+    printf("    VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation: ok\n");
+}
+
+int main(void)
+{
+    const char *reason = "";
+    uint32_t count = 0;
+    CHECK_OK(posenc_device_count(&count));
+    uint32_t vulkan_devices = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        posenc_device_info info;
+        if (posenc_device_get(i, &info) != POSENC_OK || info.backend != POSENC_BACKEND_VULKAN)
+            continue;
+        vulkan_devices++;
+        printf("  vulkan:%u %s (max binding %.0f MiB)\n", info.backend_index, info.name,
+               (double)info.max_binding_bytes / MIB);
+        posenc_context *ctx = context_with(i, NULL, log_splits, NULL);
+        if (!ctx)
+            continue;
+        uint64_t binding = info.max_binding_bytes;
+        /* The large tensors need a few binding ranges of memory. */
+        if (binding <= MAX_TEST_BINDING && info.max_buffer_bytes > binding + 64 * MIB) {
+            split_operations = 0;
+            test_large_rope(ctx, binding);
+            test_large_sinusoidal(ctx, binding);
+            /* The RoPE (its q), the in-place and the write-only roofline over q, the table. */
+            CHECK(split_operations == 4);
+        } else {
+            printf("    tensors above the binding limit: too large to test on this device\n");
+        }
+        test_small_roofline(ctx);
+        posenc_context_destroy(ctx);
+        test_pipeline_cache(i);
+        test_instance_layers(i);
+    }
+    if (vulkan_devices == 0) {
+        posenc_backend_status(POSENC_BACKEND_VULKAN, &reason);
+        const char *ci = getenv("CI");
+        if (ci && *ci) {
+            fprintf(stderr,
+                    "test_vulkan: CI is set but no Vulkan device is present (%s): the Vulkan "
+                    "backend would go untested; install a Vulkan driver (mesa-vulkan-drivers "
+                    "provides lavapipe)\n",
+                    reason);
+            return 1;
+        }
+        printf("test_vulkan: no Vulkan device (%s): skipped\n", reason);
+        return TEST_SKIP_CODE;
+    }
+    return test_finish("test_vulkan");
+}
