@@ -53,6 +53,18 @@ static inline __m256i h_convert(vf v)
     return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 static inline void h_store(void *p, vf v) { _mm256_storeu_si256(p, h_convert(v)); }
+/* Two vectors, one NaN test: UNORD(a, b) is set where either lane is NaN. */
+static inline void h_store2(void *p, vf v, void *q, vf w)
+{
+    if (_mm512_cmp_ps_mask(v, w, _CMP_UNORD_Q)) {
+        h_store(p, v);
+        h_store(q, w);
+        return;
+    }
+    _mm256_storeu_si256(p, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm256_storeu_si256(q, _mm512_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+#define HAVE_H_STORE2 1
 static inline void h_store_part(void *p, vf v, size_t n)
 {
     _mm256_mask_storeu_epi16(p, lanes_mask(n), h_convert(v));

@@ -14,6 +14,8 @@
  *   f_swap_pairs(v): [v1 v0 v3 v2 ...]; f_zip(a, b, &lo, &hi): [a0 b0 a1 b1 ...]
  *   f_bits, i_bits (reinterpretations), i_or, i_store(_part), i_select_nan(v, a, b): a where
  *   v is NaN, else b
+ *   h_store2(p, v, q, w)        optional (HAVE_H_STORE2): h_store of two vectors, sharing
+ *                               the NaN test
  *   KERNEL_TABLE, KERNEL_NAME   the exported table and its POSENC_CPU_VARIANT name
  *   NATIVE_BF16                 defined where b_store is a hardware conversion
  *
@@ -109,6 +111,19 @@ CPU_INLINE void store_dt(posenc_dtype dt, uint8_t *p, vf v)
         b_store(p, v);
     else
         f_store(p, v);
+}
+
+/* Two full vectors. */
+CPU_INLINE void store_dt2(posenc_dtype dt, uint8_t *p, vf v, uint8_t *q, vf w)
+{
+#if defined(HAVE_H_STORE2)
+    if (dt == DT_F16) {
+        h_store2(p, v, q, w);
+        return;
+    }
+#endif
+    store_dt(dt, p, v);
+    store_dt(dt, q, w);
 }
 
 CPU_INLINE void store_dt_part(posenc_dtype dt, uint8_t *p, vf v, size_t n)
@@ -223,8 +238,8 @@ CPU_INLINE void rope_neox(const posenc_cpu_rope_heads *a, posenc_dtype dt)
         for (; j + LANES <= half; j += LANES) {
             vf x0 = load_dt(dt, in + j * es), x1 = load_dt(dt, in_b + j * es);
             vf c = f_load(ct + j), s = f_load(st + j);
-            store_dt(dt, out + j * es, f_fms(x0, c, f_mul(x1, s)));
-            store_dt(dt, out_b + j * es, f_fma(x0, s, f_mul(x1, c)));
+            store_dt2(dt, out + j * es, f_fms(x0, c, f_mul(x1, s)), out_b + j * es,
+                      f_fma(x0, s, f_mul(x1, c)));
         }
         if (j < half) {
             size_t n = half - j;
@@ -251,6 +266,14 @@ CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
         const uint8_t *in = a->in + h * a->in_head_stride;
         uint8_t *out = a->out + h * a->out_head_stride;
         uint32_t i = 0;
+        for (; dt == DT_F16 && i + 2 * LANES <= rot; i += 2 * LANES) { /* one NaN test */
+            vf x = load_dt(dt, in + i * es), y = load_dt(dt, in + (i + LANES) * es);
+            store_dt2(dt, out + i * es,
+                      f_fma(f_swap_pairs(x), f_load(st + i), f_mul(x, f_load(ct + i))),
+                      out + (i + LANES) * es,
+                      f_fma(f_swap_pairs(y), f_load(st + i + LANES),
+                            f_mul(y, f_load(ct + i + LANES))));
+        }
         for (; i + LANES <= rot; i += LANES) {
             vf x = load_dt(dt, in + i * es);
             store_dt(dt, out + i * es,
@@ -386,6 +409,32 @@ CPU_INLINE void place_values(posenc_dtype dt, bool add, bool scaled, bool interl
     }
 }
 
+/* Frequencies i .. i + n of every row (n == LANES: a full vector, a constant after inlining, so
+ * the full-vector loop tests no lane count). */
+CPU_INLINE void sinusoidal_column(posenc_dtype dt, bool add, bool scaled, bool stepped,
+                                  bool interleaved, bool sin_first, uint32_t half, uint32_t rows,
+                                  const float *sin_a, const float *cos_a, const float *steps,
+                                  size_t step_stride, size_t step_sin_offset, uint8_t *out,
+                                  int64_t out_stride, const uint8_t *x, int64_t x_stride,
+                                  uint32_t i, size_t n, vf os, vf is)
+{
+    vf sa, ca, s, c;
+    if (n == LANES) {
+        sa = f_load(sin_a + i);
+        ca = f_load(cos_a + i);
+    } else {
+        sa = f_load_part(sin_a + i, n);
+        ca = f_load_part(cos_a + i, n);
+    }
+    for (uint32_t r = 0; r < rows; r++) {
+        const float *step_cos = stepped ? steps + r * step_stride + i : NULL;
+        const float *step_sin = stepped ? step_cos + step_sin_offset : NULL;
+        row_values(sa, ca, step_cos, step_sin, stepped, n, &s, &c);
+        place_values(dt, add, scaled, interleaved, sin_first, half, out + r * out_stride,
+                     add ? x + r * x_stride : NULL, i, n, s, c, os, is);
+    }
+}
+
 /* Every field is copied into a local first: the vector stores may alias anything, which would
  * make the compiler reload the fields after each store. */
 CPU_INLINE void sinusoidal_rows(const posenc_cpu_sinusoidal_rows *a, posenc_dtype dt, bool add,
@@ -402,24 +451,14 @@ CPU_INLINE void sinusoidal_rows(const posenc_cpu_sinusoidal_rows *a, posenc_dtyp
     const uint8_t *const x = a->x;
     const int64_t out_stride = a->out_row_stride, x_stride = a->x_row_stride;
     uint32_t i = 0;
-    for (; i < half; i += LANES) {
-        size_t n = half - i < LANES ? half - i : LANES;
-        vf sa, ca, s, c;
-        if (n == LANES) {
-            sa = f_load(sin_a + i);
-            ca = f_load(cos_a + i);
-        } else {
-            sa = f_load_part(sin_a + i, n);
-            ca = f_load_part(cos_a + i, n);
-        }
-        for (uint32_t r = 0; r < rows; r++) {
-            const float *step_cos = stepped ? steps + r * step_stride + i : NULL;
-            const float *step_sin = stepped ? step_cos + step_sin_offset : NULL;
-            row_values(sa, ca, step_cos, step_sin, stepped, n, &s, &c);
-            place_values(dt, add, scaled, interleaved, sin_first, half, out + r * out_stride,
-                         add ? x + r * x_stride : NULL, i, n, s, c, os, is);
-        }
-    }
+    for (; i + LANES <= half; i += LANES)
+        sinusoidal_column(dt, add, scaled, stepped, interleaved, sin_first, half, rows, sin_a,
+                          cos_a, steps, step_stride, step_sin_offset, out, out_stride, x,
+                          x_stride, i, LANES, os, is);
+    if (i < half)
+        sinusoidal_column(dt, add, scaled, stepped, interleaved, sin_first, half, rows, sin_a,
+                          cos_a, steps, step_stride, step_sin_offset, out, out_stride, x,
+                          x_stride, i, half - i, os, is);
     if (a->d_model > 2 * (int64_t)half) { /* odd d_model: a zero column */
         for (uint32_t r = 0; r < rows; r++)
             emit(dt, add, scaled, out + r * out_stride, add ? x + r * x_stride : NULL,
