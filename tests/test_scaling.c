@@ -2,6 +2,9 @@
  * float64 transcriptions of the reference formulas (HF transformers modeling_rope_utils.py),
  * written here independently of the library, plus values checkable by hand.
  *
+ * Also the relative-position property under each scaling: the score of two rotated vectors
+ * depends only on the distance between their positions.
+ *
  * Method: q holds unit pairs (1, 0), so RoPE writes attention_factor * (cos t, sin t) with
  * t = position * inv_freq[j]; every output is compared with the reference's. Tolerance: the
  * accuracy promise, 8 * 2^-24 of the pair norm (the attention factor). Positions stay below
@@ -159,6 +162,51 @@ static void run_case(posenc_context *context, const scaling_case *c)
     }
 }
 
+/* <R(m) q, R(n) k> depends only on m - n under every scaling: rows (m, n) and (m + s, n + s)
+ * give the same score. Each rotated row is within the promise of exact, so two scores of
+ * exact equal value differ by at most 4 * promise * af^2 * |q| |k|. */
+static void check_relative(posenc_context *context, const scaling_case *c)
+{
+    uint32_t dim = c->rotary_dim;
+    int32_t shifted[4] = {1000, 37, 1000 + 123457, 37 + 123457};
+    float rows[4][2 * MAX_PAIRS];
+    double q_norm = 0, k_norm = 0;
+    for (uint32_t d = 0; d < dim; d++) {
+        rows[0][d] = rows[2][d] = (float)sin(1.0 + 0.37 * d);
+        rows[1][d] = rows[3][d] = (float)cos(2.0 + 0.91 * d);
+        q_norm += (double)rows[0][d] * rows[0][d];
+        k_norm += (double)rows[1][d] * rows[1][d];
+    }
+    int64_t shape[2] = {4, dim}, positions_shape[1] = {4};
+    posenc_rope_desc desc = {
+        .q = posenc_tensor_of_host(rows, POSENC_DTYPE_F32, 2, shape),
+        .positions = posenc_tensor_of_host(shifted, POSENC_DTYPE_I32, 1, positions_shape),
+        .theta = c->theta,
+        .scaling = c->scaling,
+    };
+    desc.q.strides[0] = (int64_t)sizeof rows[0];
+    if (c->derive_length) /* keep the table of the main check: same length, not max + 1 */
+        desc.scaling.sequence_length = (uint32_t)positions[TOKENS - 1] + 1;
+    posenc_status status = posenc_rope(context, &desc);
+    if (status != POSENC_OK) {
+        test_failures++;
+        fprintf(stderr, "  %s relative: %s\n", c->name, posenc_status_name(status));
+        return;
+    }
+    double near = 0, far = 0;
+    for (uint32_t d = 0; d < dim; d++) {
+        near += (double)rows[0][d] * rows[1][d];
+        far += (double)rows[2][d] * rows[3][d];
+    }
+    double tolerance = 4 * PROMISE * c->attention_factor * c->attention_factor *
+                       sqrt(q_norm * k_norm);
+    if (!(fabs(near - far) <= tolerance)) {
+        test_failures++;
+        fprintf(stderr, "  %s: score %.9g at (m, n), %.9g at (m + s, n + s), tolerance %.3g\n",
+                c->name, near, far, tolerance);
+    }
+}
+
 static double short_factor[MAX_PAIRS], long_factor[MAX_PAIRS];
 
 static void test_device(posenc_context *context, const posenc_device_info *info)
@@ -227,6 +275,7 @@ static void test_device(posenc_context *context, const posenc_device_info *info)
         default: dynamic_ntk_reference(c, length); break;
         }
         run_case(context, c);
+        check_relative(context, c);
     }
 }
 
