@@ -69,6 +69,23 @@ int posenc_position_from_f32(uint bits, uint2 *fixed_position)
     return 1;
 }
 
+/* The kinds of positions the kernels take (a field of their flags): none (position_offset +
+ * index), or one i32 / f32 element per token read as a uint word. */
+#define POSENC_POSITIONS_NONE 0u
+#define POSENC_POSITIONS_I32 1u
+#define POSENC_POSITIONS_F32 2u
+
+/* The Q31.32 position in a positions word of `kind` (I32 or F32); 0 for a float position that
+ * gives NaN. */
+int posenc_position_from_word(uint kind, uint word, uint2 *fixed_position)
+{
+    if (kind == POSENC_POSITIONS_I32) {
+        *fixed_position = posenc_position_from_i32((int)word);
+        return 1;
+    }
+    return posenc_position_from_f32(word, fixed_position);
+}
+
 /* frac(position * frequency) in Q0.64: ((P * F) >> 32) + ((P * I) << 32) mod 2^64. */
 uint2 posenc_turns(uint2 position, uint3 freq)
 {

@@ -68,6 +68,23 @@ bool posenc_position_from_f32(uint bits, out uvec2 fixed_position)
     return true;
 }
 
+// The kinds of positions the kernels take (a field of their flags): none (position_offset +
+// index), or one i32 / f32 element per token read as a uint word.
+#define POSENC_POSITIONS_NONE 0u
+#define POSENC_POSITIONS_I32 1u
+#define POSENC_POSITIONS_F32 2u
+
+// The Q31.32 position in a positions word of `kind` (I32 or F32); false for a float position
+// that gives NaN.
+bool posenc_position_from_word(uint kind, uint word, out uvec2 fixed_position)
+{
+    if (kind == POSENC_POSITIONS_I32) {
+        fixed_position = posenc_position_from_i32(int(word));
+        return true;
+    }
+    return posenc_position_from_f32(word, fixed_position);
+}
+
 // frac(position * frequency) in Q0.64: ((P * F) >> 32) + ((P * I) << 32) mod 2^64.
 uvec2 posenc_turns(uvec2 position, uvec3 freq)
 {

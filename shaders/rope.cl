@@ -36,7 +36,6 @@
 
 #define POSENC_ROPE_GPTJ 1u
 #define POSENC_ROPE_POSITIONS_SHIFT 1u
-#define POSENC_ROPE_POSITIONS_I32 1u
 #define POSENC_ROPE_INVERSE 8u
 #define POSENC_ROPE_COPY_Q 16u
 #define POSENC_ROPE_COPY_K 32u
@@ -112,14 +111,12 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
         float s = as_float(0x7fc00000u), c = s; /* NaN for an invalid float position */
         uint2 position = (uint2)(0u, (uint)position_offset + t);
         int valid = 1;
-        if (positions_kind != 0u) {
-            uint word = positions[positions_offset + b * positions_stride_batch +
-                                  t * positions_stride_token];
-            if (positions_kind == POSENC_ROPE_POSITIONS_I32)
-                position = posenc_position_from_i32((int)word);
-            else
-                valid = posenc_position_from_f32(word, &position);
-        }
+        if (positions_kind != POSENC_POSITIONS_NONE)
+            valid = posenc_position_from_word(positions_kind,
+                                              positions[positions_offset +
+                                                        b * positions_stride_batch +
+                                                        t * positions_stride_token],
+                                              &position);
         if (valid) {
             uint3 freq = (uint3)(freqs[3u * lane], freqs[3u * lane + 1u], freqs[3u * lane + 2u]);
             posenc_sincos_turns(posenc_turns(position, freq), &s, &c);

@@ -73,7 +73,6 @@ layout(push_constant) uniform Params {
 
 const uint FLAG_GPTJ = 1u;
 const uint POSITIONS_SHIFT = 1u;
-const uint POSITIONS_I32 = 1u;
 const uint FLAG_INVERSE = 8u;
 const uint FLAG_IN_PLACE = 16u;
 
@@ -82,15 +81,11 @@ bool token_position(uint b, uint t, out uvec2 position)
 {
     uint kind = (params.flags >> POSITIONS_SHIFT) & 3u;
     position = uvec2(0u, uint(params.position_offset) + t);
-    if (kind == 0u)
+    if (kind == POSENC_POSITIONS_NONE)
         return true;
     uint word = positions[params.positions_offset + b * params.positions_stride_batch +
                           t * params.positions_stride_token];
-    if (kind == POSITIONS_I32) {
-        position = posenc_position_from_i32(int(word));
-        return true;
-    }
-    return posenc_position_from_f32(word, position);
+    return posenc_position_from_word(kind, word, position);
 }
 
 // Rotates the pair at input elements (ia, ib) into output elements (oa, ob).

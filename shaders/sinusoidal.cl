@@ -29,7 +29,6 @@
 #define POSENC_LAYOUT_INTERLEAVED 0u
 #define POSENC_LAYOUT_SIN_COS 1u
 #define POSENC_POSITIONS_SHIFT 2u
-#define POSENC_POSITIONS_I32 1u
 #define POSENC_FLAG_ADD 16u
 #define POSENC_FLAG_X_IN_OUT 32u
 
@@ -79,14 +78,12 @@ kernel void posenc_sinusoidal(global POSENC_OUT_TYPE *out,
         float s = as_float(0x7fc00000u), c = s; /* NaN for an invalid float position */
         uint2 position = (uint2)(0u, (uint)position_offset + r);
         int valid = 1;
-        if (positions_kind != 0u) {
-            uint word = positions[positions_offset + b * positions_stride_batch +
-                                  r * positions_stride_row];
-            if (positions_kind == POSENC_POSITIONS_I32)
-                position = posenc_position_from_i32((int)word);
-            else
-                valid = posenc_position_from_f32(word, &position);
-        }
+        if (positions_kind != POSENC_POSITIONS_NONE)
+            valid = posenc_position_from_word(positions_kind,
+                                              positions[positions_offset +
+                                                        b * positions_stride_batch +
+                                                        r * positions_stride_row],
+                                              &position);
         if (valid) {
             uint3 freq = (uint3)(freqs[3u * k], freqs[3u * k + 1u], freqs[3u * k + 2u]);
             posenc_sincos_turns(posenc_turns(position, freq), &s, &c);

@@ -76,8 +76,6 @@ const uint LAYOUT_MASK = 3u;
 const uint LAYOUT_INTERLEAVED = 0u;
 const uint LAYOUT_SIN_COS = 1u;
 const uint POSITIONS_SHIFT = 2u;
-const uint POSITIONS_I32 = 1u;
-const uint POSITIONS_F32 = 2u;
 const uint FLAG_ADD = 16u;
 const uint FLAG_X_IN_OUT = 32u;
 
@@ -86,15 +84,11 @@ bool row_position(uint b, uint r, out uvec2 position)
 {
     uint kind = (params.flags >> POSITIONS_SHIFT) & 3u;
     position = uvec2(0u, uint(params.position_offset) + r);
-    if (kind == 0u)
+    if (kind == POSENC_POSITIONS_NONE)
         return true;
     uint word = positions[params.positions_offset + b * params.positions_stride_batch +
                           r * params.positions_stride_row];
-    if (kind == POSITIONS_I32) {
-        position = posenc_position_from_i32(int(word));
-        return true;
-    }
-    return posenc_position_from_f32(word, position);
+    return posenc_position_from_word(kind, word, position);
 }
 
 float load_x(uint index)
