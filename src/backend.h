@@ -43,6 +43,27 @@ typedef struct posenc__backend {
     posenc_status (*rope)(posenc_context *ctx, const posenc__rope_op *op);
     posenc_status (*sinusoidal)(posenc_context *ctx, const posenc__sinusoidal_op *op);
 
+    /* Asynchronous forms of `rope` and `sinusoidal` (posenc_*_submit): submit the work and
+     * return without waiting. With `event_state` non-NULL, store there the state that
+     * event_wait / event_release take; with NULL the caller wants no event (finish and
+     * context_fini still wait for the work). The backend keeps what the work needs alive (the
+     * frequency table: see posenc__rope_prepare), runs work of one context in submission order
+     * and orders buffer_upload/download after it; buffer_fini waits for the work that uses the
+     * buffer. Every view is a buffer view (the front end refuses host views). Optional, all five
+     * together: NULL entries make posenc_*_submit run the synchronous operation. */
+    posenc_status (*rope_submit)(posenc_context *ctx, const posenc__rope_op *op,
+                                 void **event_state);
+    posenc_status (*sinusoidal_submit)(posenc_context *ctx, const posenc__sinusoidal_op *op,
+                                       void **event_state);
+    /* Waits up to `timeout_ns` for the work behind `event_state`: POSENC_OK when done,
+     * POSENC_TIMEOUT while running, or the device error that ended it (the state stays valid
+     * either way). */
+    posenc_status (*event_wait)(posenc_context *ctx, void *event_state, uint64_t timeout_ns);
+    /* Frees `event_state` without waiting for its work. */
+    void (*event_release)(posenc_context *ctx, void *event_state);
+    /* Waits for all submitted work of the context. */
+    posenc_status (*finish)(posenc_context *ctx);
+
     /* The yardstick of `posenc bench`: a plain copy kernel over `bytes` bytes of `buf` from
      * `offset`, on the same device and with the same access pattern as the operations:
      * read and write in place (like an in-place RoPE), or write only (like a table).

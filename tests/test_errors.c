@@ -339,7 +339,7 @@ static void test_names(void)
         CHECK(name && strcmp(name, statuses[i].name) == 0);
         CHECK(message && strcmp(message, statuses[i].message) == 0);
     }
-    const posenc_status unknown[] = {(posenc_status)1, (posenc_status)-1, (posenc_status)-150,
+    const posenc_status unknown[] = {(posenc_status)2, (posenc_status)-1, (posenc_status)-150,
                                      (posenc_status)12345, (posenc_status)INT32_MIN};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *name = posenc_status_name(unknown[i]);

@@ -16,6 +16,8 @@
  * Completion
  * - posenc_rope and posenc_sinusoidal are synchronous: when they return, the results are in the
  *   output memory (a buffer download or the caller's host array shows them).
+ * - posenc_rope_submit and posenc_sinusoidal_submit return once the work is submitted; an
+ *   optional posenc_event tells when it is done (see "Asynchronous operations").
  *
  * Thread safety
  * - Device enumeration, posenc_version, posenc_status_name/string, posenc_thread_last_error and
@@ -72,6 +74,7 @@ POSENC_API const char *posenc_version(void);
  */
 #define POSENC_STATUS_LIST(X)                                                                      \
     X(OK, 0, "success")                                                                            \
+    X(TIMEOUT, 1, "the wait timed out; the work is still running")                                 \
     X(INVALID_ARGUMENT, -100, "an argument is invalid")                                            \
     X(INVALID_SHAPE, -101, "a tensor shape is invalid or does not match")                          \
     X(INVALID_DTYPE, -102, "a tensor dtype is invalid or does not match")                          \
@@ -391,6 +394,39 @@ typedef struct posenc_sinusoidal_desc {
 
 POSENC_API posenc_status posenc_sinusoidal(posenc_context *context,
                                            const posenc_sinusoidal_desc *desc);
+
+/* ---------------------------------------------------------------------------------------------
+ * Asynchronous operations, for callers who let posenc own the device and keep the host busy
+ * meanwhile. A submit validates exactly like the synchronous call (same errors, nothing written
+ * on failure), submits the work and returns without waiting for the device.
+ * - Every tensor of a submitted operation must be a posenc_buffer view: host views are
+ *   INVALID_ARGUMENT (naming the tensor); use the synchronous call for those. Buffers that wrap
+ *   host_memory are UNSUPPORTED on devices that cannot use that memory in place.
+ * - Work of one context runs in submission order, and posenc_buffer_upload/download on the
+ *   context are ordered after it: a download shows the results of every earlier submit.
+ *   posenc_buffer_destroy and posenc_context_destroy wait for the work that uses them.
+ * - Until the work is done, the caller must not touch the memory of a buffer it uses through
+ *   other means (a wrapped host_memory pointer, an engine's own view of the memory).
+ * - The event is optional (NULL: not wanted). Events belong to their context: destroy them
+ *   before it, or posenc_context_destroy frees those still alive.
+ * - Backends without a device queue of their own (the native CPU path) run the work inside the
+ *   submit call; the event is then already complete.
+ */
+typedef struct posenc_event posenc_event;
+
+POSENC_API posenc_status posenc_rope_submit(posenc_context *context, const posenc_rope_desc *desc,
+                                            posenc_event **event);
+POSENC_API posenc_status posenc_sinusoidal_submit(posenc_context *context,
+                                                  const posenc_sinusoidal_desc *desc,
+                                                  posenc_event **event);
+/* Waits up to `timeout_ns` nanoseconds (0: only polls; UINT64_MAX: no limit). Returns POSENC_OK
+ * when the work is done, POSENC_TIMEOUT while it is still running, or the device error that
+ * ended it. May be called again after it returned. */
+POSENC_API posenc_status posenc_event_wait(posenc_event *event, uint64_t timeout_ns);
+/* Frees the event without waiting (the work still completes). NULL is a no-op. */
+POSENC_API void posenc_event_destroy(posenc_event *event);
+/* Waits for every operation submitted on the context. */
+POSENC_API posenc_status posenc_context_finish(posenc_context *context);
 
 #ifdef __cplusplus
 }

@@ -157,6 +157,10 @@ void posenc_context_destroy(posenc_context *ctx)
 {
     if (!ctx)
         return;
+    if (ctx->backend->finish)
+        ctx->backend->finish(ctx);
+    while (ctx->events)
+        posenc_event_destroy(ctx->events);
     while (ctx->buffers)
         posenc_buffer_destroy(ctx->buffers);
     ctx->backend->context_fini(ctx);

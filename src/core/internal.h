@@ -64,6 +64,7 @@ struct posenc_context {
     char *cache_dir;           /* owned copies of the descriptor's strings, or NULL */
     char *pipeline_cache_path;
     posenc_buffer *buffers;
+    posenc_event *events;      /* live events, freed at context destroy */
     posenc__freq_cache rope_freqs;       /* the last RoPE frequency table and what made it */
     posenc__freq_cache sinusoidal_freqs; /* the same for sinusoidal encodings */
     uint64_t freqs_ids;                  /* ids handed out to frequency tables so far */
@@ -140,5 +141,24 @@ typedef struct posenc__sinusoidal_op {
     const posenc__freq *freqs; /* `half` entries */
     uint64_t freqs_id;         /* equal ids within a context: equal tables (0: unknown) */
 } posenc__sinusoidal_op;
+
+/* The whole front end of posenc_rope / posenc_sinusoidal: defaults, validation (setting the
+ * context error) and resolution into an operation a backend can trust. `freqs` points into the
+ * context's frequency cache: valid until the next operation is prepared on the context, so a
+ * backend that keeps the work beyond the call copies the table (it may key copies on freqs_id). */
+posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *desc,
+                                   posenc__rope_op *prepared);
+posenc_status posenc__sinusoidal_prepare(posenc_context *ctx, const posenc_sinusoidal_desc *desc,
+                                         posenc__sinusoidal_op *prepared);
+
+/* Submitted work (posenc_*_submit), listed in its context so that context destruction frees
+ * events still alive. */
+struct posenc_event {
+    posenc_context *ctx;
+    void *backend_state;   /* the backend's completion state; NULL once complete */
+    posenc_status result;  /* the work's final status once backend_state is NULL */
+    posenc_event *prev;
+    posenc_event *next;
+};
 
 #endif

@@ -54,7 +54,8 @@ static posenc_status resolve_output(posenc_context *ctx, const posenc_tensor *te
     return POSENC_OK;
 }
 
-posenc_status posenc_rope(posenc_context *ctx, const posenc_rope_desc *desc)
+posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *desc,
+                                   posenc__rope_op *prepared)
 {
     if (!ctx)
         return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
@@ -163,5 +164,13 @@ posenc_status posenc_rope(posenc_context *ctx, const posenc_rope_desc *desc)
         return status;
     op.freqs = ctx->rope_freqs.freqs;
     op.freqs_id = ctx->rope_freqs.id;
-    return ctx->backend->rope(ctx, &op);
+    *prepared = op;
+    return POSENC_OK;
+}
+
+posenc_status posenc_rope(posenc_context *ctx, const posenc_rope_desc *desc)
+{
+    posenc__rope_op op;
+    posenc_status status = posenc__rope_prepare(ctx, desc, &op);
+    return status == POSENC_OK ? ctx->backend->rope(ctx, &op) : status;
 }

@@ -18,7 +18,8 @@ static posenc_status resolve_scale(posenc_context *ctx, double value, const char
     return POSENC_OK;
 }
 
-posenc_status posenc_sinusoidal(posenc_context *ctx, const posenc_sinusoidal_desc *desc)
+posenc_status posenc__sinusoidal_prepare(posenc_context *ctx, const posenc_sinusoidal_desc *desc,
+                                         posenc__sinusoidal_op *prepared)
 {
     if (!ctx)
         return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
@@ -103,5 +104,13 @@ posenc_status posenc_sinusoidal(posenc_context *ctx, const posenc_sinusoidal_des
         return status;
     op.freqs = ctx->sinusoidal_freqs.freqs;
     op.freqs_id = ctx->sinusoidal_freqs.id;
-    return ctx->backend->sinusoidal(ctx, &op);
+    *prepared = op;
+    return POSENC_OK;
+}
+
+posenc_status posenc_sinusoidal(posenc_context *ctx, const posenc_sinusoidal_desc *desc)
+{
+    posenc__sinusoidal_op op;
+    posenc_status status = posenc__sinusoidal_prepare(ctx, desc, &op);
+    return status == POSENC_OK ? ctx->backend->sinusoidal(ctx, &op) : status;
 }
