@@ -72,7 +72,11 @@ typedef struct posenc__backend {
                               uint64_t bytes, bool write_only);
 
     /* Creates the context on the caller's own Vulkan or OpenCL objects (desc->vulkan /
-     * desc->opencl). Optional: NULL means such handles are UNSUPPORTED by this backend. */
+     * desc->opencl): borrowed handles, never destroyed; called without enumerate having run
+     * (the backend loads nothing it does not need, e.g. no Vulkan loader when the caller gives
+     * vkGetInstanceProcAddr). Validates the handles' fields (messages start "vulkan." /
+     * "opencl."), sets ctx->backend_state and points ctx->device at a device record it owns
+     * (freed in context_fini). Optional: NULL means such handles are UNSUPPORTED. */
     posenc_status (*context_init_external)(posenc_context *ctx, const posenc_context_desc *desc);
 } posenc__backend;
 

@@ -20,15 +20,19 @@ static posenc_status validate_desc(const posenc_context_desc *desc)
     if (desc->flags & ~(uint32_t)KNOWN_FLAGS)
         return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "flags: unknown bits 0x%x",
                             desc->flags & ~(uint32_t)KNOWN_FLAGS);
-    bool external = desc->vulkan.instance || desc->vulkan.physical_device ||
-                    desc->vulkan.device || desc->vulkan.queue ||
-                    desc->vulkan.get_instance_proc_addr || desc->opencl.context ||
-                    desc->opencl.device || desc->opencl.queue;
-    if (external)
-        return posenc__fail(NULL, POSENC_UNSUPPORTED,
-                            "vulkan/opencl: caller-owned devices are not supported in this "
-                            "version");
     return POSENC_OK;
+}
+
+static bool has_vulkan_handles(const posenc_context_desc *desc)
+{
+    const posenc_vulkan_external *vk = &desc->vulkan;
+    return vk->instance || vk->physical_device || vk->device || vk->queue ||
+           vk->get_instance_proc_addr || vk->enabled_features;
+}
+
+static bool has_opencl_handles(const posenc_context_desc *desc)
+{
+    return desc->opencl.context || desc->opencl.device || desc->opencl.queue;
 }
 
 static void free_context(posenc_context *ctx)
@@ -39,16 +43,15 @@ static void free_context(posenc_context *ctx)
     free(ctx);
 }
 
-/* A context on one device, or NULL with the reason in `message`. */
-static posenc_status try_device(const posenc_context_desc *desc, const posenc__device *device,
-                                posenc_context **out, char *message, size_t message_size)
+/* A context with the descriptor's settings and no backend state yet. */
+static posenc_context *new_context(const posenc_context_desc *desc,
+                                   const posenc__backend *backend,
+                                   const posenc__device *device)
 {
     posenc_context *ctx = calloc(1, sizeof *ctx);
-    if (!ctx) {
-        posenc__copy_string(message, message_size, "out of host memory");
-        return POSENC_OUT_OF_MEMORY;
-    }
-    ctx->backend = device->backend;
+    if (!ctx)
+        return NULL;
+    ctx->backend = backend;
     ctx->device = device;
     ctx->log = desc->log;
     ctx->log_user_data = desc->log_user_data;
@@ -59,10 +62,20 @@ static posenc_status try_device(const posenc_context_desc *desc, const posenc__d
     if ((desc->cache_dir && !ctx->cache_dir) ||
         (desc->pipeline_cache_path && !ctx->pipeline_cache_path)) {
         free_context(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+/* A context on one device, or NULL with the reason in `message`. */
+static posenc_status try_device(const posenc_context_desc *desc, const posenc__device *device,
+                                posenc_context **out, char *message, size_t message_size)
+{
+    posenc_context *ctx = new_context(desc, device->backend, device);
+    if (!ctx) {
         posenc__copy_string(message, message_size, "out of host memory");
         return POSENC_OUT_OF_MEMORY;
     }
-
     posenc_status status = ctx->backend->context_init(ctx, device);
     if (status != POSENC_OK) {
         posenc__copy_string(message, message_size, ctx->last_error);
@@ -70,6 +83,42 @@ static posenc_status try_device(const posenc_context_desc *desc, const posenc__d
         return status;
     }
     *out = ctx;
+    return POSENC_OK;
+}
+
+/* An engine's own device: the backend of those handles builds the context on them, without the
+ * device list, so no runtime loader is opened for it and nothing falls back elsewhere. */
+static posenc_status create_external(const posenc_context_desc *desc, posenc_context **context)
+{
+    bool vulkan = has_vulkan_handles(desc);
+    posenc_backend kind = vulkan ? POSENC_BACKEND_VULKAN : POSENC_BACKEND_OPENCL;
+    const char *field = vulkan ? "vulkan" : "opencl";
+    if (vulkan && has_opencl_handles(desc))
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT,
+                            "vulkan/opencl: handles of both APIs are set; set one");
+    if (desc->backend != POSENC_BACKEND_AUTO && desc->backend != kind)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT,
+                            "backend: is %s but the %s handles are set",
+                            posenc_backend_name(desc->backend), field);
+    if (desc->device)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT,
+                            "device: must be NULL when the %s handles name the device", field);
+    const posenc__backend *backend = posenc__registry_compiled_backend(kind);
+    if (!backend || !backend->context_init_external)
+        return posenc__fail(NULL, POSENC_UNSUPPORTED,
+                            "%s: this build of posenc has no %s backend for caller-owned "
+                            "devices",
+                            field, posenc_backend_name(kind));
+    posenc_context *ctx = new_context(desc, backend, NULL);
+    if (!ctx)
+        return posenc__fail(NULL, POSENC_OUT_OF_MEMORY, "context: out of host memory");
+    posenc_status status = backend->context_init_external(ctx, desc);
+    if (status != POSENC_OK) {
+        posenc__fail(NULL, status, "%s", ctx->last_error);
+        free_context(ctx);
+        return status;
+    }
+    *context = ctx;
     return POSENC_OK;
 }
 
@@ -84,6 +133,10 @@ posenc_status posenc_device_choose(const posenc_context_desc *desc, uint32_t *in
     posenc_status status = validate_desc(desc);
     if (status != POSENC_OK)
         return status;
+    if (has_vulkan_handles(desc) || has_opencl_handles(desc))
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT,
+                            "vulkan/opencl: the caller's handles name the device; there is "
+                            "nothing to choose");
     uint32_t count;
     status = posenc_device_count(&count);
     if (status != POSENC_OK)
@@ -114,6 +167,8 @@ posenc_status posenc_context_create(const posenc_context_desc *desc, posenc_cont
     posenc_status status = validate_desc(desc);
     if (status != POSENC_OK)
         return status;
+    if (has_vulkan_handles(desc) || has_opencl_handles(desc))
+        return create_external(desc, context);
 
     const posenc__device *devices;
     uint32_t count;

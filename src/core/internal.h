@@ -29,6 +29,9 @@ posenc_status posenc__device_list_append(posenc__device_list *list, const posenc
 /* The registry (core/registry.c): built once per process. */
 posenc_status posenc__registry_devices(const posenc__device **devices, uint32_t *count);
 const posenc__backend *posenc__registry_backend(posenc_backend kind, const char **reason);
+/* The backend of `kind` compiled into this build, without enumerating devices (no runtime is
+ * loaded); NULL if it was not compiled in. For contexts on caller-owned devices. */
+const posenc__backend *posenc__registry_compiled_backend(posenc_backend kind);
 
 struct posenc_buffer {
     posenc_context *ctx;

@@ -93,6 +93,15 @@ const posenc__backend *posenc__registry_backend(posenc_backend kind, const char 
     return NULL;
 }
 
+const posenc__backend *posenc__registry_compiled_backend(posenc_backend kind)
+{
+    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
+        if (backends[i]->kind == kind)
+            return backends[i];
+    }
+    return NULL;
+}
+
 posenc_status posenc_backend_status(posenc_backend backend, const char **reason)
 {
     const char *why = "";
