@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MIB (UINT64_C(1) << 20)
 /* Devices whose binding limit is above this are not given tensors larger than it. */
@@ -328,7 +329,10 @@ static void count_all(posenc_log_level level, const char *message, void *user_da
 
 static void test_pipeline_cache(uint32_t index)
 {
-    const char *path = "test_vulkan_pipeline.cache";
+    /* Per process: test_vulkan and its reruns (test_vulkan_vulkan_fallbacks) may run at the
+     * same time in the same directory. */
+    char path[64];
+    snprintf(path, sizeof path, "test_vulkan_pipeline_%ld.cache", (long)getpid());
     remove(path);
     posenc_context *ctx = context_with(index, path, test_count_warnings, NULL);
     if (!ctx)
