@@ -1,5 +1,5 @@
 /* The copy roofline of `posenc bench` (the backend's `roofline` entry): the plainest kernel with
- * an operation's access pattern, one 32-bit word per work-item and step.
+ * an operation's access pattern, over 32-bit words.
  *   read + write in place: data[i] = data[i] + 0.0f (like an in-place RoPE; the addition keeps
  *     the compiler from removing a store of the value just loaded)
  *   write only:            data[i] = i (like a sinusoidal table)
@@ -9,18 +9,44 @@
  *   1  offset      first word
  *   2  count       words
  *   3  write_mode  0: read + write in place; 1: write only
+ *   4  chunk       0: work-items interleave word by word (GPUs); n: each work-item copies a
+ *                  contiguous run of n words (CPU devices)
  * Global size: any; one dimension (the kernel loops over the rest).
  */
 #pragma OPENCL FP_CONTRACT OFF
 
-kernel void posenc_copy(global float *data, uint offset, uint count, uint write_mode)
+kernel void posenc_copy(global float *data, uint offset, uint count, uint write_mode,
+                        uint chunk)
 {
-    uint stride = (uint)get_global_size(0);
-    if (write_mode != 0u) {
-        for (uint i = (uint)get_global_id(0); i < count; i = count - i <= stride ? count : i + stride)
-            data[offset + i] = (float)i;
-    } else {
-        for (uint i = (uint)get_global_id(0); i < count; i = count - i <= stride ? count : i + stride)
-            data[offset + i] = data[offset + i] + 0.0f;
+    global float *words = data + offset;
+    uint id = (uint)get_global_id(0);
+    if (chunk != 0u) {
+        /* CPU devices: a contiguous run per work-item. CPU implementations run the work-items
+         * of a group one after another, so the strided walk below would stream the whole
+         * buffer through the cache once per work-item. */
+        uint begin = id < count / chunk ? id * chunk : count;
+        uint end = count - begin < chunk ? count : begin + chunk;
+        if (write_mode != 0u) {
+            for (uint i = begin; i < end; i++)
+                words[i] = (float)i;
+        } else {
+            for (uint i = begin; i < end; i++)
+                words[i] = words[i] + 0.0f;
+        }
+        return;
     }
+    /* GPUs: consecutive work-items take consecutive words (coalesced), the same trip count in
+     * every work-item, then one partial round. */
+    uint stride = (uint)get_global_size(0);
+    uint rounds = count / stride;
+    if (write_mode != 0u) {
+        for (uint r = 0u; r < rounds; r++)
+            words[r * stride + id] = (float)(r * stride + id);
+    } else {
+        for (uint r = 0u; r < rounds; r++)
+            words[r * stride + id] = words[r * stride + id] + 0.0f;
+    }
+    uint last = rounds * stride + id;
+    if (last < count)
+        words[last] = write_mode != 0u ? (float)last : words[last] + 0.0f;
 }

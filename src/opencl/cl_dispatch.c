@@ -32,10 +32,10 @@ void posenc_cl_arg_f32(posenc_cl_args *args, float value)
     arg(args, sizeof v, &v);
 }
 
-posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kernel,
-                               uint64_t units, const char *what)
+uint64_t posenc_cl_launch_size(const posenc_context *ctx, const posenc_cl_kernel *kernel,
+                               uint64_t units)
 {
-    posenc_cl_context *state = ctx->backend_state;
+    const posenc_cl_context *state = ctx->backend_state;
     size_t local = kernel->local_size;
     uint64_t groups = (units + local - 1) / local;
     uint64_t max_groups = (uint64_t)state->device->compute_units * GROUPS_PER_COMPUTE_UNIT;
@@ -43,7 +43,15 @@ posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kern
         groups = max_groups;
     if (groups == 0)
         groups = 1;
-    size_t global = (size_t)(groups * local);
+    return groups * local;
+}
+
+posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kernel,
+                               uint64_t units, const char *what)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    size_t local = kernel->local_size;
+    size_t global = (size_t)posenc_cl_launch_size(ctx, kernel, units);
     cl_int err = state->cl->EnqueueNDRangeKernel(state->queue, kernel->kernel, 1, NULL, &global,
                                                  &local, 0, NULL, NULL);
     return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, what, "clEnqueueNDRangeKernel");

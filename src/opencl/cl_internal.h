@@ -172,7 +172,10 @@ posenc_status posenc_cl_program_build(posenc_context *ctx, const char *label, co
 void posenc_cl_kernels_release(posenc_cl_context *state);
 
 /* Launches `kernel` over `units` work-items' worth of work: a whole number of work-groups, at
- * most a few per compute unit (the kernels loop over the rest). */
+ * most a few per compute unit (the kernels loop over the rest). posenc_cl_launch_size is the
+ * global size such a launch uses. */
+uint64_t posenc_cl_launch_size(const posenc_context *ctx, const posenc_cl_kernel *kernel,
+                               uint64_t units);
 posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kernel,
                                uint64_t units, const char *what);
 /* Uploads rotary/sinusoidal frequencies as (int_turns, frac_hi, frac_lo) words, unless the

@@ -2,6 +2,18 @@
  * place (read + write) or write only. Wrapped host memory is staged like a host tensor. */
 #include "opencl/cl_internal.h"
 
+/* Words per work-item on CPU devices (0 elsewhere): the launch's work-items split the range
+ * into contiguous runs; see shaders/copy.cl. */
+static uint32_t copy_chunk(const posenc_context *ctx, const posenc_cl_kernel *kernel,
+                           uint64_t words)
+{
+    if (ctx->device->info.type != POSENC_DEVICE_CPU)
+        return 0;
+    uint64_t items = posenc_cl_launch_size(ctx, kernel, words);
+    uint64_t chunk = (words + items - 1) / items;
+    return chunk ? (uint32_t)chunk : 1u;
+}
+
 posenc_status posenc_cl_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                  uint64_t bytes, bool write_only)
 {
@@ -38,6 +50,7 @@ posenc_status posenc_cl_roofline(posenc_context *ctx, posenc_buffer *buf, uint64
     posenc_cl_arg_u32(&args, data.offset);
     posenc_cl_arg_u32(&args, (uint32_t)words);
     posenc_cl_arg_u32(&args, write_only ? 1u : 0u);
+    posenc_cl_arg_u32(&args, copy_chunk(ctx, kernel, words));
     if (args.error != CL_SUCCESS)
         return posenc_cl_fail(ctx, args.error, "roofline", "clSetKernelArg");
     status = posenc_cl_launch(ctx, kernel, words, "roofline");
