@@ -175,8 +175,9 @@ void posenc_cl_kernels_release(posenc_cl_context *state);
  * most a few per compute unit (the kernels loop over the rest). */
 posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kernel,
                                uint64_t units, const char *what);
-/* Uploads rotary/sinusoidal frequencies as (int_turns, frac_hi, frac_lo) words, unless the
- * table `id` (non-zero) is the one uploaded last. */
+/* Uploads rotary/sinusoidal frequencies as (int_turns, frac_hi, frac_lo) words, then each
+ * one's position component (which only RoPE reads), unless the table `id` (non-zero) is the
+ * one uploaded last. */
 posenc_status posenc_cl_upload_freqs(posenc_context *ctx, const posenc__freq *freqs,
                                      uint32_t count, uint64_t id, const char *what);
 
