@@ -319,7 +319,9 @@ typedef enum posenc_rope_scaling_type {
 
 /* Which position each frequency uses. The multimodal kinds read several position components
  * per token (the innermost dim of `positions`) and give each frequency one of them, with the
- * semantics of HF transformers (Qwen2-VL, Qwen3-VL, Pixtral). n = rotary_dim / 2 frequencies. */
+ * semantics of HF transformers (Qwen2-VL, Qwen3-VL, Pixtral). n = rotary_dim / 2 frequencies.
+ * The rules are per frequency j, so they hold in both styles and for partial rotary dims (the
+ * HF models use NEOX, and the vision towers rotate the whole head). */
 typedef enum posenc_rope_multimodal {
     POSENC_ROPE_POSITIONS_1D = 0,      /* one position per token */
     /* Qwen2-VL / Qwen2.5-VL M-RoPE: 3 components (temporal, height, width); frequency j uses t
