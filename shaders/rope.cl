@@ -16,18 +16,21 @@
  *   0..3   q, q_out, k, k_out   global elements (in place: q_out is q; no k: any buffer, and
  *                               k_heads 0)
  *   4      positions  global i32 or f32 elements as uint; read only with POSITIONS_I32/F32
- *   5      freqs      global uint triplets (int_turns, frac_hi, frac_lo), rotary_dim/2 of them
+ *   5      freqs      global uint triplets (int_turns, frac_hi, frac_lo), rotary_dim/2 of them,
+ *                     then rotary_dim/2 uints: the position component each frequency uses
  *   6..25  for q, q_out, k, k_out in turn: offset, then strides of batch, token, head, dim;
  *          in elements (0 for dims of size 1)
- *   26..28 positions offset, batch stride, token stride (elements; batch stride 0 when the
- *          positions are shared by the batch)
- *   29..33 batch, tokens, q_heads, k_heads, rotary_dim
- *   34     heads_per_unit   heads a unit handles (the chunk size)
- *   35     lanes            rotary_dim/2, plus head_dim - rotary_dim when a copy is needed
- *   36     position_offset  positions absent: position = position_offset + token
- *   37     flags            bit 0 GPT-J; bits 1-2 positions (0 none, 1 i32, 2 f32); bit 3
+ *   26..29 positions offset, batch stride, token stride, component stride (elements; batch
+ *          stride 0 when the positions are shared by the batch, component stride 0 with one
+ *          component)
+ *   30..34 batch, tokens, q_heads, k_heads, rotary_dim
+ *   35     heads_per_unit   heads a unit handles (the chunk size)
+ *   36     lanes            rotary_dim/2, plus head_dim - rotary_dim when a copy is needed
+ *   37     position_offset  positions absent: position = position_offset + token (every
+ *                           component)
+ *   38     flags            bit 0 GPT-J; bits 1-2 positions (0 none, 1 i32, 2 f32); bit 3
  *                           inverse; bit 4 copy q's pass-through dims; bit 5 copy k's
- *   38     attention_factor
+ *   39     attention_factor
  * Every element index, and batch * tokens * chunks * lanes, fits in 32 bits.
  * Global size: any; one dimension (the kernel loops over the rest).
  */
@@ -59,7 +62,7 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
                         uint ko_offset, uint ko_stride_batch, uint ko_stride_token,
                         uint ko_stride_head, uint ko_stride_dim,
                         uint positions_offset, uint positions_stride_batch,
-                        uint positions_stride_token,
+                        uint positions_stride_token, uint positions_stride_component,
                         uint batch, uint tokens, uint q_heads, uint k_heads, uint rotary_dim,
                         uint heads_per_unit, uint lanes, int position_offset,
                         uint flags, float attention_factor)
@@ -115,7 +118,9 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
             valid = posenc_position_from_word(positions_kind,
                                               positions[positions_offset +
                                                         b * positions_stride_batch +
-                                                        t * positions_stride_token],
+                                                        t * positions_stride_token +
+                                                        freqs[3u * half_count + lane] *
+                                                            positions_stride_component],
                                               &position);
         if (valid) {
             uint3 freq = (uint3)(freqs[3u * lane], freqs[3u * lane + 1u], freqs[3u * lane + 2u]);

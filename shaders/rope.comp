@@ -17,8 +17,9 @@
 //   0  out        the output elements (also the input when rotating in place)
 //   1  in         the input elements; read only when not in place (bind any buffer otherwise)
 //   2  positions  i32 or f32 elements, as uint words; read only with POSITIONS_I32/F32
-//   3  freqs      uint triplets (int_turns, frac_hi, frac_lo) per pair: turns per position
-// Push constants (the Params block, 88 bytes): offsets and strides in elements from the start of
+//   3  freqs      uint triplets (int_turns, frac_hi, frac_lo) per pair: turns per position;
+//                 then one uint per pair: the position component it uses (multimodal kinds)
+// Push constants (the Params block, 92 bytes): offsets and strides in elements from the start of
 // each binding (bound at a multiple of 4 bytes, so that 16-bit elements keep their place in a
 // word). The host splits larger work into several dispatches, so that every element index and
 // the invocation count below fit in 32 bits.
@@ -60,6 +61,7 @@ layout(push_constant) uniform Params {
     uint positions_offset;
     uint positions_stride_batch;
     uint positions_stride_token;
+    uint positions_stride_component; // 0 with one component
     uint batch;
     uint tokens;
     uint heads;
@@ -76,15 +78,17 @@ const uint POSITIONS_SHIFT = 1u;
 const uint FLAG_INVERSE = 8u;
 const uint FLAG_IN_PLACE = 16u;
 
-// The Q31.32 position of token t of batch b; false for a float position that gives NaN.
-bool token_position(uint b, uint t, out uvec2 position)
+// The Q31.32 position component `component` of token t of batch b; false for a float
+// position that gives NaN. Absent positions give position_offset + t for every component.
+bool token_position(uint b, uint t, uint component, out uvec2 position)
 {
     uint kind = (params.flags >> POSITIONS_SHIFT) & 3u;
     position = uvec2(0u, uint(params.position_offset) + t);
     if (kind == POSENC_POSITIONS_NONE)
         return true;
     uint word = positions[params.positions_offset + b * params.positions_stride_batch +
-                          t * params.positions_stride_token];
+                          t * params.positions_stride_token +
+                          component * params.positions_stride_component];
     return posenc_position_from_word(kind, word, position);
 }
 
@@ -174,7 +178,7 @@ void main()
         float s = uintBitsToFloat(0x7fc00000u); // NaN
         float c = s;
         uvec2 position;
-        if (token_position(b, t, position)) {
+        if (token_position(b, t, freqs[3u * pairs + j], position)) {
             uvec3 freq = uvec3(freqs[3u * j], freqs[3u * j + 1u], freqs[3u * j + 2u]);
             posenc_sincos_turns(posenc_turns(position, freq), s, c);
         }

@@ -236,6 +236,84 @@ void ref_rope_head(const double *x, double *out, uint32_t head_dim, uint32_t rot
     }
 }
 
+uint32_t ref_rope_components(posenc_rope_multimodal kind)
+{
+    switch (kind) {
+    case POSENC_ROPE_MROPE:
+    case POSENC_ROPE_MROPE_INTERLEAVED: return 3;
+    case POSENC_ROPE_VISION_2D:
+    case POSENC_ROPE_VISION_2D_PIXTRAL: return 2;
+    default: return 1;
+    }
+}
+
+void ref_rope_multimodal(const posenc_rope_desc *desc, uint32_t rotary_dim, double *inv_freq,
+                         uint32_t *component)
+{
+    uint32_t n = rotary_dim / 2;
+    const uint32_t *section = desc->mrope_section;
+    double theta = desc->theta != 0 ? desc->theta : 10000.0;
+    for (uint32_t j = 0; j < n; j++)
+        component[j] = 0;
+    switch (desc->multimodal) {
+    case POSENC_ROPE_MROPE: {
+        /* Qwen2-VL: cos.split(mrope_section) and chunk i takes component i % 3. */
+        uint32_t j = 0;
+        for (uint32_t c = 0; c < 3; c++)
+            for (uint32_t k = 0; k < section[c] && j < n; k++)
+                component[j++] = c;
+        break;
+    }
+    case POSENC_ROPE_MROPE_INTERLEAVED:
+        /* Qwen3-VL: freqs_t[..., offset:3 * section[dim]:3] = freqs[dim, ...] for H, W. */
+        for (uint32_t dim = 1; dim <= 2; dim++)
+            for (uint32_t idx = dim; idx < 3 * section[dim] && idx < n; idx += 3)
+                component[idx] = dim;
+        break;
+    case POSENC_ROPE_VISION_2D: {
+        /* VisionRotaryEmbedding(dim = rotary_dim / 2): 1 / theta^(arange(0, dim, 2) / dim),
+         * indexed by h for the first half of the frequencies and by w for the second. */
+        uint32_t dim = rotary_dim / 2;
+        for (uint32_t i = 0; i < dim / 2; i++) {
+            double f = 1.0 / pow(theta, (double)(2 * i) / dim);
+            inv_freq[i] = inv_freq[dim / 2 + i] = f;
+            component[dim / 2 + i] = 1;
+        }
+        break;
+    }
+    case POSENC_ROPE_VISION_2D_PIXTRAL: {
+        /* freqs = 1 / theta^(arange(0, dim, 2) / dim); h takes freqs[::2], w freqs[1::2]. */
+        for (uint32_t i = 0; i < n / 2; i++) {
+            inv_freq[i] = 1.0 / pow(theta, (double)(4 * i) / rotary_dim);
+            inv_freq[n / 2 + i] = 1.0 / pow(theta, (double)(4 * i + 2) / rotary_dim);
+            component[n / 2 + i] = 1;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+void ref_rope_head_pairs(const double *x, double *out, uint32_t head_dim, uint32_t rotary_dim,
+                         posenc_rope_style style, const double *inv_freq,
+                         const double *pair_positions, double attention_factor, bool inverse)
+{
+    for (uint32_t i = rotary_dim; i < head_dim; i++)
+        out[i] = x[i];
+    for (uint32_t j = 0; j < rotary_dim / 2; j++) {
+        uint32_t ia, ib;
+        ref_rope_pair(style, rotary_dim, j, &ia, &ib);
+        double s, c;
+        ref_sincos_product(pair_positions[j], inv_freq[j], &s, &c);
+        if (inverse)
+            s = -s;
+        double a = x[ia], b = x[ib];
+        out[ia] = attention_factor * (a * c - b * s);
+        out[ib] = attention_factor * (a * s + b * c);
+    }
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Sinusoidal
  */

@@ -58,6 +58,21 @@ void ref_rope_head(const double *x, double *out, uint32_t head_dim, uint32_t rot
                    posenc_rope_style style, const double *inv_freq, double position,
                    double attention_factor, bool inverse);
 
+/* Multimodal kinds (Qwen2-VL, Qwen3-VL, Pixtral), transcribed from HF transformers: the number
+ * of position components of `kind` (1 for POSITIONS_1D). */
+uint32_t ref_rope_components(posenc_rope_multimodal kind);
+
+/* Which position component each frequency j < rotary_dim/2 uses under `desc->multimodal` and
+ * `desc->mrope_section`, into `component`; for the vision kinds also their inv_freq (theta
+ * only), overwriting what ref_rope_frequencies wrote there. */
+void ref_rope_multimodal(const posenc_rope_desc *desc, uint32_t rotary_dim, double *inv_freq,
+                         uint32_t *component);
+
+/* ref_rope_head with a position per pair: pair j is rotated at pair_positions[j]. */
+void ref_rope_head_pairs(const double *x, double *out, uint32_t head_dim, uint32_t rotary_dim,
+                         posenc_rope_style style, const double *inv_freq,
+                         const double *pair_positions, double attention_factor, bool inverse);
+
 /* ---------------------------------------------------------------------------------------------
  * Sinusoidal
  */

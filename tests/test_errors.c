@@ -18,6 +18,7 @@ enum {
     K_OUT_AT = 3072, /* k_out, and the sinusoidal x */
     POS_AT = 4096,   /* i32 positions [8] */
     POSF_AT = 4352,  /* f32 positions [8] */
+    MM_POS_AT = 5120, /* multimodal positions: i32 [4 tokens, 3] or [4, 2], 48 bytes */
     QKV_AT = 8192,   /* fused qkv [4 tokens, 3, 2 heads, 8] f32, 384 bytes */
 };
 enum { BATCH = 1, TOKENS = 4, Q_HEADS = 2, K_HEADS = 1, HEAD_DIM = 8, D_MODEL = 8 };
@@ -837,6 +838,141 @@ static void test_rope_scaling(posenc_context *ctx)
 #undef CASE
 }
 
+/* Multimodal kinds: the kind, mrope_section, what the vision kinds refuse, and the component
+ * dim of the positions. */
+static void test_rope_multimodal(posenc_context *ctx)
+{
+    posenc_rope_desc d;
+    uint64_t seed = 400;
+    static const double caller_inv_freq[4] = {1, 0.1, 0.01, 0.001};
+#define CASE() (fill_arena(seed++), d = base_rope())
+#define MROPE(s0, s1, s2)                                                                       \
+    (d.multimodal = POSENC_ROPE_MROPE, d.mrope_section[0] = (s0), d.mrope_section[1] = (s1),  \
+     d.mrope_section[2] = (s2))
+
+    CASE();
+    d.multimodal = (posenc_rope_multimodal)5;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "multimodal");
+    CASE();
+    d.multimodal = (posenc_rope_multimodal)-1;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "multimodal");
+
+    /* mrope_section: required and summing to rotary_dim/2 (4 here) for the M-RoPE kinds, zero
+     * for the others. */
+    CASE();
+    MROPE(0, 0, 0);
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "mrope_section");
+    CASE();
+    MROPE(1, 1, 1);
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "mrope_section");
+    CASE();
+    MROPE(2, 2, 2);
+    d.multimodal = POSENC_ROPE_MROPE_INTERLEAVED;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "mrope_section");
+    CASE();
+    MROPE(UINT32_MAX, 3, 2); /* wraps to 4 in 32 bits */
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "mrope_section");
+    CASE();
+    d.mrope_section[1] = 4;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "mrope_section");
+    CASE();
+    d.multimodal = POSENC_ROPE_VISION_2D;
+    d.mrope_section[0] = 4;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "mrope_section");
+    CASE();
+    MROPE(2, 1, 1);
+    d.rotary_dim = 6; /* now the sum must be 3 */
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "mrope_section");
+
+    /* The vision kinds: rotary_dim a multiple of 4, frequencies from theta alone. */
+    CASE();
+    d.multimodal = POSENC_ROPE_VISION_2D;
+    d.rotary_dim = 6;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_SHAPE, "rotary_dim");
+    CASE();
+    d.multimodal = POSENC_ROPE_VISION_2D_PIXTRAL;
+    d.scaling.type = POSENC_ROPE_SCALING_LINEAR;
+    d.scaling.factor = 2;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "scaling.type");
+    CASE();
+    d.multimodal = POSENC_ROPE_VISION_2D;
+    d.inv_freq = caller_inv_freq;
+    d.inv_freq_count = 4;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "inv_freq");
+    CASE();
+    d.multimodal = POSENC_ROPE_VISION_2D_PIXTRAL;
+    d.scaling.freq_factors = caller_inv_freq;
+    d.scaling.factor_count = 4;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "scaling.freq_factors");
+
+    /* Positions: [tokens, C] or [batch, tokens, C], C the kind's components. */
+    CASE();
+    MROPE(2, 1, 1);
+    d.positions = HOST_VIEW(MM_POS_AT, POSENC_DTYPE_I32, TOKENS);
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_SHAPE, "positions.ndim");
+    CASE();
+    MROPE(2, 1, 1);
+    d.positions = HOST_VIEW(MM_POS_AT, POSENC_DTYPE_I32, 1, 1, TOKENS, 3);
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_SHAPE, "positions.ndim");
+    CASE();
+    MROPE(2, 1, 1);
+    d.positions = HOST_VIEW(MM_POS_AT, POSENC_DTYPE_I32, TOKENS, 2);
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_SHAPE, "positions.shape[1]");
+    CASE();
+    d.multimodal = POSENC_ROPE_VISION_2D;
+    d.positions = HOST_VIEW(MM_POS_AT, POSENC_DTYPE_I32, BATCH, TOKENS, 3);
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_SHAPE, "positions.shape[2]");
+    CASE();
+    MROPE(2, 1, 1);
+    d.positions = HOST_VIEW(MM_POS_AT, POSENC_DTYPE_I32, TOKENS - 1, 3);
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_SHAPE, "positions.shape[0]");
+    CASE();
+    MROPE(2, 1, 1);
+    d.positions = HOST_VIEW(MM_POS_AT, POSENC_DTYPE_I32, 2, 2, 3); /* batch is 1 */
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_SHAPE, "positions.shape");
+    CASE();
+    MROPE(2, 1, 1);
+    d.positions = HOST_VIEW(MM_POS_AT, POSENC_DTYPE_F16, TOKENS, 3);
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_DTYPE, "positions.dtype");
+    CASE();
+    MROPE(2, 1, 1);
+    d.positions = HOST_VIEW(MM_POS_AT, POSENC_DTYPE_I32, TOKENS, 3);
+    d.position_offset = 5;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "position_offset");
+    /* Only the last component lies inside k, which is rotated in place: every component is
+     * checked against the outputs, not only the first. */
+    CASE();
+    MROPE(2, 1, 1);
+    d.positions = HOST_VIEW(K_AT - 2 * 256, POSENC_DTYPE_I32, TOKENS, 3);
+    d.positions.strides[0] = 4;
+    d.positions.strides[1] = 256;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_LAYOUT, "positions");
+
+    /* And the valid forms: packed, HF's [3, batch, tokens] with permuted strides, vision. */
+    CASE();
+    MROPE(2, 1, 1);
+    d.positions = HOST_VIEW(MM_POS_AT, POSENC_DTYPE_I32, TOKENS, 3);
+    EXPECT_ROPE(ctx, &d, POSENC_OK, "");
+    CASE();
+    MROPE(2, 1, 1);
+    d.multimodal = POSENC_ROPE_MROPE_INTERLEAVED;
+    d.positions = HOST_VIEW(MM_POS_AT, POSENC_DTYPE_F32, BATCH, TOKENS, 3);
+    d.positions.strides[0] = TOKENS * 4;
+    d.positions.strides[1] = 4;
+    d.positions.strides[2] = BATCH * TOKENS * 4;
+    for (int i = 0; i < 3 * TOKENS; i++) { /* finite floats: the arena's noise may be NaN */
+        float p = (float)i;
+        memcpy(arena + MM_POS_AT + 4 * i, &p, sizeof p);
+    }
+    EXPECT_ROPE(ctx, &d, POSENC_OK, "");
+    CASE();
+    d.multimodal = POSENC_ROPE_VISION_2D_PIXTRAL;
+    d.positions = HOST_VIEW(MM_POS_AT, POSENC_DTYPE_I32, BATCH, TOKENS, 2);
+    EXPECT_ROPE(ctx, &d, POSENC_OK, "");
+#undef MROPE
+#undef CASE
+}
+
 static void test_rope_layouts(posenc_context *ctx)
 {
     posenc_rope_desc d;
@@ -1222,6 +1358,7 @@ static void run_device(posenc_context *ctx, const posenc_device_info *info)
     check_rope_works(ctx, 11, __LINE__);
     test_rope_scalars(ctx);
     test_rope_scaling(ctx);
+    test_rope_multimodal(ctx);
     test_rope_layouts(ctx);
     test_rope_buffers(ctx);
     check_rope_works(ctx, 12, __LINE__);

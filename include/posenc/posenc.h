@@ -320,6 +320,27 @@ typedef enum posenc_rope_scaling_type {
     POSENC_ROPE_SCALING_LONGROPE = 6,
 } posenc_rope_scaling_type;
 
+/* Which position each frequency uses. The multimodal kinds read several position components
+ * per token (the innermost dim of `positions`) and give each frequency one of them, with the
+ * semantics of HF transformers (Qwen2-VL, Qwen3-VL, Pixtral). n = rotary_dim / 2 frequencies.
+ * The rules are per frequency j, so they hold in both styles and for partial rotary dims (the
+ * HF models use NEOX, and the vision towers rotate the whole head). */
+typedef enum posenc_rope_multimodal {
+    POSENC_ROPE_POSITIONS_1D = 0,      /* one position per token */
+    /* Qwen2-VL / Qwen2.5-VL M-RoPE: 3 components (temporal, height, width); frequency j uses t
+     * for j < s0, h for s0 <= j < s0 + s1, w after (s = mrope_section, summing to n). */
+    POSENC_ROPE_MROPE = 1,
+    /* Qwen3-VL interleaved M-RoPE: 3 components; frequency j uses h when j % 3 == 1 and
+     * j < 3 s1, w when j % 3 == 2 and j < 3 s2, t otherwise. */
+    POSENC_ROPE_MROPE_INTERLEAVED = 2,
+    /* Qwen2-VL vision tower: 2 components (h, w); frequency j < n/2 uses h, the others w, both
+     * at inv_freq theta^(-4 (j mod n/2) / rotary_dim). rotary_dim % 4 == 0. */
+    POSENC_ROPE_VISION_2D = 3,
+    /* Pixtral: 2 components (h, w); with f_i = theta^(-2i / rotary_dim), frequency j < n/2
+     * uses h at f_2j, frequency j >= n/2 uses w at f_(2(j - n/2) + 1). rotary_dim % 4 == 0. */
+    POSENC_ROPE_VISION_2D_PIXTRAL = 4,
+} posenc_rope_multimodal;
+
 /* Context-extension scaling, applied on the host in float64 to produce inv_freq and an attention
  * factor. Defaults are the published ones. Fields a type does not use must stay zero. */
 typedef struct posenc_rope_scaling {
@@ -342,7 +363,8 @@ typedef struct posenc_rope_scaling {
 
 /* q and, optionally, k of one attention layer, rotated in one call:
  *   (x_a, x_b) -> attention_factor * (x_a cos t - x_b sin t, x_a sin t + x_b cos t),
- *   t = position * inv_freq[j], inv_freq[j] = theta^(-2j / rotary_dim), j < rotary_dim / 2.
+ *   t = position * inv_freq[j], inv_freq[j] = theta^(-2j / rotary_dim), j < rotary_dim / 2
+ *   (multimodal kinds: the position component and inv_freq of posenc_rope_multimodal).
  * q is [batch, tokens, q_heads, head_dim], k is [batch, tokens, k_heads, head_dim] (k_heads may
  * differ: grouped-query attention). Dims from rotary_dim to head_dim pass through unchanged. */
 typedef struct posenc_rope_desc {
@@ -350,9 +372,13 @@ typedef struct posenc_rope_desc {
     posenc_tensor q_out;      /* absent: q is rotated in place; otherwise same shape and dtype */
     posenc_tensor k;          /* optional */
     posenc_tensor k_out;      /* absent: k in place */
-    posenc_tensor positions;  /* i32 (or f32) [tokens] or [batch, tokens]; absent: token index */
-    int32_t position_offset;  /* absent positions: position = position_offset + token index;
-                               * must be 0 when positions are given */
+    posenc_tensor positions;  /* i32 (or f32) [tokens] or [batch, tokens]; absent: token index.
+                               * Multimodal kinds: [tokens, C] or [batch, tokens, C], C = 3
+                               * (M-RoPE) or 2 (vision) components innermost; any strides, so
+                               * HF's [C, batch, tokens] position_ids pass as they are, with
+                               * permuted strides */
+    int32_t position_offset;  /* absent positions: position = position_offset + token index (every
+                               * component); must be 0 when positions are given */
     uint32_t rotary_dim;      /* even, <= head_dim; default head_dim */
     posenc_rope_style style;  /* default NEOX */
     double theta;             /* frequency base; default 10000 */
@@ -361,7 +387,12 @@ typedef struct posenc_rope_desc {
     const double *inv_freq;   /* optional: caller frequencies (radians per position, >= 0);
                                * replace theta and scaling.type (freq_factors still apply) */
     uint32_t inv_freq_count;  /* entries in inv_freq: rotary_dim/2 */
-    posenc_rope_scaling scaling;
+    posenc_rope_scaling scaling; /* with derived sequence lengths and several components:
+                                  * from the largest position of any component */
+    posenc_rope_multimodal multimodal; /* default POSITIONS_1D. The vision kinds take no
+                                        * scaling, inv_freq or freq_factors */
+    uint32_t mrope_section[3];  /* M-RoPE kinds: frequencies per component (t, h, w), summing
+                                 * to rotary_dim/2, e.g. {16, 24, 24}; 0 for the other kinds */
 } posenc_rope_desc;
 
 POSENC_API posenc_status posenc_rope(posenc_context *context, const posenc_rope_desc *desc);

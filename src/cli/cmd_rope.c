@@ -27,7 +27,8 @@ static const char rope_help[] =
     "  --save-q FILE           write the generated q input\n"
     "  --save-k FILE           write the generated k input\n"
     "  --positions FILE        positions, i32 '<i4' (or i64 '<i8', narrowed) or f32 '<f4',\n"
-    "                          [tokens] or [batch, tokens] (default: token index)\n"
+    "                          [tokens] or [batch, tokens] (default: token index); with\n"
+    "                          --multimodal, [tokens, C] or [batch, tokens, C]\n"
     "  --position-offset N     without --positions: position = N + token index (default 0)\n"
     "  --q-out FILE            write the rotated q (same dtype and shape as q)\n"
     "  --k-out FILE            write the rotated k\n"
@@ -41,6 +42,16 @@ static const char rope_help[] =
     "  --inverse               rotate by -t: undoes a forward rotation\n"
     "  --inv-freq FILE         rotary_dim/2 frequencies, f64 '<f8' or f32 '<f4', radians per\n"
     "                          position; replaces --theta and --scaling\n"
+    "\n"
+    "multimodal positions (HF transformers semantics; each frequency uses one of C position\n"
+    "components per token):\n"
+    "  --multimodal none|mrope|mrope-interleaved|vision-2d|pixtral   (default none)\n"
+    "                          mrope: Qwen2-VL / Qwen2.5-VL, C = 3 (t, h, w), contiguous\n"
+    "                          sections; mrope-interleaved: Qwen3-VL, C = 3; vision-2d: the\n"
+    "                          Qwen2-VL vision tower, C = 2 (h, w); pixtral: Pixtral, C = 2.\n"
+    "                          The vision kinds need rotary_dim % 4 == 0 and take no scaling\n"
+    "  --mrope-section T,H,W   mrope kinds: frequencies per component, summing to\n"
+    "                          rotary_dim/2 (Qwen2-VL 16,24,24; Qwen3-VL 24,20,20)\n"
     "\n"
     "context-extension scaling (float64, on the host; zero/absent flags take the published\n"
     "defaults):\n"
@@ -67,7 +78,9 @@ static const char rope_help[] =
     "  --help                  this text\n"
     "\n"
     "example: posenc rope --generate 1,16,8,2,64 --theta 500000 --save-q q.npy --q-out q_rot.npy\n"
-    "         posenc rope --q q_rot.npy --inverse --q-out q_back.npy   (q_back == q)\n";
+    "         posenc rope --q q_rot.npy --inverse --q-out q_back.npy   (q_back == q)\n"
+    "         posenc rope --q q.npy --positions thw.npy --multimodal mrope --mrope-section\n"
+    "             16,24,24 --theta 1000000 --q-out q_rot.npy   (thw.npy: [tokens, 3])\n";
 
 typedef struct rope_options {
     const char *q_path, *k_path, *positions_path, *q_out_path, *k_out_path;
@@ -217,6 +230,21 @@ static int rope_parse(int argc, char **argv, rope_options *o)
             rc = cli_no_value(&args);
         } else if (cli_is(&args, "--position-offset")) {
             rc = cli_value_i32(&args, &d->position_offset);
+        } else if (cli_is(&args, "--multimodal")) {
+            static const char *const kinds[] = {"none", "mrope", "mrope-interleaved",
+                                                "vision-2d", "pixtral", NULL};
+            rc = cli_value_choice(&args, kinds, &choice);
+            d->multimodal = (posenc_rope_multimodal)choice;
+        } else if (cli_is(&args, "--mrope-section")) {
+            int64_t section[3];
+            rc = cli_value(&args, &text);
+            if (rc == 0 && (!cli_parse_list(text, section, 3) || section[0] > UINT32_MAX ||
+                            section[1] > UINT32_MAX || section[2] > UINT32_MAX)) {
+                return cli_bad_value(&args, text, "T,H,W: three non-negative integers");
+            }
+            for (int i = 0; i < 3 && rc == 0; i++) {
+                d->mrope_section[i] = (uint32_t)section[i];
+            }
         } else {
             return cli_unknown_flag(&args);
         }

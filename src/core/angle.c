@@ -32,7 +32,7 @@ posenc__freq posenc__freq_from_radians(double radians_per_position)
     int64_t bottom = (int64_t)floor(rest);
     uint64_t frac = ((uint64_t)top << 32) + (uint64_t)bottom; /* wraps correctly mod 2^64 */
 
-    posenc__freq freq = {.frac = frac, .int_turns = (uint32_t)whole, .reserved = 0};
+    posenc__freq freq = {.frac = frac, .int_turns = (uint32_t)whole, .component = 0};
     return freq;
 }
 

@@ -22,11 +22,13 @@
 #include <stdint.h>
 
 /* A frequency in turns per position: integer part + Q0.64 fraction. GPU kernels receive it as
- * three 32-bit words (int_turns, frac >> 32, frac & 0xffffffff). */
+ * three 32-bit words (int_turns, frac >> 32, frac & 0xffffffff); RoPE kernels also get each
+ * frequency's position component, after the triplets. */
 typedef struct posenc__freq {
     uint64_t frac;
     uint32_t int_turns;
-    uint32_t reserved;
+    uint32_t component; /* RoPE: which position component this frequency uses (0: the only one
+                         * of plain RoPE; M-RoPE t, h, w = 0, 1, 2; vision h, w = 0, 1) */
 } posenc__freq;
 
 /* Rounds `radians_per_position` (finite, >= 0, < 2^32 turns) to fixed point. */

@@ -90,6 +90,7 @@ typedef struct rope_key {
     uint32_t rotary_dim;
     uint32_t arrays; /* which arrays follow: 1 inv_freq, 2 freq_factors, 4 short, 8 long */
     uint32_t no_truncate;
+    uint32_t multimodal, mrope_section[3]; /* they set each frequency's component */
 } rope_key;
 
 static size_t rope_key_pieces(const posenc_rope_desc *desc, uint32_t rotary_dim, rope_key *key,
@@ -112,6 +113,8 @@ static size_t rope_key_pieces(const posenc_rope_desc *desc, uint32_t rotary_dim,
     key->factor_count = scaling->factor_count;
     key->rotary_dim = rotary_dim;
     key->no_truncate = scaling->no_truncate;
+    key->multimodal = (uint32_t)desc->multimodal;
+    memcpy(key->mrope_section, desc->mrope_section, sizeof key->mrope_section);
     const double *arrays[4] = {desc->inv_freq, scaling->freq_factors, scaling->short_factor,
                                scaling->long_factor};
     size_t count = 1;
@@ -123,6 +126,38 @@ static size_t rope_key_pieces(const posenc_rope_desc *desc, uint32_t rotary_dim,
     }
     pieces[0] = (key_piece){key, sizeof *key};
     return count;
+}
+
+/* Frequency j of `pairs` under a multimodal kind: the position component it uses, and in
+ * `index` the entry of the plain table theta^(-2i / rotary_dim) it takes (j itself except for
+ * the vision kinds, whose h and w halves each take every other frequency of a table as wide as
+ * the whole rotary_dim). The front end has validated the kind and the sections. */
+static uint32_t multimodal_frequency(const posenc_rope_desc *desc, uint32_t pairs, uint32_t j,
+                                     uint32_t *index)
+{
+    const uint32_t *section = desc->mrope_section;
+    uint32_t half = pairs / 2;
+    *index = j;
+    switch (desc->multimodal) {
+    case POSENC_ROPE_MROPE:
+        return j < section[0] ? 0 : j < section[0] + section[1] ? 1 : 2;
+    case POSENC_ROPE_MROPE_INTERLEAVED:
+        if (j % 3 == 1 && j < 3 * section[1])
+            return 1;
+        if (j % 3 == 2 && j < 3 * section[2])
+            return 2;
+        return 0;
+    case POSENC_ROPE_VISION_2D:
+        /* HF: VisionRotaryEmbedding(head_dim / 2) indexed by h, then by w, concatenated. */
+        *index = 2 * (j % half);
+        return j < half ? 0 : 1;
+    case POSENC_ROPE_VISION_2D_PIXTRAL:
+        /* HF: freqs[::2] for h, freqs[1::2] for w. */
+        *index = j < half ? 2 * j : 2 * (j - half) + 1;
+        return j < half ? 0 : 1;
+    default:
+        return 0;
+    }
 }
 
 static bool valid_frequency(double w)
@@ -283,7 +318,9 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
                                 j, freq_factors[j]);
     }
     for (uint32_t j = 0; j < pairs; j++) {
-        double w = desc->inv_freq ? desc->inv_freq[j] : posenc__scaling_frequency(&plan, j);
+        uint32_t index;
+        uint32_t component = multimodal_frequency(desc, pairs, j, &index);
+        double w = desc->inv_freq ? desc->inv_freq[j] : posenc__scaling_frequency(&plan, index);
         if (freq_factors)
             w /= freq_factors[j];
         if (!valid_frequency(w)) {
@@ -297,6 +334,7 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
                                 theta, j, w);
         }
         cache->freqs[j] = posenc__freq_from_radians(w);
+        cache->freqs[j].component = component;
     }
     cache_fill(ctx, cache, pairs, pieces, piece_count);
     return POSENC_OK;

@@ -112,7 +112,12 @@ uint8_t *posenc__view_host_base(posenc_context *ctx, const posenc__view *view);
 typedef struct posenc__rope_op {
     posenc__view q, q_out;   /* q_out == q (same memory) when rotating in place */
     posenc__view k, k_out;
-    posenc__view positions;  /* shape [1, 1, batch or 1, tokens] */
+    posenc__view positions;  /* shape [1, components, batch or 1, tokens]: dim 1 steps from
+                              * one position component of a token to the next */
+    uint32_t components;     /* position components per token: 1, 2 (vision) or 3 (M-RoPE);
+                              * each frequency's is its freqs[j].component */
+    int64_t component_stride; /* bytes between components (positions.strides[1]); 0 when
+                               * positions are absent (every component is offset + token) */
     bool has_k;
     bool has_positions;
     bool positions_per_batch;

@@ -54,6 +54,118 @@ static posenc_status resolve_output(posenc_context *ctx, const posenc_tensor *te
     return POSENC_OK;
 }
 
+static const char *multimodal_name(posenc_rope_multimodal kind)
+{
+    switch (kind) {
+    case POSENC_ROPE_POSITIONS_1D: return "POSITIONS_1D";
+    case POSENC_ROPE_MROPE: return "MROPE";
+    case POSENC_ROPE_MROPE_INTERLEAVED: return "MROPE_INTERLEAVED";
+    case POSENC_ROPE_VISION_2D: return "VISION_2D";
+    case POSENC_ROPE_VISION_2D_PIXTRAL: return "VISION_2D_PIXTRAL";
+    }
+    return "unknown";
+}
+
+/* The multimodal kind and its fields; `*components` is the kind's position components. */
+static posenc_status check_multimodal(posenc_context *ctx, const posenc_rope_desc *desc,
+                                      uint32_t rotary_dim, uint32_t *components)
+{
+    posenc_rope_multimodal kind = desc->multimodal;
+    if ((unsigned)kind > POSENC_ROPE_VISION_2D_PIXTRAL)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "multimodal: unknown value %d",
+                            (int)kind);
+    const uint32_t *section = desc->mrope_section;
+    uint64_t sum = (uint64_t)section[0] + section[1] + section[2];
+    bool mrope = kind == POSENC_ROPE_MROPE || kind == POSENC_ROPE_MROPE_INTERLEAVED;
+    bool vision = kind == POSENC_ROPE_VISION_2D || kind == POSENC_ROPE_VISION_2D_PIXTRAL;
+    if (mrope && sum == 0)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "mrope_section: is required by multimodal %s (frequencies per "
+                            "component t, h, w, summing to rotary_dim/2 = %u)",
+                            multimodal_name(kind), rotary_dim / 2);
+    if (mrope && sum != rotary_dim / 2)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "mrope_section: %u + %u + %u must sum to rotary_dim/2 = %u",
+                            section[0], section[1], section[2], rotary_dim / 2);
+    if (!mrope && sum != 0)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "mrope_section: is used only by the M-RoPE kinds and must be 0 for "
+                            "multimodal %s",
+                            multimodal_name(kind));
+    if (vision) {
+        /* Their two halves each take every other frequency of a fixed theta table: nothing a
+         * scaling or a caller table would mean the same thing for. */
+        const char *field = NULL;
+        if (rotary_dim % 4)
+            return posenc__fail(ctx, POSENC_INVALID_SHAPE,
+                                "rotary_dim: multimodal %s needs a multiple of 4, got %u",
+                                multimodal_name(kind), rotary_dim);
+        if (desc->scaling.type != POSENC_ROPE_SCALING_NONE)
+            field = "scaling.type";
+        else if (desc->inv_freq)
+            field = "inv_freq";
+        else if (desc->scaling.freq_factors)
+            field = "scaling.freq_factors";
+        if (field)
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "%s: multimodal %s takes no scaling or caller frequencies (its "
+                                "frequencies come from theta alone); leave it unset",
+                                field, multimodal_name(kind));
+    }
+    *components = mrope ? 3 : vision ? 2 : 1;
+    return POSENC_OK;
+}
+
+/* Positions of `components` (> 1) components per token, the components innermost:
+ * [tokens, C] or [batch, tokens, C], any strides. The op's view puts the components in dim 1,
+ * so that dims 2 and 3 (batch, token) are those of plain positions. */
+static posenc_status resolve_component_positions(posenc_context *ctx,
+                                                 const posenc_rope_desc *desc,
+                                                 uint32_t components, posenc__rope_op *op)
+{
+    const posenc_tensor *positions = &desc->positions;
+    if (posenc__tensor_absent(positions) || desc->position_offset != 0)
+        return posenc__resolve_positions(ctx, positions, desc->position_offset, op->batch,
+                                         op->tokens, "tokens", &op->positions,
+                                         &op->has_positions, &op->positions_per_batch);
+    const char *kind = multimodal_name(desc->multimodal);
+    if (positions->ndim < 2 || positions->ndim > 3)
+        return posenc__fail(ctx, POSENC_INVALID_SHAPE,
+                            "positions.ndim: multimodal %s reads [tokens, %u] or [batch, "
+                            "tokens, %u], got %u dims",
+                            kind, components, components, positions->ndim);
+    posenc__view full;
+    posenc_status status = posenc__resolve_view(ctx, positions, "positions", 3, POSENC_DTYPE_I32,
+                                                POSENC__POSITION_DTYPES, &full);
+    if (status != POSENC_OK)
+        return status;
+    uint32_t last = positions->ndim - 1;
+    if (full.shape[3] != components)
+        return posenc__fail(ctx, POSENC_INVALID_SHAPE,
+                            "positions.shape[%u]: multimodal %s has %u position components, "
+                            "got %lld",
+                            last, kind, components, (long long)full.shape[3]);
+    if (full.shape[2] != op->tokens)
+        return posenc__fail(ctx, POSENC_INVALID_SHAPE,
+                            "positions.shape[%u]: must equal the %lld tokens, got %lld", last - 1,
+                            (long long)op->tokens, (long long)full.shape[2]);
+    if (full.shape[1] != 1 && full.shape[1] != op->batch)
+        return posenc__fail(ctx, POSENC_INVALID_SHAPE,
+                            "positions.shape[0]: must be 1 or the batch size %lld, got %lld",
+                            (long long)op->batch, (long long)full.shape[1]);
+    posenc__view view = full;
+    view.shape[1] = full.shape[3];
+    view.strides[1] = full.strides[3];
+    view.shape[2] = full.shape[1];
+    view.strides[2] = full.strides[1];
+    view.shape[3] = full.shape[2];
+    view.strides[3] = full.strides[2];
+    op->positions = view;
+    op->has_positions = true;
+    op->positions_per_batch = view.shape[2] > 1;
+    return POSENC_OK;
+}
+
 posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *desc,
                                    posenc__rope_op *prepared)
 {
@@ -122,12 +234,19 @@ posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *
     op.style = desc->style;
     op.inverse = desc->inverse;
 
-    status = posenc__resolve_positions(ctx, &desc->positions, desc->position_offset, op.batch,
-                                       op.tokens, "tokens", &op.positions, &op.has_positions,
-                                       &op.positions_per_batch);
+    status = check_multimodal(ctx, desc, rotary_dim, &op.components);
+    if (status != POSENC_OK)
+        return status;
+    if (op.components > 1)
+        status = resolve_component_positions(ctx, desc, op.components, &op);
+    else
+        status = posenc__resolve_positions(ctx, &desc->positions, desc->position_offset,
+                                           op.batch, op.tokens, "tokens", &op.positions,
+                                           &op.has_positions, &op.positions_per_batch);
     if (status != POSENC_OK)
         return status;
     op.position_offset = desc->position_offset;
+    op.component_stride = op.has_positions && op.components > 1 ? op.positions.strides[1] : 0;
 
     /* No output shares memory with another view of the call (an output and its own input may
      * be the same view: that is in place). */
@@ -149,6 +268,7 @@ posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *
     if (status != POSENC_OK)
         return status;
 
+    /* With several components, from the largest position of any component. */
     uint32_t sequence_length = desc->scaling.sequence_length;
     if (sequence_length == 0 && (desc->scaling.type == POSENC_ROPE_SCALING_DYNAMIC_NTK ||
                                  desc->scaling.type == POSENC_ROPE_SCALING_LONGROPE)) {

@@ -199,7 +199,9 @@ posenc_status posenc__sequence_length(posenc_context *ctx, const posenc__view *p
     }
     /* Host-visible positions are read in place; others are downloaded once (they are small:
      * one value per token). */
-    int64_t extent = 4 + (rows - 1) * positions->strides[2] + (tokens - 1) * positions->strides[3];
+    int64_t components = positions->shape[1]; /* several for the multimodal kinds */
+    int64_t extent = 4 + (components - 1) * positions->strides[1] +
+                     (rows - 1) * positions->strides[2] + (tokens - 1) * positions->strides[3];
     const uint8_t *base = posenc__view_host_base(ctx, positions);
     uint8_t *copy = NULL;
     if (!base) {
@@ -218,21 +220,21 @@ posenc_status posenc__sequence_length(posenc_context *ctx, const posenc__view *p
         base = copy;
     }
     double largest = -1.0;
-    for (int64_t r = 0; r < rows; r++) {
-        for (int64_t t = 0; t < tokens; t++) {
-            const uint8_t *p = base + r * positions->strides[2] + t * positions->strides[3];
-            double value;
-            if (positions->dtype == POSENC_DTYPE_I32) {
-                int32_t i;
-                memcpy(&i, p, sizeof i);
-                value = i;
-            } else {
-                float f;
-                memcpy(&f, p, sizeof f);
-                value = f == f ? floor(f) : -1.0;
-            }
-            largest = fmax(largest, value);
+    for (int64_t i = 0; i < components * rows * tokens; i++) {
+        int64_t c = i / (rows * tokens), r = i / tokens % rows, t = i % tokens;
+        const uint8_t *p = base + c * positions->strides[1] + r * positions->strides[2] +
+                           t * positions->strides[3];
+        double value;
+        if (positions->dtype == POSENC_DTYPE_I32) {
+            int32_t v;
+            memcpy(&v, p, sizeof v);
+            value = v;
+        } else {
+            float f;
+            memcpy(&f, p, sizeof f);
+            value = f == f ? floor(f) : -1.0;
         }
+        largest = fmax(largest, value);
     }
     free(copy);
     *length = largest < 0.0 ? 0 : largest >= 4294967294.0 ? UINT32_MAX : (uint32_t)largest + 1;

@@ -35,8 +35,9 @@ void posenc__scaling_plan_make(const posenc_rope_scaling *scaling, uint32_t rota
 double posenc__scaling_frequency(const posenc__scaling_plan *plan, uint32_t j);
 
 /* The sequence length the positions imply, as the reference derives it: the largest position
- * plus one (0 when all are negative). Reads the positions (downloading them from a device
- * buffer); without positions it is position_offset + tokens. */
+ * plus one (0 when all are negative), over every position component (HF takes the max of the
+ * whole [3, batch, tokens] position_ids of M-RoPE). Reads the positions (downloading them from
+ * a device buffer); without positions it is position_offset + tokens. */
 posenc_status posenc__sequence_length(posenc_context *ctx, const posenc__view *positions,
                                       bool has_positions, int64_t rows, int64_t tokens,
                                       int32_t position_offset, uint32_t *length);

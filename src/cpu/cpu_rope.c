@@ -4,6 +4,8 @@
  * fewer tokens than threads; a small job (a decode step) runs on the calling thread alone. */
 #include "cpu/cpu_internal.h"
 
+#include <math.h>
+
 typedef struct rope_job {
     const posenc__rope_op *op;
     const posenc_cpu_context *state;
@@ -16,6 +18,48 @@ typedef struct rope_job {
     float sin_scale, cos_scale;
 } rope_job;
 
+/* sin and cos of every frequency at token (b, t), each frequency at the position component
+ * it uses (freqs[j].component); a frequency whose component is an invalid float position gets
+ * NaN, as the plain path gives a whole row of them. */
+static void token_sincos(const rope_job *job, int64_t b, int64_t t, uint32_t *turns_hi,
+                         float *sin_out, float *cos_out)
+{
+    const posenc__rope_op *op = job->op;
+    const uint32_t pairs = op->rotary_dim / 2;
+    int64_t position[3] = {0, 0, 0};
+    bool valid[3] = {false, false, false};
+    bool same = true; /* every component equal: the plain row (text tokens of M-RoPE) */
+    for (uint32_t c = 0; c < op->components && c < 3; c++) {
+        const uint8_t *base = job->positions ? job->positions + c * op->component_stride : NULL;
+        valid[c] = posenc_cpu_position(base, &op->positions, op->has_positions,
+                                       op->positions_per_batch, op->position_offset, b, t,
+                                       &position[c]);
+        same = same && valid[c] == valid[0] && position[c] == position[0];
+    }
+    if (same) {
+        posenc_cpu_sincos_row(job->state->kernels, op->freqs, pairs, position[0], valid[0],
+                              job->sin_scale, job->cos_scale, turns_hi, sin_out, cos_out);
+        return;
+    }
+    for (uint32_t j = 0; j < pairs; j++) {
+        uint32_t c = op->freqs[j].component;
+        int64_t p = position[c];
+        if (!valid[c])
+            turns_hi[j] = 0;
+        else if ((p & 0xffffffff) == 0) /* an integer position: one multiply */
+            turns_hi[j] = posenc_cpu_turns_hi_int((int32_t)(p / ((int64_t)1 << 32)),
+                                                  op->freqs[j].frac);
+        else
+            turns_hi[j] = posenc_cpu_turns_hi(p, op->freqs[j]);
+    }
+    job->state->kernels->sincos(turns_hi, pairs, job->sin_scale, job->cos_scale, sin_out,
+                                cos_out);
+    for (uint32_t j = 0; j < pairs; j++) {
+        if (!valid[op->freqs[j].component])
+            sin_out[j] = cos_out[j] = NAN;
+    }
+}
+
 /* Fills the token's table in the kernels' layout (cpu_kernels.h). */
 static void build_table(const rope_job *job, int64_t row, float *table, float *sin_scratch,
                         uint32_t *turns_hi)
@@ -23,18 +67,12 @@ static void build_table(const rope_job *job, int64_t row, float *table, float *s
     const posenc__rope_op *op = job->op;
     const uint32_t rot = op->rotary_dim, pairs = rot / 2;
     int64_t b = row / op->tokens, t = row % op->tokens;
-    int64_t position;
-    bool valid = posenc_cpu_position(job->positions, &op->positions, op->has_positions,
-                                     op->positions_per_batch, op->position_offset, b, t,
-                                     &position);
     if (op->style == POSENC_ROPE_NEOX) {
-        posenc_cpu_sincos_row(job->state->kernels, op->freqs, pairs, position, valid,
-                              job->sin_scale, job->cos_scale, turns_hi, table + pairs, table);
+        token_sincos(job, b, t, turns_hi, table + pairs, table);
         return;
     }
     float *cos_scratch = sin_scratch + pairs;
-    posenc_cpu_sincos_row(job->state->kernels, op->freqs, pairs, position, valid,
-                          job->sin_scale, job->cos_scale, turns_hi, sin_scratch, cos_scratch);
+    token_sincos(job, b, t, turns_hi, sin_scratch, cos_scratch);
     for (uint32_t j = 0; j < pairs; j++) {
         table[2 * j] = table[2 * j + 1] = cos_scratch[j];
         table[rot + 2 * j] = -sin_scratch[j];

@@ -3,6 +3,7 @@
 #include "opencl/cl_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Work-groups per compute unit launched at most; each work-item then loops. */
 #define GROUPS_PER_COMPUTE_UNIT 64
@@ -65,7 +66,7 @@ posenc_status posenc_cl_upload_freqs(posenc_context *ctx, const posenc__freq *fr
     if (id != 0 && id == state->freqs_id && state->freqs)
         return POSENC_OK; /* a repeated call (a decode step): the table is on the device */
     state->freqs_id = 0;
-    size_t words = 3 * (size_t)(count ? count : 1);
+    size_t words = 4 * (size_t)(count ? count : 1);
     if (words > state->freq_words_capacity) {
         uint32_t *grown = realloc(state->freq_words, words * sizeof *grown);
         if (!grown)
@@ -77,9 +78,10 @@ posenc_status posenc_cl_upload_freqs(posenc_context *ctx, const posenc__freq *fr
         state->freq_words[3 * j] = freqs[j].int_turns;
         state->freq_words[3 * j + 1] = (uint32_t)(freqs[j].frac >> 32);
         state->freq_words[3 * j + 2] = (uint32_t)freqs[j].frac;
+        state->freq_words[3 * count + j] = freqs[j].component;
     }
     if (count == 0)
-        state->freq_words[0] = state->freq_words[1] = state->freq_words[2] = 0;
+        memset(state->freq_words, 0, words * sizeof *state->freq_words);
 
     uint64_t bytes = words * sizeof(uint32_t);
     if (bytes > state->freqs_capacity) {

@@ -178,8 +178,9 @@ uint64_t posenc_cl_launch_size(const posenc_context *ctx, const posenc_cl_kernel
                                uint64_t units);
 posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kernel,
                                uint64_t units, const char *what);
-/* Uploads rotary/sinusoidal frequencies as (int_turns, frac_hi, frac_lo) words, unless the
- * table `id` (non-zero) is the one uploaded last. */
+/* Uploads rotary/sinusoidal frequencies as (int_turns, frac_hi, frac_lo) words, then each
+ * one's position component (which only RoPE reads), unless the table `id` (non-zero) is the
+ * one uploaded last. */
 posenc_status posenc_cl_upload_freqs(posenc_context *ctx, const posenc__freq *freqs,
                                      uint32_t count, uint64_t id, const char *what);
 

@@ -104,6 +104,7 @@ posenc_status posenc_cl_rope(posenc_context *ctx, const posenc__rope_op *op)
     posenc_cl_arg_u32(&args, positions.offset);
     posenc_cl_arg_u32(&args, op->positions_per_batch ? positions.strides[2] : 0);
     posenc_cl_arg_u32(&args, positions.strides[3]);
+    posenc_cl_arg_u32(&args, positions.strides[1]); /* the components (multimodal kinds) */
     posenc_cl_arg_u32(&args, (uint32_t)op->batch);
     posenc_cl_arg_u32(&args, (uint32_t)op->tokens);
     posenc_cl_arg_u32(&args, (uint32_t)op->q_heads);

@@ -297,7 +297,8 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
  * them, such as the v slice of a fused qkv tensor, are left alone) and frees the staging. */
 void posenc_vk_unstage(posenc_context *ctx, posenc_vk_staging *staging, bool copy_back);
 /* Puts `count` frequencies into the context's params buffer as uint triplets (int_turns,
- * frac_hi, frac_lo), unless the table `id` (a freqs_id; 0: unknown) is there already. */
+ * frac_hi, frac_lo), then each one's position component (which only RoPE reads), unless the
+ * table `id` (a freqs_id; 0: unknown) is there already. */
 posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs, uint32_t count,
                                   uint64_t id);
 

@@ -11,13 +11,14 @@ typedef struct rope_push {
     uint32_t in_offset, in_stride_batch, in_stride_token, in_stride_head, in_stride_dim;
     uint32_t out_offset, out_stride_batch, out_stride_token, out_stride_head, out_stride_dim;
     uint32_t positions_offset, positions_stride_batch, positions_stride_token;
+    uint32_t positions_stride_component;
     uint32_t batch, tokens, heads, heads_per_invocation, pairs, head_dim;
     int32_t position_offset;
     uint32_t flags;
     float attention_factor;
 } rope_push;
 
-_Static_assert(sizeof(rope_push) == 88 && sizeof(rope_push) <= POSENC_VK_PUSH_BYTES,
+_Static_assert(sizeof(rope_push) == 92 && sizeof(rope_push) <= POSENC_VK_PUSH_BYTES,
                "rope.comp's push constants");
 
 enum { FLAG_GPTJ = 1, POSITIONS_SHIFT = 1, FLAG_INVERSE = 8, FLAG_IN_PLACE = 16 };
@@ -84,6 +85,8 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
         push.positions_stride_batch =
             op->positions_per_batch ? element_stride(op->positions.strides[2], 4, batch) : 0;
         push.positions_stride_token = element_stride(op->positions.strides[3], 4, tokens);
+        push.positions_stride_component =
+            element_stride(op->component_stride, 4, op->positions.shape[1]);
         push.flags |= (op->positions.dtype == POSENC_DTYPE_I32 ? 1u : 2u) << POSITIONS_SHIFT;
     }
     return posenc_vk_dispatch(ctx, job->kernel, windows, &push, sizeof push,
@@ -129,7 +132,9 @@ static posenc_status rope_tensor(posenc_context *ctx, const posenc__rope_op *op,
         bindings[BINDING_POSITIONS].strides[0] =
             op->positions_per_batch ? op->positions.strides[2] : 0;
         bindings[BINDING_POSITIONS].strides[1] = op->positions.strides[3];
-        bindings[BINDING_POSITIONS].inner = 4;
+        /* A cell is one token's components, wherever they lie. */
+        bindings[BINDING_POSITIONS].inner =
+            (op->positions.shape[1] - 1) * op->component_stride + 4;
     }
     rope_job job = {
         .op = op,
@@ -141,7 +146,7 @@ static posenc_status rope_tensor(posenc_context *ctx, const posenc__rope_op *op,
     };
     int64_t shape[3] = {op->batch, op->tokens, out->shape[2]};
     return posenc_vk_split(ctx, bindings, 3, shape, op->rotary_dim / 2 + job.pass_units,
-                           (uint64_t)(op->rotary_dim / 2) * 12, record_rope, &job);
+                           (uint64_t)(op->rotary_dim / 2) * 16, record_rope, &job);
 }
 
 posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op)

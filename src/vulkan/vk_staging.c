@@ -172,7 +172,7 @@ posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs
     if (count == 0 || (id != 0 && id == vk->params_id))
         return POSENC_OK;
     vk->params_id = 0;
-    posenc_status status = posenc_vk_reserve(ctx, &vk->params, (uint64_t)count * 12, "params");
+    posenc_status status = posenc_vk_reserve(ctx, &vk->params, (uint64_t)count * 16, "params");
     if (status != POSENC_OK)
         return status;
     uint32_t *words = vk->params.mapped;
@@ -180,6 +180,7 @@ posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs
         words[3 * j] = freqs[j].int_turns;
         words[3 * j + 1] = (uint32_t)(freqs[j].frac >> 32);
         words[3 * j + 2] = (uint32_t)freqs[j].frac;
+        words[3 * count + j] = freqs[j].component;
     }
     vk->params_id = id;
     return POSENC_OK;

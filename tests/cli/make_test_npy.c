@@ -1,6 +1,7 @@
 /* Writes the .npy inputs of the command-line tests into a directory: every malformed case of
  * bad_npy.c as bad_<name>.npy, and small valid files (positions, tables, wrong dtypes). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,22 @@ int main(int argc, char **argv)
     write_array("timesteps_f32", CLI_NPY_F32, 1, four, timesteps, 1);
     const int64_t grid_shape[2] = {2, 8};
     write_array("positions_grid", CLI_NPY_I32, 2, grid_shape, positions, 1);
+
+    /* Multimodal positions [16 tokens, 3] (t, h, w): text tokens only (every component the
+     * token index, which must give plain RoPE), and text then a 3 x 4 image then text, as
+     * Qwen2-VL's get_rope_index lays them out (the image at t = 2, h and w from 2). */
+    int32_t text_thw[16][3], image_thw[16][3];
+    for (int i = 0; i < 16; i++) {
+        text_thw[i][0] = text_thw[i][1] = text_thw[i][2] = i;
+        bool image = i >= 2 && i < 14;
+        int patch = i - 2;
+        image_thw[i][0] = image ? 2 : i < 2 ? i : i - 14 + 6;
+        image_thw[i][1] = image ? 2 + patch / 4 : image_thw[i][0];
+        image_thw[i][2] = image ? 2 + patch % 4 : image_thw[i][0];
+    }
+    const int64_t thw_shape[2] = {16, 3};
+    write_array("positions_mrope_text", CLI_NPY_I32, 2, thw_shape, text_thw, 1);
+    write_array("positions_mrope_image", CLI_NPY_I32, 2, thw_shape, image_thw, 1);
 
     /* inv_freq of theta 10000 for rotary_dim 64, and one entry short. */
     double inv_freq[32];
