@@ -723,6 +723,13 @@ static void test_rope_scalars(posenc_context *ctx)
         d.inv_freq_count = bad_count[i];
         EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "inv_freq_count");
     }
+    /* A count without its array: the pointer was forgotten, not meant to be absent. */
+    CASE();
+    d.inv_freq_count = 4;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "inv_freq");
+    CASE();
+    d.scaling.factor_count = 4;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "scaling.factor_count");
     CASE();
     d.inv_freq = good_inv_freq;
     d.inv_freq_count = 4;

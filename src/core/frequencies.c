@@ -270,6 +270,16 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                             "inv_freq_count: must be rotary_dim/2 = %u, got %u", pairs,
                             desc->inv_freq_count);
+    /* A count without its array is a caller who forgot the pointer: say so rather than
+     * silently rotating with the default frequencies. */
+    if (!desc->inv_freq && desc->inv_freq_count)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "inv_freq: is NULL but inv_freq_count is %u", desc->inv_freq_count);
+    if (!scaling->freq_factors && !scaling->short_factor && !scaling->long_factor &&
+        scaling->factor_count)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "scaling.factor_count: is %u but no factor array is set",
+                            scaling->factor_count);
     if ((scaling->freq_factors || scaling->short_factor || scaling->long_factor) &&
         scaling->factor_count != pairs)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
