@@ -145,11 +145,22 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
         .pfnUserCallback = forward_message,
         .pUserData = log_ctx,
     };
+    /* Synchronization validation as well: it reports missing barriers between posenc's
+     * dispatches, copies and submissions (VK_EXT_validation_features comes with the layer). */
+    VkValidationFeatureEnableEXT sync = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+    VkValidationFeaturesEXT features = {
+        .sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+        .pNext = messenger ? &messenger_info : NULL,
+        .enabledValidationFeatureCount = 1,
+        .pEnabledValidationFeatures = &sync,
+    };
     const char *layers[] = {VALIDATION_LAYER};
     VkInstanceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
         /* Chained, so that messages of instance creation and destruction are caught too. */
-        .pNext = messenger ? &messenger_info : NULL,
+        .pNext = with_layer ? (const void *)&features
+                 : messenger ? (const void *)&messenger_info
+                             : NULL,
         .flags = flags,
         .pApplicationInfo = &app,
         .enabledLayerCount = with_layer ? 1 : 0,
@@ -192,6 +203,8 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
 
 void posenc_vk_instance_destroy(posenc_vk_instance *instance)
 {
+    if (instance->borrowed)
+        return;
     if (!instance->handle)
         return;
     if (instance->messenger && instance->fns.DestroyDebugUtilsMessengerEXT)
