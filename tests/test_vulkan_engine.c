@@ -31,7 +31,7 @@
     X(GetBufferMemoryRequirements) X(AllocateMemory) X(FreeMemory) X(BindBufferMemory)         \
     X(MapMemory) X(CreateCommandPool) X(DestroyCommandPool) X(AllocateCommandBuffers)          \
     X(BeginCommandBuffer) X(EndCommandBuffer) X(CmdPipelineBarrier) X(QueueSubmit)             \
-    X(QueueWaitIdle)
+    X(QueueWaitIdle) X(CreatePipelineCache) X(DestroyPipelineCache)
 
 #define MEMBER_(name) PFN_vk##name name;
 
@@ -420,7 +420,8 @@ static void rope_unwrap(rope_work *w)
 
 static posenc_rope_desc rope_desc_of(const rope_work *w)
 {
-    const int64_t q_shape[3] = {TOKENS, Q_HEADS, HEAD_DIM}, k_shape[3] = {TOKENS, K_HEADS, HEAD_DIM};
+    const int64_t q_shape[3] = {TOKENS, Q_HEADS, HEAD_DIM};
+    const int64_t k_shape[3] = {TOKENS, K_HEADS, HEAD_DIM};
     const int64_t positions_shape[1] = {TOKENS};
     posenc_rope_desc desc = {
         .q = posenc_tensor_of_buffer(w->q_buffer, w->dtype, 3, q_shape),
@@ -731,6 +732,126 @@ static void test_calls_on_queue(engine *e, posenc_context *ctx)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * The caller's allocation callbacks and pipeline cache: every object posenc creates goes
+ * through the callbacks (and is freed by the time the context is gone), and the borrowed cache
+ * outlives the context (the validation layer reports a second destruction).
+ */
+typedef struct allocation_count {
+    pthread_mutex_t lock;
+    long live, total;
+} allocation_count;
+
+/* Each block starts with a header holding the raw pointer and the size, just below the aligned
+ * address handed out. */
+typedef struct block_header {
+    void *raw;
+    size_t size;
+} block_header;
+
+static void *VKAPI_CALL count_allocation(void *user, size_t size, size_t alignment,
+                                         VkSystemAllocationScope scope)
+{
+    (void)scope;
+    allocation_count *count = user;
+    if (alignment < sizeof(block_header))
+        alignment = sizeof(block_header);
+    unsigned char *raw = malloc(size + alignment + sizeof(block_header));
+    if (!raw)
+        return NULL;
+    uintptr_t at = ((uintptr_t)raw + sizeof(block_header) + alignment - 1) &
+                   ~(uintptr_t)(alignment - 1);
+    block_header header = {raw, size};
+    memcpy((void *)(at - sizeof header), &header, sizeof header);
+    pthread_mutex_lock(&count->lock);
+    count->live++;
+    count->total++;
+    pthread_mutex_unlock(&count->lock);
+    return (void *)at;
+}
+
+static void VKAPI_CALL count_free(void *user, void *memory)
+{
+    if (!memory)
+        return;
+    allocation_count *count = user;
+    block_header header;
+    memcpy(&header, (unsigned char *)memory - sizeof header, sizeof header);
+    free(header.raw);
+    pthread_mutex_lock(&count->lock);
+    count->live--;
+    pthread_mutex_unlock(&count->lock);
+}
+
+static void *VKAPI_CALL count_reallocation(void *user, void *original, size_t size,
+                                           size_t alignment, VkSystemAllocationScope scope)
+{
+    if (!original)
+        return count_allocation(user, size, alignment, scope);
+    if (size == 0) {
+        count_free(user, original);
+        return NULL;
+    }
+    block_header header;
+    memcpy(&header, (unsigned char *)original - sizeof header, sizeof header);
+    void *moved = count_allocation(user, size, alignment, scope);
+    if (moved) {
+        memcpy(moved, original, header.size < size ? header.size : size);
+        count_free(user, original);
+    }
+    return moved;
+}
+
+static void test_allocator_and_cache(engine *e, VkCommandPool pool)
+{
+    allocation_count count = {.live = 0};
+    pthread_mutex_init(&count.lock, NULL);
+    VkAllocationCallbacks callbacks = {
+        .pUserData = &count,
+        .pfnAllocation = count_allocation,
+        .pfnReallocation = count_reallocation,
+        .pfnFree = count_free,
+    };
+    VkPipelineCacheCreateInfo cache_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    VkPipelineCache cache = VK_NULL_HANDLE;
+    CHECK(e->CreatePipelineCache(e->device, &cache_info, NULL, &cache) == VK_SUCCESS);
+    posenc_context_desc desc = {
+        .log = test_count_warnings,
+        .vulkan = posenc_vulkan_external_of(e->instance, e->physical, e->device, e->family,
+                                            e->queue, e->GetInstanceProcAddr, e->features),
+    };
+    desc.vulkan.allocation_callbacks = &callbacks;
+    memcpy(&desc.vulkan.pipeline_cache, &cache, sizeof cache);
+    posenc_context *ctx = NULL;
+    CHECK_OK(posenc_context_create(&desc, &ctx));
+    arena a;
+    CHECK(arena_create(e, &a, 4 * SLOT));
+    rope_work *w = calloc(1, sizeof *w);
+    if (ctx && a.bytes && w) {
+        w->dtype = POSENC_DTYPE_F16;
+        w->theta = 10000.0;
+        rope_fill(w, &a, 5);
+        if (rope_wrap(ctx, w, &a)) {
+            VkCommandBuffer commands = begin_commands(e, pool);
+            host_to_compute(e, commands);
+            if (cmd_rope(ctx, commands, w)) {
+                compute_to_host(e, commands);
+                CHECK(e->EndCommandBuffer(commands) == VK_SUCCESS);
+                submit_and_wait(e, commands);
+                rope_check(w, &a, "with the caller's allocator");
+            }
+        }
+        rope_unwrap(w);
+    }
+    free(w);
+    arena_destroy(e, &a);
+    posenc_context_destroy(ctx);
+    CHECK(count.total > 0);  /* posenc's objects went through the callbacks */
+    CHECK(count.live == 0);  /* and all were freed with the context */
+    e->DestroyPipelineCache(e->device, cache, NULL); /* still the caller's */
+    pthread_mutex_destroy(&count.lock);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Errors
  */
 static void expect_create_error(posenc_context_desc desc, posenc_status expected,
@@ -915,6 +1036,7 @@ static void run_engine(bool push_descriptor, bool storage16)
         test_calls_on_queue(&e, ctx);
         test_record_errors(&e, ctx, pool);
         test_record_only(&e, pool);
+        test_allocator_and_cache(&e, pool);
     }
     posenc_context_destroy(ctx);
     if (pool)

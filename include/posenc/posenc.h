@@ -24,7 +24,8 @@
  *   posenc_context_create are safe to call from any thread at any time.
  * - A posenc_context, and every buffer created from it, may be used by one thread at a time
  *   (the caller synchronises). Different contexts never interfere, so one context per thread
- *   needs no locking at all.
+ *   needs no locking at all. One exception: posenc_vk_cmd_* (posenc_vulkan.h) may record from
+ *   several threads at once on one context.
  *
  * Accuracy promise (every backend, every device, with or without float64)
  * - RoPE, f32 output: |out - exact| / |rotated pair| <= 8 * 2^-24 (about 4.8e-7) for any int32

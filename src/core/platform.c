@@ -88,7 +88,10 @@ bool posenc__mutex_init(posenc__mutex *mutex)
 {
     return pthread_mutex_init((pthread_mutex_t *)mutex, NULL) == 0;
 }
-void posenc__mutex_destroy(posenc__mutex *mutex) { pthread_mutex_destroy((pthread_mutex_t *)mutex); }
+void posenc__mutex_destroy(posenc__mutex *mutex)
+{
+    pthread_mutex_destroy((pthread_mutex_t *)mutex);
+}
 void posenc__mutex_lock(posenc__mutex *mutex) { pthread_mutex_lock((pthread_mutex_t *)mutex); }
 void posenc__mutex_unlock(posenc__mutex *mutex) { pthread_mutex_unlock((pthread_mutex_t *)mutex); }
 

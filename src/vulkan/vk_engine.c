@@ -122,10 +122,13 @@ posenc_status posenc_vk_cmd_rope(posenc_context *ctx, VkCommandBuffer command_bu
     posenc_vk_context *vk = external_state(ctx, call);
     if (!vk)
         return POSENC_INVALID_ARGUMENT;
-    if (!command_buffer)
-        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "command_buffer: is NULL");
     /* The front end writes the context's error and frequency cache: under the lock too. */
     posenc__mutex_lock(&vk->lock);
+    if (!command_buffer) {
+        posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "command_buffer: is NULL");
+        posenc__mutex_unlock(&vk->lock);
+        return POSENC_INVALID_ARGUMENT;
+    }
     posenc__rope_op op = {0};
     posenc_status status = posenc__rope_prepare(ctx, desc, &op);
     enum { VIEWS = 5 };
@@ -161,9 +164,12 @@ posenc_status posenc_vk_cmd_sinusoidal(posenc_context *ctx, VkCommandBuffer comm
     posenc_vk_context *vk = external_state(ctx, call);
     if (!vk)
         return POSENC_INVALID_ARGUMENT;
-    if (!command_buffer)
-        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "command_buffer: is NULL");
     posenc__mutex_lock(&vk->lock);
+    if (!command_buffer) {
+        posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "command_buffer: is NULL");
+        posenc__mutex_unlock(&vk->lock);
+        return POSENC_INVALID_ARGUMENT;
+    }
     posenc__sinusoidal_op op = {0};
     posenc_status status = posenc__sinusoidal_prepare(ctx, desc, &op);
     enum { VIEWS = 3 };

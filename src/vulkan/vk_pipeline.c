@@ -135,7 +135,8 @@ posenc_status posenc_vk_pipeline_cache_create(posenc_context *ctx)
         .initialDataSize = size,
         .pInitialData = data,
     };
-    VkResult result = vk->fns.CreatePipelineCache(vk->device, &info, vk->allocator, &vk->pipeline_cache);
+    VkResult result =
+        vk->fns.CreatePipelineCache(vk->device, &info, vk->allocator, &vk->pipeline_cache);
     if (result != VK_SUCCESS && data) { /* a driver refusing the data: start empty */
         info.initialDataSize = 0;
         info.pInitialData = NULL;
