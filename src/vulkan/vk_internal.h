@@ -435,7 +435,8 @@ typedef posenc_status (*posenc_vk_record_fn)(posenc_context *ctx, const posenc_v
 /* Splits `shape` into boxes whose every binding fits in one descriptor range
  * (maxStorageBufferRange) and whose cells times `units_per_cell` fit in 31 bits, and records
  * each with `record`. Bindings past `binding_count` get the placeholder; binding 3 of every
- * kernel is the params buffer from `params_offset` when `params_size` > 0. */
+ * kernel is the frequency table of vk->table (its first `params_size` bytes) when
+ * `params_size` > 0. */
 posenc_status posenc_vk_split(posenc_context *ctx, const posenc_vk_binding *bindings,
                               uint32_t binding_count, const int64_t shape[3],
                               uint64_t units_per_cell, uint64_t params_size,
