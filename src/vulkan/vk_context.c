@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* POSENC_VULKAN_DISABLE: a comma-separated list of device features posenc then leaves unused,
  * to exercise the code paths of devices without them: "16bit_storage" (f16/bf16 packed two per
  * word), "unified_memory" (device buffers with staging copies, as on discrete GPUs),
@@ -194,7 +193,7 @@ static posenc_status create_layouts(posenc_context *ctx, posenc_vk_context *vk)
         .pPushConstantRanges = &push,
     };
     result = vk->fns.CreatePipelineLayout(vk->device, &layout_info, vk->allocator,
-                                       &vk->pipeline_layout);
+                                          &vk->pipeline_layout);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkCreatePipelineLayout");
     return POSENC_OK;
