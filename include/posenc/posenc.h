@@ -24,7 +24,8 @@
  *   posenc_context_create are safe to call from any thread at any time.
  * - A posenc_context, and every buffer created from it, may be used by one thread at a time
  *   (the caller synchronises). Different contexts never interfere, so one context per thread
- *   needs no locking at all.
+ *   needs no locking at all. One exception: posenc_vk_cmd_* (posenc_vulkan.h) may record from
+ *   several threads at once on one context.
  *
  * Accuracy promise (every backend, every device, with or without float64)
  * - RoPE, f32 output: |out - exact| / |rotated pair| <= 8 * 2^-24 (about 4.8e-7) for any int32
@@ -181,16 +182,38 @@ typedef enum posenc_context_flags {
     POSENC_CONTEXT_VALIDATION = 1u << 3,     /* enable API validation (Vulkan layers) */
 } posenc_context_flags;
 
+/* Optional features of a caller's VkDevice that posenc may use: set in
+ * posenc_vulkan_external.enabled_features only those the caller enabled at vkCreateDevice. */
+typedef enum posenc_vulkan_feature {
+    /* VkPhysicalDevice16BitStorageFeatures.storageBuffer16BitAccess: f16/bf16 loaded and stored
+     * as 16-bit values (without it: two per 32-bit word, same results) */
+    POSENC_VULKAN_FEATURE_16BIT_STORAGE = 1u << 0,
+    /* the VK_KHR_push_descriptor extension: descriptors pushed into the command buffer
+     * (without it: descriptor sets from a pool of posenc's, see posenc_vulkan.h) */
+    POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR = 1u << 1,
+} posenc_vulkan_feature;
+
 /* A caller's own Vulkan objects, for engines that bring their device. All borrowed, not
- * destroyed. Typed setters live in posenc_vulkan.h. */
+ * destroyed. The typed setter posenc_vulkan_external_of lives in posenc_vulkan.h. */
 typedef struct posenc_vulkan_external {
-    const void *instance;             /* VkInstance */
-    const void *physical_device;      /* VkPhysicalDevice */
-    const void *device;               /* VkDevice; NULL: posenc creates its own device */
+    const void *instance;             /* VkInstance; required (Vulkan 1.1 or later) */
+    const void *physical_device;      /* VkPhysicalDevice; required */
+    const void *device;               /* VkDevice; NULL: posenc creates its own device on
+                                       * physical_device (then queue_family, queue and
+                                       * enabled_features must stay zero) */
     uint32_t queue_family;            /* compute-capable queue family of `device` */
-    const void *queue;                /* VkQueue; NULL: posenc records only, never submits */
-    void (*get_instance_proc_addr)(void); /* PFN_vkGetInstanceProcAddr */
-    uint32_t enabled_features;        /* posenc_vulkan_feature bits the caller enabled */
+    const void *queue;                /* VkQueue of queue_family; NULL: posenc records only, never
+                                       * submits (posenc_vk_cmd_*; posenc_rope and copies through
+                                       * staging are then UNSUPPORTED) */
+    void (*get_instance_proc_addr)(void); /* PFN_vkGetInstanceProcAddr; required: every function
+                                           * is loaded through it (no loader is opened) */
+    uint32_t enabled_features;        /* posenc_vulkan_feature bits the caller enabled; default 0 */
+    const void *allocation_callbacks; /* const VkAllocationCallbacks *, used for every object
+                                       * posenc creates on the device; default NULL (the
+                                       * driver's) */
+    uint64_t pipeline_cache;          /* VkPipelineCache (as an integer: a non-dispatchable
+                                       * handle) for posenc's pipelines; default 0: posenc's own
+                                       * (pipeline_cache_path) */
 } posenc_vulkan_external;
 
 /* A caller's own OpenCL objects. Borrowed: retained while the context lives, then released. */

@@ -40,12 +40,18 @@ posenc_status posenc_buffer_create(posenc_context *ctx, const posenc_buffer_desc
             return status;
         }
     }
+    posenc__buffer_link(ctx, buf);
+    *buffer = buf;
+    return POSENC_OK;
+}
+
+void posenc__buffer_link(posenc_context *ctx, posenc_buffer *buf)
+{
+    buf->prev = NULL;
     buf->next = ctx->buffers;
     if (ctx->buffers)
         ctx->buffers->prev = buf;
     ctx->buffers = buf;
-    *buffer = buf;
-    return POSENC_OK;
 }
 
 void posenc_buffer_destroy(posenc_buffer *buf)

@@ -27,7 +27,8 @@ static bool has_vulkan_handles(const posenc_context_desc *desc)
 {
     const posenc_vulkan_external *vk = &desc->vulkan;
     return vk->instance || vk->physical_device || vk->device || vk->queue ||
-           vk->get_instance_proc_addr || vk->enabled_features;
+           vk->get_instance_proc_addr || vk->enabled_features || vk->allocation_callbacks ||
+           vk->pipeline_cache;
 }
 
 static bool has_opencl_handles(const posenc_context_desc *desc)

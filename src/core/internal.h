@@ -42,6 +42,10 @@ struct posenc_buffer {
     posenc_buffer *next;
 };
 
+/* Adds a buffer made by a backend's own entry point (posenc_vk_buffer_wrap) to the context's list
+ * of live buffers, which posenc_context_destroy frees. */
+void posenc__buffer_link(posenc_context *ctx, posenc_buffer *buf);
+
 /* A frequency table kept across calls with everything it was computed from (the key: scalar
  * inputs, then the caller's arrays by value), so a repeated call (every decode step) does no
  * pow() and no allocation. `id` is unique within the context and changes whenever the table is

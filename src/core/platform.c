@@ -35,6 +35,16 @@ void posenc__run_once(posenc__once *once, void (*fn)(void))
     InitOnceExecuteOnce((PINIT_ONCE)once, run_once_trampoline, (PVOID)fn, NULL);
 }
 
+_Static_assert(sizeof(SRWLOCK) <= sizeof(posenc__mutex), "SRWLOCK fits");
+bool posenc__mutex_init(posenc__mutex *mutex)
+{
+    InitializeSRWLock((PSRWLOCK)mutex);
+    return true;
+}
+void posenc__mutex_destroy(posenc__mutex *mutex) { (void)mutex; }
+void posenc__mutex_lock(posenc__mutex *mutex) { AcquireSRWLockExclusive((PSRWLOCK)mutex); }
+void posenc__mutex_unlock(posenc__mutex *mutex) { ReleaseSRWLockExclusive((PSRWLOCK)mutex); }
+
 void *posenc__library_open(const char *name) { return (void *)LoadLibraryA(name); }
 void *posenc__library_symbol(void *library, const char *name)
 {
@@ -72,6 +82,18 @@ void posenc__run_once(posenc__once *once, void (*fn)(void))
     pending_once_fn = fn;
     pthread_once(&impl->once, run_pending_once);
 }
+
+_Static_assert(sizeof(pthread_mutex_t) <= sizeof(posenc__mutex), "pthread_mutex_t fits");
+bool posenc__mutex_init(posenc__mutex *mutex)
+{
+    return pthread_mutex_init((pthread_mutex_t *)mutex, NULL) == 0;
+}
+void posenc__mutex_destroy(posenc__mutex *mutex)
+{
+    pthread_mutex_destroy((pthread_mutex_t *)mutex);
+}
+void posenc__mutex_lock(posenc__mutex *mutex) { pthread_mutex_lock((pthread_mutex_t *)mutex); }
+void posenc__mutex_unlock(posenc__mutex *mutex) { pthread_mutex_unlock((pthread_mutex_t *)mutex); }
 
 void *posenc__library_open(const char *name) { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
 void *posenc__library_symbol(void *library, const char *name) { return dlsym(library, name); }

@@ -3,6 +3,7 @@
 #ifndef POSENC_CORE_PLATFORM_H
 #define POSENC_CORE_PLATFORM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,16 @@ typedef struct posenc__once {
     void *opaque[8];
 } posenc__once;
 void posenc__run_once(posenc__once *once, void (*fn)(void));
+
+/* A plain (non-recursive) mutex, for state that several threads may reach at once. */
+typedef struct posenc__mutex {
+    void *opaque[8];
+} posenc__mutex;
+/* False when the system could not make one. */
+bool posenc__mutex_init(posenc__mutex *mutex);
+void posenc__mutex_destroy(posenc__mutex *mutex);
+void posenc__mutex_lock(posenc__mutex *mutex);
+void posenc__mutex_unlock(posenc__mutex *mutex);
 
 /* dlopen/dlsym/dlclose, or their Windows equivalents. NULL on failure. */
 void *posenc__library_open(const char *name);

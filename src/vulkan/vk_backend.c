@@ -15,5 +15,11 @@ const posenc__backend posenc_vk_backend = {
     .buffer_host_address = posenc_vk_buffer_host_address,
     .rope = posenc_vk_rope,
     .sinusoidal = posenc_vk_sinusoidal,
+    .rope_submit = posenc_vk_rope_submit,
+    .sinusoidal_submit = posenc_vk_sinusoidal_submit,
+    .event_wait = posenc_vk_event_wait,
+    .event_release = posenc_vk_event_release,
+    .finish = posenc_vk_finish,
     .roofline = posenc_vk_roofline,
+    .context_init_external = posenc_vk_context_init_external,
 };

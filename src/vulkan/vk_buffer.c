@@ -29,15 +29,34 @@ posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf)
     return POSENC_OK;
 }
 
+/* Whether another live posenc buffer wraps the same caller VkBuffer: its recorded work may bind
+ * the same descriptor sets, which then stay. */
+static bool wrapped_elsewhere(posenc_context *ctx, const posenc_buffer *buf, VkBuffer buffer)
+{
+    for (const posenc_buffer *other = ctx->buffers; other; other = other->next) {
+        const posenc_vk_buffer *state = other->backend_state;
+        if (other != buf && state && state->borrowed && state->allocation.buffer == buffer)
+            return true;
+    }
+    return false;
+}
+
 void posenc_vk_buffer_fini(posenc_context *ctx, posenc_buffer *buf)
 {
     posenc_vk_context *vk = ctx->backend_state;
     posenc_vk_buffer *state = buf->backend_state;
     if (!state)
         return;
-    /* Nothing of this buffer can be in flight: every call waits for its work. */
-    if (state->allocation.buffer && vk)
-        posenc_vk_release(ctx, &state->allocation);
+    if (vk) {
+        posenc__mutex_lock(&vk->lock);
+        /* Submitted work that binds the buffer ends first (an error there is the event's). */
+        posenc_vk_wait_serial(ctx, state->last_serial);
+        if (!state->borrowed)
+            posenc_vk_release(ctx, &state->allocation);
+        else if (!wrapped_elsewhere(ctx, buf, state->allocation.buffer))
+            posenc_vk_forget_sets(ctx, state->allocation.buffer);
+        posenc__mutex_unlock(&vk->lock);
+    }
     free(state);
     buf->backend_state = NULL;
 }
@@ -75,8 +94,8 @@ static posenc_status transfer(posenc_context *ctx, posenc_buffer *buf, uint64_t 
         if (status != POSENC_OK)
             break;
         VkBufferCopy region = {
-            .srcOffset = upload ? 0 : offset + done,
-            .dstOffset = upload ? offset + done : 0,
+            .srcOffset = upload ? 0 : state->base + offset + done,
+            .dstOffset = upload ? state->base + offset + done : 0,
             .size = n,
         };
         vk->fns.CmdCopyBuffer(vk->commands, upload ? staging->buffer : state->allocation.buffer,
@@ -89,34 +108,44 @@ static posenc_status transfer(posenc_context *ctx, posenc_buffer *buf, uint64_t 
     return status;
 }
 
+/* A copy between the host and a buffer, after the submitted work that binds it: mapped memory
+ * is read or written by the host directly, so that work must be done first; a staged copy is a
+ * submission of its own, ordered after that work by the queue and its opening barrier. */
+static posenc_status copy(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                          uint8_t *host, uint64_t size, bool upload)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    posenc_vk_buffer *state = buf->backend_state;
+    posenc__mutex_lock(&vk->lock);
+    posenc_status status = POSENC_OK;
+    if (buf->host_memory) {
+        if (upload)
+            memmove((uint8_t *)buf->host_memory + offset, host, (size_t)size);
+        else
+            memmove(host, (const uint8_t *)buf->host_memory + offset, (size_t)size);
+    } else if (state->allocation.mapped) {
+        status = posenc_vk_wait_serial(ctx, state->last_serial);
+        if (status == POSENC_OK && upload)
+            memmove((uint8_t *)state->allocation.mapped + offset, host, (size_t)size);
+        else if (status == POSENC_OK)
+            memmove(host, (const uint8_t *)state->allocation.mapped + offset, (size_t)size);
+    } else {
+        status = transfer(ctx, buf, offset, host, size, upload);
+    }
+    posenc__mutex_unlock(&vk->lock);
+    return status;
+}
+
 posenc_status posenc_vk_buffer_upload(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                       const void *data, uint64_t size)
 {
-    posenc_vk_buffer *state = buf->backend_state;
-    if (buf->host_memory) {
-        memmove((uint8_t *)buf->host_memory + offset, data, (size_t)size);
-        return POSENC_OK;
-    }
-    if (state->allocation.mapped) {
-        memmove((uint8_t *)state->allocation.mapped + offset, data, (size_t)size);
-        return POSENC_OK;
-    }
-    return transfer(ctx, buf, offset, (uint8_t *)data, size, true);
+    return copy(ctx, buf, offset, (uint8_t *)data, size, true);
 }
 
 posenc_status posenc_vk_buffer_download(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                         void *data, uint64_t size)
 {
-    posenc_vk_buffer *state = buf->backend_state;
-    if (buf->host_memory) {
-        memmove(data, (const uint8_t *)buf->host_memory + offset, (size_t)size);
-        return POSENC_OK;
-    }
-    if (state->allocation.mapped) {
-        memmove(data, (const uint8_t *)state->allocation.mapped + offset, (size_t)size);
-        return POSENC_OK;
-    }
-    return transfer(ctx, buf, offset, data, size, false);
+    return copy(ctx, buf, offset, data, size, false);
 }
 
 void *posenc_vk_buffer_host_address(posenc_context *ctx, posenc_buffer *buf)

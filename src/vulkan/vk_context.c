@@ -1,6 +1,7 @@
 /* Vulkan contexts: an instance and a logical device of their own, one compute queue, one
- * command buffer recorded and submitted synchronously per call, descriptor pools that grow with
- * the sets a call needs, and the shared descriptor and pipeline layouts. */
+ * command buffer recorded and submitted synchronously per call, and the shared descriptor and
+ * pipeline layouts; and the parts of creation and teardown that contexts on a caller's device
+ * (vk_external.c) share. */
 #include "vulkan/vk_internal.h"
 
 #include "core/platform.h"
@@ -8,15 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Descriptor sets per pool; a call that splits into more dispatches adds pools. */
-#define SETS_PER_POOL 64
-/* Bytes of the params buffer made at creation: frequencies of head dims up to 680. */
-#define INITIAL_PARAMS_BYTES 4096
-
 /* POSENC_VULKAN_DISABLE: a comma-separated list of device features posenc then leaves unused,
  * to exercise the code paths of devices without them: "16bit_storage" (f16/bf16 packed two per
- * word), "unified_memory" (device buffers with staging copies, as on discrete GPUs). */
-static bool disabled(const char *feature)
+ * word), "unified_memory" (device buffers with staging copies, as on discrete GPUs),
+ * "push_descriptor" (descriptor sets from pools). */
+bool posenc_vk_disabled(const char *feature)
 {
     const char *list = getenv("POSENC_VULKAN_DISABLE");
     size_t length = strlen(feature);
@@ -63,7 +60,7 @@ static posenc_status find_physical(posenc_context *ctx, posenc_vk_context *vk)
     return POSENC_OK;
 }
 
-static posenc_status create_device(posenc_context *ctx, posenc_vk_context *vk)
+posenc_status posenc_vk_create_device(posenc_context *ctx, posenc_vk_context *vk)
 {
     const posenc_vk_physical *physical = vk->physical;
     float priority = 1.0f;
@@ -73,15 +70,18 @@ static posenc_status create_device(posenc_context *ctx, posenc_vk_context *vk)
         .queueCount = 1,
         .pQueuePriorities = &priority,
     };
-    vk->storage16 = physical->storage16 && !disabled("16bit_storage");
+    vk->storage16 = physical->storage16 && !posenc_vk_disabled("16bit_storage");
     VkPhysicalDevice16BitStorageFeatures storage16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
         .storageBuffer16BitAccess = vk->storage16 ? VK_TRUE : VK_FALSE,
     };
-    const char *extensions[1];
+    const char *extensions[2];
     uint32_t extension_count = 0;
     if (physical->portability_subset) /* required wherever the device offers it (MoltenVK) */
         extensions[extension_count++] = "VK_KHR_portability_subset";
+    bool push_descriptor = physical->push_descriptor && !posenc_vk_disabled("push_descriptor");
+    if (push_descriptor)
+        extensions[extension_count++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
     VkDeviceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .pNext = vk->storage16 ? &storage16 : NULL,
@@ -91,7 +91,7 @@ static posenc_status create_device(posenc_context *ctx, posenc_vk_context *vk)
         .ppEnabledExtensionNames = extension_count ? extensions : NULL,
     };
     VkResult result =
-        vk->instance.fns.CreateDevice(vk->physical_handle, &info, NULL, &vk->device);
+        vk->instance.fns.CreateDevice(vk->physical_handle, &info, vk->allocator, &vk->device);
     if (result != VK_SUCCESS) {
         vk->device = VK_NULL_HANDLE;
         posenc_vk_fail(ctx, result, "vkCreateDevice");
@@ -102,12 +102,16 @@ static posenc_status create_device(posenc_context *ctx, posenc_vk_context *vk)
         PFN_vkDestroyDevice destroy = (PFN_vkDestroyDevice)vk->instance.fns.GetDeviceProcAddr(
             vk->device, "vkDestroyDevice");
         if (destroy)
-            destroy(vk->device, NULL);
+            destroy(vk->device, vk->allocator);
         vk->device = VK_NULL_HANDLE;
         return posenc__fail(ctx, POSENC_DEVICE_INIT_FAILED, "vulkan: the device lacks %s",
                             missing);
     }
     vk->fns.GetDeviceQueue(vk->device, physical->queue_family, 0, &vk->queue);
+    vk->queue_family = physical->queue_family;
+    if (push_descriptor)
+        vk->CmdPushDescriptorSetKHR = (PFN_vkCmdPushDescriptorSetKHR)
+            vk->instance.fns.GetDeviceProcAddr(vk->device, "vkCmdPushDescriptorSetKHR");
     return POSENC_OK;
 }
 
@@ -126,12 +130,12 @@ static posenc_status choose_memory(posenc_context *ctx, posenc_vk_context *vk)
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
     VkBuffer probe;
-    VkResult result = vk->fns.CreateBuffer(vk->device, &probe_info, NULL, &probe);
+    VkResult result = vk->fns.CreateBuffer(vk->device, &probe_info, vk->allocator, &probe);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkCreateBuffer");
     VkMemoryRequirements requirements;
     vk->fns.GetBufferMemoryRequirements(vk->device, probe, &requirements);
-    vk->fns.DestroyBuffer(vk->device, probe, NULL);
+    vk->fns.DestroyBuffer(vk->device, probe, vk->allocator);
     uint32_t bits = requirements.memoryTypeBits;
 
     const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
@@ -141,7 +145,7 @@ static posenc_status choose_memory(posenc_context *ctx, posenc_vk_context *vk)
     if (vk->host_memory_type == UINT32_MAX)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "vulkan: no host-visible coherent memory for storage buffers");
-    vk->unified = vk->physical->unified && !disabled("unified_memory");
+    vk->unified = vk->physical->unified && !posenc_vk_disabled("unified_memory");
     if (vk->unified) {
         vk->device_memory_type =
             posenc_vk_memory_type(&memory, bits, host | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
@@ -170,11 +174,14 @@ static posenc_status create_layouts(posenc_context *ctx, posenc_vk_context *vk)
     }
     VkDescriptorSetLayoutCreateInfo set_info = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .flags = vk->CmdPushDescriptorSetKHR
+                     ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR
+                     : 0,
         .bindingCount = POSENC_VK_BINDINGS,
         .pBindings = bindings,
     };
     VkResult result =
-        vk->fns.CreateDescriptorSetLayout(vk->device, &set_info, NULL, &vk->set_layout);
+        vk->fns.CreateDescriptorSetLayout(vk->device, &set_info, vk->allocator, &vk->set_layout);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkCreateDescriptorSetLayout");
     VkPushConstantRange push = {VK_SHADER_STAGE_COMPUTE_BIT, 0, POSENC_VK_PUSH_BYTES};
@@ -185,20 +192,25 @@ static posenc_status create_layouts(posenc_context *ctx, posenc_vk_context *vk)
         .pushConstantRangeCount = 1,
         .pPushConstantRanges = &push,
     };
-    result = vk->fns.CreatePipelineLayout(vk->device, &layout_info, NULL, &vk->pipeline_layout);
+    result = vk->fns.CreatePipelineLayout(vk->device, &layout_info, vk->allocator,
+                                          &vk->pipeline_layout);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkCreatePipelineLayout");
     return POSENC_OK;
 }
 
+/* The command pool of posenc's own submissions; none without a queue (record-only). */
 static posenc_status create_commands(posenc_context *ctx, posenc_vk_context *vk)
 {
+    if (!vk->queue)
+        return POSENC_OK;
     VkCommandPoolCreateInfo pool_info = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
         .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-        .queueFamilyIndex = vk->physical->queue_family,
+        .queueFamilyIndex = vk->queue_family,
     };
-    VkResult result = vk->fns.CreateCommandPool(vk->device, &pool_info, NULL, &vk->command_pool);
+    VkResult result =
+        vk->fns.CreateCommandPool(vk->device, &pool_info, vk->allocator, &vk->command_pool);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkCreateCommandPool");
     VkCommandBufferAllocateInfo buffer_info = {
@@ -211,47 +223,84 @@ static posenc_status create_commands(posenc_context *ctx, posenc_vk_context *vk)
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkAllocateCommandBuffers");
     VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    result = vk->fns.CreateFence(vk->device, &fence_info, NULL, &vk->fence);
+    result = vk->fns.CreateFence(vk->device, &fence_info, vk->allocator, &vk->fence);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkCreateFence");
     return POSENC_OK;
 }
 
-/* Frees whatever exists of the context state; safe on a partly made one. */
-static void destroy_state(posenc_context *ctx, bool save_cache)
+/* Frees whatever exists of the context state; safe on a partly made one. A caller's device,
+ * instance and pipeline cache stay; on a caller's device posenc waits only for its own
+ * submissions (vkDeviceWaitIdle would need every queue of the engine to be idle). */
+void posenc_vk_destroy_state(posenc_context *ctx, bool save_cache)
 {
     posenc_vk_context *vk = ctx->backend_state;
     if (!vk)
         return;
     if (vk->device) {
-        if (!vk->lost)
+        if (!vk->lost && !vk->external)
             vk->fns.DeviceWaitIdle(vk->device);
+        posenc_vk_submissions_fini(ctx);
         if (save_cache)
             posenc_vk_pipeline_cache_save(ctx);
+        const VkAllocationCallbacks *allocator = vk->allocator;
         for (uint32_t k = 0; k < POSENC_VK_KERNEL_COUNT; k++) {
             if (vk->pipelines[k])
-                vk->fns.DestroyPipeline(vk->device, vk->pipelines[k], NULL);
+                vk->fns.DestroyPipeline(vk->device, vk->pipelines[k], allocator);
         }
-        if (vk->pipeline_cache)
-            vk->fns.DestroyPipelineCache(vk->device, vk->pipeline_cache, NULL);
-        for (uint32_t p = 0; p < vk->pool_count; p++)
-            vk->fns.DestroyDescriptorPool(vk->device, vk->pools[p], NULL);
+        if (vk->pipeline_cache && !vk->borrowed_pipeline_cache)
+            vk->fns.DestroyPipelineCache(vk->device, vk->pipeline_cache, allocator);
+        posenc_vk_descriptors_fini(ctx);
         if (vk->pipeline_layout)
-            vk->fns.DestroyPipelineLayout(vk->device, vk->pipeline_layout, NULL);
+            vk->fns.DestroyPipelineLayout(vk->device, vk->pipeline_layout, allocator);
         if (vk->set_layout)
-            vk->fns.DestroyDescriptorSetLayout(vk->device, vk->set_layout, NULL);
+            vk->fns.DestroyDescriptorSetLayout(vk->device, vk->set_layout, allocator);
         if (vk->fence)
-            vk->fns.DestroyFence(vk->device, vk->fence, NULL);
+            vk->fns.DestroyFence(vk->device, vk->fence, allocator);
         if (vk->command_pool)
-            vk->fns.DestroyCommandPool(vk->device, vk->command_pool, NULL);
-        posenc_vk_release(ctx, &vk->params);
+            vk->fns.DestroyCommandPool(vk->device, vk->command_pool, allocator);
+        posenc_vk_freqs_fini(ctx);
+        posenc_vk_release(ctx, &vk->placeholder);
         posenc_vk_release(ctx, &vk->staging);
-        vk->fns.DestroyDevice(vk->device, NULL);
+        if (!vk->external)
+            vk->fns.DestroyDevice(vk->device, vk->allocator);
     }
     free(vk->pools);
+    free(vk->sets);
     posenc_vk_instance_destroy(&vk->instance);
+    if (vk->lock_made)
+        posenc__mutex_destroy(&vk->lock);
     free(vk);
     ctx->backend_state = NULL;
+}
+
+posenc_status posenc_vk_context_finish_init(posenc_context *ctx)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    vk->lock_made = posenc__mutex_init(&vk->lock);
+    if (!vk->lock_made)
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: could not create a mutex");
+    posenc_status status = choose_memory(ctx, vk);
+    if (status == POSENC_OK)
+        status = create_layouts(ctx, vk);
+    if (status == POSENC_OK)
+        status = create_commands(ctx, vk);
+    if (status == POSENC_OK)
+        status = posenc_vk_pipeline_cache_create(ctx);
+    if (status == POSENC_OK)
+        status = posenc_vk_allocate(ctx, 16, vk->host_memory_type, true, "placeholder",
+                                    &vk->placeholder);
+    if (status != POSENC_OK)
+        return status;
+    /* Windows of at most 2^31 bytes keep every element index of a kernel in 31 bits. */
+    uint64_t limit = vk->physical->max_binding;
+    vk->binding_limit = (limit < (UINT64_C(1) << 31) ? limit : (UINT64_C(1) << 31)) & ~(uint64_t)15;
+    posenc__log(ctx, POSENC_LOG_DEBUG, "vulkan: %s; f16/bf16 %s; descriptors %s; validation %s",
+                vk->unified ? "unified memory, buffers mapped" : "buffers staged",
+                vk->storage16 ? "with 16-bit storage" : "packed two per word",
+                vk->CmdPushDescriptorSetKHR ? "pushed" : "from pools",
+                vk->instance.validation ? "on" : "off");
+    return POSENC_OK;
 }
 
 posenc_status posenc_vk_context_init(posenc_context *ctx, const posenc__device *device)
@@ -276,34 +325,19 @@ posenc_status posenc_vk_context_init(posenc_context *ctx, const posenc__device *
         status = find_physical(ctx, vk);
     }
     if (status == POSENC_OK)
-        status = create_device(ctx, vk);
+        status = posenc_vk_create_device(ctx, vk);
     if (status == POSENC_OK)
-        status = choose_memory(ctx, vk);
-    if (status == POSENC_OK)
-        status = create_layouts(ctx, vk);
-    if (status == POSENC_OK)
-        status = create_commands(ctx, vk);
-    if (status == POSENC_OK)
-        status = posenc_vk_pipeline_cache_create(ctx);
-    if (status == POSENC_OK)
-        status = posenc_vk_reserve(ctx, &vk->params, INITIAL_PARAMS_BYTES, "params");
+        status = posenc_vk_context_finish_init(ctx);
     if (status != POSENC_OK) {
-        destroy_state(ctx, false);
+        posenc_vk_destroy_state(ctx, false);
         return status;
     }
-    /* Windows of at most 2^31 bytes keep every element index of a kernel in 31 bits. */
-    uint64_t limit = vk->physical->max_binding;
-    vk->binding_limit = (limit < (UINT64_C(1) << 31) ? limit : (UINT64_C(1) << 31)) & ~(uint64_t)15;
-    posenc__log(ctx, POSENC_LOG_DEBUG, "vulkan: %s; f16/bf16 %s; validation %s",
-                vk->unified ? "unified memory, buffers mapped" : "buffers staged",
-                vk->storage16 ? "with 16-bit storage" : "packed two per word",
-                vk->instance.validation ? "on" : "off");
     return POSENC_OK;
 }
 
 void posenc_vk_context_fini(posenc_context *ctx)
 {
-    destroy_state(ctx, true);
+    posenc_vk_destroy_state(ctx, true);
 }
 
 posenc_status posenc_vk_begin(posenc_context *ctx)
@@ -319,11 +353,11 @@ posenc_status posenc_vk_begin(posenc_context *ctx)
             return posenc_vk_fail(ctx, result, "vkResetCommandBuffer");
         vk->recording = false;
     }
-    for (uint32_t p = 0; p < vk->pool_count && result == VK_SUCCESS; p++)
-        result = vk->fns.ResetDescriptorPool(vk->device, vk->pools[p], 0);
-    if (result != VK_SUCCESS)
-        return posenc_vk_fail(ctx, result, "vkResetDescriptorPool");
-    vk->pool_current = 0;
+    if (!vk->queue)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "vulkan.queue: this context records only (no queue was given), and "
+                            "this call needs to submit work");
+    posenc_vk_descriptors_trim(ctx);
     VkCommandBufferBeginInfo begin = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
         .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
@@ -332,7 +366,17 @@ posenc_status posenc_vk_begin(posenc_context *ctx)
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkBeginCommandBuffer");
     vk->recording = true;
-    /* Writes of earlier submissions (kernels, copies) become visible to this one's. */
+    vk->target = vk->commands;
+    vk->dispatches = 0;
+    posenc_vk_barrier_in(ctx, vk->commands);
+    return POSENC_OK;
+}
+
+void posenc_vk_barrier_in(posenc_context *ctx, VkCommandBuffer commands)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    /* Writes of earlier work (kernels, copies, earlier submissions: a barrier's first scope is
+     * everything before it in submission order) become visible to this one's. */
     VkMemoryBarrier barrier = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
         .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -341,11 +385,10 @@ posenc_status posenc_vk_begin(posenc_context *ctx)
     };
     const VkPipelineStageFlags stages =
         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    vk->fns.CmdPipelineBarrier(vk->commands, stages, stages, 0, 1, &barrier, 0, NULL, 0, NULL);
-    return POSENC_OK;
+    vk->fns.CmdPipelineBarrier(commands, stages, stages, 0, 1, &barrier, 0, NULL, 0, NULL);
 }
 
-posenc_status posenc_vk_submit(posenc_context *ctx)
+void posenc_vk_barrier_out(posenc_context *ctx, VkCommandBuffer commands)
 {
     posenc_vk_context *vk = ctx->backend_state;
     VkMemoryBarrier to_host = {
@@ -354,8 +397,14 @@ posenc_status posenc_vk_submit(posenc_context *ctx)
         .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
     };
     vk->fns.CmdPipelineBarrier(
-        vk->commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+        commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, NULL, 0, NULL);
+}
+
+posenc_status posenc_vk_submit(posenc_context *ctx)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    posenc_vk_barrier_out(ctx, vk->commands);
     VkResult result = vk->fns.EndCommandBuffer(vk->commands);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkEndCommandBuffer");
@@ -375,51 +424,4 @@ posenc_status posenc_vk_submit(posenc_context *ctx)
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkWaitForFences");
     return POSENC_OK;
-}
-
-static posenc_status add_pool(posenc_context *ctx, posenc_vk_context *vk)
-{
-    VkDescriptorPool *grown = realloc(vk->pools, (vk->pool_count + 1) * sizeof *grown);
-    if (!grown)
-        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "descriptors: out of host memory");
-    vk->pools = grown;
-    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                 SETS_PER_POOL * POSENC_VK_BINDINGS};
-    VkDescriptorPoolCreateInfo info = {
-        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-        .maxSets = SETS_PER_POOL,
-        .poolSizeCount = 1,
-        .pPoolSizes = &size,
-    };
-    VkResult result =
-        vk->fns.CreateDescriptorPool(vk->device, &info, NULL, &vk->pools[vk->pool_count]);
-    if (result != VK_SUCCESS)
-        return posenc_vk_fail(ctx, result, "vkCreateDescriptorPool");
-    vk->pool_count++;
-    return POSENC_OK;
-}
-
-posenc_status posenc_vk_descriptor_set(posenc_context *ctx, VkDescriptorSet *set)
-{
-    posenc_vk_context *vk = ctx->backend_state;
-    for (;;) {
-        bool fresh = vk->pool_current == vk->pool_count;
-        if (fresh) {
-            posenc_status status = add_pool(ctx, vk);
-            if (status != POSENC_OK)
-                return status;
-        }
-        VkDescriptorSetAllocateInfo info = {
-            .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-            .descriptorPool = vk->pools[vk->pool_current],
-            .descriptorSetCount = 1,
-            .pSetLayouts = &vk->set_layout,
-        };
-        VkResult result = vk->fns.AllocateDescriptorSets(vk->device, &info, set);
-        if (result == VK_SUCCESS)
-            return POSENC_OK;
-        if (fresh || (result != VK_ERROR_OUT_OF_POOL_MEMORY && result != VK_ERROR_FRAGMENTED_POOL))
-            return posenc_vk_fail(ctx, result, "vkAllocateDescriptorSets");
-        vk->pool_current++; /* this pool is full: the next one */
-    }
 }

@@ -118,7 +118,7 @@ static void describe_memory(const VkPhysicalDeviceMemoryProperties *memory, bool
 }
 
 /* Describes one physical device; false (with nothing appended) when posenc cannot use it. */
-static bool describe(const posenc_vk_instance *instance, VkPhysicalDevice physical,
+bool posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalDevice physical,
                      uint32_t index, posenc__device *device, posenc_vk_physical *record)
 {
     const posenc_vk_instance_fns *vk = &instance->fns;
@@ -146,6 +146,7 @@ static bool describe(const posenc_vk_instance *instance, VkPhysicalDevice physic
     bool has_amd_cores = HAS_(VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
     bool has_nv_sms = HAS_(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
     record->portability_subset = HAS_("VK_KHR_portability_subset");
+    record->push_descriptor = HAS_(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
 #undef HAS_
     free(extensions);
 
@@ -322,7 +323,7 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
             status = POSENC_OUT_OF_MEMORY;
             break;
         }
-        bool usable = describe(&instance, physicals[i], i, &device, record);
+        bool usable = posenc_vk_describe(&instance, physicals[i], i, &device, record);
         if (!usable || seen_before(list, first, record)) {
             unusable += !usable;
             free(record);

@@ -4,6 +4,8 @@
  * at an aligned offset at or below the box's first byte; the kernel indexes from there. */
 #include "vulkan/vk_internal.h"
 
+#include <string.h>
+
 /* Invocations of one dispatch stay below this, so that the kernels' 32-bit counters hold. */
 #define MAX_UNITS (UINT64_C(1) << 31)
 /* Windows start on a multiple of this (and of minStorageBufferOffsetAlignment), so that 16-bit
@@ -48,8 +50,8 @@ static posenc_status record_box(split_job *job, const posenc_vk_box *box)
     posenc_vk_context *vk = job->ctx->backend_state;
     posenc_vk_windows windows;
     for (uint32_t i = 0; i < POSENC_VK_BINDINGS; i++) {
-        /* The placeholder: a few bytes of the params buffer. */
-        windows.infos[i] = (VkDescriptorBufferInfo){vk->params.buffer, 0, 16};
+        /* The placeholder: 16 bytes no kernel reads. */
+        windows.infos[i] = (VkDescriptorBufferInfo){vk->placeholder.buffer, 0, 16};
         windows.first[i] = 0;
         if (i < job->binding_count && job->bindings[i].place.buffer) {
             uint64_t base, range, first;
@@ -59,9 +61,9 @@ static posenc_status record_box(split_job *job, const posenc_vk_box *box)
             windows.first[i] = (uint32_t)first;
         }
     }
-    if (job->params_size)
-        windows.infos[POSENC_VK_BINDINGS - 1] =
-            (VkDescriptorBufferInfo){vk->params.buffer, 0, (job->params_size + 15) & ~15ull};
+    if (job->params_size && vk->table)
+        windows.infos[POSENC_VK_BINDINGS - 1] = (VkDescriptorBufferInfo){
+            vk->table->memory.buffer, 0, (job->params_size + 15) & ~15ull};
     job->boxes++;
     return job->record(job->ctx, box, &windows, job->user);
 }
@@ -150,6 +152,25 @@ posenc_status posenc_vk_split(posenc_context *ctx, const posenc_vk_binding *bind
     return status;
 }
 
+static bool ranges_overlap(const VkDescriptorBufferInfo *a, const VkDescriptorBufferInfo *b)
+{
+    return a->buffer == b->buffer && a->offset < b->offset + b->range &&
+           b->offset < a->offset + a->range;
+}
+
+/* Whether two dispatches of one call touch the same bytes where one of them writes (binding 0,
+ * the output, is the only one the kernels write): q and k slices of one fused tensor, or the
+ * windows of a split tensor, which are aligned down and may share a few bytes. */
+static bool needs_barrier(const VkDescriptorBufferInfo *previous,
+                          const VkDescriptorBufferInfo *next)
+{
+    for (uint32_t i = 0; i < POSENC_VK_BINDINGS; i++) {
+        if (ranges_overlap(&previous[0], &next[i]) || ranges_overlap(&next[0], &previous[i]))
+            return true;
+    }
+    return false;
+}
+
 posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
                                  const posenc_vk_windows *windows, const void *push,
                                  uint32_t push_size, uint64_t invocations)
@@ -161,32 +182,49 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
     posenc_status status = posenc_vk_pipeline(ctx, kernel, &pipeline);
     if (status != POSENC_OK)
         return status;
-    VkDescriptorSet set;
-    status = posenc_vk_descriptor_set(ctx, &set);
-    if (status != POSENC_OK)
-        return status;
-    VkWriteDescriptorSet writes[POSENC_VK_BINDINGS];
-    for (uint32_t i = 0; i < POSENC_VK_BINDINGS; i++) {
-        writes[i] = (VkWriteDescriptorSet){
-            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-            .dstSet = set,
-            .dstBinding = i,
-            .descriptorCount = 1,
-            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-            .pBufferInfo = &windows->infos[i],
-        };
+    VkCommandBuffer commands = vk->target;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    if (!vk->CmdPushDescriptorSetKHR) {
+        status = posenc_vk_descriptor_set(ctx, windows->infos, &set);
+        if (status != POSENC_OK)
+            return status;
     }
-    vk->fns.UpdateDescriptorSets(vk->device, POSENC_VK_BINDINGS, writes, 0, NULL);
-    vk->fns.CmdBindPipeline(vk->commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-    vk->fns.CmdBindDescriptorSets(vk->commands, VK_PIPELINE_BIND_POINT_COMPUTE,
-                                  vk->pipeline_layout, 0, 1, &set, 0, NULL);
-    vk->fns.CmdPushConstants(vk->commands, vk->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+    if (vk->dispatches > 0 && needs_barrier(vk->previous, windows->infos)) {
+        VkMemoryBarrier barrier = {
+            .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+            .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
+            .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+        };
+        vk->fns.CmdPipelineBarrier(commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, NULL,
+                                   0, NULL);
+    }
+    memcpy(vk->previous, windows->infos, sizeof vk->previous);
+    vk->dispatches++;
+    vk->fns.CmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    if (vk->CmdPushDescriptorSetKHR) {
+        VkWriteDescriptorSet writes[POSENC_VK_BINDINGS];
+        for (uint32_t i = 0; i < POSENC_VK_BINDINGS; i++) {
+            writes[i] = (VkWriteDescriptorSet){
+                .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                .dstBinding = i,
+                .descriptorCount = 1,
+                .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                .pBufferInfo = &windows->infos[i],
+            };
+        }
+        vk->CmdPushDescriptorSetKHR(commands, VK_PIPELINE_BIND_POINT_COMPUTE,
+                                    vk->pipeline_layout, 0, POSENC_VK_BINDINGS, writes);
+    } else {
+        vk->fns.CmdBindDescriptorSets(commands, VK_PIPELINE_BIND_POINT_COMPUTE,
+                                      vk->pipeline_layout, 0, 1, &set, 0, NULL);
+    }
+    vk->fns.CmdPushConstants(commands, vk->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                              push_size, push);
     uint64_t groups = (invocations + POSENC_VK_LOCAL_SIZE - 1) / POSENC_VK_LOCAL_SIZE;
     uint64_t max_groups = vk->physical->max_group_count;
     if (max_groups > 65535) /* plenty to fill any device; the kernels loop over the rest */
         max_groups = 65535;
-    vk->fns.CmdDispatch(vk->commands, (uint32_t)(groups < max_groups ? groups : max_groups), 1,
-                        1);
+    vk->fns.CmdDispatch(commands, (uint32_t)(groups < max_groups ? groups : max_groups), 1, 1);
     return POSENC_OK;
 }

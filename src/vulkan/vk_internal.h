@@ -10,6 +10,7 @@
 #include <vulkan/vulkan.h>
 
 #include "core/internal.h"
+#include "core/platform.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Function tables (vk_loader.c)
@@ -63,6 +64,7 @@
     X(CreateCommandPool)                                                                          \
     X(DestroyCommandPool)                                                                         \
     X(AllocateCommandBuffers)                                                                     \
+    X(FreeCommandBuffers)                                                                         \
     X(ResetCommandBuffer)                                                                         \
     X(BeginCommandBuffer)                                                                         \
     X(EndCommandBuffer)                                                                           \
@@ -71,6 +73,8 @@
     X(CmdPushConstants)                                                                           \
     X(CmdDispatch)                                                                                \
     X(CmdPipelineBarrier)                                                                         \
+    X(FreeDescriptorSets)                                                                         \
+    X(GetFenceStatus)                                                                             \
     X(CmdCopyBuffer)                                                                              \
     X(CreateFence)                                                                                \
     X(DestroyFence)                                                                               \
@@ -118,6 +122,7 @@ typedef struct posenc_vk_instance {
     uint32_t api_version;                /* requested in VkApplicationInfo */
     VkDebugUtilsMessengerEXT messenger;  /* VK_NULL_HANDLE when none */
     bool validation;                     /* VK_LAYER_KHRONOS_validation enabled by posenc */
+    bool borrowed;                       /* the caller's instance: never destroyed */
     posenc_vk_instance_fns fns;
 } posenc_vk_instance;
 
@@ -142,6 +147,7 @@ typedef struct posenc_vk_physical {
     uint8_t pipeline_cache_uuid[VK_UUID_SIZE];
     uint32_t queue_family;        /* a compute queue family */
     bool storage16;               /* storageBuffer16BitAccess */
+    bool push_descriptor;         /* VK_KHR_push_descriptor */
     bool portability_subset;      /* VK_KHR_portability_subset must be enabled */
     bool unified;                 /* device-local memory is host-visible (not discrete) */
     uint64_t max_allocation;      /* bytes of one allocation */
@@ -186,21 +192,61 @@ typedef struct posenc_vk_allocation {
     uint64_t size;
 } posenc_vk_allocation;
 
+/* A frequency table in device memory of its own, written once and never changed, so that any
+ * command buffer that binds it stays valid (vk_freqs.c). */
+typedef struct posenc_vk_freq_table {
+    posenc_vk_allocation memory; /* host-visible: uint triplets (int_turns, frac_hi, frac_lo) */
+    uint32_t count;
+    uint64_t id;                 /* the freqs_id it was last matched with */
+    uint64_t last_serial;        /* the last asynchronous submission that binds it */
+    uint64_t last_use;           /* for eviction: a counter of lookups */
+} posenc_vk_freq_table;
+
+/* Distinct frequency tables a context keeps. On posenc's own device the least recently used
+ * table whose work is done makes room; on a caller's device (command buffers posenc cannot
+ * see) the tables live as long as the context and one more is UNSUPPORTED. */
+#define POSENC_VK_MAX_FREQ_TABLES 256
+
+/* A descriptor set of the shared layout, written once for one set of bound ranges and reused
+ * whenever the same ranges are bound again (the pool path; vk_descriptors.c). */
+typedef struct posenc_vk_cached_set {
+    VkDescriptorBufferInfo infos[POSENC_VK_BINDINGS];
+    VkDescriptorSet set;
+    VkDescriptorPool pool;
+} posenc_vk_cached_set;
+
+/* One asynchronous submission: its command buffer and fence, recycled once the fence signals
+ * (vk_submit.c). */
+typedef struct posenc_vk_submission {
+    VkCommandBuffer commands;
+    VkFence fence;
+    uint64_t serial; /* 0: free */
+} posenc_vk_submission;
+
 typedef struct posenc_vk_context {
     posenc_vk_instance instance;
     const posenc_vk_physical *physical;
     VkPhysicalDevice physical_handle;
     VkDevice device;
     posenc_vk_device_fns fns;
-    VkQueue queue;
+    PFN_vkCmdPushDescriptorSetKHR CmdPushDescriptorSetKHR; /* NULL: the pool path */
+    const VkAllocationCallbacks *allocator; /* the caller's, for everything posenc creates */
+    bool external;                /* the caller's VkDevice: borrowed, never destroyed */
+    bool borrowed_pipeline_cache; /* the caller's VkPipelineCache */
+    posenc__mutex lock;           /* serialises recording, the set cache and the tables */
+    bool lock_made;
+    VkQueue queue;                /* VK_NULL_HANDLE: records only (a caller's device) */
+    uint32_t queue_family;
     VkCommandPool command_pool;
     VkCommandBuffer commands;
     VkFence fence;
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipeline_layout;
-    VkDescriptorPool *pools;      /* grown as one submission needs more sets */
+    VkDescriptorPool *pools;      /* grown as new binding sets need more sets */
     uint32_t pool_count;
-    uint32_t pool_current;
+    posenc_vk_cached_set *sets;   /* the pool path's sets, one per distinct binding set */
+    uint32_t set_count;
+    uint32_t set_capacity;
     VkPipelineCache pipeline_cache;
     VkPipeline pipelines[POSENC_VK_KERNEL_COUNT];
     uint32_t device_memory_type;  /* posenc buffers */
@@ -209,14 +255,33 @@ typedef struct posenc_vk_context {
     bool storage16;               /* 16-bit storage enabled: the "_s16" kernels */
     bool recording;               /* between posenc_vk_begin and posenc_vk_submit */
     bool lost;                    /* the device was lost: every call fails */
-    posenc_vk_allocation params;  /* host-visible: frequencies, and the placeholder binding */
-    uint64_t params_id;           /* freqs_id of the table in `params` (0: none known) */
+    /* The command buffer dispatches go into, and the ranges of the previous dispatch of the
+     * same call (a barrier separates two dispatches when one writes what the other binds). */
+    VkCommandBuffer target;
+    VkDescriptorBufferInfo previous[POSENC_VK_BINDINGS];
+    uint32_t dispatches;          /* of the call being recorded */
+    posenc_vk_allocation placeholder; /* bound where a kernel has no buffer */
+    posenc_vk_freq_table tables[POSENC_VK_MAX_FREQ_TABLES];
+    uint32_t table_count;
+    uint64_t table_uses;
+    posenc_vk_freq_table *table;  /* the table of the call being recorded */
+    posenc_vk_submission *submissions;
+    uint32_t submission_count;
+    uint64_t serial;              /* of the last asynchronous submission */
     posenc_vk_allocation staging; /* host-visible: host data of operations, uploads, downloads */
     uint64_t binding_limit;       /* bytes one binding may span (aligned down) */
+    posenc__device device_record; /* a caller's device: what posenc_context_device reports */
+    posenc_vk_physical physical_record;
+    posenc_vk_loader loader;      /* a caller's device: its vkGetInstanceProcAddr */
 } posenc_vk_context;
 
 typedef struct posenc_vk_buffer {
-    posenc_vk_allocation allocation; /* none (zero) for wrapped host memory */
+    posenc_vk_allocation allocation; /* none (zero) for wrapped host memory; for a caller's
+                                      * VkBuffer (posenc_vk_buffer_wrap) only `buffer` and
+                                      * `size` (the range) */
+    uint64_t base;                   /* a caller's VkBuffer: where the range starts */
+    bool borrowed;                   /* a caller's VkBuffer: never destroyed */
+    uint64_t last_serial;            /* the last asynchronous submission that binds it */
 } posenc_vk_buffer;
 
 /* vk_status.c: a VkResult as a posenc status, with the context error "vulkan: WHAT: NAME". A
@@ -244,8 +309,44 @@ posenc_status posenc_vk_begin(posenc_context *ctx);
 /* Ends the recording with a barrier that makes shader and transfer writes visible to the host,
  * submits, and waits. */
 posenc_status posenc_vk_submit(posenc_context *ctx);
-/* A descriptor set of the shared layout, valid until the next posenc_vk_begin. */
-posenc_status posenc_vk_descriptor_set(posenc_context *ctx, VkDescriptorSet *set);
+/* The barriers that open and close posenc's own command buffers: earlier work's writes (kernels,
+ * copies, earlier submissions) visible to this one's kernels and copies; and at the end, its
+ * writes visible to the host and to the next submission. */
+void posenc_vk_barrier_in(posenc_context *ctx, VkCommandBuffer commands);
+void posenc_vk_barrier_out(posenc_context *ctx, VkCommandBuffer commands);
+/* The shared parts of context creation (vk_context.c), for posenc's devices and the caller's:
+ * memory types, layouts, the command pool and fence (when there is a queue), the pipeline cache
+ * and the placeholder; and tearing down whatever exists. */
+posenc_status posenc_vk_context_finish_init(posenc_context *ctx);
+/* posenc's own logical device on vk->physical_handle, with one queue of its compute family. */
+posenc_status posenc_vk_create_device(posenc_context *ctx, posenc_vk_context *vk);
+void posenc_vk_destroy_state(posenc_context *ctx, bool save_cache);
+/* Whether POSENC_VULKAN_DISABLE lists `feature`. */
+bool posenc_vk_disabled(const char *feature);
+
+/* vk_descriptors.c: the set for `infos` (the pool path), written at its first use and then kept
+ * until one of its buffers is released, or the context goes. */
+posenc_status posenc_vk_descriptor_set(posenc_context *ctx, const VkDescriptorBufferInfo *infos,
+                                       VkDescriptorSet *set);
+/* Forgets (and frees) the sets that bind `buffer`: called before the buffer is destroyed. */
+void posenc_vk_forget_sets(posenc_context *ctx, VkBuffer buffer);
+/* On posenc's own device, starts the cache again once it is large (after waiting for the work
+ * that may bind its sets). Called before a call records anything. */
+void posenc_vk_descriptors_trim(posenc_context *ctx);
+void posenc_vk_descriptors_fini(posenc_context *ctx);
+
+/* vk_submit.c: asynchronous submits on posenc's queue. */
+posenc_status posenc_vk_rope_submit(posenc_context *ctx, const posenc__rope_op *op,
+                                    void **event_state);
+posenc_status posenc_vk_sinusoidal_submit(posenc_context *ctx, const posenc__sinusoidal_op *op,
+                                          void **event_state);
+posenc_status posenc_vk_event_wait(posenc_context *ctx, void *event_state, uint64_t timeout_ns);
+void posenc_vk_event_release(posenc_context *ctx, void *event_state);
+posenc_status posenc_vk_finish(posenc_context *ctx);
+/* Waits for the submissions up to `serial` (those that may use a buffer or table). */
+posenc_status posenc_vk_wait_serial(posenc_context *ctx, uint64_t serial);
+/* Waits for every submission and frees their command buffers and fences. */
+void posenc_vk_submissions_fini(posenc_context *ctx);
 
 /* vk_pipeline.c */
 posenc_status posenc_vk_pipeline(posenc_context *ctx, posenc_vk_kernel kernel,
@@ -265,6 +366,9 @@ typedef struct posenc_vk_place {
     uint64_t buffer_size;
     uint64_t offset;      /* bytes from the buffer's start to the view's element 0 */
 } posenc_vk_place;
+
+/* Where a (non-host) buffer view's bytes are. */
+posenc_vk_place posenc_vk_place_of(const posenc__view *view);
 
 #define POSENC_VK_MAX_VIEWS 6
 
@@ -296,11 +400,12 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
 /* Copies the elements of the outputs back to host memory (when `copy_back`; the bytes between
  * them, such as the v slice of a fused qkv tensor, are left alone) and frees the staging. */
 void posenc_vk_unstage(posenc_context *ctx, posenc_vk_staging *staging, bool copy_back);
-/* Puts `count` frequencies into the context's params buffer as uint triplets (int_turns,
- * frac_hi, frac_lo), then each one's position component (which only RoPE reads), unless the
- * table `id` (a freqs_id; 0: unknown) is there already. */
+/* vk_freqs.c: makes vk->table the device table of these `count` frequencies (found by `id`, a
+ * freqs_id, or by content; else written into a new table): uint triplets (int_turns, frac_hi,
+ * frac_lo), then each one's position component (which only RoPE reads). */
 posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs, uint32_t count,
                                   uint64_t id);
+void posenc_vk_freqs_fini(posenc_context *ctx);
 
 /* One kernel binding over a box of up to three dims: the byte range that the cells of a box
  * touch is offset + sum(start[k] * strides[k]) for (count[k] - 1) * strides[k] + inner bytes. */
@@ -331,7 +436,8 @@ typedef posenc_status (*posenc_vk_record_fn)(posenc_context *ctx, const posenc_v
 /* Splits `shape` into boxes whose every binding fits in one descriptor range
  * (maxStorageBufferRange) and whose cells times `units_per_cell` fit in 31 bits, and records
  * each with `record`. Bindings past `binding_count` get the placeholder; binding 3 of every
- * kernel is the params buffer from `params_offset` when `params_size` > 0. */
+ * kernel is the frequency table of vk->table (its first `params_size` bytes) when
+ * `params_size` > 0. */
 posenc_status posenc_vk_split(posenc_context *ctx, const posenc_vk_binding *bindings,
                               uint32_t binding_count, const int64_t shape[3],
                               uint64_t units_per_cell, uint64_t params_size,
@@ -351,6 +457,18 @@ static inline uint32_t posenc_vk_element_size(posenc_dtype dtype)
 /* The operations (vk_rope.c, vk_sinusoidal.c, vk_roofline.c) and buffers (vk_buffer.c). */
 posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
+/* Record the dispatches of an operation into vk->target, with the views at `places` (in the
+ * order q, q_out, k, k_out, positions / out, x, positions) and the table in vk->table. Nothing
+ * else is recorded except barriers between dispatches that touch the same bytes. */
+posenc_status posenc_vk_rope_record(posenc_context *ctx, const posenc__rope_op *op,
+                                    const posenc_vk_place *places);
+posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const posenc__sinusoidal_op *op,
+                                          const posenc_vk_place *places);
+/* The kernels of an operation, created before anything is recorded so that a failed build
+ * leaves a caller's command buffer untouched. */
+posenc_status posenc_vk_rope_pipelines(posenc_context *ctx, const posenc__rope_op *op);
+posenc_status posenc_vk_sinusoidal_pipelines(posenc_context *ctx,
+                                             const posenc__sinusoidal_op *op);
 posenc_status posenc_vk_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                  uint64_t bytes, bool write_only);
 posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf);
@@ -365,5 +483,12 @@ void *posenc_vk_buffer_host_address(posenc_context *ctx, posenc_buffer *buf);
 posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason);
 posenc_status posenc_vk_context_init(posenc_context *ctx, const posenc__device *device);
 void posenc_vk_context_fini(posenc_context *ctx);
+/* Describes a physical device (vk_devices.c); false when posenc cannot use it. */
+bool posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalDevice physical,
+                        uint32_t index, posenc__device *device, posenc_vk_physical *record);
+/* vk_external.c: a context on the caller's instance and device. */
+posenc_status posenc_vk_context_init_external(posenc_context *ctx,
+                                              const posenc_context_desc *desc);
+extern const posenc__backend posenc_vk_backend;
 
 #endif

@@ -37,13 +37,13 @@ posenc_status posenc_vk_allocate(posenc_context *ctx, uint64_t size, uint32_t ty
                  VK_BUFFER_USAGE_TRANSFER_DST_BIT,
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
-    VkResult result = vk->fns.CreateBuffer(vk->device, &buffer_info, NULL, &made.buffer);
+    VkResult result = vk->fns.CreateBuffer(vk->device, &buffer_info, vk->allocator, &made.buffer);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, what);
     VkMemoryRequirements requirements;
     vk->fns.GetBufferMemoryRequirements(vk->device, made.buffer, &requirements);
     if (!(requirements.memoryTypeBits & (1u << type))) {
-        vk->fns.DestroyBuffer(vk->device, made.buffer, NULL);
+        vk->fns.DestroyBuffer(vk->device, made.buffer, vk->allocator);
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "%s: storage buffers cannot use memory type %u on this device", what,
                             type);
@@ -53,7 +53,7 @@ posenc_status posenc_vk_allocate(posenc_context *ctx, uint64_t size, uint32_t ty
         .allocationSize = requirements.size,
         .memoryTypeIndex = type,
     };
-    result = vk->fns.AllocateMemory(vk->device, &allocate, NULL, &made.memory);
+    result = vk->fns.AllocateMemory(vk->device, &allocate, vk->allocator, &made.memory);
     if (result == VK_SUCCESS)
         result = vk->fns.BindBufferMemory(vk->device, made.buffer, made.memory, 0);
     if (result == VK_SUCCESS && host_visible)
@@ -69,10 +69,11 @@ posenc_status posenc_vk_allocate(posenc_context *ctx, uint64_t size, uint32_t ty
 void posenc_vk_release(posenc_context *ctx, posenc_vk_allocation *allocation)
 {
     posenc_vk_context *vk = ctx->backend_state;
+    posenc_vk_forget_sets(ctx, allocation->buffer);
     if (allocation->buffer)
-        vk->fns.DestroyBuffer(vk->device, allocation->buffer, NULL);
+        vk->fns.DestroyBuffer(vk->device, allocation->buffer, vk->allocator);
     if (allocation->memory)
-        vk->fns.FreeMemory(vk->device, allocation->memory, NULL); /* unmaps too */
+        vk->fns.FreeMemory(vk->device, allocation->memory, vk->allocator); /* unmaps too */
     *allocation = (posenc_vk_allocation){0};
 }
 

@@ -46,7 +46,7 @@ posenc_status posenc_vk_pipeline(posenc_context *ctx, posenc_vk_kernel kernel,
         .pCode = spirv->words,
     };
     VkShaderModule module;
-    VkResult result = vk->fns.CreateShaderModule(vk->device, &module_info, NULL, &module);
+    VkResult result = vk->fns.CreateShaderModule(vk->device, &module_info, vk->allocator, &module);
     if (result != VK_SUCCESS) {
         posenc_status status = posenc_vk_fail(ctx, result, "vkCreateShaderModule");
         return status == POSENC_DEVICE_ERROR ? POSENC_KERNEL_BUILD_FAILED : status;
@@ -62,9 +62,9 @@ posenc_status posenc_vk_pipeline(posenc_context *ctx, posenc_vk_kernel kernel,
             },
         .layout = vk->pipeline_layout,
     };
-    result = vk->fns.CreateComputePipelines(vk->device, vk->pipeline_cache, 1, &info, NULL,
+    result = vk->fns.CreateComputePipelines(vk->device, vk->pipeline_cache, 1, &info, vk->allocator,
                                             &vk->pipelines[kernel]);
-    vk->fns.DestroyShaderModule(vk->device, module, NULL);
+    vk->fns.DestroyShaderModule(vk->device, module, vk->allocator);
     if (result != VK_SUCCESS) {
         vk->pipelines[kernel] = VK_NULL_HANDLE;
         posenc_status status = posenc_vk_fail(ctx, result, kernel_names[kernel]);
@@ -114,6 +114,8 @@ static bool cache_matches(const posenc_vk_physical *physical, const uint8_t *dat
 posenc_status posenc_vk_pipeline_cache_create(posenc_context *ctx)
 {
     posenc_vk_context *vk = ctx->backend_state;
+    if (vk->borrowed_pipeline_cache)
+        return POSENC_OK;
     size_t size = 0;
     void *data = NULL;
     if (ctx->pipeline_cache_path) {
@@ -133,11 +135,12 @@ posenc_status posenc_vk_pipeline_cache_create(posenc_context *ctx)
         .initialDataSize = size,
         .pInitialData = data,
     };
-    VkResult result = vk->fns.CreatePipelineCache(vk->device, &info, NULL, &vk->pipeline_cache);
+    VkResult result =
+        vk->fns.CreatePipelineCache(vk->device, &info, vk->allocator, &vk->pipeline_cache);
     if (result != VK_SUCCESS && data) { /* a driver refusing the data: start empty */
         info.initialDataSize = 0;
         info.pInitialData = NULL;
-        result = vk->fns.CreatePipelineCache(vk->device, &info, NULL, &vk->pipeline_cache);
+        result = vk->fns.CreatePipelineCache(vk->device, &info, vk->allocator, &vk->pipeline_cache);
     }
     free(data);
     if (result != VK_SUCCESS) {
@@ -150,7 +153,8 @@ posenc_status posenc_vk_pipeline_cache_create(posenc_context *ctx)
 void posenc_vk_pipeline_cache_save(posenc_context *ctx)
 {
     posenc_vk_context *vk = ctx->backend_state;
-    if (!ctx->pipeline_cache_path || !vk->pipeline_cache || vk->lost)
+    if (!ctx->pipeline_cache_path || !vk->pipeline_cache || vk->borrowed_pipeline_cache ||
+        vk->lost)
         return;
     const char *path = ctx->pipeline_cache_path;
     size_t size = 0;

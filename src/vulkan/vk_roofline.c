@@ -39,8 +39,10 @@ posenc_status posenc_vk_roofline(posenc_context *ctx, posenc_buffer *buf, uint64
     const posenc__view *views[1] = {&view};
     const bool outputs[1] = {true};
     static const char *const names[1] = {"buffer"};
+    posenc_vk_context *vk = ctx->backend_state;
     posenc_vk_place place;
     posenc_vk_staging staging;
+    posenc__mutex_lock(&vk->lock);
     posenc_status status = posenc_vk_place_views(ctx, views, outputs, names, 1, &place, &staging);
     if (status == POSENC_OK)
         status = posenc_vk_begin(ctx);
@@ -61,5 +63,6 @@ posenc_status posenc_vk_roofline(posenc_context *ctx, posenc_buffer *buf, uint64
     if (status == POSENC_OK)
         status = posenc_vk_submit(ctx);
     posenc_vk_unstage(ctx, &staging, status == POSENC_OK);
+    posenc__mutex_unlock(&vk->lock);
     return status;
 }

@@ -149,6 +149,28 @@ static posenc_status rope_tensor(posenc_context *ctx, const posenc__rope_op *op,
                            (uint64_t)(op->rotary_dim / 2) * 16, record_rope, &job);
 }
 
+posenc_status posenc_vk_rope_pipelines(posenc_context *ctx, const posenc__rope_op *op)
+{
+    VkPipeline pipeline;
+    return posenc_vk_pipeline(ctx, rope_kernel(ctx->backend_state, op->q.dtype), &pipeline);
+}
+
+posenc_status posenc_vk_rope_record(posenc_context *ctx, const posenc__rope_op *op,
+                                    const posenc_vk_place *places)
+{
+    enum { Q, Q_OUT, K, K_OUT, POSITIONS };
+    posenc_status status = rope_tensor(
+        ctx, op, &op->q, op->q_in_place ? &op->q : &op->q_out, op->q_in_place, &places[Q],
+        op->q_in_place ? &places[Q] : &places[Q_OUT], &places[POSITIONS], "q",
+        op->q_in_place ? "q" : "q_out");
+    if (status == POSENC_OK && op->has_k)
+        status = rope_tensor(ctx, op, &op->k, op->k_in_place ? &op->k : &op->k_out,
+                             op->k_in_place, &places[K],
+                             op->k_in_place ? &places[K] : &places[K_OUT], &places[POSITIONS],
+                             "k", op->k_in_place ? "k" : "k_out");
+    return status;
+}
+
 posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op)
 {
     enum { Q, Q_OUT, K, K_OUT, POSITIONS, VIEWS };
@@ -164,26 +186,20 @@ posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op)
     posenc_vk_place places[VIEWS];
     posenc_vk_staging staging;
 
-    uint32_t pairs = op->rotary_dim / 2;
-    posenc_status status = posenc_vk_set_freqs(ctx, op->freqs, pairs, op->freqs_id);
-    if (status != POSENC_OK)
-        return status;
-
-    status = posenc_vk_place_views(ctx, views, outputs, names, VIEWS, places, &staging);
+    posenc_vk_context *vk = ctx->backend_state;
+    posenc__mutex_lock(&vk->lock);
+    posenc_status status = posenc_vk_set_freqs(ctx, op->freqs, op->rotary_dim / 2, op->freqs_id);
+    if (status == POSENC_OK)
+        status = posenc_vk_place_views(ctx, views, outputs, names, VIEWS, places, &staging);
+    else
+        staging = (posenc_vk_staging){0};
     if (status == POSENC_OK)
         status = posenc_vk_begin(ctx);
     if (status == POSENC_OK)
-        status = rope_tensor(ctx, op, &op->q, op->q_in_place ? &op->q : &op->q_out,
-                             op->q_in_place, &places[Q],
-                             op->q_in_place ? &places[Q] : &places[Q_OUT], &places[POSITIONS],
-                             "q", op->q_in_place ? "q" : "q_out");
-    if (status == POSENC_OK && op->has_k)
-        status = rope_tensor(ctx, op, &op->k, op->k_in_place ? &op->k : &op->k_out,
-                             op->k_in_place, &places[K],
-                             op->k_in_place ? &places[K] : &places[K_OUT], &places[POSITIONS],
-                             "k", op->k_in_place ? "k" : "k_out");
+        status = posenc_vk_rope_record(ctx, op, places);
     if (status == POSENC_OK)
         status = posenc_vk_submit(ctx);
     posenc_vk_unstage(ctx, &staging, status == POSENC_OK);
+    posenc__mutex_unlock(&vk->lock);
     return status;
 }

@@ -83,6 +83,46 @@ static posenc_vk_kernel sinusoidal_kernel(const posenc_vk_context *vk, posenc_dt
     }
 }
 
+posenc_status posenc_vk_sinusoidal_pipelines(posenc_context *ctx,
+                                             const posenc__sinusoidal_op *op)
+{
+    VkPipeline pipeline;
+    return posenc_vk_pipeline(ctx, sinusoidal_kernel(ctx->backend_state, op->out.dtype),
+                              &pipeline);
+}
+
+posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const posenc__sinusoidal_op *op,
+                                          const posenc_vk_place *places)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    enum { OUT, X, POSITIONS };
+    bool x_in_out = op->has_x && posenc__views_identical(ctx, &op->out, &op->x);
+    uint32_t e = posenc_vk_element_size(op->out.dtype);
+    posenc_vk_binding bindings[3] = {
+        {.place = places[OUT],
+         .strides = {op->out.strides[1], op->out.strides[2], 0},
+         .inner = (op->d_model - 1) * op->out.strides[3] + e,
+         .element_size = e,
+         .name = "out"},
+        {.place = x_in_out ? (posenc_vk_place){0} : places[X],
+         .strides = {op->x.strides[1], op->x.strides[2], 0},
+         .inner = (op->d_model - 1) * op->x.strides[3] + e,
+         .element_size = e,
+         .name = "x"},
+        {.place = places[POSITIONS],
+         .strides = {op->positions_per_batch ? op->positions.strides[2] : 0,
+                     op->positions.strides[3], 0},
+         .inner = 4,
+         .element_size = 4,
+         .name = "positions"},
+    };
+    sinusoidal_job job = {
+        .op = op, .x_in_out = x_in_out, .kernel = sinusoidal_kernel(vk, op->out.dtype)};
+    int64_t shape[3] = {op->batch, op->rows, 1};
+    return posenc_vk_split(ctx, bindings, 3, shape, op->half + (uint64_t)(op->d_model & 1),
+                           (uint64_t)op->half * 12, record_sinusoidal, &job);
+}
+
 posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
 {
     posenc_vk_context *vk = ctx->backend_state;
@@ -96,44 +136,19 @@ posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal
     const bool outputs[VIEWS] = {true, false, false};
     static const char *const names[VIEWS] = {"out", "x", "positions"};
     posenc_vk_place places[VIEWS];
-    posenc_vk_staging staging;
+    posenc_vk_staging staging = {0};
 
+    posenc__mutex_lock(&vk->lock);
     posenc_status status = posenc_vk_set_freqs(ctx, op->freqs, op->half, op->freqs_id);
-    if (status != POSENC_OK)
-        return status;
-
-    status = posenc_vk_place_views(ctx, views, outputs, names, VIEWS, places, &staging);
+    if (status == POSENC_OK)
+        status = posenc_vk_place_views(ctx, views, outputs, names, VIEWS, places, &staging);
     if (status == POSENC_OK)
         status = posenc_vk_begin(ctx);
-    if (status == POSENC_OK) {
-        uint32_t e = posenc_vk_element_size(op->out.dtype);
-        posenc_vk_binding bindings[3] = {
-            {.place = places[OUT],
-             .strides = {op->out.strides[1], op->out.strides[2], 0},
-             .inner = (op->d_model - 1) * op->out.strides[3] + e,
-             .element_size = e,
-             .name = "out"},
-            {.place = places[X],
-             .strides = {op->x.strides[1], op->x.strides[2], 0},
-             .inner = (op->d_model - 1) * op->x.strides[3] + e,
-             .element_size = e,
-             .name = "x"},
-            {.place = places[POSITIONS],
-             .strides = {op->positions_per_batch ? op->positions.strides[2] : 0,
-                         op->positions.strides[3], 0},
-             .inner = 4,
-             .element_size = 4,
-             .name = "positions"},
-        };
-        sinusoidal_job job = {.op = op,
-                              .x_in_out = x_in_out,
-                              .kernel = sinusoidal_kernel(vk, op->out.dtype)};
-        int64_t shape[3] = {op->batch, op->rows, 1};
-        status = posenc_vk_split(ctx, bindings, 3, shape, op->half + (uint64_t)(op->d_model & 1),
-                                 (uint64_t)op->half * 12, record_sinusoidal, &job);
-    }
+    if (status == POSENC_OK)
+        status = posenc_vk_sinusoidal_record(ctx, op, places);
     if (status == POSENC_OK)
         status = posenc_vk_submit(ctx);
     posenc_vk_unstage(ctx, &staging, status == POSENC_OK);
+    posenc__mutex_unlock(&vk->lock);
     return status;
 }

@@ -23,6 +23,13 @@ static uint8_t *host_address(const posenc__view *view)
     return NULL;
 }
 
+posenc_vk_place posenc_vk_place_of(const posenc__view *view)
+{
+    const posenc_vk_buffer *state = view->buffer->backend_state;
+    return (posenc_vk_place){state->allocation.buffer, state->base + state->allocation.size,
+                             state->base + view->offset};
+}
+
 static uint64_t extent(const posenc__view *view)
 {
     uint64_t bytes = posenc_dtype_size(view->dtype);
@@ -66,9 +73,7 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
             continue;
         uint8_t *host = host_address(view);
         if (!host) {
-            const posenc_vk_buffer *state = view->buffer->backend_state;
-            places[i] = (posenc_vk_place){state->allocation.buffer, state->allocation.size,
-                                          view->offset};
+            places[i] = posenc_vk_place_of(view);
             continue;
         }
         size_t element = posenc_dtype_size(view->dtype);
@@ -163,25 +168,4 @@ void posenc_vk_unstage(posenc_context *ctx, posenc_vk_staging *staging, bool cop
     posenc_vk_release(ctx, &staging->temporary);
     staging->count = 0;
     staging->output_count = 0;
-}
-
-posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs, uint32_t count,
-                                  uint64_t id)
-{
-    posenc_vk_context *vk = ctx->backend_state;
-    if (count == 0 || (id != 0 && id == vk->params_id))
-        return POSENC_OK;
-    vk->params_id = 0;
-    posenc_status status = posenc_vk_reserve(ctx, &vk->params, (uint64_t)count * 16, "params");
-    if (status != POSENC_OK)
-        return status;
-    uint32_t *words = vk->params.mapped;
-    for (uint32_t j = 0; j < count; j++) {
-        words[3 * j] = freqs[j].int_turns;
-        words[3 * j + 1] = (uint32_t)(freqs[j].frac >> 32);
-        words[3 * j + 2] = (uint32_t)freqs[j].frac;
-        words[3 * count + j] = freqs[j].component;
-    }
-    vk->params_id = id;
-    return POSENC_OK;
 }

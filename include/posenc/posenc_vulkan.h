@@ -1,0 +1,136 @@
+/* posenc inside a Vulkan engine: typed interop for callers that own the instance, device, queues
+ * and buffers, and record posenc's work into their own command buffers.
+ * Include this header only if you use Vulkan; posenc.h stays free of vendor headers.
+ *
+ * Setting up
+ *   posenc_context_desc desc = {
+ *       .vulkan = posenc_vulkan_external_of(instance, physical_device, device, family, queue,
+ *                                           vkGetInstanceProcAddr,
+ *                                           POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR),
+ *   };
+ *   posenc_context_create(&desc, &ctx);       // borrowed: nothing of the caller's is destroyed
+ *   posenc_vk_buffer_wrap(ctx, q_buffer, 0, q_bytes, &q);    // the engine's VkBuffers
+ *   ...
+ *   posenc_rope_desc rope = {.q = posenc_tensor_of_buffer(q, POSENC_DTYPE_F32, 3, shape), ...};
+ *   posenc_vk_cmd_rope(ctx, command_buffer, &rope);          // recorded, not submitted
+ *
+ * Synchronization contract of posenc_vk_cmd_rope / posenc_vk_cmd_sinusoidal
+ * - posenc records only vkCmdBindPipeline, descriptor binding (vkCmdPushDescriptorSetKHR or
+ *   vkCmdBindDescriptorSets), vkCmdPushConstants and vkCmdDispatch, plus a compute-to-compute
+ *   memory barrier between two of its own dispatches of the same call that touch the same bytes
+ *   (q and k slices of one fused buffer, or a tensor split because it is larger than
+ *   maxStorageBufferRange). No submission, no waiting, no queue access, no other barriers; the
+ *   command buffer must be in the recording state, outside a render pass. posenc leaves the
+ *   compute pipeline, descriptor set 0 and push constants bound: rebind yours afterwards.
+ * - Every binding is used at VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT: inputs (q, k, x, positions)
+ *   with VK_ACCESS_SHADER_READ_BIT, outputs (q_out, k_out, out, and q, k in place) with
+ *   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT. posenc's own frequency tables are
+ *   host-written before the call returns and need nothing from the caller.
+ * - Before the call, make the caller's writes of every tensor posenc reads or writes available
+ *   and visible to compute-shader reads and writes; after it, make posenc's writes visible to
+ *   their next reader (the caller's pass, or another posenc call on the same memory). For a
+ *   compute producer and a compute consumer, exactly:
+ *
+ *     VkMemoryBarrier barrier = {
+ *         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+ *         .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+ *         .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+ *     };
+ *     vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+ *                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, NULL, 0,
+ *                          NULL);
+ *
+ *   before the call, and the same barrier after it. Other producers or consumers change only
+ *   their side (a transfer: VK_PIPELINE_STAGE_TRANSFER_BIT with VK_ACCESS_TRANSFER_WRITE_BIT /
+ *   _READ_BIT; a vertex shader: VK_PIPELINE_STAGE_VERTEX_SHADER_BIT; the host after a fence:
+ *   VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT). Buffer memory barriers over the same
+ *   ranges work too. Queue family ownership transfers, if the buffers move between families,
+ *   are the caller's.
+ *
+ * Lifetime of recorded work
+ * - A recorded command buffer stays valid, and may be submitted later and any number of times,
+ *   until the context is destroyed, whatever is recorded or run on the context after it, as
+ *   long as the buffers it binds are alive. Frequency tables live in device memory of their
+ *   own, one per distinct table, kept until the context is destroyed: at most 256 distinct
+ *   tables per context on a caller's device (one more is POSENC_UNSUPPORTED; a model has one to
+ *   three). Destroying a posenc_buffer frees the descriptor sets that bind its VkBuffer (for
+ *   wraps: when no other wrap of that VkBuffer is alive): do it only when no command buffer
+ *   recorded with it will be submitted again.
+ * - Descriptors: with POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR they are pushed into the command
+ *   buffer and nothing is allocated. Without it, posenc keeps one descriptor set per distinct
+ *   set of bound ranges (buffer, offset, range of each binding), written at its first use and
+ *   never rewritten, from pools of its own that grow by 64 sets: recording the same tensors
+ *   again (every frame) allocates and writes nothing, and sets are recycled only when a buffer
+ *   they bind is destroyed (or with the context).
+ * - On failure nothing is recorded, except for an OUT_OF_MEMORY / OUT_OF_DEVICE_MEMORY while
+ *   allocating descriptor sets (pool path) in the middle of a split call: reset the command
+ *   buffer then.
+ *
+ * Threads
+ * - Recording from several threads at once into different command buffers on the same context
+ *   is safe: the context serialises its internal state (validation, frequency tables, descriptor
+ *   sets, pipelines) with a mutex, so such calls run one after another. The last-error message
+ *   is then that of whichever call failed last. Every other call on the context (buffer
+ *   creation and destruction, posenc_rope, submits, destroying the context) still needs the
+ *   caller to serialise it with everything else, as posenc.h says; and the caller's queue, when
+ *   given, must not be used by another thread while posenc submits to it (Vulkan's external
+ *   synchronisation of queues): posenc submits only inside posenc_rope, posenc_sinusoidal,
+ *   posenc_*_submit and staged buffer uploads and downloads.
+ */
+#ifndef POSENC_POSENC_VULKAN_H
+#define POSENC_POSENC_VULKAN_H
+
+#include <posenc/posenc.h>
+#include <vulkan/vulkan.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* posenc_context_desc.vulkan from typed handles (queue may be VK_NULL_HANDLE: record only).
+ * allocation_callbacks and pipeline_cache stay default; set them on the result. */
+static inline posenc_vulkan_external posenc_vulkan_external_of(
+    VkInstance instance, VkPhysicalDevice physical_device, VkDevice device,
+    uint32_t queue_family, VkQueue queue, PFN_vkGetInstanceProcAddr get_instance_proc_addr,
+    uint32_t enabled_features)
+{
+    posenc_vulkan_external external;
+    external.instance = instance;
+    external.physical_device = physical_device;
+    external.device = device;
+    external.queue_family = queue_family;
+    external.queue = queue;
+    external.get_instance_proc_addr = (void (*)(void))get_instance_proc_addr;
+    external.enabled_features = enabled_features;
+    external.allocation_callbacks = NULL;
+    external.pipeline_cache = 0;
+    return external;
+}
+
+/* A posenc_buffer over [offset, offset + range) of the caller's VkBuffer, so that tensor views
+ * and all of posenc's validation apply to it. Borrowed: posenc_buffer_destroy frees only posenc's
+ * record (destroy it before the VkBuffer). The VkBuffer needs VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+ * (and TRANSFER_SRC/DST for posenc_buffer_upload/download, which copy through a staging buffer
+ * and need the context's queue); `offset` must be a multiple of 16 and of the device's
+ * minStorageBufferOffsetAlignment; range > 0 (VK_WHOLE_SIZE is not accepted: give the size). */
+POSENC_API posenc_status posenc_vk_buffer_wrap(posenc_context *context, VkBuffer buffer,
+                                               VkDeviceSize offset, VkDeviceSize range,
+                                               posenc_buffer **wrapped);
+
+/* Validates exactly like posenc_rope / posenc_sinusoidal (same errors), then records the work
+ * into `command_buffer` (see the synchronization contract above). Every tensor must be a
+ * posenc_buffer view (wrapped or created by posenc; host tensors and buffers wrapping host memory
+ * are INVALID_ARGUMENT, naming the tensor). The context must be on the caller's device
+ * (posenc_context_desc.vulkan.device). */
+POSENC_API posenc_status posenc_vk_cmd_rope(posenc_context *context,
+                                            VkCommandBuffer command_buffer,
+                                            const posenc_rope_desc *desc);
+POSENC_API posenc_status posenc_vk_cmd_sinusoidal(posenc_context *context,
+                                                  VkCommandBuffer command_buffer,
+                                                  const posenc_sinusoidal_desc *desc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POSENC_POSENC_VULKAN_H */

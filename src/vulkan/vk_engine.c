@@ -1,0 +1,197 @@
+/* The typed entry points of posenc_vulkan.h: the caller's VkBuffers as posenc buffers, and RoPE
+ * and sinusoidal encodings recorded into the caller's command buffers. */
+#include "backend.h"
+#include "vulkan/vk_internal.h"
+
+#include "core/tensor.h"
+
+#include <posenc/posenc_vulkan.h>
+
+#include <stdlib.h>
+
+/* The Vulkan state of a context on the caller's device, or NULL with the context error set. */
+static posenc_vk_context *external_state(posenc_context *ctx, const char *call)
+{
+    if (ctx->backend != &posenc_vk_backend) {
+        posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                     "context: is a %s context; %s needs a Vulkan one",
+                     posenc_backend_name(ctx->backend->kind), call);
+        return NULL;
+    }
+    posenc_vk_context *vk = ctx->backend_state;
+    if (!vk->external) {
+        posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                     "context: runs on posenc's own Vulkan device; %s needs a context on the "
+                     "caller's device (posenc_context_desc.vulkan.device)",
+                     call);
+        return NULL;
+    }
+    return vk;
+}
+
+posenc_status posenc_vk_buffer_wrap(posenc_context *ctx, VkBuffer buffer, VkDeviceSize offset,
+                                    VkDeviceSize range, posenc_buffer **wrapped)
+{
+    static const char call[] = "posenc_vk_buffer_wrap";
+    if (!ctx)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
+    if (!wrapped)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "wrapped: is NULL");
+    posenc_vk_context *vk = external_state(ctx, call);
+    if (!vk)
+        return POSENC_INVALID_ARGUMENT;
+    if (buffer == VK_NULL_HANDLE)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "buffer: is VK_NULL_HANDLE");
+    uint64_t alignment = vk->physical->binding_alignment > 16 ? vk->physical->binding_alignment
+                                                              : 16;
+    if (offset % alignment)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "offset: %llu is not a multiple of %llu (16 and the device's "
+                            "minStorageBufferOffsetAlignment)",
+                            (unsigned long long)offset, (unsigned long long)alignment);
+    if (range == 0 || range == VK_WHOLE_SIZE)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "range: must be the size in bytes (> 0, not VK_WHOLE_SIZE)");
+    if (offset > UINT64_MAX - range)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "range: offset + range overflows");
+    posenc__clear_error(ctx);
+    posenc_buffer *buf = calloc(1, sizeof *buf);
+    posenc_vk_buffer *state = calloc(1, sizeof *state);
+    if (!buf || !state) {
+        free(buf);
+        free(state);
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "wrapped: out of host memory");
+    }
+    state->allocation.buffer = buffer;
+    state->allocation.size = range;
+    state->base = offset;
+    state->borrowed = true;
+    buf->ctx = ctx;
+    buf->size = range;
+    buf->backend_state = state;
+    posenc__buffer_link(ctx, buf);
+    *wrapped = buf;
+    return POSENC_OK;
+}
+
+/* Recording binds device memory the caller submits later: host memory, which posenc would have
+ * to copy around the work, cannot take part. */
+static posenc_status check_view(posenc_context *ctx, const posenc__view *view, const char *name,
+                                const char *call)
+{
+    if (!view)
+        return POSENC_OK;
+    if (view->host)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "%s.host: %s records device work and needs a posenc_buffer view, not "
+                            "host memory",
+                            name, call);
+    if (view->buffer->host_memory)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "%s.buffer: wraps host memory; %s needs device memory (a buffer from "
+                            "posenc_buffer_create or posenc_vk_buffer_wrap)",
+                            name, call);
+    return POSENC_OK;
+}
+
+static posenc_status check_views(posenc_context *ctx, const posenc__view *const *views,
+                                 const char *const *names, uint32_t count, const char *call,
+                                 posenc_vk_place *places)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        posenc_status status = check_view(ctx, views[i], names[i], call);
+        if (status != POSENC_OK)
+            return status;
+        places[i] = views[i] ? posenc_vk_place_of(views[i]) : (posenc_vk_place){0};
+    }
+    return POSENC_OK;
+}
+
+static void begin_recording(posenc_vk_context *vk, VkCommandBuffer command_buffer)
+{
+    vk->target = command_buffer;
+    vk->dispatches = 0;
+}
+
+posenc_status posenc_vk_cmd_rope(posenc_context *ctx, VkCommandBuffer command_buffer,
+                                 const posenc_rope_desc *desc)
+{
+    static const char call[] = "posenc_vk_cmd_rope";
+    if (!ctx)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
+    posenc_vk_context *vk = external_state(ctx, call);
+    if (!vk)
+        return POSENC_INVALID_ARGUMENT;
+    /* The front end writes the context's error and frequency cache: under the lock too. */
+    posenc__mutex_lock(&vk->lock);
+    if (!command_buffer) {
+        posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "command_buffer: is NULL");
+        posenc__mutex_unlock(&vk->lock);
+        return POSENC_INVALID_ARGUMENT;
+    }
+    posenc__rope_op op = {0};
+    posenc_status status = posenc__rope_prepare(ctx, desc, &op);
+    enum { VIEWS = 5 };
+    const posenc__view *views[VIEWS] = {
+        &op.q,
+        op.q_in_place ? NULL : &op.q_out,
+        op.has_k ? &op.k : NULL,
+        op.has_k && !op.k_in_place ? &op.k_out : NULL,
+        op.has_positions ? &op.positions : NULL,
+    };
+    static const char *const names[VIEWS] = {"q", "q_out", "k", "k_out", "positions"};
+    posenc_vk_place places[VIEWS];
+    if (status == POSENC_OK)
+        status = check_views(ctx, views, names, VIEWS, call, places);
+    if (status == POSENC_OK)
+        status = posenc_vk_rope_pipelines(ctx, &op);
+    if (status == POSENC_OK)
+        status = posenc_vk_set_freqs(ctx, op.freqs, op.rotary_dim / 2, op.freqs_id);
+    if (status == POSENC_OK) {
+        begin_recording(vk, command_buffer);
+        status = posenc_vk_rope_record(ctx, &op, places);
+    }
+    posenc__mutex_unlock(&vk->lock);
+    return status;
+}
+
+posenc_status posenc_vk_cmd_sinusoidal(posenc_context *ctx, VkCommandBuffer command_buffer,
+                                       const posenc_sinusoidal_desc *desc)
+{
+    static const char call[] = "posenc_vk_cmd_sinusoidal";
+    if (!ctx)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
+    posenc_vk_context *vk = external_state(ctx, call);
+    if (!vk)
+        return POSENC_INVALID_ARGUMENT;
+    posenc__mutex_lock(&vk->lock);
+    if (!command_buffer) {
+        posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "command_buffer: is NULL");
+        posenc__mutex_unlock(&vk->lock);
+        return POSENC_INVALID_ARGUMENT;
+    }
+    posenc__sinusoidal_op op = {0};
+    posenc_status status = posenc__sinusoidal_prepare(ctx, desc, &op);
+    enum { VIEWS = 3 };
+    bool x_in_out = status == POSENC_OK && op.has_x &&
+                    posenc__views_identical(ctx, &op.out, &op.x);
+    const posenc__view *views[VIEWS] = {
+        &op.out,
+        op.has_x && !x_in_out ? &op.x : NULL,
+        op.has_positions ? &op.positions : NULL,
+    };
+    static const char *const names[VIEWS] = {"out", "x", "positions"};
+    posenc_vk_place places[VIEWS];
+    if (status == POSENC_OK)
+        status = check_views(ctx, views, names, VIEWS, call, places);
+    if (status == POSENC_OK)
+        status = posenc_vk_sinusoidal_pipelines(ctx, &op);
+    if (status == POSENC_OK)
+        status = posenc_vk_set_freqs(ctx, op.freqs, op.half, op.freqs_id);
+    if (status == POSENC_OK) {
+        begin_recording(vk, command_buffer);
+        status = posenc_vk_sinusoidal_record(ctx, &op, places);
+    }
+    posenc__mutex_unlock(&vk->lock);
+    return status;
+}

@@ -1,0 +1,1102 @@
+/* posenc inside an engine, through the public posenc_vulkan.h: a context on a Vulkan device this
+ * test creates itself (validation layer on, any warning a failure), the errors of bad handles,
+ * RoPE and sinusoidal encodings recorded into the test's command buffers over engine buffers in
+ * every dtype and checked against the float64 reference, a command buffer submitted twice and
+ * recorded before another frequency table was used, four threads recording at once, the
+ * push-descriptor and the descriptor-pool paths, and synchronous and asynchronous calls on the
+ * caller's queue. A machine without a Vulkan device skips it, except when CI is set. */
+#include "reference.h"
+#include "test_common.h"
+
+#define VK_NO_PROTOTYPES
+#include <posenc/posenc_vulkan.h>
+
+#include <dlfcn.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * A small headless engine: instance, device, queue, host-visible buffers, command buffers.
+ */
+#define ENGINE_FUNCTIONS(X)                                                                     \
+    X(DestroyInstance) X(EnumeratePhysicalDevices) X(GetPhysicalDeviceProperties)             \
+    X(GetPhysicalDeviceQueueFamilyProperties) X(GetPhysicalDeviceFeatures2)                   \
+    X(GetPhysicalDeviceMemoryProperties) X(EnumerateDeviceExtensionProperties) X(CreateDevice) \
+    X(GetDeviceProcAddr) X(CreateDebugUtilsMessengerEXT) X(DestroyDebugUtilsMessengerEXT)
+
+#define DEVICE_FUNCTIONS(X)                                                                     \
+    X(DestroyDevice) X(GetDeviceQueue) X(CreateBuffer) X(DestroyBuffer)                        \
+    X(GetBufferMemoryRequirements) X(AllocateMemory) X(FreeMemory) X(BindBufferMemory)         \
+    X(MapMemory) X(CreateCommandPool) X(DestroyCommandPool) X(AllocateCommandBuffers)          \
+    X(BeginCommandBuffer) X(EndCommandBuffer) X(CmdPipelineBarrier) X(QueueSubmit)             \
+    X(QueueWaitIdle) X(CreatePipelineCache) X(DestroyPipelineCache)
+
+#define MEMBER_(name) PFN_vk##name name;
+
+/* The layer's synchronization validation, except under AddressSanitizer (the layer never frees
+ * some of its state, which LeakSanitizer reports once the layer is unloaded). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SYNC_VALIDATION 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SYNC_VALIDATION 0
+#endif
+#endif
+#ifndef SYNC_VALIDATION
+#define SYNC_VALIDATION 1
+#endif
+
+typedef struct engine {
+    PFN_vkGetInstanceProcAddr GetInstanceProcAddr;
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    VkPhysicalDevice physical;
+    VkDevice device;
+    uint32_t family;
+    VkQueue queue;
+    uint32_t features; /* posenc_vulkan_feature bits enabled on the device */
+    char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+    VkPhysicalDeviceMemoryProperties memory;
+    ENGINE_FUNCTIONS(MEMBER_)
+    DEVICE_FUNCTIONS(MEMBER_)
+} engine;
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL count_messages(
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT types,
+    const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)
+{
+    (void)types;
+    (void)user;
+    test_failures++;
+    fprintf(stderr, "engine validation %s: %s\n",
+            severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning",
+            data->pMessage);
+    return VK_FALSE;
+}
+
+static PFN_vkGetInstanceProcAddr load_loader(const char **reason)
+{
+    static void *library;
+    if (!library)
+        library = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+        *reason = "libvulkan.so.1 not found";
+        return NULL;
+    }
+    PFN_vkGetInstanceProcAddr gipa;
+    void *symbol = dlsym(library, "vkGetInstanceProcAddr");
+    memcpy(&gipa, &symbol, sizeof gipa);
+    return gipa;
+}
+
+static bool has_layer(PFN_vkGetInstanceProcAddr gipa, const char *name)
+{
+    PFN_vkEnumerateInstanceLayerProperties enumerate =
+        (PFN_vkEnumerateInstanceLayerProperties)gipa(NULL, "vkEnumerateInstanceLayerProperties");
+    uint32_t count = 0;
+    if (!enumerate || enumerate(&count, NULL) != VK_SUCCESS)
+        return false;
+    VkLayerProperties *layers = calloc(count + 1, sizeof *layers);
+    bool found = false;
+    if (layers && enumerate(&count, layers) >= 0) {
+        for (uint32_t i = 0; i < count && !found; i++)
+            found = strcmp(layers[i].layerName, name) == 0;
+    }
+    free(layers);
+    return found;
+}
+
+static bool device_has_extension(engine *e, const char *name)
+{
+    uint32_t count = 0;
+    e->EnumerateDeviceExtensionProperties(e->physical, NULL, &count, NULL);
+    VkExtensionProperties *extensions = calloc(count + 1, sizeof *extensions);
+    bool found = false;
+    if (extensions && e->EnumerateDeviceExtensionProperties(e->physical, NULL, &count,
+                                                            extensions) >= 0) {
+        for (uint32_t i = 0; i < count && !found; i++)
+            found = strcmp(extensions[i].extensionName, name) == 0;
+    }
+    free(extensions);
+    return found;
+}
+
+/* Instance (with the validation layer when installed) and its first device with compute. */
+static bool engine_instance(engine *e, const char **reason)
+{
+    memset(e, 0, sizeof *e);
+    e->GetInstanceProcAddr = load_loader(reason);
+    if (!e->GetInstanceProcAddr)
+        return false;
+    PFN_vkCreateInstance create =
+        (PFN_vkCreateInstance)e->GetInstanceProcAddr(NULL, "vkCreateInstance");
+    bool validation = has_layer(e->GetInstanceProcAddr, "VK_LAYER_KHRONOS_validation");
+    const char *layer = "VK_LAYER_KHRONOS_validation";
+    const char *extension = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                             .apiVersion = VK_API_VERSION_1_1};
+    VkValidationFeatureEnableEXT sync = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+    VkValidationFeaturesEXT features = {.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+                                        .enabledValidationFeatureCount = 1,
+                                        .pEnabledValidationFeatures = &sync};
+    VkInstanceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pNext = validation && SYNC_VALIDATION ? &features : NULL,
+        .pApplicationInfo = &app,
+        .enabledLayerCount = validation ? 1 : 0,
+        .ppEnabledLayerNames = &layer,
+        .enabledExtensionCount = validation ? 1 : 0,
+        .ppEnabledExtensionNames = &extension,
+    };
+    if (!create || create(&info, NULL, &e->instance) != VK_SUCCESS) {
+        *reason = "vkCreateInstance failed";
+        return false;
+    }
+#define LOAD_(name) e->name = (PFN_vk##name)e->GetInstanceProcAddr(e->instance, "vk" #name);
+    ENGINE_FUNCTIONS(LOAD_)
+#undef LOAD_
+    if (validation && e->CreateDebugUtilsMessengerEXT) {
+        VkDebugUtilsMessengerCreateInfoEXT messenger = {
+            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+            .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+            .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT,
+            .pfnUserCallback = count_messages,
+        };
+        e->CreateDebugUtilsMessengerEXT(e->instance, &messenger, NULL, &e->messenger);
+    }
+    uint32_t count = 1;
+    VkResult result = e->EnumeratePhysicalDevices(e->instance, &count, &e->physical);
+    if ((result != VK_SUCCESS && result != VK_INCOMPLETE) || count == 0) {
+        *reason = "no Vulkan physical device";
+        return false;
+    }
+    VkPhysicalDeviceProperties properties;
+    e->GetPhysicalDeviceProperties(e->physical, &properties);
+    memcpy(e->name, properties.deviceName, sizeof e->name);
+    e->GetPhysicalDeviceMemoryProperties(e->physical, &e->memory);
+    uint32_t families = 0;
+    e->GetPhysicalDeviceQueueFamilyProperties(e->physical, &families, NULL);
+    VkQueueFamilyProperties family_properties[16];
+    families = families > 16 ? 16 : families;
+    e->GetPhysicalDeviceQueueFamilyProperties(e->physical, &families, family_properties);
+    e->family = UINT32_MAX;
+    for (uint32_t f = 0; f < families && e->family == UINT32_MAX; f++) {
+        if (family_properties[f].queueFlags & VK_QUEUE_COMPUTE_BIT)
+            e->family = f;
+    }
+    if (e->family == UINT32_MAX) {
+        *reason = "no compute queue";
+        return false;
+    }
+    return true;
+}
+
+/* A device with the features asked for that the physical device has. */
+static bool engine_device(engine *e, bool push_descriptor, bool storage16)
+{
+    VkPhysicalDevice16BitStorageFeatures available16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                          .pNext = &available16};
+    e->GetPhysicalDeviceFeatures2(e->physical, &features);
+    storage16 = storage16 && available16.storageBuffer16BitAccess;
+    push_descriptor =
+        push_descriptor && device_has_extension(e, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    VkPhysicalDevice16BitStorageFeatures enable16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .storageBuffer16BitAccess = VK_TRUE};
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                     .queueFamilyIndex = e->family,
+                                     .queueCount = 1,
+                                     .pQueuePriorities = &priority};
+    const char *extension = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+    VkDeviceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = storage16 ? &enable16 : NULL,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &queue,
+        .enabledExtensionCount = push_descriptor ? 1 : 0,
+        .ppEnabledExtensionNames = &extension,
+    };
+    if (e->CreateDevice(e->physical, &info, NULL, &e->device) != VK_SUCCESS)
+        return false;
+#define LOAD_(name) e->name = (PFN_vk##name)e->GetDeviceProcAddr(e->device, "vk" #name);
+    DEVICE_FUNCTIONS(LOAD_)
+#undef LOAD_
+    e->GetDeviceQueue(e->device, e->family, 0, &e->queue);
+    e->features = (push_descriptor ? POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR : 0u) |
+                  (storage16 ? POSENC_VULKAN_FEATURE_16BIT_STORAGE : 0u);
+    return true;
+}
+
+static void engine_destroy(engine *e)
+{
+    if (e->device)
+        e->DestroyDevice(e->device, NULL);
+    if (e->messenger)
+        e->DestroyDebugUtilsMessengerEXT(e->instance, e->messenger, NULL);
+    if (e->instance)
+        e->DestroyInstance(e->instance, NULL);
+    memset(e, 0, sizeof *e);
+}
+
+/* One host-visible, coherent buffer the engine owns, mapped. */
+typedef struct arena {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    unsigned char *bytes;
+    VkDeviceSize size;
+} arena;
+
+static bool arena_create(engine *e, arena *a, VkDeviceSize size)
+{
+    memset(a, 0, sizeof *a);
+    VkBufferCreateInfo info = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                               .size = size,
+                               .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                        VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                        VK_BUFFER_USAGE_TRANSFER_DST_BIT};
+    if (e->CreateBuffer(e->device, &info, NULL, &a->buffer) != VK_SUCCESS)
+        return false;
+    VkMemoryRequirements requirements;
+    e->GetBufferMemoryRequirements(e->device, a->buffer, &requirements);
+    const VkMemoryPropertyFlags wanted =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    uint32_t type = UINT32_MAX;
+    for (uint32_t t = 0; t < e->memory.memoryTypeCount && type == UINT32_MAX; t++) {
+        if ((requirements.memoryTypeBits & (1u << t)) &&
+            (e->memory.memoryTypes[t].propertyFlags & wanted) == wanted)
+            type = t;
+    }
+    VkMemoryAllocateInfo allocate = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                     .allocationSize = requirements.size,
+                                     .memoryTypeIndex = type};
+    void *mapped = NULL;
+    if (type == UINT32_MAX ||
+        e->AllocateMemory(e->device, &allocate, NULL, &a->memory) != VK_SUCCESS ||
+        e->BindBufferMemory(e->device, a->buffer, a->memory, 0) != VK_SUCCESS ||
+        e->MapMemory(e->device, a->memory, 0, VK_WHOLE_SIZE, 0, &mapped) != VK_SUCCESS)
+        return false;
+    a->bytes = mapped;
+    a->size = size;
+    memset(a->bytes, 0, (size_t)size);
+    return true;
+}
+
+static void arena_destroy(engine *e, arena *a)
+{
+    if (a->buffer)
+        e->DestroyBuffer(e->device, a->buffer, NULL);
+    if (a->memory)
+        e->FreeMemory(e->device, a->memory, NULL);
+    memset(a, 0, sizeof *a);
+}
+
+static VkCommandBuffer begin_commands(engine *e, VkCommandPool pool)
+{
+    VkCommandBufferAllocateInfo info = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                        .commandPool = pool,
+                                        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                        .commandBufferCount = 1};
+    VkCommandBuffer commands = VK_NULL_HANDLE;
+    VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    if (e->AllocateCommandBuffers(e->device, &info, &commands) != VK_SUCCESS ||
+        e->BeginCommandBuffer(commands, &begin) != VK_SUCCESS)
+        return VK_NULL_HANDLE;
+    return commands;
+}
+
+/* The contract of posenc_vulkan.h: the host's writes visible to posenc's compute reads before,
+ * and posenc's writes visible to the host after. */
+static void host_to_compute(engine *e, VkCommandBuffer commands)
+{
+    VkMemoryBarrier barrier = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                               .srcAccessMask = VK_ACCESS_HOST_WRITE_BIT,
+                               .dstAccessMask =
+                                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    e->CmdPipelineBarrier(commands, VK_PIPELINE_STAGE_HOST_BIT,
+                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, NULL, 0, NULL);
+}
+
+static void compute_to_host(engine *e, VkCommandBuffer commands)
+{
+    VkMemoryBarrier barrier = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                               .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                               .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+    e->CmdPipelineBarrier(commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                          VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, NULL, 0, NULL);
+}
+
+/* The contract's barrier between two compute users of the same memory. */
+static void compute_to_compute(engine *e, VkCommandBuffer commands)
+{
+    VkMemoryBarrier barrier = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                               .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                               .dstAccessMask =
+                                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    e->CmdPipelineBarrier(commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, NULL, 0, NULL);
+}
+
+static void submit_and_wait(engine *e, VkCommandBuffer commands)
+{
+    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                           .commandBufferCount = 1,
+                           .pCommandBuffers = &commands};
+    CHECK(e->QueueSubmit(e->queue, 1, &submit, VK_NULL_HANDLE) == VK_SUCCESS);
+    CHECK(e->QueueWaitIdle(e->queue) == VK_SUCCESS);
+}
+
+static VkCommandPool make_pool(engine *e)
+{
+    VkCommandPoolCreateInfo info = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                    .queueFamilyIndex = e->family};
+    VkCommandPool pool = VK_NULL_HANDLE;
+    CHECK(e->CreateCommandPool(e->device, &info, NULL, &pool) == VK_SUCCESS);
+    return pool;
+}
+
+static posenc_context *external_context(engine *e, VkQueue queue, uint32_t features)
+{
+    posenc_context_desc desc = {
+        .log = test_count_warnings,
+        .vulkan = posenc_vulkan_external_of(e->instance, e->physical, e->device, e->family, queue,
+                                            e->GetInstanceProcAddr, features),
+    };
+    posenc_context *ctx = NULL;
+    posenc_status status = posenc_context_create(&desc, &ctx);
+    if (status != POSENC_OK) {
+        test_failures++;
+        fprintf(stderr, "external context: %s: %s\n", posenc_status_name(status),
+                posenc_thread_last_error());
+    }
+    return ctx;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * RoPE on engine buffers: q [TOKENS, Q_HEADS, HEAD_DIM] rotated out of place into q_out, k
+ * [TOKENS, K_HEADS, HEAD_DIM] in place, int32 positions, partial rotary dims, all at offsets of
+ * one engine buffer (one posenc_vk_buffer_wrap per tensor).
+ */
+enum { TOKENS = 7, Q_HEADS = 4, K_HEADS = 2, HEAD_DIM = 64, ROTARY_DIM = 48 };
+#define Q_COUNT (TOKENS * Q_HEADS * HEAD_DIM)
+#define K_COUNT (TOKENS * K_HEADS * HEAD_DIM)
+/* Bytes of each tensor's slot in the arena (room for f32), a multiple of 256. */
+#define SLOT 8192
+
+typedef struct rope_work {
+    posenc_dtype dtype;
+    posenc_rope_style style;
+    double theta;
+    int32_t positions[TOKENS];
+    double q[Q_COUNT], k[K_COUNT]; /* the inputs as stored (rounded to dtype) */
+    VkDeviceSize at;               /* the first of the four slots: q, q_out, k, positions */
+    posenc_buffer *q_buffer, *q_out_buffer, *k_buffer, *positions_buffer;
+} rope_work;
+
+static void rope_fill(rope_work *w, arena *a, uint64_t seed)
+{
+    test_rng rng = {seed};
+    size_t e = posenc_dtype_size(w->dtype);
+    for (int i = 0; i < Q_COUNT; i++) {
+        ref_store(w->dtype, a->bytes + w->at + i * e, test_rng_uniform(&rng, -2.0, 2.0));
+        w->q[i] = ref_load(w->dtype, a->bytes + w->at + i * e);
+    }
+    memset(a->bytes + w->at + SLOT, 0xff, SLOT); /* q_out: NaN until written */
+    for (int i = 0; i < K_COUNT; i++) {
+        ref_store(w->dtype, a->bytes + w->at + 2 * SLOT + i * e,
+                  test_rng_uniform(&rng, -2.0, 2.0));
+        w->k[i] = ref_load(w->dtype, a->bytes + w->at + 2 * SLOT + i * e);
+    }
+    for (int t = 0; t < TOKENS; t++) {
+        /* Spread over the int32 range: accuracy must not depend on the position. */
+        w->positions[t] = (int32_t)(uint32_t)(seed * 977u + (uint32_t)t * 613566757u);
+        memcpy(a->bytes + w->at + 3 * SLOT + t * 4, &w->positions[t], 4);
+    }
+}
+
+static bool rope_wrap(posenc_context *ctx, rope_work *w, arena *a)
+{
+    bool ok = posenc_vk_buffer_wrap(ctx, a->buffer, w->at, SLOT, &w->q_buffer) == POSENC_OK &&
+              posenc_vk_buffer_wrap(ctx, a->buffer, w->at + SLOT, SLOT, &w->q_out_buffer) ==
+                  POSENC_OK &&
+              posenc_vk_buffer_wrap(ctx, a->buffer, w->at + 2 * SLOT, SLOT, &w->k_buffer) ==
+                  POSENC_OK &&
+              posenc_vk_buffer_wrap(ctx, a->buffer, w->at + 3 * SLOT, SLOT,
+                                    &w->positions_buffer) == POSENC_OK;
+    CHECK(ok);
+    return ok;
+}
+
+static void rope_unwrap(rope_work *w)
+{
+    posenc_buffer_destroy(w->q_buffer);
+    posenc_buffer_destroy(w->q_out_buffer);
+    posenc_buffer_destroy(w->k_buffer);
+    posenc_buffer_destroy(w->positions_buffer);
+    w->q_buffer = w->q_out_buffer = w->k_buffer = w->positions_buffer = NULL;
+}
+
+static posenc_rope_desc rope_desc_of(const rope_work *w)
+{
+    const int64_t q_shape[3] = {TOKENS, Q_HEADS, HEAD_DIM};
+    const int64_t k_shape[3] = {TOKENS, K_HEADS, HEAD_DIM};
+    const int64_t positions_shape[1] = {TOKENS};
+    posenc_rope_desc desc = {
+        .q = posenc_tensor_of_buffer(w->q_buffer, w->dtype, 3, q_shape),
+        .q_out = posenc_tensor_of_buffer(w->q_out_buffer, w->dtype, 3, q_shape),
+        .k = posenc_tensor_of_buffer(w->k_buffer, w->dtype, 3, k_shape),
+        .positions = posenc_tensor_of_buffer(w->positions_buffer, POSENC_DTYPE_I32, 1,
+                                             positions_shape),
+        .rotary_dim = ROTARY_DIM,
+        .style = w->style,
+        .theta = w->theta,
+    };
+    return desc;
+}
+
+/* Every output element against the reference, with the promise of posenc.h as tolerance (the
+ * pair norm scales the f32 bound; f16/bf16 add one ulp of the output type); pass-through dims
+ * must be the input's exact values. */
+static void rope_check(const rope_work *w, const arena *a, const char *label)
+{
+    posenc_rope_desc desc = rope_desc_of(w);
+    double inv_freq[ROTARY_DIM / 2], ref[HEAD_DIM], norm[HEAD_DIM];
+    double factor = ref_rope_frequencies(&desc, ROTARY_DIM, inv_freq);
+    size_t e = posenc_dtype_size(w->dtype);
+    ref_stats stats = {0};
+    int bad = 0;
+    for (int which = 0; which < 2; which++) {
+        int heads = which == 0 ? Q_HEADS : K_HEADS;
+        const double *input = which == 0 ? w->q : w->k;
+        const unsigned char *out = a->bytes + w->at + (which == 0 ? SLOT : 2 * SLOT);
+        for (int t = 0; t < TOKENS; t++) {
+            for (int h = 0; h < heads; h++) {
+                const double *x = input + (t * heads + h) * HEAD_DIM;
+                ref_rope_head(x, ref, HEAD_DIM, ROTARY_DIM, w->style, inv_freq,
+                              (double)w->positions[t], factor, false);
+                for (uint32_t j = 0; j < ROTARY_DIM / 2; j++) {
+                    uint32_t ia, ib;
+                    ref_rope_pair(w->style, ROTARY_DIM, j, &ia, &ib);
+                    norm[ia] = norm[ib] = hypot(ref[ia], ref[ib]);
+                }
+                for (int d = 0; d < HEAD_DIM; d++) {
+                    double got = ref_load(w->dtype, out + ((t * heads + h) * HEAD_DIM + d) * e);
+                    bool ok = d < ROTARY_DIM ? ref_check(&stats, w->dtype, got, ref[d], norm[d], 0)
+                                             : got == x[d];
+                    if (!ok && bad++ < 4)
+                        fprintf(stderr, "  %s %s %s[%d,%d,%d]: got %.9g, expected %.9g\n", label,
+                                posenc_dtype_name(w->dtype), which ? "k" : "q_out", t, h, d, got,
+                                ref[d]);
+                }
+            }
+        }
+    }
+    if (bad)
+        test_failures++;
+}
+
+static bool cmd_rope(posenc_context *ctx, VkCommandBuffer commands, const rope_work *w)
+{
+    posenc_rope_desc desc = rope_desc_of(w);
+    posenc_status status = posenc_vk_cmd_rope(ctx, commands, &desc);
+    if (status != POSENC_OK) {
+        test_failures++;
+        fprintf(stderr, "  posenc_vk_cmd_rope: %s: %s\n", posenc_status_name(status),
+                posenc_context_last_error(ctx));
+    }
+    return status == POSENC_OK;
+}
+
+/* One recorded RoPE per dtype and style, each checked against the reference. */
+static void test_rope_dtypes(engine *e, posenc_context *ctx, VkCommandPool pool)
+{
+    static const posenc_dtype dtypes[3] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16, POSENC_DTYPE_BF16};
+    arena a;
+    CHECK(arena_create(e, &a, 4 * SLOT));
+    for (int d = 0; d < 3 && a.bytes; d++) {
+        for (int style = 0; style < 2; style++) {
+            rope_work *w = calloc(1, sizeof *w);
+            w->dtype = dtypes[d];
+            w->style = (posenc_rope_style)style;
+            w->theta = 10000.0;
+            rope_fill(w, &a, 100 + (uint64_t)d * 2 + (uint64_t)style);
+            if (rope_wrap(ctx, w, &a)) {
+                VkCommandBuffer commands = begin_commands(e, pool);
+                host_to_compute(e, commands);
+                if (cmd_rope(ctx, commands, w)) {
+                    compute_to_host(e, commands);
+                    CHECK(e->EndCommandBuffer(commands) == VK_SUCCESS);
+                    submit_and_wait(e, commands);
+                    rope_check(w, &a, "cmd_rope");
+                }
+            }
+            rope_unwrap(w);
+            free(w);
+        }
+    }
+    arena_destroy(e, &a);
+}
+
+/* Recorded command buffers stay valid: A is recorded, then B with another frequency table (the
+ * context's cache then holds B's); B runs, then A twice, its output clobbered in between. */
+static void test_replay(engine *e, posenc_context *ctx, VkCommandPool pool)
+{
+    arena a;
+    CHECK(arena_create(e, &a, 8 * SLOT));
+    rope_work *w[2] = {calloc(1, sizeof(rope_work)), calloc(1, sizeof(rope_work))};
+    VkCommandBuffer commands[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
+    bool recorded = a.bytes != NULL;
+    for (int i = 0; i < 2 && recorded; i++) {
+        w[i]->dtype = POSENC_DTYPE_F32;
+        w[i]->theta = i ? 500000.0 : 10000.0;
+        w[i]->at = (VkDeviceSize)i * 4 * SLOT;
+        rope_fill(w[i], &a, 7 + (uint64_t)i);
+        recorded = rope_wrap(ctx, w[i], &a);
+        commands[i] = recorded ? begin_commands(e, pool) : VK_NULL_HANDLE;
+        recorded = recorded && commands[i];
+        if (recorded) {
+            host_to_compute(e, commands[i]);
+            recorded = cmd_rope(ctx, commands[i], w[i]);
+            compute_to_host(e, commands[i]);
+            CHECK(e->EndCommandBuffer(commands[i]) == VK_SUCCESS);
+        }
+    }
+    if (recorded) {
+        submit_and_wait(e, commands[1]);
+        rope_check(w[1], &a, "second recording");
+        /* k is rotated in place: put the inputs back before each run. */
+        for (int run = 0; run < 2; run++) {
+            rope_fill(w[0], &a, 7);
+            submit_and_wait(e, commands[0]);
+            rope_check(w[0], &a, run ? "first recording, second run" : "first recording");
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        rope_unwrap(w[i]);
+        free(w[i]);
+    }
+    arena_destroy(e, &a);
+}
+
+/* Four threads record at once, each into its own command buffer (and pool: pools are the
+ * caller's to synchronise) with its own frequency table; then all are submitted and checked. */
+enum { THREADS = 4 };
+
+typedef struct thread_job {
+    engine *e;
+    posenc_context *ctx;
+    rope_work *w;
+    VkCommandPool pool;
+    VkCommandBuffer commands;
+    bool ok;
+} thread_job;
+
+static void *record_in_thread(void *argument)
+{
+    thread_job *job = argument;
+    job->commands = begin_commands(job->e, job->pool);
+    if (!job->commands)
+        return NULL;
+    host_to_compute(job->e, job->commands);
+    /* Recordings with tables of their own first, for more chances to overlap with the other
+     * threads; then the one that counts, which overwrites what they wrote. */
+    posenc_rope_desc warm_up = rope_desc_of(job->w);
+    warm_up.q_out = (posenc_tensor){0};
+    warm_up.k = (posenc_tensor){0};
+    warm_up.q.buffer = job->w->q_out_buffer;
+    job->ok = true;
+    for (int repeat = 0; repeat < 8 && job->ok; repeat++) {
+        posenc_rope_desc desc = rope_desc_of(job->w);
+        if (repeat < 7) {
+            desc = warm_up;
+            desc.theta = job->w->theta + repeat + 1;
+        }
+        job->ok = posenc_vk_cmd_rope(job->ctx, job->commands, &desc) == POSENC_OK;
+        compute_to_compute(job->e, job->commands);
+    }
+    compute_to_host(job->e, job->commands);
+    job->ok = job->e->EndCommandBuffer(job->commands) == VK_SUCCESS && job->ok;
+    return NULL;
+}
+
+static void test_threads(engine *e, posenc_context *ctx)
+{
+    arena a;
+    CHECK(arena_create(e, &a, THREADS * 4 * SLOT));
+    thread_job jobs[THREADS];
+    pthread_t threads[THREADS];
+    bool started[THREADS] = {false};
+    for (int i = 0; i < THREADS && a.bytes; i++) {
+        jobs[i] = (thread_job){.e = e, .ctx = ctx, .w = calloc(1, sizeof(rope_work))};
+        jobs[i].w->dtype = i % 2 ? POSENC_DTYPE_F16 : POSENC_DTYPE_F32;
+        jobs[i].w->style = (posenc_rope_style)(i / 2);
+        jobs[i].w->theta = 10000.0 * (i + 1);
+        jobs[i].w->at = (VkDeviceSize)i * 4 * SLOT;
+        rope_fill(jobs[i].w, &a, 50 + (uint64_t)i);
+        jobs[i].pool = make_pool(e);
+        if (rope_wrap(ctx, jobs[i].w, &a))
+            started[i] = pthread_create(&threads[i], NULL, record_in_thread, &jobs[i]) == 0;
+        CHECK(started[i]);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        if (started[i])
+            pthread_join(threads[i], NULL);
+    }
+    for (int i = 0; i < THREADS && a.bytes; i++) {
+        CHECK(jobs[i].ok);
+        if (jobs[i].ok) {
+            submit_and_wait(e, jobs[i].commands);
+            rope_check(jobs[i].w, &a, "threads");
+        }
+    }
+    for (int i = 0; i < THREADS && a.bytes; i++) {
+        rope_unwrap(jobs[i].w);
+        free(jobs[i].w);
+        e->DestroyCommandPool(e->device, jobs[i].pool, NULL);
+    }
+    arena_destroy(e, &a);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Sinusoidal tables recorded into a command buffer, every dtype.
+ */
+enum { ROWS = 9, D_MODEL = 40 };
+
+static void test_sinusoidal_dtypes(engine *e, posenc_context *ctx, VkCommandPool pool)
+{
+    static const posenc_dtype dtypes[3] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16, POSENC_DTYPE_BF16};
+    arena a;
+    CHECK(arena_create(e, &a, SLOT));
+    for (int d = 0; d < 3 && a.bytes; d++) {
+        posenc_buffer *out = NULL;
+        CHECK_OK(posenc_vk_buffer_wrap(ctx, a.buffer, 0, SLOT, &out));
+        const int64_t shape[2] = {ROWS, D_MODEL};
+        posenc_sinusoidal_desc desc = {
+            .out = posenc_tensor_of_buffer(out, dtypes[d], 2, shape),
+            .position_offset = 123456789,
+            .layout = POSENC_SINUSOIDAL_SIN_COS,
+        };
+        memset(a.bytes, 0xff, SLOT);
+        VkCommandBuffer commands = begin_commands(e, pool);
+        host_to_compute(e, commands);
+        posenc_status status = posenc_vk_cmd_sinusoidal(ctx, commands, &desc);
+        CHECK_OK(status);
+        compute_to_host(e, commands);
+        CHECK(e->EndCommandBuffer(commands) == VK_SUCCESS);
+        if (status == POSENC_OK) {
+            submit_and_wait(e, commands);
+            double freq[D_MODEL / 2], pe[D_MODEL];
+            ref_sinusoidal_frequencies(&desc, D_MODEL, freq);
+            ref_stats stats = {0};
+            int bad = 0;
+            size_t size = posenc_dtype_size(dtypes[d]);
+            for (int r = 0; r < ROWS; r++) {
+                ref_sinusoidal_row(freq, D_MODEL, desc.layout, 123456789.0 + r, pe);
+                for (int c = 0; c < D_MODEL; c++) {
+                    double got = ref_load(dtypes[d], a.bytes + (r * D_MODEL + c) * size);
+                    if (!ref_check(&stats, dtypes[d], got, pe[c], 1.0, 0.0) && bad++ < 4)
+                        fprintf(stderr, "  cmd_sinusoidal %s [%d,%d]: got %.9g, expected %.9g\n",
+                                posenc_dtype_name(dtypes[d]), r, c, got, pe[c]);
+                }
+            }
+            if (bad)
+                test_failures++;
+        }
+        posenc_buffer_destroy(out);
+    }
+    arena_destroy(e, &a);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The caller's queue for posenc's own calls: synchronous, asynchronous, buffer copies.
+ */
+static void test_calls_on_queue(engine *e, posenc_context *ctx)
+{
+    arena a;
+    CHECK(arena_create(e, &a, 4 * SLOT));
+    rope_work *w = calloc(1, sizeof *w);
+    if (a.bytes && w) {
+        w->dtype = POSENC_DTYPE_BF16;
+        w->theta = 1e6;
+        rope_fill(w, &a, 77);
+        if (rope_wrap(ctx, w, &a)) {
+            posenc_rope_desc desc = rope_desc_of(w);
+            CHECK_OK(posenc_rope(ctx, &desc));
+            rope_check(w, &a, "posenc_rope");
+            rope_fill(w, &a, 77);
+            posenc_event *event = NULL;
+            CHECK_OK(posenc_rope_submit(ctx, &desc, &event));
+            CHECK_OK(posenc_event_wait(event, UINT64_MAX));
+            posenc_event_destroy(event);
+            rope_check(w, &a, "posenc_rope_submit");
+            /* A staged download of a wrapped buffer, through the caller's queue. */
+            unsigned char *copy = malloc(SLOT);
+            if (copy) {
+                CHECK_OK(posenc_buffer_download(w->q_out_buffer, 0, copy, SLOT));
+                CHECK(memcmp(copy, a.bytes + SLOT, SLOT) == 0);
+                free(copy);
+            }
+        }
+        rope_unwrap(w);
+    }
+    free(w);
+    arena_destroy(e, &a);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The caller's allocation callbacks and pipeline cache: every object posenc creates goes
+ * through the callbacks (and is freed by the time the context is gone), and the borrowed cache
+ * outlives the context (the validation layer reports a second destruction).
+ */
+typedef struct allocation_count {
+    pthread_mutex_t lock;
+    long live, total;
+} allocation_count;
+
+/* Each block starts with a header holding the raw pointer and the size, just below the aligned
+ * address handed out. */
+typedef struct block_header {
+    void *raw;
+    size_t size;
+} block_header;
+
+static void *VKAPI_CALL count_allocation(void *user, size_t size, size_t alignment,
+                                         VkSystemAllocationScope scope)
+{
+    (void)scope;
+    allocation_count *count = user;
+    if (alignment < sizeof(block_header))
+        alignment = sizeof(block_header);
+    unsigned char *raw = malloc(size + alignment + sizeof(block_header));
+    if (!raw)
+        return NULL;
+    uintptr_t at = ((uintptr_t)raw + sizeof(block_header) + alignment - 1) &
+                   ~(uintptr_t)(alignment - 1);
+    block_header header = {raw, size};
+    memcpy((void *)(at - sizeof header), &header, sizeof header);
+    pthread_mutex_lock(&count->lock);
+    count->live++;
+    count->total++;
+    pthread_mutex_unlock(&count->lock);
+    return (void *)at;
+}
+
+static void VKAPI_CALL count_free(void *user, void *memory)
+{
+    if (!memory)
+        return;
+    allocation_count *count = user;
+    block_header header;
+    memcpy(&header, (unsigned char *)memory - sizeof header, sizeof header);
+    free(header.raw);
+    pthread_mutex_lock(&count->lock);
+    count->live--;
+    pthread_mutex_unlock(&count->lock);
+}
+
+static void *VKAPI_CALL count_reallocation(void *user, void *original, size_t size,
+                                           size_t alignment, VkSystemAllocationScope scope)
+{
+    if (!original)
+        return count_allocation(user, size, alignment, scope);
+    if (size == 0) {
+        count_free(user, original);
+        return NULL;
+    }
+    block_header header;
+    memcpy(&header, (unsigned char *)original - sizeof header, sizeof header);
+    void *moved = count_allocation(user, size, alignment, scope);
+    if (moved) {
+        memcpy(moved, original, header.size < size ? header.size : size);
+        count_free(user, original);
+    }
+    return moved;
+}
+
+static void test_allocator_and_cache(engine *e, VkCommandPool pool)
+{
+    allocation_count count = {.live = 0};
+    pthread_mutex_init(&count.lock, NULL);
+    VkAllocationCallbacks callbacks = {
+        .pUserData = &count,
+        .pfnAllocation = count_allocation,
+        .pfnReallocation = count_reallocation,
+        .pfnFree = count_free,
+    };
+    VkPipelineCacheCreateInfo cache_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    VkPipelineCache cache = VK_NULL_HANDLE;
+    CHECK(e->CreatePipelineCache(e->device, &cache_info, NULL, &cache) == VK_SUCCESS);
+    posenc_context_desc desc = {
+        .log = test_count_warnings,
+        .vulkan = posenc_vulkan_external_of(e->instance, e->physical, e->device, e->family,
+                                            e->queue, e->GetInstanceProcAddr, e->features),
+    };
+    desc.vulkan.allocation_callbacks = &callbacks;
+    memcpy(&desc.vulkan.pipeline_cache, &cache, sizeof cache);
+    posenc_context *ctx = NULL;
+    CHECK_OK(posenc_context_create(&desc, &ctx));
+    arena a;
+    CHECK(arena_create(e, &a, 4 * SLOT));
+    rope_work *w = calloc(1, sizeof *w);
+    if (ctx && a.bytes && w) {
+        w->dtype = POSENC_DTYPE_F16;
+        w->theta = 10000.0;
+        rope_fill(w, &a, 5);
+        if (rope_wrap(ctx, w, &a)) {
+            VkCommandBuffer commands = begin_commands(e, pool);
+            host_to_compute(e, commands);
+            if (cmd_rope(ctx, commands, w)) {
+                compute_to_host(e, commands);
+                CHECK(e->EndCommandBuffer(commands) == VK_SUCCESS);
+                submit_and_wait(e, commands);
+                rope_check(w, &a, "with the caller's allocator");
+                /* The steady state (the same work recorded every frame) creates nothing. */
+                long before = count.total;
+                VkCommandBuffer again = begin_commands(e, pool);
+                for (int frame = 0; frame < 3; frame++) {
+                    CHECK(cmd_rope(ctx, again, w));
+                    compute_to_compute(e, again);
+                }
+                CHECK(e->EndCommandBuffer(again) == VK_SUCCESS);
+                CHECK(count.total == before);
+            }
+        }
+        rope_unwrap(w);
+    }
+    free(w);
+    arena_destroy(e, &a);
+    posenc_context_destroy(ctx);
+    CHECK(count.total > 0);  /* posenc's objects went through the callbacks */
+    CHECK(count.live == 0);  /* and all were freed with the context */
+    e->DestroyPipelineCache(e->device, cache, NULL); /* still the caller's */
+    pthread_mutex_destroy(&count.lock);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors
+ */
+static void expect_create_error(posenc_context_desc desc, posenc_status expected,
+                                const char *field)
+{
+    posenc_context *const sentinel = (posenc_context *)(uintptr_t)0x5e5e5e50u;
+    posenc_context *ctx = sentinel;
+    desc.log = test_count_warnings;
+    CHECK_STATUS(posenc_context_create(&desc, &ctx), expected);
+    CHECK(ctx == sentinel);
+    if (!strstr(posenc_thread_last_error(), field)) {
+        test_failures++;
+        fprintf(stderr, "  expected an error naming %s, got '%s'\n", field,
+                posenc_thread_last_error());
+    }
+}
+
+static void test_bad_handles(engine *e)
+{
+    posenc_context_desc good = {
+        .vulkan = posenc_vulkan_external_of(e->instance, e->physical, e->device, e->family,
+                                            e->queue, e->GetInstanceProcAddr, e->features),
+    };
+    posenc_context_desc bad = good;
+    bad.vulkan.instance = NULL;
+    expect_create_error(bad, POSENC_INVALID_ARGUMENT, "vulkan.instance");
+    bad = good;
+    bad.vulkan.physical_device = NULL;
+    expect_create_error(bad, POSENC_INVALID_ARGUMENT, "vulkan.physical_device");
+    bad = good;
+    bad.vulkan.get_instance_proc_addr = NULL;
+    expect_create_error(bad, POSENC_INVALID_ARGUMENT, "vulkan.get_instance_proc_addr");
+    bad = good;
+    bad.vulkan.enabled_features |= 1u << 7;
+    expect_create_error(bad, POSENC_INVALID_ARGUMENT, "vulkan.enabled_features");
+    bad = good;
+    bad.vulkan.queue_family = 1000;
+    expect_create_error(bad, POSENC_INVALID_ARGUMENT, "vulkan.queue_family");
+    bad = good;
+    bad.vulkan.device = NULL;
+    expect_create_error(bad, POSENC_INVALID_ARGUMENT, "vulkan.queue");
+    bad = good;
+    bad.backend = POSENC_BACKEND_OPENCL;
+    expect_create_error(bad, POSENC_INVALID_ARGUMENT, "backend");
+    bad = good;
+    bad.device = "0";
+    expect_create_error(bad, POSENC_INVALID_ARGUMENT, "device");
+
+    /* A family without compute, where the device has one. */
+    uint32_t families = 0;
+    e->GetPhysicalDeviceQueueFamilyProperties(e->physical, &families, NULL);
+    VkQueueFamilyProperties properties[16];
+    families = families > 16 ? 16 : families;
+    e->GetPhysicalDeviceQueueFamilyProperties(e->physical, &families, properties);
+    for (uint32_t f = 0; f < families; f++) {
+        if (!(properties[f].queueFlags & VK_QUEUE_COMPUTE_BIT)) {
+            bad = good;
+            bad.vulkan.queue_family = f;
+            bad.vulkan.queue = NULL;
+            expect_create_error(bad, POSENC_INVALID_ARGUMENT, "vulkan.queue_family");
+            break;
+        }
+    }
+}
+
+/* Recording refuses host memory by name, writes nothing, and needs a caller's device. */
+static void test_record_errors(engine *e, posenc_context *ctx, VkCommandPool pool)
+{
+    float host[TOKENS * HEAD_DIM] = {0};
+    const int64_t shape[2] = {TOKENS, HEAD_DIM};
+    posenc_rope_desc desc = {.q = posenc_tensor_of_host(host, POSENC_DTYPE_F32, 2, shape)};
+    VkCommandBuffer commands = begin_commands(e, pool);
+    CHECK_STATUS(posenc_vk_cmd_rope(ctx, commands, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK(strstr(posenc_context_last_error(ctx), "q.host") != NULL);
+    posenc_sinusoidal_desc table = {.out = posenc_tensor_of_host(host, POSENC_DTYPE_F32, 2, shape)};
+    CHECK_STATUS(posenc_vk_cmd_sinusoidal(ctx, commands, &table), POSENC_INVALID_ARGUMENT);
+    CHECK(strstr(posenc_context_last_error(ctx), "out.host") != NULL);
+    posenc_buffer_desc wrap_host = {.size = sizeof host, .host_memory = host};
+    posenc_buffer *wrapped = NULL;
+    CHECK_OK(posenc_buffer_create(ctx, &wrap_host, &wrapped));
+    desc.q = posenc_tensor_of_buffer(wrapped, POSENC_DTYPE_F32, 2, shape);
+    CHECK_STATUS(posenc_vk_cmd_rope(ctx, commands, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK(strstr(posenc_context_last_error(ctx), "q.buffer") != NULL);
+    posenc_buffer_destroy(wrapped);
+    CHECK_STATUS(posenc_vk_cmd_rope(ctx, VK_NULL_HANDLE, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK_STATUS(posenc_vk_cmd_rope(NULL, commands, &desc), POSENC_INVALID_ARGUMENT);
+
+    arena a;
+    CHECK(arena_create(e, &a, SLOT));
+    posenc_buffer *buffer = (posenc_buffer *)(uintptr_t)0x5e5e5e50u;
+    CHECK_STATUS(posenc_vk_buffer_wrap(ctx, a.buffer, 4, 64, &buffer), POSENC_INVALID_ARGUMENT);
+    CHECK(strstr(posenc_context_last_error(ctx), "offset") != NULL);
+    CHECK_STATUS(posenc_vk_buffer_wrap(ctx, a.buffer, 0, 0, &buffer), POSENC_INVALID_ARGUMENT);
+    CHECK(strstr(posenc_context_last_error(ctx), "range") != NULL);
+    CHECK_STATUS(posenc_vk_buffer_wrap(ctx, VK_NULL_HANDLE, 0, 64, &buffer),
+                 POSENC_INVALID_ARGUMENT);
+    CHECK(buffer == (posenc_buffer *)(uintptr_t)0x5e5e5e50u);
+    /* A view past the wrapped range is caught by the usual validation. */
+    CHECK_OK(posenc_vk_buffer_wrap(ctx, a.buffer, 0, 64, &buffer));
+    desc.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 2, shape);
+    CHECK_STATUS(posenc_vk_cmd_rope(ctx, commands, &desc), POSENC_OUT_OF_BOUNDS);
+    posenc_buffer_destroy(buffer);
+    arena_destroy(e, &a);
+    CHECK(e->EndCommandBuffer(commands) == VK_SUCCESS); /* nothing was recorded */
+
+    /* A context on posenc's own device does not record into the caller's command buffers. */
+    posenc_context_desc own = {.backend = POSENC_BACKEND_VULKAN,
+                               .flags = POSENC_CONTEXT_IGNORE_ENV | POSENC_CONTEXT_NO_FALLBACK,
+                               .log = test_count_warnings};
+    posenc_context *owned = NULL;
+    desc.q = posenc_tensor_of_host(host, POSENC_DTYPE_F32, 2, shape);
+    if (posenc_context_create(&own, &owned) == POSENC_OK) {
+        CHECK_STATUS(posenc_vk_cmd_rope(owned, commands, &desc), POSENC_INVALID_ARGUMENT);
+        CHECK(strstr(posenc_context_last_error(owned), "context") != NULL);
+        CHECK_STATUS(posenc_vk_buffer_wrap(owned, (VkBuffer)(uintptr_t)16, 0, 64, &buffer),
+                     POSENC_INVALID_ARGUMENT);
+        posenc_context_destroy(owned);
+    }
+}
+
+/* A record-only context (no queue) records, and refuses what would need to submit. */
+static void test_record_only(engine *e, VkCommandPool pool)
+{
+    posenc_context *ctx = external_context(e, VK_NULL_HANDLE, e->features);
+    if (!ctx)
+        return;
+    arena a;
+    CHECK(arena_create(e, &a, 4 * SLOT));
+    rope_work *w = calloc(1, sizeof *w);
+    if (a.bytes && w) {
+        w->dtype = POSENC_DTYPE_F32;
+        w->theta = 10000.0;
+        rope_fill(w, &a, 3);
+        if (rope_wrap(ctx, w, &a)) {
+            posenc_rope_desc desc = rope_desc_of(w);
+            CHECK_STATUS(posenc_rope(ctx, &desc), POSENC_UNSUPPORTED);
+            CHECK(strstr(posenc_context_last_error(ctx), "vulkan.queue") != NULL);
+            CHECK_STATUS(posenc_rope_submit(ctx, &desc, NULL), POSENC_UNSUPPORTED);
+            VkCommandBuffer commands = begin_commands(e, pool);
+            host_to_compute(e, commands);
+            if (cmd_rope(ctx, commands, w)) {
+                compute_to_host(e, commands);
+                CHECK(e->EndCommandBuffer(commands) == VK_SUCCESS);
+                submit_and_wait(e, commands);
+                rope_check(w, &a, "record-only");
+            }
+        }
+        rope_unwrap(w);
+    }
+    free(w);
+    arena_destroy(e, &a);
+    posenc_context_destroy(ctx);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ */
+
+/* Everything on one device, made with or without VK_KHR_push_descriptor (the two descriptor
+ * paths) and 16-bit storage. */
+static void run_engine(bool push_descriptor, bool storage16)
+{
+    const char *reason = "";
+    engine e;
+    if (!engine_instance(&e, &reason) || !engine_device(&e, push_descriptor, storage16)) {
+        test_failures++;
+        fprintf(stderr, "engine set-up failed: %s\n", reason);
+        engine_destroy(&e);
+        return;
+    }
+    int before = test_failures;
+    test_bad_handles(&e);
+    posenc_context *ctx = external_context(&e, e.queue, e.features);
+    VkCommandPool pool = make_pool(&e);
+    if (ctx && pool) {
+        posenc_device_info info;
+        CHECK_OK(posenc_context_device(ctx, &info));
+        CHECK(info.backend == POSENC_BACKEND_VULKAN && strcmp(info.name, e.name) == 0);
+        test_rope_dtypes(&e, ctx, pool);
+        test_sinusoidal_dtypes(&e, ctx, pool);
+        test_replay(&e, ctx, pool);
+        test_threads(&e, ctx);
+        test_calls_on_queue(&e, ctx);
+        test_record_errors(&e, ctx, pool);
+        test_record_only(&e, pool);
+        test_allocator_and_cache(&e, pool);
+    }
+    posenc_context_destroy(ctx);
+    if (pool)
+        e.DestroyCommandPool(e.device, pool, NULL);
+    printf("  %-40s descriptors %s, f16/bf16 %s: %s\n", e.name,
+           e.features & POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR ? "pushed" : "from pools",
+           e.features & POSENC_VULKAN_FEATURE_16BIT_STORAGE ? "16-bit storage" : "packed",
+           test_failures == before ? "ok" : "FAILED");
+    engine_destroy(&e);
+}
+
+int main(void)
+{
+    const char *reason = "";
+    /* Kept until the end, as posenc keeps its own: an instance alive keeps the driver loaded,
+     * whose first-use allocations would otherwise be reported as leaks when it unloads. */
+    engine probe;
+    bool present = engine_instance(&probe, &reason);
+    if (!present) {
+        engine_destroy(&probe);
+        const char *ci = getenv("CI");
+        if (ci && *ci) {
+            fprintf(stderr,
+                    "test_vulkan_engine: CI is set but no Vulkan device is present (%s); install "
+                    "a Vulkan driver (mesa-vulkan-drivers provides lavapipe)\n",
+                    reason);
+            return 1;
+        }
+        printf("test_vulkan_engine: no Vulkan device (%s): skipped\n", reason);
+        return TEST_SKIP_CODE;
+    }
+    run_engine(true, true);
+    run_engine(false, false);
+    engine_destroy(&probe);
+    return test_finish("test_vulkan_engine");
+}
