@@ -259,7 +259,7 @@ static void copy_elements(uint8_t *dst, const uint8_t *src, const posenc__view *
     }
 }
 
-posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *staging)
+static posenc_status copy_out(posenc_context *ctx, posenc_cl_staging *staging, cl_event after)
 {
     posenc_cl_context *state = ctx->backend_state;
     const posenc_cl_api *cl = state->cl;
@@ -272,13 +272,13 @@ posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *stagin
         cl_int err;
         if (!region->upload) { /* one packed output: read it straight into place */
             err = cl->EnqueueReadBuffer(state->queue, mem, CL_TRUE, (size_t)region->slot_offset,
-                                        size, region->lo, 0, NULL, NULL);
+                                        size, region->lo, 1, &after, NULL);
             if (err != CL_SUCCESS)
                 return posenc_cl_fail(ctx, err, "output", "clEnqueueReadBuffer (staging)");
             continue;
         }
         void *mapped = cl->EnqueueMapBuffer(state->queue, mem, CL_TRUE, CL_MAP_READ,
-                                            (size_t)region->slot_offset, size, 0, NULL, NULL,
+                                            (size_t)region->slot_offset, size, 1, &after, NULL,
                                             &err);
         if (err != CL_SUCCESS || !mapped)
             return posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_MAP_FAILURE : err, "output",
@@ -288,12 +288,36 @@ posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *stagin
             if (v->host && v->region == r && v->written)
                 copy_elements(v->host, (const uint8_t *)mapped + (v->host - region->lo), v->view);
         }
-        err = cl->EnqueueUnmapMemObject(state->queue, mem, mapped, 0, NULL, NULL);
+        /* Waited for, so that the next call's copy into this slot cannot overtake it on an
+         * out-of-order queue. */
+        cl_event unmapped = NULL;
+        err = cl->EnqueueUnmapMemObject(state->queue, mem, mapped, 0, NULL, &unmapped);
+        if (err == CL_SUCCESS) {
+            err = cl->WaitForEvents(1, &unmapped);
+            cl->ReleaseEvent(unmapped);
+        }
         if (err != CL_SUCCESS)
             return posenc_cl_fail(ctx, err, "output", "clEnqueueUnmapMemObject (staging)");
     }
-    cl_int err = cl->Finish(state->queue);
-    return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, "operation", "clFinish");
+    return POSENC_OK;
+}
+
+posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *staging,
+                                  cl_event after)
+{
+    posenc_status status = copy_out(ctx, staging, after);
+    /* Waits for posenc's own commands only: the queue may be the caller's. */
+    posenc_status waited = posenc_cl_wait_all(ctx, "operation");
+    return status != POSENC_OK ? status : waited;
+}
+
+bool posenc_cl_stage_has_host(const posenc_cl_staging *staging)
+{
+    for (uint32_t i = 0; i < staging->view_count; i++) {
+        if (staging->views[i].host)
+            return true;
+    }
+    return false;
 }
 
 void posenc_cl_stage_trim(posenc_context *ctx)
