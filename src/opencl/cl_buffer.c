@@ -45,8 +45,8 @@ void posenc_cl_buffer_fini(posenc_context *ctx, posenc_buffer *buf)
 
 cl_mem posenc_cl_buffer_mem(const posenc_buffer *buf) { return (cl_mem)buf->backend_state; }
 
-/* Copies are blocking and come after posenc's earlier commands (submits, enqueues): a download
- * shows their results on out-of-order queues too. */
+/* Copies come after posenc's earlier commands (submits, enqueues), so a download shows their
+ * results on out-of-order queues too, and return once their own command is done. */
 typedef struct upload {
     posenc_buffer *buf;
     uint64_t offset;
@@ -66,7 +66,7 @@ static cl_int enqueue_write(posenc_context *ctx, void *user, cl_uint count, cons
 {
     posenc_cl_context *state = ctx->backend_state;
     const upload *u = user;
-    return state->cl->EnqueueWriteBuffer(state->queue, (cl_mem)u->buf->backend_state, CL_TRUE,
+    return state->cl->EnqueueWriteBuffer(state->queue, (cl_mem)u->buf->backend_state, CL_FALSE,
                                          (size_t)u->offset, (size_t)u->size, u->data, count, list,
                                          event);
 }
@@ -76,7 +76,7 @@ static cl_int enqueue_read(posenc_context *ctx, void *user, cl_uint count, const
 {
     posenc_cl_context *state = ctx->backend_state;
     const download *d = user;
-    return state->cl->EnqueueReadBuffer(state->queue, (cl_mem)d->buf->backend_state, CL_TRUE,
+    return state->cl->EnqueueReadBuffer(state->queue, (cl_mem)d->buf->backend_state, CL_FALSE,
                                         (size_t)d->offset, (size_t)d->size, d->data, count, list,
                                         event);
 }
@@ -86,8 +86,11 @@ static posenc_status copy(posenc_context *ctx, posenc_cl_enqueue_fn enqueue, voi
 {
     posenc_cl_context *state = ctx->backend_state;
     posenc_cl_mutex_lock(&state->lock);
-    cl_int err = posenc_cl_enqueue_ordered(ctx, 0, NULL, enqueue, user, NULL);
+    cl_event done = NULL;
+    cl_int err = posenc_cl_enqueue_ordered(ctx, 0, NULL, enqueue, user, &done);
     posenc_cl_mutex_unlock(&state->lock);
+    if (err == CL_SUCCESS)
+        err = posenc_cl_complete(state->cl, done);
     return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, "buffer", call);
 }
 

@@ -212,9 +212,13 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
         if (status != POSENC_OK)
             return status;
         if (region->upload) {
-            cl_int err = state->cl->EnqueueWriteBuffer(state->queue, state->slots[r].mem, CL_TRUE,
-                                                       (size_t)region->slot_offset, (size_t)size,
-                                                       region->lo, 0, NULL, NULL);
+            cl_event written = NULL;
+            cl_int err = state->cl->EnqueueWriteBuffer(state->queue, state->slots[r].mem,
+                                                       CL_FALSE, (size_t)region->slot_offset,
+                                                       (size_t)size, region->lo, 0, NULL,
+                                                       &written);
+            if (err == CL_SUCCESS)
+                err = posenc_cl_complete(state->cl, written);
             if (err != CL_SUCCESS)
                 return posenc_cl_fail(ctx, err, name, "clEnqueueWriteBuffer (staging)");
         }
@@ -271,15 +275,21 @@ static posenc_status copy_out(posenc_context *ctx, posenc_cl_staging *staging, c
         cl_mem mem = state->slots[r].mem;
         cl_int err;
         if (!region->upload) { /* one packed output: read it straight into place */
-            err = cl->EnqueueReadBuffer(state->queue, mem, CL_TRUE, (size_t)region->slot_offset,
-                                        size, region->lo, 1, &after, NULL);
+            cl_event read = NULL;
+            err = cl->EnqueueReadBuffer(state->queue, mem, CL_FALSE, (size_t)region->slot_offset,
+                                        size, region->lo, 1, &after, &read);
+            if (err == CL_SUCCESS)
+                err = posenc_cl_complete(cl, read);
             if (err != CL_SUCCESS)
                 return posenc_cl_fail(ctx, err, "output", "clEnqueueReadBuffer (staging)");
             continue;
         }
-        void *mapped = cl->EnqueueMapBuffer(state->queue, mem, CL_TRUE, CL_MAP_READ,
-                                            (size_t)region->slot_offset, size, 1, &after, NULL,
+        cl_event map = NULL;
+        void *mapped = cl->EnqueueMapBuffer(state->queue, mem, CL_FALSE, CL_MAP_READ,
+                                            (size_t)region->slot_offset, size, 1, &after, &map,
                                             &err);
+        if (err == CL_SUCCESS)
+            err = posenc_cl_complete(cl, map);
         if (err != CL_SUCCESS || !mapped)
             return posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_MAP_FAILURE : err, "output",
                                   "clEnqueueMapBuffer (staging)");
@@ -292,10 +302,8 @@ static posenc_status copy_out(posenc_context *ctx, posenc_cl_staging *staging, c
          * out-of-order queue. */
         cl_event unmapped = NULL;
         err = cl->EnqueueUnmapMemObject(state->queue, mem, mapped, 0, NULL, &unmapped);
-        if (err == CL_SUCCESS) {
-            err = cl->WaitForEvents(1, &unmapped);
-            cl->ReleaseEvent(unmapped);
-        }
+        if (err == CL_SUCCESS)
+            err = posenc_cl_complete(cl, unmapped);
         if (err != CL_SUCCESS)
             return posenc_cl_fail(ctx, err, "output", "clEnqueueUnmapMemObject (staging)");
     }

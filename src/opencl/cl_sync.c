@@ -83,6 +83,19 @@ cl_int posenc_cl_enqueue_ordered(posenc_context *ctx, cl_uint wait_count,
 
 /* ---- Waiting --------------------------------------------------------------------------------- */
 
+cl_int posenc_cl_complete(const posenc_cl_api *cl, cl_event event)
+{
+    cl_int err = cl->WaitForEvents(1, &event);
+    cl_int status = CL_COMPLETE;
+    if (err != CL_SUCCESS &&
+        cl->GetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                         NULL) == CL_SUCCESS &&
+        status < 0)
+        err = status; /* the command's own error says more than the wait's */
+    cl->ReleaseEvent(event);
+    return err;
+}
+
 static uint64_t now_ns(void)
 {
 #if defined(_WIN32)
