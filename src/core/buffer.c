@@ -1,4 +1,5 @@
-/* Buffers: creation, host wrapping, upload and download with range checks. */
+/* Buffers: creation, host wrapping, adoption of a backend's storage, upload and download with
+ * range checks. */
 #include "backend.h"
 
 #include <stdlib.h>
@@ -40,6 +41,23 @@ posenc_status posenc_buffer_create(posenc_context *ctx, const posenc_buffer_desc
             return status;
         }
     }
+    buf->next = ctx->buffers;
+    if (ctx->buffers)
+        ctx->buffers->prev = buf;
+    ctx->buffers = buf;
+    *buffer = buf;
+    return POSENC_OK;
+}
+
+posenc_status posenc__buffer_adopt(posenc_context *ctx, uint64_t size, void *backend_state,
+                                   posenc_buffer **buffer)
+{
+    posenc_buffer *buf = calloc(1, sizeof *buf);
+    if (!buf)
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "buffer: out of host memory");
+    buf->ctx = ctx;
+    buf->size = size;
+    buf->backend_state = backend_state;
     buf->next = ctx->buffers;
     if (ctx->buffers)
         ctx->buffers->prev = buf;
