@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 /* The state both kinds of context start from. */
-static posenc_cl_context *new_state(posenc_context *ctx, const posenc_cl_api *cl)
+static posenc_cl_context *new_state(const posenc_cl_api *cl)
 {
     posenc_cl_context *state = calloc(1, sizeof *state);
     if (!state)
@@ -16,7 +16,6 @@ static posenc_cl_context *new_state(posenc_context *ctx, const posenc_cl_api *cl
         return NULL;
     }
     state->cl = cl;
-    (void)ctx;
     return state;
 }
 
@@ -24,7 +23,7 @@ posenc_status posenc_cl_context_init(posenc_context *ctx, const posenc__device *
 {
     const posenc_cl_api *cl = posenc_cl_api_get();
     const posenc_cl_device *dev = device->handle;
-    posenc_cl_context *state = new_state(ctx, cl);
+    posenc_cl_context *state = new_state(cl);
     if (!state)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
     state->device = dev;
@@ -181,7 +180,7 @@ posenc_status posenc_cl_context_init_external(posenc_context *ctx,
     posenc_status status = check_handles(ctx, cl, context, device, queue, &out_of_order);
     posenc_cl_context *state = NULL;
     if (status == POSENC_OK) {
-        state = new_state(ctx, cl);
+        state = new_state(cl);
         if (!state)
             status = posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
     }

@@ -60,48 +60,34 @@ posenc_status posenc_cl_buffer_wrap(posenc_context *ctx, cl_mem mem, posenc_buff
     return status;
 }
 
-/* What both enqueue calls check before taking the context's lock. */
-static posenc_cl_context *check_enqueue(posenc_context *ctx, const char *call, cl_uint count,
-                                        const cl_event *list, posenc_status *status)
+/* The wait list, checked here because runtimes do not all check it (PoCL 3 takes a NULL entry
+ * or another context's event, and then never runs the work). */
+static posenc_status check_wait_list(posenc_context *ctx, const posenc_cl_context *state,
+                                     cl_uint count, const cl_event *list)
 {
-    posenc_cl_context *state = opencl_state(ctx, call);
-    *status = POSENC_INVALID_ARGUMENT;
-    if (!state)
-        return NULL;
-    if (count > 0 && !list) {
-        posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                     "event_wait_list: is NULL but num_events_in_wait_list is %u", count);
-        return NULL;
-    }
-    if (count == 0 && list) {
-        posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                     "event_wait_list: is set but num_events_in_wait_list is 0");
-        return NULL;
-    }
-    /* Checked here because runtimes do not all check (PoCL 3 takes a NULL entry or another
-     * context's event and then never runs the work). */
+    if (count > 0 && !list)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "event_wait_list: is NULL but num_events_in_wait_list is %u", count);
+    if (count == 0 && list)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "event_wait_list: is set but num_events_in_wait_list is 0");
     for (cl_uint i = 0; i < count; i++) {
         cl_context owner = NULL;
         cl_int err = list[i] ? state->cl->GetEventInfo(list[i], CL_EVENT_CONTEXT, sizeof owner,
                                                        &owner, NULL)
                              : CL_INVALID_EVENT;
-        if (err != CL_SUCCESS) {
-            posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                         "event_wait_list[%u]: is not a usable cl_event (%s%s (%d))", i,
-                         list[i] ? "clGetEventInfo: " : "NULL: ", posenc_cl_error_name(err),
-                         (int)err);
-            return NULL;
-        }
-        if (owner != state->context) {
-            posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                         "event_wait_list[%u]: belongs to another cl_context than the posenc "
-                         "context's (CL_INVALID_CONTEXT)",
-                         i);
-            return NULL;
-        }
+        if (err != CL_SUCCESS)
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "event_wait_list[%u]: is not a usable cl_event (%s%s (%d))", i,
+                                list[i] ? "clGetEventInfo: " : "NULL: ",
+                                posenc_cl_error_name(err), (int)err);
+        if (owner != state->context)
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "event_wait_list[%u]: belongs to another cl_context than the "
+                                "posenc context's (CL_INVALID_CONTEXT)",
+                                i);
     }
-    *status = POSENC_OK;
-    return state;
+    return POSENC_OK;
 }
 
 /* Hands the event to the caller, or drops it (state->last keeps posenc's own reference). */
@@ -118,15 +104,16 @@ posenc_status posenc_cl_enqueue_rope(posenc_context *ctx, const posenc_rope_desc
                                      const cl_event *event_wait_list, cl_event *event)
 {
     static const char call[] = "posenc_cl_enqueue_rope";
-    posenc_status status;
-    posenc_cl_context *state =
-        check_enqueue(ctx, call, num_events_in_wait_list, event_wait_list, &status);
+    posenc_cl_context *state = opencl_state(ctx, call);
     if (!state)
-        return status;
+        return POSENC_INVALID_ARGUMENT;
     cl_event done = NULL;
     posenc_cl_mutex_lock(&state->lock);
     posenc__rope_op op;
-    status = posenc__rope_prepare(ctx, desc, &op);
+    posenc_status status = check_wait_list(ctx, state, num_events_in_wait_list,
+                                           event_wait_list);
+    if (status == POSENC_OK)
+        status = posenc__rope_prepare(ctx, desc, &op);
     if (status == POSENC_OK)
         status = posenc_cl_check_rope_views(ctx, &op, call);
     if (status == POSENC_OK)
@@ -143,15 +130,16 @@ posenc_status posenc_cl_enqueue_sinusoidal(posenc_context *ctx,
                                            const cl_event *event_wait_list, cl_event *event)
 {
     static const char call[] = "posenc_cl_enqueue_sinusoidal";
-    posenc_status status;
-    posenc_cl_context *state =
-        check_enqueue(ctx, call, num_events_in_wait_list, event_wait_list, &status);
+    posenc_cl_context *state = opencl_state(ctx, call);
     if (!state)
-        return status;
+        return POSENC_INVALID_ARGUMENT;
     cl_event done = NULL;
     posenc_cl_mutex_lock(&state->lock);
     posenc__sinusoidal_op op;
-    status = posenc__sinusoidal_prepare(ctx, desc, &op);
+    posenc_status status = check_wait_list(ctx, state, num_events_in_wait_list,
+                                           event_wait_list);
+    if (status == POSENC_OK)
+        status = posenc__sinusoidal_prepare(ctx, desc, &op);
     if (status == POSENC_OK)
         status = posenc_cl_check_sinusoidal_views(ctx, &op, call);
     if (status == POSENC_OK)
