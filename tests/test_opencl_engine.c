@@ -402,6 +402,11 @@ static void test_mismatched_handles(cl_device_id device)
         CHECK_STATUS(posenc_cl_enqueue_sinusoidal(ctx, &table, 0, NULL, &event),
                      POSENC_UNSUPPORTED);
         CHECK_MESSAGE(posenc_context_last_error(ctx), "out.buffer: wraps host_memory");
+        posenc_event *const no_event = (posenc_event *)(uintptr_t)0x5e5e5e50u;
+        posenc_event *submitted = no_event;
+        CHECK_STATUS(posenc_sinusoidal_submit(ctx, &table, &submitted), POSENC_UNSUPPORTED);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "out.buffer: wraps host_memory");
+        CHECK(submitted == no_event);
         posenc_buffer_destroy(wrapped_host);
 
         cl_mem mine = device_buffer(&a, sizeof host, host);
@@ -593,6 +598,20 @@ static void test_user_event(cl_device_id device)
         sinusoidal.out = posenc_tensor_of_buffer(table, POSENC_DTYPE_F32, 2,
                                                  (int64_t[]){T, HEAD_DIM});
         CHECK_OK(posenc_cl_enqueue_sinusoidal(ctx, &sinusoidal, 0, NULL, &tabled));
+        /* A submit (posenc's own events) is held back too: a timed wait times out. It rotates
+         * q once more, out of place into a posenc buffer. */
+        posenc_event *submitted = NULL;
+        posenc_buffer *twice = NULL;
+        posenc_buffer_desc twice_desc = {.size = sizeof q_host};
+        CHECK_OK(posenc_buffer_create(ctx, &twice_desc, &twice));
+        posenc_rope_desc again = rope;
+        again.q_out = posenc_tensor_of_buffer(twice, POSENC_DTYPE_F32, 3,
+                                              (int64_t[]){T, H, HEAD_DIM});
+        CHECK_OK(posenc_rope_submit(ctx, &again, &submitted));
+        if (submitted) {
+            CHECK_STATUS(posenc_event_wait(submitted, 0), POSENC_TIMEOUT);
+            CHECK_STATUS(posenc_event_wait(submitted, 2000000), POSENC_TIMEOUT);
+        }
         CHECK_CL(clFlush(e.queue));
         sleep_ms(50);
         if (rotated && tabled) {
@@ -618,6 +637,17 @@ static void test_user_event(cl_device_id device)
         for (int t = 0; t < T; t++)
             at[t] = 300 + t;
         CHECK(rope_failures(back, q_in, POSENC_DTYPE_F32, T, H, at, 10000.0, 0) == 0);
+        if (submitted) {
+            /* R(300 + t) applied twice is R(2 (300 + t)), within two roundings (the second
+             * rotation's input is off by up to 8 units of the pair). */
+            CHECK_OK(posenc_event_wait(submitted, UINT64_MAX));
+            posenc_event_destroy(submitted);
+            CHECK_OK(posenc_buffer_download(twice, 0, back, sizeof back));
+            for (int t = 0; t < T; t++)
+                at[t] = 2 * (300 + t);
+            CHECK(rope_failures(back, q_in, POSENC_DTYPE_F32, T, H, at, 10000.0, 8.0) == 0);
+        }
+        posenc_buffer_destroy(twice);
         read_buffer(&e, table_mem, 0, sizeof table_host, back);
         CHECK(table_failures(back, POSENC_DTYPE_F32, T, HEAD_DIM, 10000.0, 0) == 0);
         if (rotated)
