@@ -296,7 +296,7 @@ static void test_references(cl_device_id device)
     engine_destroy(&e);
 }
 
-/* ---- Errors ------------------------------------------------------------------------------------ */
+/* ---- Errors ---------------------------------------------------------------------------------- */
 
 static void expect_refused(const posenc_context_desc *desc, posenc_status expected,
                            const char *needle)
@@ -486,7 +486,8 @@ static void test_dtypes(cl_device_id device)
     for (size_t d = 0; d < 3 && ctx; d++) {
         posenc_dtype dtype = dtypes[d];
         size_t element = posenc_dtype_size(dtype);
-        size_t q_count = (size_t)TOKENS * Q_HEADS * HEAD_DIM, k_count = (size_t)TOKENS * K_HEADS * HEAD_DIM;
+        size_t q_count = (size_t)TOKENS * Q_HEADS * HEAD_DIM;
+        size_t k_count = (size_t)TOKENS * K_HEADS * HEAD_DIM;
         /* One engine allocation: q at 0, k in a sub-buffer at the next aligned offset. */
         size_t k_origin = (q_count * element + align - 1) / align * align;
         size_t total = k_origin + k_count * element;
@@ -669,7 +670,7 @@ static void test_user_event(cl_device_id device)
     engine_destroy(&e);
 }
 
-/* ---- An out-of-order queue --------------------------------------------------------------------- */
+/* ---- An out-of-order queue ------------------------------------------------------------------- */
 
 static void test_out_of_order(cl_device_id device)
 {
