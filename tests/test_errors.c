@@ -427,8 +427,12 @@ static void test_context_free_calls(void)
     CHECK(ctx == sentinel);
     desc = (posenc_context_desc){.flags = POSENC_CONTEXT_IGNORE_ENV};
     desc.opencl.context = &dummy;
-    CHECK_STATUS(posenc_context_create(&desc, &ctx), POSENC_UNSUPPORTED);
-    CHECK_MESSAGE(posenc_thread_last_error(), "opencl");
+    /* OpenCL handles are taken when the backend is built: the missing ones are named first
+     * (tests/test_opencl_engine.c checks the rest). */
+    posenc_status opencl = posenc_context_create(&desc, &ctx);
+    CHECK(opencl == POSENC_INVALID_ARGUMENT || opencl == POSENC_UNSUPPORTED);
+    CHECK_MESSAGE(posenc_thread_last_error(),
+                  opencl == POSENC_INVALID_ARGUMENT ? "opencl.device: is NULL" : "opencl");
     CHECK(ctx == sentinel);
 
     uint32_t index = 0x5e5e5e5e;

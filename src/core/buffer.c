@@ -1,7 +1,18 @@
-/* Buffers: creation, host wrapping, upload and download with range checks. */
+/* Buffers: creation, host wrapping, adoption of a backend's storage, upload and download with
+ * range checks. */
 #include "backend.h"
 
 #include <stdlib.h>
+
+/* The context's list of live buffers, which posenc_context_destroy frees. */
+static void link_buffer(posenc_context *ctx, posenc_buffer *buf)
+{
+    buf->prev = NULL;
+    buf->next = ctx->buffers;
+    if (ctx->buffers)
+        ctx->buffers->prev = buf;
+    ctx->buffers = buf;
+}
 
 posenc_status posenc_buffer_create(posenc_context *ctx, const posenc_buffer_desc *desc,
                                    posenc_buffer **buffer)
@@ -40,18 +51,23 @@ posenc_status posenc_buffer_create(posenc_context *ctx, const posenc_buffer_desc
             return status;
         }
     }
-    posenc__buffer_link(ctx, buf);
+    link_buffer(ctx, buf);
     *buffer = buf;
     return POSENC_OK;
 }
 
-void posenc__buffer_link(posenc_context *ctx, posenc_buffer *buf)
+posenc_status posenc__buffer_adopt(posenc_context *ctx, uint64_t size, void *backend_state,
+                                   posenc_buffer **buffer)
 {
-    buf->prev = NULL;
-    buf->next = ctx->buffers;
-    if (ctx->buffers)
-        ctx->buffers->prev = buf;
-    ctx->buffers = buf;
+    posenc_buffer *buf = calloc(1, sizeof *buf);
+    if (!buf)
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "buffer: out of host memory");
+    buf->ctx = ctx;
+    buf->size = size;
+    buf->backend_state = backend_state;
+    link_buffer(ctx, buf);
+    *buffer = buf;
+    return POSENC_OK;
 }
 
 void posenc_buffer_destroy(posenc_buffer *buf)

@@ -42,9 +42,12 @@ struct posenc_buffer {
     posenc_buffer *next;
 };
 
-/* Adds a buffer made by a backend's own entry point (posenc_vk_buffer_wrap) to the context's list
- * of live buffers, which posenc_context_destroy frees. */
-void posenc__buffer_link(posenc_context *ctx, posenc_buffer *buf);
+/* A posenc_buffer around storage the backend already holds (an engine's own device buffer,
+ * wrapped by a backend's interop call): listed in the context like any buffer, and released
+ * through the backend's buffer_fini. On failure nothing is allocated (the caller keeps
+ * `backend_state`). */
+posenc_status posenc__buffer_adopt(posenc_context *ctx, uint64_t size, void *backend_state,
+                                   posenc_buffer **buffer);
 
 /* A frequency table kept across calls with everything it was computed from (the key: scalar
  * inputs, then the caller's arrays by value), so a repeated call (every decode step) does no

@@ -16,5 +16,11 @@ const posenc__backend posenc_opencl_backend = {
     .buffer_host_address = posenc_cl_buffer_host_address,
     .rope = posenc_cl_rope,
     .sinusoidal = posenc_cl_sinusoidal,
+    .rope_submit = posenc_cl_rope_submit,
+    .sinusoidal_submit = posenc_cl_sinusoidal_submit,
+    .event_wait = posenc_cl_submit_event_wait,
+    .event_release = posenc_cl_submit_event_release,
+    .finish = posenc_cl_finish,
     .roofline = posenc_cl_roofline,
+    .context_init_external = posenc_cl_context_init_external,
 };

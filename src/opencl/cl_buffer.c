@@ -1,6 +1,6 @@
-/* OpenCL buffers: a device allocation each, or the caller's wrapped host memory, which stays the
- * buffer's storage (operations stage it like any host tensor, so it is current after each call
- * on every device, unified memory or not). */
+/* OpenCL buffers: a device allocation each, an engine's cl_mem (posenc_cl_buffer_wrap), or the
+ * caller's wrapped host memory, which stays the buffer's storage (operations stage it like any
+ * host tensor, so it is current after each call on every device, unified memory or not). */
 #include "opencl/cl_internal.h"
 
 #include <string.h>
@@ -32,14 +32,67 @@ void posenc_cl_buffer_fini(posenc_context *ctx, posenc_buffer *buf)
 {
     posenc_cl_context *state = ctx->backend_state;
     if (buf->backend_state) {
-        /* An in-order queue: anything still using the buffer was finished by its operation
-         * (every operation is synchronous), so releasing is safe. */
+        /* Work left running may use the buffer (submits, enqueues on the caller's queue): wait
+         * for posenc's commands, though OpenCL would defer the release anyway. For a wrapped
+         * cl_mem this releases the reference taken by posenc_cl_buffer_wrap. */
+        posenc__mutex_lock(&state->lock);
+        posenc_cl_wait_all(ctx, "buffer");
+        posenc__mutex_unlock(&state->lock);
         state->cl->ReleaseMemObject((cl_mem)buf->backend_state);
     }
     buf->backend_state = NULL;
 }
 
 cl_mem posenc_cl_buffer_mem(const posenc_buffer *buf) { return (cl_mem)buf->backend_state; }
+
+/* Copies come after posenc's earlier commands (submits, enqueues), so a download shows their
+ * results on out-of-order queues too, and return once their own command is done. */
+typedef struct upload {
+    posenc_buffer *buf;
+    uint64_t offset;
+    const void *data;
+    uint64_t size;
+} upload;
+
+typedef struct download {
+    posenc_buffer *buf;
+    uint64_t offset;
+    void *data;
+    uint64_t size;
+} download;
+
+static cl_int enqueue_write(posenc_context *ctx, void *user, cl_uint count, const cl_event *list,
+                            cl_event *event)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    const upload *u = user;
+    return state->cl->EnqueueWriteBuffer(state->queue, (cl_mem)u->buf->backend_state, CL_FALSE,
+                                         (size_t)u->offset, (size_t)u->size, u->data, count, list,
+                                         event);
+}
+
+static cl_int enqueue_read(posenc_context *ctx, void *user, cl_uint count, const cl_event *list,
+                           cl_event *event)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    const download *d = user;
+    return state->cl->EnqueueReadBuffer(state->queue, (cl_mem)d->buf->backend_state, CL_FALSE,
+                                        (size_t)d->offset, (size_t)d->size, d->data, count, list,
+                                        event);
+}
+
+static posenc_status copy(posenc_context *ctx, posenc_cl_enqueue_fn enqueue, void *user,
+                          const char *call)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    posenc__mutex_lock(&state->lock);
+    cl_event done = NULL;
+    cl_int err = posenc_cl_enqueue_ordered(ctx, 0, NULL, enqueue, user, &done);
+    posenc__mutex_unlock(&state->lock);
+    if (err == CL_SUCCESS)
+        err = posenc_cl_complete(state->cl, done);
+    return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, "buffer", call);
+}
 
 posenc_status posenc_cl_buffer_upload(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                       const void *data, uint64_t size)
@@ -48,12 +101,8 @@ posenc_status posenc_cl_buffer_upload(posenc_context *ctx, posenc_buffer *buf, u
         memmove((uint8_t *)buf->host_memory + offset, data, (size_t)size);
         return POSENC_OK;
     }
-    posenc_cl_context *state = ctx->backend_state;
-    cl_int err = state->cl->EnqueueWriteBuffer(state->queue, (cl_mem)buf->backend_state, CL_TRUE,
-                                               (size_t)offset, (size_t)size, data, 0, NULL,
-                                               NULL);
-    return err == CL_SUCCESS ? POSENC_OK
-                             : posenc_cl_fail(ctx, err, "buffer", "clEnqueueWriteBuffer");
+    upload u = {buf, offset, data, size};
+    return copy(ctx, enqueue_write, &u, "clEnqueueWriteBuffer");
 }
 
 posenc_status posenc_cl_buffer_download(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
@@ -63,11 +112,8 @@ posenc_status posenc_cl_buffer_download(posenc_context *ctx, posenc_buffer *buf,
         memmove(data, (const uint8_t *)buf->host_memory + offset, (size_t)size);
         return POSENC_OK;
     }
-    posenc_cl_context *state = ctx->backend_state;
-    cl_int err = state->cl->EnqueueReadBuffer(state->queue, (cl_mem)buf->backend_state, CL_TRUE,
-                                              (size_t)offset, (size_t)size, data, 0, NULL, NULL);
-    return err == CL_SUCCESS ? POSENC_OK
-                             : posenc_cl_fail(ctx, err, "buffer", "clEnqueueReadBuffer");
+    download d = {buf, offset, data, size};
+    return copy(ctx, enqueue_read, &d, "clEnqueueReadBuffer");
 }
 
 /* Wrapped memory is the caller's: the front end compares it by address with host tensors and

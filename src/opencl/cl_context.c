@@ -1,17 +1,31 @@
-/* OpenCL contexts: one cl_context and one in-order queue per posenc context, and their teardown
- * with everything built or allocated for them. */
+/* OpenCL contexts: one cl_context and one in-order queue per posenc context, or the caller's own
+ * context, device and queue (checked to belong together, retained, then released); and their
+ * teardown with everything built or allocated for them. */
 #include "opencl/cl_internal.h"
 
 #include <stdlib.h>
+
+/* The state both kinds of context start from. */
+static posenc_cl_context *new_state(const posenc_cl_api *cl)
+{
+    posenc_cl_context *state = calloc(1, sizeof *state);
+    if (!state)
+        return NULL;
+    if (!posenc__mutex_init(&state->lock)) {
+        free(state);
+        return NULL;
+    }
+    state->cl = cl;
+    return state;
+}
 
 posenc_status posenc_cl_context_init(posenc_context *ctx, const posenc__device *device)
 {
     const posenc_cl_api *cl = posenc_cl_api_get();
     const posenc_cl_device *dev = device->handle;
-    posenc_cl_context *state = calloc(1, sizeof *state);
+    posenc_cl_context *state = new_state(cl);
     if (!state)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
-    state->cl = cl;
     state->device = dev;
 
     cl_context_properties properties[] = {CL_CONTEXT_PLATFORM,
@@ -33,6 +47,7 @@ posenc_status posenc_cl_context_init(posenc_context *ctx, const posenc__device *
     if (err != CL_SUCCESS) {
         if (state->context)
             cl->ReleaseContext(state->context);
+        posenc__mutex_destroy(&state->lock);
         free(state);
         posenc_status status = posenc_cl_status(err);
         if (status != POSENC_OUT_OF_MEMORY && status != POSENC_OUT_OF_DEVICE_MEMORY)
@@ -44,23 +59,183 @@ posenc_status posenc_cl_context_init(posenc_context *ctx, const posenc__device *
     return POSENC_OK;
 }
 
+/* ---- The caller's objects -------------------------------------------------------------------- */
+
+/* The handles fit together: the device is one of the context's, the queue was created on both.
+ * Sets *out_of_order from the queue's properties. */
+static posenc_status check_handles(posenc_context *ctx, const posenc_cl_api *cl,
+                                   cl_context context, cl_device_id device,
+                                   cl_command_queue queue, bool *out_of_order)
+{
+    cl_uint count = 0;
+    cl_int err = cl->GetContextInfo(context, CL_CONTEXT_NUM_DEVICES, sizeof count, &count, NULL);
+    if (err != CL_SUCCESS || count == 0)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "opencl.context: is not a usable cl_context (clGetContextInfo: %s)",
+                            posenc_cl_error_name(err));
+    cl_platform_id platform = NULL;
+    err = cl->GetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL);
+    if (err != CL_SUCCESS)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "opencl.device: is not a usable cl_device_id (clGetDeviceInfo: %s)",
+                            posenc_cl_error_name(err));
+    cl_device_id *devices = calloc(count, sizeof *devices);
+    if (!devices)
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
+    err = cl->GetContextInfo(context, CL_CONTEXT_DEVICES, count * sizeof *devices, devices, NULL);
+    bool member = false;
+    for (cl_uint i = 0; i < count && err == CL_SUCCESS; i++)
+        member |= devices[i] == device;
+    free(devices);
+    if (err != CL_SUCCESS)
+        return posenc_cl_fail(ctx, err, "opencl.context", "clGetContextInfo (CL_CONTEXT_DEVICES)");
+    if (!member)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "opencl.device: is not one of the %u device(s) of opencl.context",
+                            count);
+
+    cl_context queue_context = NULL;
+    cl_device_id queue_device = NULL;
+    cl_command_queue_properties properties = 0;
+    err = cl->GetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof queue_context, &queue_context,
+                                  NULL);
+    if (err == CL_SUCCESS)
+        err = cl->GetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof queue_device, &queue_device,
+                                      NULL);
+    if (err == CL_SUCCESS)
+        err = cl->GetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof properties, &properties,
+                                      NULL);
+    if (err != CL_SUCCESS)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "opencl.queue: is not a usable cl_command_queue "
+                            "(clGetCommandQueueInfo: %s)",
+                            posenc_cl_error_name(err));
+    if (queue_context != context)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "opencl.queue: belongs to another cl_context than opencl.context");
+    if (queue_device != device)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "opencl.queue: was created for another device than opencl.device");
+    *out_of_order = (properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0;
+    return POSENC_OK;
+}
+
+/* The caller's device described like an enumerated one, in records the state owns. */
+static posenc_status describe(posenc_context *ctx, posenc_cl_context *state, cl_device_id device)
+{
+    const posenc_cl_api *cl = state->cl;
+    cl_platform_id platform = NULL;
+    char platform_name[128] = "";
+    cl->GetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL);
+    if (cl->GetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof platform_name - 1, platform_name,
+                            NULL) != CL_SUCCESS)
+        platform_name[0] = '\0';
+    platform_name[sizeof platform_name - 1] = '\0';
+
+    posenc__device *record = calloc(1, sizeof *record);
+    if (!record)
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
+    posenc_cl_device_verdict verdict =
+        posenc_cl_describe_device(cl, platform, platform_name, device, record);
+    if (verdict != POSENC_CL_DEVICE_USABLE) {
+        free(record);
+        if (verdict == POSENC_CL_DEVICE_NO_MEMORY)
+            return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "opencl.device: cannot run posenc's kernels (they need an available "
+                            "OpenCL 1.2 device with a compiler)");
+    }
+    record->backend = ctx->backend;
+    record->info.backend = POSENC_BACKEND_OPENCL;
+    record->info.backend_index = 0; /* not one of the enumerated devices */
+    state->external_device = record->handle;
+    state->external_record = record;
+    state->device = state->external_device;
+    return POSENC_OK;
+}
+
+posenc_status posenc_cl_context_init_external(posenc_context *ctx,
+                                              const posenc_context_desc *desc)
+{
+    const posenc_opencl_external *ext = &desc->opencl;
+    static const char *const fields[3] = {"context", "device", "queue"};
+    const void *handles[3] = {ext->context, ext->device, ext->queue};
+    for (int i = 0; i < 3; i++) {
+        if (!handles[i])
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "opencl.%s: is NULL; set context, device and queue together",
+                                fields[i]);
+    }
+    const char *reason = "";
+    const posenc_cl_api *cl = posenc_cl_load(&reason);
+    if (!cl)
+        return posenc__fail(ctx, POSENC_BACKEND_UNAVAILABLE, "opencl: %s", reason);
+    cl_context context = (cl_context)ext->context;
+    cl_device_id device = (cl_device_id)ext->device;
+    cl_command_queue queue = (cl_command_queue)ext->queue;
+
+    posenc_cl_signal_stack stack;
+    posenc_cl_signal_stack_save(&stack);
+    bool out_of_order = false;
+    posenc_status status = check_handles(ctx, cl, context, device, queue, &out_of_order);
+    posenc_cl_context *state = NULL;
+    if (status == POSENC_OK) {
+        state = new_state(cl);
+        if (!state)
+            status = posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
+    }
+    if (status == POSENC_OK)
+        status = describe(ctx, state, device);
+    posenc_cl_signal_stack_restore(&stack);
+    if (status != POSENC_OK) {
+        if (state) {
+            posenc__mutex_destroy(&state->lock);
+            free(state);
+        }
+        return status;
+    }
+
+    /* Borrowed: retained here, released once at context destroy. */
+    cl->RetainContext(context);
+    cl->RetainDevice(device);
+    cl->RetainCommandQueue(queue);
+    state->context = context;
+    state->queue = queue;
+    state->external = true;
+    state->out_of_order = out_of_order;
+    ctx->backend_state = state;
+    ctx->device = state->external_record;
+    return POSENC_OK;
+}
+
 void posenc_cl_context_fini(posenc_context *ctx)
 {
     posenc_cl_context *state = ctx->backend_state;
     if (!state)
         return;
     const posenc_cl_api *cl = state->cl;
-    cl->Finish(state->queue);
+    /* posenc's own commands only: a caller's queue may hold work that waits for the caller. */
+    posenc_cl_wait_all(ctx, "context");
+    if (state->last)
+        cl->ReleaseEvent(state->last);
     posenc_cl_kernels_release(state);
     for (int i = 0; i < POSENC_CL_SLOTS; i++) {
         if (state->slots[i].mem)
             cl->ReleaseMemObject(state->slots[i].mem);
     }
-    if (state->freqs)
-        cl->ReleaseMemObject(state->freqs);
+    for (int i = 0; i < POSENC_CL_FREQ_TABLES; i++) {
+        if (state->freq_tables[i].mem)
+            cl->ReleaseMemObject(state->freq_tables[i].mem);
+    }
     free(state->freq_words);
     cl->ReleaseCommandQueue(state->queue);
     cl->ReleaseContext(state->context);
+    if (state->external) {
+        cl->ReleaseDevice(state->external_device->device);
+        free(state->external_device);
+        free(state->external_record);
+    }
+    posenc__mutex_destroy(&state->lock);
     free(state);
     ctx->backend_state = NULL;
 }

@@ -88,15 +88,10 @@ static posenc_device_type device_type(cl_device_type type, cl_bool unified)
     return POSENC_DEVICE_OTHER;
 }
 
-typedef enum device_verdict {
-    DEVICE_USABLE,
-    DEVICE_SKIPPED, /* present but not usable: not available, no compiler, before 1.2 */
-    DEVICE_NO_MEMORY,
-} device_verdict;
-
-static device_verdict describe_device(const posenc_cl_api *cl, cl_platform_id platform,
-                                      const char *platform_name, cl_device_id id,
-                                      posenc__device *out)
+posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
+                                                   cl_platform_id platform,
+                                                   const char *platform_name, cl_device_id id,
+                                                   posenc__device *out)
 {
     cl_bool available = CL_FALSE, compiler = CL_FALSE;
     device_value(cl, id, CL_DEVICE_AVAILABLE, &available, sizeof available);
@@ -104,11 +99,11 @@ static device_verdict describe_device(const posenc_cl_api *cl, cl_platform_id pl
     char version[128];
     device_string(cl, id, CL_DEVICE_VERSION, version, sizeof version);
     if (!available || !compiler || parse_version(version) < 102)
-        return DEVICE_SKIPPED;
+        return POSENC_CL_DEVICE_SKIPPED;
 
     posenc_cl_device *device = calloc(1, sizeof *device);
     if (!device)
-        return DEVICE_NO_MEMORY;
+        return POSENC_CL_DEVICE_NO_MEMORY;
     device->platform = platform;
     device->device = id;
     posenc__copy_string(device->platform_name, sizeof device->platform_name, platform_name);
@@ -180,7 +175,7 @@ static device_verdict describe_device(const posenc_cl_api *cl, cl_platform_id pl
                                   ? info->max_buffer_bytes
                                   : MAX_BINDING_BYTES;
     free(extensions);
-    return DEVICE_USABLE;
+    return POSENC_CL_DEVICE_USABLE;
 }
 
 static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_list *list,
@@ -229,15 +224,15 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
             device_count = 0;
         for (cl_uint d = 0; d < device_count; d++) {
             posenc__device device;
-            device_verdict verdict = describe_device(cl, platforms[p], platform_name, ids[d],
-                                                     &device);
-            if (verdict == DEVICE_SKIPPED) {
+            posenc_cl_device_verdict verdict =
+                posenc_cl_describe_device(cl, platforms[p], platform_name, ids[d], &device);
+            if (verdict == POSENC_CL_DEVICE_SKIPPED) {
                 skipped++;
                 continue;
             }
-            if (verdict == DEVICE_NO_MEMORY ||
+            if (verdict == POSENC_CL_DEVICE_NO_MEMORY ||
                 posenc__device_list_append(list, &device) != POSENC_OK) {
-                if (verdict == DEVICE_USABLE)
+                if (verdict == POSENC_CL_DEVICE_USABLE)
                     free(device.handle);
                 status = POSENC_OUT_OF_MEMORY;
                 break;

@@ -1,5 +1,5 @@
-/* Kernel dispatch: arguments, the frequency table upload, and the launch geometry (whole
- * work-groups within CL_KERNEL_WORK_GROUP_SIZE; the kernels loop over the rest of the work). */
+/* Kernel dispatch: arguments, the device copies of frequency tables, and the launch geometry
+ * (whole work-groups within CL_KERNEL_WORK_GROUP_SIZE; the kernels loop over the rest). */
 #include "opencl/cl_internal.h"
 
 #include <stdlib.h>
@@ -33,6 +33,20 @@ void posenc_cl_arg_f32(posenc_cl_args *args, float value)
     arg(args, sizeof v, &v);
 }
 
+typedef struct launch {
+    cl_kernel kernel;
+    size_t global, local;
+} launch;
+
+static cl_int enqueue_launch(posenc_context *ctx, void *user, cl_uint count, const cl_event *list,
+                             cl_event *event)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    const launch *l = user;
+    return state->cl->EnqueueNDRangeKernel(state->queue, l->kernel, 1, NULL, &l->global,
+                                           &l->local, count, list, event);
+}
+
 uint64_t posenc_cl_launch_size(const posenc_context *ctx, const posenc_cl_kernel *kernel,
                                uint64_t units)
 {
@@ -48,24 +62,46 @@ uint64_t posenc_cl_launch_size(const posenc_context *ctx, const posenc_cl_kernel
 }
 
 posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kernel,
-                               uint64_t units, const char *what)
+                               uint64_t units, const char *what, cl_uint wait_count,
+                               const cl_event *wait_list, cl_event *event)
 {
-    posenc_cl_context *state = ctx->backend_state;
-    size_t local = kernel->local_size;
-    size_t global = (size_t)posenc_cl_launch_size(ctx, kernel, units);
-    cl_int err = state->cl->EnqueueNDRangeKernel(state->queue, kernel->kernel, 1, NULL, &global,
-                                                 &local, 0, NULL, NULL);
+    launch l = {.kernel = kernel->kernel,
+                .global = (size_t)posenc_cl_launch_size(ctx, kernel, units),
+                .local = kernel->local_size};
+    cl_int err = posenc_cl_enqueue_ordered(ctx, wait_count, wait_list, enqueue_launch, &l, event);
     return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, what, "clEnqueueNDRangeKernel");
 }
 
-posenc_status posenc_cl_upload_freqs(posenc_context *ctx, const posenc__freq *freqs,
-                                     uint32_t count, uint64_t id, const char *what)
+/* The cache entry to use for table `id`: its own, or the least recently used one. */
+static posenc_cl_freq_table *table_slot(posenc_cl_context *state, uint64_t id, bool *hit)
+{
+    posenc_cl_freq_table *oldest = &state->freq_tables[0];
+    for (int i = 0; i < POSENC_CL_FREQ_TABLES; i++) {
+        posenc_cl_freq_table *t = &state->freq_tables[i];
+        if (id != 0 && t->id == id && t->mem) {
+            *hit = true;
+            return t;
+        }
+        if (!t->mem || (oldest->mem && t->used < oldest->used))
+            oldest = t;
+    }
+    *hit = false;
+    return oldest;
+}
+
+posenc_status posenc_cl_freqs_get(posenc_context *ctx, const posenc__freq *freqs,
+                                 uint32_t count, uint64_t id, const char *what, cl_mem *mem)
 {
     posenc_cl_context *state = ctx->backend_state;
     const posenc_cl_api *cl = state->cl;
-    if (id != 0 && id == state->freqs_id && state->freqs)
-        return POSENC_OK; /* a repeated call (a decode step): the table is on the device */
-    state->freqs_id = 0;
+    bool hit = false;
+    posenc_cl_freq_table *table = table_slot(state, id, &hit);
+    table->used = ++state->freq_uses;
+    if (hit) { /* a repeated call (a decode step): the table is on the device */
+        *mem = table->mem;
+        return POSENC_OK;
+    }
+
     size_t words = 4 * (size_t)(count ? count : 1);
     if (words > state->freq_words_capacity) {
         uint32_t *grown = realloc(state->freq_words, words * sizeof *grown);
@@ -83,29 +119,24 @@ posenc_status posenc_cl_upload_freqs(posenc_context *ctx, const posenc__freq *fr
     if (count == 0)
         memset(state->freq_words, 0, words * sizeof *state->freq_words);
 
-    uint64_t bytes = words * sizeof(uint32_t);
-    if (bytes > state->freqs_capacity) {
-        if (state->freqs)
-            cl->ReleaseMemObject(state->freqs);
-        state->freqs = NULL;
-        state->freqs_capacity = 0;
-        uint64_t capacity = bytes < 4096 ? 4096 : bytes;
-        cl_int err = CL_SUCCESS;
-        cl_mem mem = cl->CreateBuffer(state->context, CL_MEM_READ_ONLY, (size_t)capacity, NULL,
-                                      &err);
-        if (err != CL_SUCCESS || !mem) {
-            if (mem)
-                cl->ReleaseMemObject(mem);
-            return posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_MEM_OBJECT_ALLOCATION_FAILURE : err,
-                                  what, "clCreateBuffer (frequencies)");
-        }
-        state->freqs = mem;
-        state->freqs_capacity = capacity;
+    /* CL_MEM_COPY_HOST_PTR: the words are copied when the buffer is created, so work left
+     * running (submits, enqueues on the caller's queue) never reads posenc's host memory, and
+     * nothing waits on the queue. */
+    cl_int err = CL_SUCCESS;
+    cl_mem created = cl->CreateBuffer(state->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                      words * sizeof(uint32_t), state->freq_words, &err);
+    if (err != CL_SUCCESS || !created) {
+        if (created)
+            cl->ReleaseMemObject(created);
+        return posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_MEM_OBJECT_ALLOCATION_FAILURE : err,
+                              what, "clCreateBuffer (frequencies)");
     }
-    cl_int err = cl->EnqueueWriteBuffer(state->queue, state->freqs, CL_TRUE, 0, (size_t)bytes,
-                                        state->freq_words, 0, NULL, NULL);
-    if (err != CL_SUCCESS)
-        return posenc_cl_fail(ctx, err, what, "clEnqueueWriteBuffer (frequencies)");
-    state->freqs_id = id;
+    /* The table replaced may still be read by queued work: OpenCL releases the memory once
+     * that work is done. */
+    if (table->mem)
+        cl->ReleaseMemObject(table->mem);
+    table->mem = created;
+    table->id = id;
+    *mem = created;
     return POSENC_OK;
 }

@@ -7,23 +7,33 @@
 #include <CL/cl.h>
 
 #include "core/internal.h"
+#include "core/platform.h"
 
 /* Every entry point the backend calls, loaded with dlsym: X(name, return type, parameters). */
 #define POSENC_CL_FUNCTIONS(X)                                                                    \
     X(GetPlatformIDs, cl_int, (cl_uint, cl_platform_id *, cl_uint *))                           \
     X(GetPlatformInfo, cl_int, (cl_platform_id, cl_platform_info, size_t, void *, size_t *))    \
     X(GetDeviceIDs, cl_int, (cl_platform_id, cl_device_type, cl_uint, cl_device_id *,           \
-                             cl_uint *))                                                          \
+                             cl_uint *))                                                        \
     X(GetDeviceInfo, cl_int, (cl_device_id, cl_device_info, size_t, void *, size_t *))          \
     X(CreateContext, cl_context,                                                                \
       (const cl_context_properties *, cl_uint, const cl_device_id *,                            \
        void(CL_CALLBACK *)(const char *, const void *, size_t, void *), void *, cl_int *))      \
+    X(RetainContext, cl_int, (cl_context))                                                      \
     X(ReleaseContext, cl_int, (cl_context))                                                     \
+    X(GetContextInfo, cl_int, (cl_context, cl_context_info, size_t, void *, size_t *))          \
+    X(RetainDevice, cl_int, (cl_device_id))                                                     \
+    X(ReleaseDevice, cl_int, (cl_device_id))                                                    \
     X(CreateCommandQueue, cl_command_queue,                                                     \
       (cl_context, cl_device_id, cl_command_queue_properties, cl_int *))                        \
+    X(RetainCommandQueue, cl_int, (cl_command_queue))                                           \
     X(ReleaseCommandQueue, cl_int, (cl_command_queue))                                          \
+    X(GetCommandQueueInfo, cl_int,                                                              \
+      (cl_command_queue, cl_command_queue_info, size_t, void *, size_t *))                      \
     X(CreateBuffer, cl_mem, (cl_context, cl_mem_flags, size_t, void *, cl_int *))               \
+    X(RetainMemObject, cl_int, (cl_mem))                                                        \
     X(ReleaseMemObject, cl_int, (cl_mem))                                                       \
+    X(GetMemObjectInfo, cl_int, (cl_mem, cl_mem_info, size_t, void *, size_t *))                \
     X(CreateProgramWithSource, cl_program,                                                      \
       (cl_context, cl_uint, const char **, const size_t *, cl_int *))                           \
     X(CreateProgramWithBinary, cl_program,                                                      \
@@ -32,7 +42,7 @@
     X(BuildProgram, cl_int,                                                                     \
       (cl_program, cl_uint, const cl_device_id *, const char *,                                 \
        void(CL_CALLBACK *)(cl_program, void *), void *))                                        \
-    X(GetProgramInfo, cl_int, (cl_program, cl_program_info, size_t, void *, size_t *))         \
+    X(GetProgramInfo, cl_int, (cl_program, cl_program_info, size_t, void *, size_t *))          \
     X(GetProgramBuildInfo, cl_int,                                                              \
       (cl_program, cl_device_id, cl_program_build_info, size_t, void *, size_t *))              \
     X(ReleaseProgram, cl_int, (cl_program))                                                     \
@@ -51,11 +61,16 @@
       (cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void *, cl_uint,                \
        const cl_event *, cl_event *))                                                           \
     X(EnqueueMapBuffer, void *,                                                                 \
-      (cl_command_queue, cl_mem, cl_bool, cl_map_flags, size_t, size_t, cl_uint,               \
+      (cl_command_queue, cl_mem, cl_bool, cl_map_flags, size_t, size_t, cl_uint,                \
        const cl_event *, cl_event *, cl_int *))                                                 \
     X(EnqueueUnmapMemObject, cl_int,                                                            \
       (cl_command_queue, cl_mem, void *, cl_uint, const cl_event *, cl_event *))                \
-    X(Finish, cl_int, (cl_command_queue))
+    X(Flush, cl_int, (cl_command_queue))                                                        \
+    X(Finish, cl_int, (cl_command_queue))                                                       \
+    X(WaitForEvents, cl_int, (cl_uint, const cl_event *))                                       \
+    X(GetEventInfo, cl_int, (cl_event, cl_event_info, size_t, void *, size_t *))                \
+    X(RetainEvent, cl_int, (cl_event))                                                          \
+    X(ReleaseEvent, cl_int, (cl_event))
 
 typedef struct posenc_cl_api {
 #define POSENC_CL_MEMBER_(name, result, params) result(CL_API_CALL *name) params;
@@ -63,7 +78,8 @@ typedef struct posenc_cl_api {
 #undef POSENC_CL_MEMBER_
 } posenc_cl_api;
 
-/* The loaded runtime (cl_loader.c). posenc_cl_load runs once, from the registry's once-lock;
+/* The loaded runtime (cl_loader.c). posenc_cl_load loads it once per process, whichever thread
+ * comes first (the registry's enumeration, or a context on the caller's own OpenCL objects);
  * afterwards the table is immutable. NULL on failure, with the reason in `*reason`. */
 const posenc_cl_api *posenc_cl_load(const char **reason);
 /* The table once loaded (backend entries run only after a successful load). */
@@ -107,6 +123,19 @@ typedef struct posenc_cl_device {
 /* Appends every usable OpenCL device of every platform (cl_devices.c). */
 posenc_status posenc_cl_enumerate(posenc__device_list *list, const char **reason);
 
+typedef enum posenc_cl_device_verdict {
+    POSENC_CL_DEVICE_USABLE,
+    POSENC_CL_DEVICE_SKIPPED, /* present but not usable: not available, no compiler, before 1.2 */
+    POSENC_CL_DEVICE_NO_MEMORY,
+} posenc_cl_device_verdict;
+
+/* Describes one device into `out` (info, and a posenc_cl_device in out->handle that the caller
+ * frees when the verdict is USABLE). */
+posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
+                                                   cl_platform_id platform,
+                                                   const char *platform_name, cl_device_id id,
+                                                   posenc__device *out);
+
 /* The embedded kernels a context builds, each on first use (cl_program.c). */
 typedef enum posenc_cl_kernel_id {
     POSENC_CL_ROPE_F32,
@@ -133,23 +162,65 @@ typedef struct posenc_cl_slot {
 
 #define POSENC_CL_SLOTS 8
 
+/* A frequency table on the device, keyed by posenc__rope_op.freqs_id (cl_dispatch.c). */
+typedef struct posenc_cl_freq_table {
+    cl_mem mem;
+    uint64_t id;   /* 0: not reusable (the front end gave no id) */
+    uint64_t used; /* the context's use counter when last used: the oldest is replaced */
+} posenc_cl_freq_table;
+
+/* Tables kept per context: RoPE and sinusoidal of a model's layers (usually one of each), and
+ * a few more for callers that alternate. */
+#define POSENC_CL_FREQ_TABLES 4
+
 typedef struct posenc_cl_context {
     const posenc_cl_api *cl;
     const posenc_cl_device *device;
     cl_context context;
     cl_command_queue queue;
+    bool external;     /* context, device and queue are the caller's (retained, then released) */
+    bool out_of_order; /* the queue runs commands out of order: posenc orders its own by events */
+    posenc_cl_device *external_device; /* the caller's device, described; owned */
+    posenc__device *external_record;   /* ctx->device for the caller's device; owned */
+    posenc__mutex lock; /* serialises the state for posenc_cl_enqueue_* on several threads */
+    cl_event last;     /* posenc's latest command on the queue (retained), or NULL */
     posenc_cl_kernel kernels[POSENC_CL_KERNEL_COUNT];
-    cl_mem freqs;            /* frequency words of the current operation */
-    uint64_t freqs_capacity; /* bytes */
-    uint64_t freqs_id;       /* the table `freqs` holds (posenc__rope_op.freqs_id); 0: unknown */
-    uint32_t *freq_words;    /* host copy, grown on demand */
+    posenc_cl_freq_table freq_tables[POSENC_CL_FREQ_TABLES];
+    uint64_t freq_uses;
+    uint32_t *freq_words; /* host words of the table being created, grown on demand */
     size_t freq_words_capacity;
     posenc_cl_slot slots[POSENC_CL_SLOTS];
 } posenc_cl_context;
 
-/* Context state (cl_context.c). */
+/* Context state (cl_context.c): on a device posenc found, or on the caller's own objects. */
 posenc_status posenc_cl_context_init(posenc_context *ctx, const posenc__device *device);
+posenc_status posenc_cl_context_init_external(posenc_context *ctx,
+                                              const posenc_context_desc *desc);
 void posenc_cl_context_fini(posenc_context *ctx);
+
+/* ---- Ordering and completion (cl_sync.c) -----------------------------------------------------
+ * Every command posenc enqueues waits for posenc's previous one (state->last), so posenc's own
+ * work runs in order on in-order and out-of-order queues alike. Called with state->lock held. */
+
+/* Enqueues through `enqueue` with the wait list `waits` (the caller's events) plus
+ * state->last, and makes the new command's event state->last. `*event` (optional) receives a
+ * reference of its own. */
+typedef cl_int (*posenc_cl_enqueue_fn)(posenc_context *ctx, void *user, cl_uint count,
+                                       const cl_event *list, cl_event *event);
+cl_int posenc_cl_enqueue_ordered(posenc_context *ctx, cl_uint wait_count,
+                                 const cl_event *wait_list, posenc_cl_enqueue_fn enqueue,
+                                 void *user, cl_event *event);
+/* Waits for one command and releases its event: CL_SUCCESS, or the error that ended it.
+ * posenc never makes a blocking enqueue: some runtimes (PoCL) implement one as clFinish, which
+ * on the caller's queue would also wait for the caller's own work. */
+cl_int posenc_cl_complete(const posenc_cl_api *cl, cl_event event);
+/* Waits for every command posenc enqueued (state->last), never for the caller's other work.
+ * `what` names the operation in the error message. */
+posenc_status posenc_cl_wait_all(posenc_context *ctx, const char *what);
+/* Waits up to `timeout_ns` for `event`: POSENC_OK, POSENC_TIMEOUT, or the status of the error
+ * that ended its command. */
+posenc_status posenc_cl_event_wait(posenc_context *ctx, cl_event event, uint64_t timeout_ns,
+                                   const char *what);
 
 /* Buffers (cl_buffer.c): device allocations, or the caller's memory used as host memory. */
 posenc_status posenc_cl_buffer_init(posenc_context *ctx, posenc_buffer *buf);
@@ -172,17 +243,21 @@ posenc_status posenc_cl_program_build(posenc_context *ctx, const char *label, co
 void posenc_cl_kernels_release(posenc_cl_context *state);
 
 /* Launches `kernel` over `units` work-items' worth of work: a whole number of work-groups, at
- * most a few per compute unit (the kernels loop over the rest). posenc_cl_launch_size is the
- * global size such a launch uses. */
+ * most a few per compute unit (the kernels loop over the rest), after the events of
+ * `wait_list` and posenc's previous command. `*event` (optional) receives the launch's event.
+ * posenc_cl_launch_size is the global size such a launch uses. */
 uint64_t posenc_cl_launch_size(const posenc_context *ctx, const posenc_cl_kernel *kernel,
                                uint64_t units);
 posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kernel,
-                               uint64_t units, const char *what);
-/* Uploads rotary/sinusoidal frequencies as (int_turns, frac_hi, frac_lo) words, then each
- * one's position component (which only RoPE reads), unless the table `id` (non-zero) is the
- * one uploaded last. */
-posenc_status posenc_cl_upload_freqs(posenc_context *ctx, const posenc__freq *freqs,
-                                     uint32_t count, uint64_t id, const char *what);
+                               uint64_t units, const char *what, cl_uint wait_count,
+                               const cl_event *wait_list, cl_event *event);
+/* The device copy of a frequency table as (int_turns, frac_hi, frac_lo) words, then each one's
+ * position component (which only RoPE reads): from the context's small cache when table `id`
+ * (non-zero) is there, else created with the words copied in at creation (no host memory
+ * outlives the call). The cache owns `*mem`: replacing an entry releases it, which OpenCL
+ * defers until the commands already using it are done. */
+posenc_status posenc_cl_freqs_get(posenc_context *ctx, const posenc__freq *freqs,
+                                 uint32_t count, uint64_t id, const char *what, cl_mem *mem);
 
 /* Sets kernel arguments in order, stopping at the first error. */
 typedef struct posenc_cl_args {
@@ -237,16 +312,45 @@ void posenc_cl_stage_add(posenc_cl_staging *staging, const posenc__view *view, c
 /* Resolves every binding and copies host memory to the device. Nothing is written to the
  * caller's memory. */
 posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging);
-/* After the kernel: copies the written elements of staged views back to host memory, then
- * waits for the queue. */
-posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *staging);
+/* After the kernel (`after`, its event): copies the written elements of staged views back to
+ * host memory, then waits for posenc's commands (never for the whole queue: it may be the
+ * caller's). */
+posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *staging,
+                                  cl_event after);
+/* Whether any view is staged (host memory): such work cannot be left running. */
+bool posenc_cl_stage_has_host(const posenc_cl_staging *staging);
 /* Frees staging allocations that grew unusually large. */
 void posenc_cl_stage_trim(posenc_context *ctx);
 
-/* The operations (cl_rope.c, cl_sinusoidal.c, cl_roofline.c). */
-posenc_status posenc_cl_rope(posenc_context *ctx, const posenc__rope_op *op);
-posenc_status posenc_cl_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
+/* The operations (cl_rope.c, cl_sinusoidal.c, cl_roofline.c), with state->lock held. With
+ * `event` NULL the call is synchronous (host views staged, results in place on return);
+ * otherwise every view is a device buffer, the work is left running after the events of
+ * `wait_list`, and `*event` receives the event of its last command. */
+posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
+                                 cl_uint wait_count, const cl_event *wait_list, cl_event *event);
+posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinusoidal_op *op,
+                                       cl_uint wait_count, const cl_event *wait_list,
+                                       cl_event *event);
 posenc_status posenc_cl_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                  uint64_t bytes, bool write_only);
+
+/* The backend entries of the operations, synchronous and asynchronous (cl_async.c). */
+posenc_status posenc_cl_rope(posenc_context *ctx, const posenc__rope_op *op);
+posenc_status posenc_cl_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
+posenc_status posenc_cl_rope_submit(posenc_context *ctx, const posenc__rope_op *op,
+                                    void **event_state);
+posenc_status posenc_cl_sinusoidal_submit(posenc_context *ctx, const posenc__sinusoidal_op *op,
+                                          void **event_state);
+posenc_status posenc_cl_submit_event_wait(posenc_context *ctx, void *event_state,
+                                          uint64_t timeout_ns);
+void posenc_cl_submit_event_release(posenc_context *ctx, void *event_state);
+posenc_status posenc_cl_finish(posenc_context *ctx);
+/* Work that is left running reads device buffers only: host views and buffers wrapping host
+ * memory (staged at each call on OpenCL) are refused, naming the tensor and `call`. */
+posenc_status posenc_cl_check_rope_views(posenc_context *ctx, const posenc__rope_op *op,
+                                         const char *call);
+posenc_status posenc_cl_check_sinusoidal_views(posenc_context *ctx,
+                                               const posenc__sinusoidal_op *op,
+                                               const char *call);
 
 #endif

@@ -33,7 +33,10 @@ static const char *const library_names[] = {
 static const char *const library_names[] = {"libOpenCL.so.1", "libOpenCL.so"};
 #endif
 
-const posenc_cl_api *posenc_cl_load(const char **reason)
+static posenc__once load_once;
+static const char *load_reason = "";
+
+static void load_runtime(void)
 {
     void *library = NULL;
     const char *name = library_names[0];
@@ -42,8 +45,8 @@ const posenc_cl_api *posenc_cl_load(const char **reason)
         library = posenc__library_open(name);
     }
     if (!library) {
-        *reason = "the OpenCL ICD loader (" POSENC_CL_LIBRARY_HINT ") was not found";
-        return NULL;
+        load_reason = "the OpenCL ICD loader (" POSENC_CL_LIBRARY_HINT ") was not found";
+        return;
     }
 
     /* dlsym's object pointer is copied into the function pointer: ISO C has no cast between
@@ -56,9 +59,9 @@ const posenc_cl_api *posenc_cl_load(const char **reason)
         if (!symbol) {                                                                          \
             snprintf(missing, sizeof missing, "%s lacks the OpenCL 1.2 entry point cl" #fn,     \
                      name);                                                                     \
-            *reason = missing;                                                                  \
+            load_reason = missing;                                                              \
             /* Left loaded: ICDs do not all survive being unloaded. */                          \
-            return NULL;                                                                        \
+            return;                                                                             \
         }                                                                                       \
         memcpy(&loaded.fn, &symbol, sizeof symbol);                                             \
     } while (0);
@@ -66,6 +69,15 @@ const posenc_cl_api *posenc_cl_load(const char **reason)
 #undef POSENC_CL_LOAD_
     api = loaded;
     api_loaded = true;
+}
+
+const posenc_cl_api *posenc_cl_load(const char **reason)
+{
+    posenc__run_once(&load_once, load_runtime);
+    if (!api_loaded) {
+        *reason = load_reason;
+        return NULL;
+    }
     return &api;
 }
 

@@ -14,8 +14,8 @@ static uint32_t copy_chunk(const posenc_context *ctx, const posenc_cl_kernel *ke
     return chunk ? (uint32_t)chunk : 1u;
 }
 
-posenc_status posenc_cl_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
-                                 uint64_t bytes, bool write_only)
+static posenc_status roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                              uint64_t bytes, bool write_only)
 {
     const posenc_cl_kernel *kernel = NULL;
     posenc_status status = posenc_cl_kernel_get(ctx, POSENC_CL_COPY, &kernel);
@@ -53,9 +53,22 @@ posenc_status posenc_cl_roofline(posenc_context *ctx, posenc_buffer *buf, uint64
     posenc_cl_arg_u32(&args, copy_chunk(ctx, kernel, words));
     if (args.error != CL_SUCCESS)
         return posenc_cl_fail(ctx, args.error, "roofline", "clSetKernelArg");
-    status = posenc_cl_launch(ctx, kernel, words, "roofline");
-    if (status == POSENC_OK)
-        status = posenc_cl_stage_out(ctx, &staging);
+    cl_event done = NULL;
+    status = posenc_cl_launch(ctx, kernel, words, "roofline", 0, NULL, &done);
+    if (status == POSENC_OK) {
+        status = posenc_cl_stage_out(ctx, &staging, done);
+        posenc_cl_api_get()->ReleaseEvent(done);
+    }
     posenc_cl_stage_trim(ctx);
+    return status;
+}
+
+posenc_status posenc_cl_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                                 uint64_t bytes, bool write_only)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    posenc__mutex_lock(&state->lock);
+    posenc_status status = roofline(ctx, buf, offset, bytes, write_only);
+    posenc__mutex_unlock(&state->lock);
     return status;
 }

@@ -29,7 +29,8 @@ static void arg_view(posenc_cl_args *args, const posenc_cl_binding *binding)
         posenc_cl_arg_u32(args, binding->strides[k]);
 }
 
-posenc_status posenc_cl_rope(posenc_context *ctx, const posenc__rope_op *op)
+posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
+                                 cl_uint wait_count, const cl_event *wait_list, cl_event *event)
 {
     posenc_cl_context *state = ctx->backend_state;
     const posenc_cl_kernel *kernel = NULL;
@@ -75,14 +76,18 @@ posenc_status posenc_cl_rope(posenc_context *ctx, const posenc__rope_op *op)
     if (op->has_positions)
         posenc_cl_stage_add(&staging, &op->positions, "positions", false, &positions);
     status = posenc_cl_stage_in(ctx, &staging);
+    if (status == POSENC_OK && event && posenc_cl_stage_has_host(&staging))
+        status = posenc__fail(ctx, POSENC_INTERNAL, "rope: host memory in work left running");
+    cl_mem freqs = NULL;
     if (status == POSENC_OK)
-        status = posenc_cl_upload_freqs(ctx, op->freqs, (uint32_t)half, op->freqs_id, "rope");
+        status = posenc_cl_freqs_get(ctx, op->freqs, (uint32_t)half, op->freqs_id, "rope",
+                                     &freqs);
     if (status != POSENC_OK)
         return status;
     if (!op->has_k)
         k = k_out = q;
-    if (!op->has_positions)
-        positions = (posenc_cl_binding){.mem = state->freqs};
+    if (!op->has_positions) /* an unused argument still needs a buffer */
+        positions = (posenc_cl_binding){.mem = freqs};
 
     uint32_t flags = (op->style == POSENC_ROPE_GPTJ ? FLAG_GPTJ : 0u) |
                      (op->inverse ? FLAG_INVERSE : 0u) | (copy_q ? FLAG_COPY_Q : 0u) |
@@ -96,7 +101,7 @@ posenc_status posenc_cl_rope(posenc_context *ctx, const posenc__rope_op *op)
     posenc_cl_arg_mem(&args, k.mem);
     posenc_cl_arg_mem(&args, k_out.mem);
     posenc_cl_arg_mem(&args, positions.mem);
-    posenc_cl_arg_mem(&args, state->freqs);
+    posenc_cl_arg_mem(&args, freqs);
     arg_view(&args, &q);
     arg_view(&args, &q_out);
     arg_view(&args, &k);
@@ -118,9 +123,14 @@ posenc_status posenc_cl_rope(posenc_context *ctx, const posenc__rope_op *op)
     if (args.error != CL_SUCCESS)
         return posenc_cl_fail(ctx, args.error, "rope", "clSetKernelArg");
 
-    status = posenc_cl_launch(ctx, kernel, units, "rope");
-    if (status == POSENC_OK)
-        status = posenc_cl_stage_out(ctx, &staging);
+    if (event) /* left running: the caller waits for *event */
+        return posenc_cl_launch(ctx, kernel, units, "rope", wait_count, wait_list, event);
+    cl_event done = NULL;
+    status = posenc_cl_launch(ctx, kernel, units, "rope", wait_count, wait_list, &done);
+    if (status == POSENC_OK) {
+        status = posenc_cl_stage_out(ctx, &staging, done);
+        state->cl->ReleaseEvent(done);
+    }
     posenc_cl_stage_trim(ctx);
     return status;
 }

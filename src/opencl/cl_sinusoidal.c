@@ -23,7 +23,9 @@ static void arg_view(posenc_cl_args *args, const posenc_cl_binding *binding)
         posenc_cl_arg_u32(args, binding->strides[k]);
 }
 
-posenc_status posenc_cl_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
+posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinusoidal_op *op,
+                                       cl_uint wait_count, const cl_event *wait_list,
+                                       cl_event *event)
 {
     posenc_cl_context *state = ctx->backend_state;
     const posenc_cl_kernel *kernel = NULL;
@@ -47,15 +49,19 @@ posenc_status posenc_cl_sinusoidal(posenc_context *ctx, const posenc__sinusoidal
     if (op->has_positions)
         posenc_cl_stage_add(&staging, &op->positions, "positions", false, &positions);
     status = posenc_cl_stage_in(ctx, &staging);
+    if (status == POSENC_OK && event && posenc_cl_stage_has_host(&staging))
+        status = posenc__fail(ctx, POSENC_INTERNAL,
+                              "sinusoidal: host memory in work left running");
+    cl_mem freqs = NULL;
     if (status == POSENC_OK)
-        status = posenc_cl_upload_freqs(ctx, op->freqs, op->half, op->freqs_id,
-                                        "sinusoidal");
+        status = posenc_cl_freqs_get(ctx, op->freqs, op->half, op->freqs_id, "sinusoidal",
+                                     &freqs);
     if (status != POSENC_OK)
         return status;
     if (!op->has_x)
         x = out;
-    if (!op->has_positions)
-        positions = (posenc_cl_binding){.mem = state->freqs};
+    if (!op->has_positions) /* an unused argument still needs a buffer */
+        positions = (posenc_cl_binding){.mem = freqs};
 
     uint32_t flags = (uint32_t)op->layout | (op->has_x ? FLAG_ADD : 0u);
     if (op->has_positions)
@@ -65,7 +71,7 @@ posenc_status posenc_cl_sinusoidal(posenc_context *ctx, const posenc__sinusoidal
     posenc_cl_arg_mem(&args, out.mem);
     posenc_cl_arg_mem(&args, x.mem);
     posenc_cl_arg_mem(&args, positions.mem);
-    posenc_cl_arg_mem(&args, state->freqs);
+    posenc_cl_arg_mem(&args, freqs);
     arg_view(&args, &out);
     arg_view(&args, &x);
     posenc_cl_arg_u32(&args, positions.offset);
@@ -81,9 +87,14 @@ posenc_status posenc_cl_sinusoidal(posenc_context *ctx, const posenc__sinusoidal
     if (args.error != CL_SUCCESS)
         return posenc_cl_fail(ctx, args.error, "sinusoidal", "clSetKernelArg");
 
-    status = posenc_cl_launch(ctx, kernel, units, "sinusoidal");
-    if (status == POSENC_OK)
-        status = posenc_cl_stage_out(ctx, &staging);
+    if (event) /* left running: the caller waits for *event */
+        return posenc_cl_launch(ctx, kernel, units, "sinusoidal", wait_count, wait_list, event);
+    cl_event done = NULL;
+    status = posenc_cl_launch(ctx, kernel, units, "sinusoidal", wait_count, wait_list, &done);
+    if (status == POSENC_OK) {
+        status = posenc_cl_stage_out(ctx, &staging, done);
+        state->cl->ReleaseEvent(done);
+    }
     posenc_cl_stage_trim(ctx);
     return status;
 }

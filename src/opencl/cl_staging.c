@@ -212,9 +212,13 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
         if (status != POSENC_OK)
             return status;
         if (region->upload) {
-            cl_int err = state->cl->EnqueueWriteBuffer(state->queue, state->slots[r].mem, CL_TRUE,
-                                                       (size_t)region->slot_offset, (size_t)size,
-                                                       region->lo, 0, NULL, NULL);
+            cl_event written = NULL;
+            cl_int err = state->cl->EnqueueWriteBuffer(state->queue, state->slots[r].mem,
+                                                       CL_FALSE, (size_t)region->slot_offset,
+                                                       (size_t)size, region->lo, 0, NULL,
+                                                       &written);
+            if (err == CL_SUCCESS)
+                err = posenc_cl_complete(state->cl, written);
             if (err != CL_SUCCESS)
                 return posenc_cl_fail(ctx, err, name, "clEnqueueWriteBuffer (staging)");
         }
@@ -259,7 +263,7 @@ static void copy_elements(uint8_t *dst, const uint8_t *src, const posenc__view *
     }
 }
 
-posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *staging)
+static posenc_status copy_out(posenc_context *ctx, posenc_cl_staging *staging, cl_event after)
 {
     posenc_cl_context *state = ctx->backend_state;
     const posenc_cl_api *cl = state->cl;
@@ -271,15 +275,21 @@ posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *stagin
         cl_mem mem = state->slots[r].mem;
         cl_int err;
         if (!region->upload) { /* one packed output: read it straight into place */
-            err = cl->EnqueueReadBuffer(state->queue, mem, CL_TRUE, (size_t)region->slot_offset,
-                                        size, region->lo, 0, NULL, NULL);
+            cl_event read = NULL;
+            err = cl->EnqueueReadBuffer(state->queue, mem, CL_FALSE, (size_t)region->slot_offset,
+                                        size, region->lo, 1, &after, &read);
+            if (err == CL_SUCCESS)
+                err = posenc_cl_complete(cl, read);
             if (err != CL_SUCCESS)
                 return posenc_cl_fail(ctx, err, "output", "clEnqueueReadBuffer (staging)");
             continue;
         }
-        void *mapped = cl->EnqueueMapBuffer(state->queue, mem, CL_TRUE, CL_MAP_READ,
-                                            (size_t)region->slot_offset, size, 0, NULL, NULL,
+        cl_event map = NULL;
+        void *mapped = cl->EnqueueMapBuffer(state->queue, mem, CL_FALSE, CL_MAP_READ,
+                                            (size_t)region->slot_offset, size, 1, &after, &map,
                                             &err);
+        if (err == CL_SUCCESS)
+            err = posenc_cl_complete(cl, map);
         if (err != CL_SUCCESS || !mapped)
             return posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_MAP_FAILURE : err, "output",
                                   "clEnqueueMapBuffer (staging)");
@@ -288,12 +298,34 @@ posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *stagin
             if (v->host && v->region == r && v->written)
                 copy_elements(v->host, (const uint8_t *)mapped + (v->host - region->lo), v->view);
         }
-        err = cl->EnqueueUnmapMemObject(state->queue, mem, mapped, 0, NULL, NULL);
+        /* Waited for, so that the next call's copy into this slot cannot overtake it on an
+         * out-of-order queue. */
+        cl_event unmapped = NULL;
+        err = cl->EnqueueUnmapMemObject(state->queue, mem, mapped, 0, NULL, &unmapped);
+        if (err == CL_SUCCESS)
+            err = posenc_cl_complete(cl, unmapped);
         if (err != CL_SUCCESS)
             return posenc_cl_fail(ctx, err, "output", "clEnqueueUnmapMemObject (staging)");
     }
-    cl_int err = cl->Finish(state->queue);
-    return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, "operation", "clFinish");
+    return POSENC_OK;
+}
+
+posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *staging,
+                                  cl_event after)
+{
+    posenc_status status = copy_out(ctx, staging, after);
+    /* Waits for posenc's own commands only: the queue may be the caller's. */
+    posenc_status waited = posenc_cl_wait_all(ctx, "operation");
+    return status != POSENC_OK ? status : waited;
+}
+
+bool posenc_cl_stage_has_host(const posenc_cl_staging *staging)
+{
+    for (uint32_t i = 0; i < staging->view_count; i++) {
+        if (staging->views[i].host)
+            return true;
+    }
+    return false;
 }
 
 void posenc_cl_stage_trim(posenc_context *ctx)

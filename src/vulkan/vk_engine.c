@@ -55,23 +55,17 @@ posenc_status posenc_vk_buffer_wrap(posenc_context *ctx, VkBuffer buffer, VkDevi
     if (offset > UINT64_MAX - range)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "range: offset + range overflows");
     posenc__clear_error(ctx);
-    posenc_buffer *buf = calloc(1, sizeof *buf);
     posenc_vk_buffer *state = calloc(1, sizeof *state);
-    if (!buf || !state) {
-        free(buf);
-        free(state);
+    if (!state)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "wrapped: out of host memory");
-    }
     state->allocation.buffer = buffer;
     state->allocation.size = range;
     state->base = offset;
     state->borrowed = true;
-    buf->ctx = ctx;
-    buf->size = range;
-    buf->backend_state = state;
-    posenc__buffer_link(ctx, buf);
-    *wrapped = buf;
-    return POSENC_OK;
+    posenc_status status = posenc__buffer_adopt(ctx, range, state, wrapped);
+    if (status != POSENC_OK)
+        free(state);
+    return status;
 }
 
 /* Recording binds device memory the caller submits later: host memory, which posenc would have

@@ -1,0 +1,166 @@
+/* Ordering and completion of posenc's OpenCL work: the chain of posenc's own
+ * commands through events (so out-of-order queues work too), and waits that look at posenc's
+ * events only, never at the rest of a queue that may be the caller's. */
+#if !defined(_WIN32)
+#  define _POSIX_C_SOURCE 200809L /* nanosleep, clock_gettime */
+#endif
+
+#include "opencl/cl_internal.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#if defined(_WIN32)
+#  define WIN32_LEAN_AND_MEAN
+#  include <windows.h>
+#endif
+
+/* Wait lists up to this length are assembled on the stack. */
+#define STACK_WAITS 16
+
+/* ---- Ordering -------------------------------------------------------------------------------- */
+
+cl_int posenc_cl_enqueue_ordered(posenc_context *ctx, cl_uint wait_count,
+                                 const cl_event *wait_list, posenc_cl_enqueue_fn enqueue,
+                                 void *user, cl_event *event)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    cl_event stack[STACK_WAITS];
+    cl_event *waits = stack;
+    cl_uint count = wait_count + (state->last ? 1u : 0u);
+    if (count > STACK_WAITS) {
+        waits = malloc(count * sizeof *waits);
+        if (!waits)
+            return CL_OUT_OF_HOST_MEMORY;
+    }
+    for (cl_uint i = 0; i < wait_count; i++)
+        waits[i] = wait_list[i];
+    if (state->last)
+        waits[wait_count] = state->last;
+
+    cl_event done = NULL;
+    cl_int err = enqueue(ctx, user, count, count ? waits : NULL, &done);
+    if (waits != stack)
+        free(waits);
+    if (err != CL_SUCCESS)
+        return err;
+    if (state->last)
+        state->cl->ReleaseEvent(state->last);
+    state->last = done;
+    if (event) {
+        state->cl->RetainEvent(done);
+        *event = done;
+    }
+    return CL_SUCCESS;
+}
+
+/* ---- Waiting --------------------------------------------------------------------------------- */
+
+cl_int posenc_cl_complete(const posenc_cl_api *cl, cl_event event)
+{
+    cl_int err = cl->WaitForEvents(1, &event);
+    cl_int status = CL_COMPLETE;
+    if (err != CL_SUCCESS &&
+        cl->GetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                         NULL) == CL_SUCCESS &&
+        status < 0)
+        err = status; /* the command's own error says more than the wait's */
+    cl->ReleaseEvent(event);
+    return err;
+}
+
+static uint64_t now_ns(void)
+{
+#if defined(_WIN32)
+    return (uint64_t)GetTickCount64() * 1000000u;
+#else
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+#endif
+}
+
+static void sleep_ns(uint64_t ns)
+{
+#if defined(_WIN32)
+    Sleep((DWORD)(ns / 1000000u));
+#else
+    struct timespec t = {.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
+    nanosleep(&t, NULL);
+#endif
+}
+
+/* CL_COMPLETE, a command status still running (> 0), or the negative error that ended it. */
+static cl_int execution_status(const posenc_cl_api *cl, cl_event event, cl_int *error)
+{
+    cl_int status = CL_COMPLETE;
+    *error = cl->GetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                              NULL);
+    return status;
+}
+
+static posenc_status finished(posenc_context *ctx, cl_int status, const char *what)
+{
+    if (status == CL_COMPLETE)
+        return POSENC_OK;
+    /* A negative status is the command's error; the runtime decides which. Errors that are not
+     * about memory or the device say only that the device failed the work. */
+    posenc_status mapped = posenc_cl_status(status);
+    if (mapped != POSENC_OUT_OF_DEVICE_MEMORY && mapped != POSENC_OUT_OF_MEMORY &&
+        mapped != POSENC_DEVICE_LOST)
+        mapped = POSENC_DEVICE_ERROR;
+    return posenc__fail(ctx, mapped, "%s: the command ended with %s (%d)", what,
+                        posenc_cl_error_name(status), (int)status);
+}
+
+posenc_status posenc_cl_event_wait(posenc_context *ctx, cl_event event, uint64_t timeout_ns,
+                                   const char *what)
+{
+    const posenc_cl_api *cl = ((posenc_cl_context *)ctx->backend_state)->cl;
+    cl_int error = CL_SUCCESS;
+    cl_int status = execution_status(cl, event, &error);
+    if (error != CL_SUCCESS)
+        return posenc_cl_fail(ctx, error, what, "clGetEventInfo");
+    if (status > CL_COMPLETE && timeout_ns == UINT64_MAX) {
+        /* No limit: the runtime's own wait, which also flushes the queue. Its result only says
+         * whether the command failed; the status says how. */
+        cl->WaitForEvents(1, &event);
+        status = execution_status(cl, event, &error);
+        if (error != CL_SUCCESS)
+            return posenc_cl_fail(ctx, error, what, "clGetEventInfo");
+    }
+    if (status > CL_COMPLETE && timeout_ns > 0) {
+        /* Polling with a growing sleep: 1.2 has no timed wait. Short first, since small work
+         * ends within microseconds; at most 1 ms late. */
+        uint64_t start = now_ns(), nap = 2000;
+        while (status > CL_COMPLETE) {
+            uint64_t elapsed = now_ns() - start;
+            if (elapsed >= timeout_ns)
+                break;
+            uint64_t left = timeout_ns - elapsed;
+            sleep_ns(nap < left ? nap : left);
+            nap = nap < 1000000 ? nap * 2 : 1000000;
+            status = execution_status(cl, event, &error);
+            if (error != CL_SUCCESS)
+                return posenc_cl_fail(ctx, error, what, "clGetEventInfo");
+        }
+    }
+    if (status > CL_COMPLETE)
+        return POSENC_TIMEOUT;
+    return finished(ctx, status, what);
+}
+
+posenc_status posenc_cl_wait_all(posenc_context *ctx, const char *what)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    if (!state->last)
+        return POSENC_OK;
+    posenc_status status = posenc_cl_event_wait(ctx, state->last, UINT64_MAX, what);
+    if (status != POSENC_OK) {
+        /* Later work must not wait for a command that failed: a runtime fails the commands
+         * waiting for it too, and the context would never recover. */
+        state->cl->ReleaseEvent(state->last);
+        state->last = NULL;
+    }
+    return status;
+}

@@ -1,0 +1,950 @@
+/* posenc inside an OpenCL engine, through posenc_opencl.h, on every OpenCL device present. The
+ * test plays the engine: it creates the cl_context, queues and buffers itself, and checks
+ * - that posenc retains the context, device, queue and wrapped cl_mem while it uses them and
+ *   releases each exactly once (CL_*_REFERENCE_COUNT before and after), also on failure;
+ * - the errors for handles that do not belong together, foreign buffers and bad wait lists;
+ * - posenc_cl_enqueue_rope / _sinusoidal in f32, f16 and bf16 against the float64 reference,
+ *   on engine buffers and sub-buffers;
+ * - that enqueued work waits for the caller's events (a user event holds it back, and the
+ *   output stays untouched until it is set), and posenc's later work waits for it too;
+ * - an out-of-order queue, where posenc orders its own commands, and where the caller's
+ *   blocked command does not block posenc's synchronous calls (no clFinish on the queue);
+ * - enqueues from 4 threads on one context.
+ * Skipped without an OpenCL device, except under CI (the environment variable CI set), where
+ * that is a failure.
+ */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+
+#include <posenc/posenc_opencl.h>
+
+#include "reference.h"
+#include "test_common.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHECK_MESSAGE(text, needle)                                                          \
+    do {                                                                                     \
+        if (!strstr((text), (needle))) {                                                     \
+            test_failures++;                                                                 \
+            fprintf(stderr, "%s:%d: message '%s' lacks '%s'\n", __FILE__, __LINE__, (text),  \
+                    (needle));                                                               \
+        }                                                                                    \
+    } while (0)
+
+#define CHECK_CL(expr)                                                                       \
+    do {                                                                                     \
+        cl_int check_cl_ = (expr);                                                           \
+        if (check_cl_ != CL_SUCCESS) {                                                       \
+            test_failures++;                                                                 \
+            fprintf(stderr, "%s:%d: %s returned %d\n", __FILE__, __LINE__, #expr,            \
+                    (int)check_cl_);                                                         \
+        }                                                                                    \
+    } while (0)
+
+enum { HEAD_DIM = 32, HALF = HEAD_DIM / 2 };
+
+/* ---- The engine's own objects ---------------------------------------------------------------- */
+
+typedef struct engine {
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+} engine;
+
+static bool engine_create(engine *e, cl_device_id device, cl_command_queue_properties properties)
+{
+    memset(e, 0, sizeof *e);
+    e->device = device;
+    cl_int err = CL_SUCCESS;
+    e->context = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    if (err != CL_SUCCESS)
+        return false;
+    e->queue = clCreateCommandQueue(e->context, device, properties, &err);
+    if (err != CL_SUCCESS) {
+        clReleaseContext(e->context);
+        e->context = NULL;
+        return false;
+    }
+    return true;
+}
+
+static void engine_destroy(engine *e)
+{
+    if (e->queue)
+        clReleaseCommandQueue(e->queue);
+    if (e->context)
+        clReleaseContext(e->context);
+    memset(e, 0, sizeof *e);
+}
+
+static posenc_context *context_on(const engine *e)
+{
+    posenc_context_desc desc = {
+        .opencl = posenc_opencl_external_of(e->context, e->device, e->queue),
+        .log = test_count_warnings,
+    };
+    posenc_context *ctx = NULL;
+    posenc_status status = posenc_context_create(&desc, &ctx);
+    if (status != POSENC_OK) {
+        test_failures++;
+        fprintf(stderr, "context on the engine's objects: %s: %s\n", posenc_status_name(status),
+                posenc_thread_last_error());
+    }
+    return ctx;
+}
+
+static cl_mem device_buffer(const engine *e, size_t size, const void *data)
+{
+    cl_int err = CL_SUCCESS;
+    cl_mem mem = clCreateBuffer(e->context, CL_MEM_READ_WRITE | (data ? CL_MEM_COPY_HOST_PTR : 0),
+                                size, (void *)(uintptr_t)data, &err);
+    CHECK_CL(err);
+    return err == CL_SUCCESS ? mem : NULL;
+}
+
+/* Non-blocking, then a wait for this read alone: PoCL makes a blocking read wait for the whole
+ * queue, which holds a command waiting for a user event in test_out_of_order. */
+static void read_buffer(const engine *e, cl_mem mem, size_t offset, size_t size, void *out)
+{
+    cl_event read = NULL;
+    CHECK_CL(clEnqueueReadBuffer(e->queue, mem, CL_FALSE, offset, size, out, 0, NULL, &read));
+    if (read) {
+        CHECK_CL(clWaitForEvents(1, &read));
+        clReleaseEvent(read);
+    }
+}
+
+static posenc_buffer *wrap(posenc_context *ctx, cl_mem mem)
+{
+    posenc_buffer *buffer = NULL;
+    posenc_status status = posenc_cl_buffer_wrap(ctx, mem, &buffer);
+    if (status != POSENC_OK) {
+        test_failures++;
+        fprintf(stderr, "posenc_cl_buffer_wrap: %s: %s\n", posenc_status_name(status),
+                posenc_context_last_error(ctx));
+    }
+    return buffer;
+}
+
+static cl_uint context_references(cl_context context)
+{
+    cl_uint count = 0;
+    CHECK_CL(clGetContextInfo(context, CL_CONTEXT_REFERENCE_COUNT, sizeof count, &count, NULL));
+    return count;
+}
+
+static cl_uint queue_references(cl_command_queue queue)
+{
+    cl_uint count = 0;
+    CHECK_CL(clGetCommandQueueInfo(queue, CL_QUEUE_REFERENCE_COUNT, sizeof count, &count, NULL));
+    return count;
+}
+
+static cl_uint mem_references(cl_mem mem)
+{
+    cl_uint count = 0;
+    CHECK_CL(clGetMemObjectInfo(mem, CL_MEM_REFERENCE_COUNT, sizeof count, &count, NULL));
+    return count;
+}
+
+static cl_int execution_status(cl_event event)
+{
+    cl_int status = CL_COMPLETE;
+    CHECK_CL(clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                            NULL));
+    return status;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* ---- Data and the float64 reference ---------------------------------------------------------- */
+
+/* `count` values in [-2, 2] rounded to `dtype`, as floats and stored as `dtype` elements. */
+static void fill(float *values, void *stored, size_t count, posenc_dtype dtype, uint64_t seed)
+{
+    test_rng rng = {seed};
+    size_t element = posenc_dtype_size(dtype);
+    for (size_t i = 0; i < count; i++) {
+        values[i] = ref_round_to(dtype, (float)test_rng_uniform(&rng, -2.0, 2.0));
+        if (stored)
+            ref_store(dtype, (unsigned char *)stored + i * element, values[i]);
+    }
+}
+
+/* Failures of a NeoX RoPE of `tokens` x `heads` x HEAD_DIM (packed) at positions[t] with
+ * `theta`, judged by the accuracy promise (tests/reference.h: 8 * 2^-24 of the rotated pair,
+ * plus one ulp of f16/bf16 outputs), widened by `extra_units` * 2^-24 of the pair for results
+ * that went through earlier roundings (see the callers). */
+static int rope_failures(const void *out, const float *in, posenc_dtype dtype, int tokens,
+                         int heads, const int32_t *positions, double theta, double extra_units)
+{
+    posenc_rope_desc desc = {0};
+    desc.theta = theta;
+    double inv_freq[HALF];
+    double af = ref_rope_frequencies(&desc, HEAD_DIM, inv_freq);
+    ref_stats stats = {0};
+    size_t element = posenc_dtype_size(dtype);
+    int failures = 0;
+    for (int t = 0; t < tokens; t++) {
+        for (int h = 0; h < heads; h++) {
+            size_t base = ((size_t)t * (size_t)heads + (size_t)h) * HEAD_DIM;
+            double x[HEAD_DIM], expect[HEAD_DIM];
+            for (int d = 0; d < HEAD_DIM; d++)
+                x[d] = in[base + (size_t)d];
+            ref_rope_head(x, expect, HEAD_DIM, HEAD_DIM, POSENC_ROPE_NEOX, inv_freq,
+                          positions[t], af, false);
+            for (int j = 0; j < HALF; j++) {
+                double pair = hypot(x[j], x[j + HALF]);
+                for (int d = j; d < HEAD_DIM; d += HALF) {
+                    double got = ref_load(dtype, (const unsigned char *)out +
+                                                     (base + (size_t)d) * element);
+                    failures += !ref_check(&stats, dtype, got, expect[d], pair,
+                                           extra_units * REF_UNIT * pair);
+                }
+            }
+        }
+    }
+    if (failures)
+        fprintf(stderr, "  rope %s: %d values off (worst %.3g of the tolerance)\n",
+                posenc_dtype_name(dtype), failures, stats.max_ratio);
+    return failures;
+}
+
+/* Failures of an interleaved sinusoidal table of `rows` x `d_model` at positions first + r. */
+static int table_failures(const void *out, posenc_dtype dtype, int rows, int d_model,
+                          double base, int32_t first)
+{
+    posenc_sinusoidal_desc desc = {0};
+    desc.base = base;
+    double freq[64], pe[128];
+    ref_sinusoidal_frequencies(&desc, (uint32_t)d_model, freq);
+    ref_stats stats = {0};
+    size_t element = posenc_dtype_size(dtype);
+    int failures = 0;
+    for (int r = 0; r < rows; r++) {
+        ref_sinusoidal_row(freq, (uint32_t)d_model, POSENC_SINUSOIDAL_INTERLEAVED,
+                           (double)first + r, pe);
+        for (int c = 0; c < d_model; c++) {
+            double got = ref_load(dtype, (const unsigned char *)out +
+                                             ((size_t)r * (size_t)d_model + (size_t)c) * element);
+            failures += !ref_check(&stats, dtype, got, pe[c], 1.0, 0.0);
+        }
+    }
+    if (failures)
+        fprintf(stderr, "  sinusoidal %s: %d values off (worst %.3g of the tolerance)\n",
+                posenc_dtype_name(dtype), failures, stats.max_ratio);
+    return failures;
+}
+
+/* ---- Retain/release balance and the caller's device ------------------------------------------ */
+
+static void test_references(cl_device_id device)
+{
+    engine e;
+    if (!engine_create(&e, device, 0)) {
+        CHECK(!"engine_create");
+        return;
+    }
+    cl_mem mem = device_buffer(&e, 4096, NULL); /* it may hold the context itself */
+    cl_uint mems = mem ? mem_references(mem) : 0;
+    cl_uint contexts = context_references(e.context), queues = queue_references(e.queue);
+
+    posenc_context *ctx = context_on(&e);
+    if (ctx && mem) {
+        CHECK(context_references(e.context) > contexts);
+        CHECK(queue_references(e.queue) == queues + 1);
+
+        posenc_device_info info;
+        CHECK_OK(posenc_context_device(ctx, &info));
+        char name[256] = "";
+        CHECK_CL(clGetDeviceInfo(device, CL_DEVICE_NAME, sizeof name - 1, name, NULL));
+        CHECK(info.backend == POSENC_BACKEND_OPENCL);
+        CHECK(info.name[0] != '\0' && strstr(name, info.name) != NULL);
+
+        posenc_buffer *buffer = wrap(ctx, mem);
+        CHECK(mem_references(mem) == mems + 1);
+        CHECK(posenc_buffer_size(buffer) == 4096);
+        /* Work on the buffer, then its destruction: the reference goes back. */
+        posenc_sinusoidal_desc table = {0};
+        table.out = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 2, (int64_t[]){16, 64});
+        CHECK_OK(posenc_cl_enqueue_sinusoidal(ctx, &table, 0, NULL, NULL));
+        posenc_buffer_destroy(buffer);
+        CHECK_CL(clFinish(e.queue));
+        CHECK(mem_references(mem) == mems);
+
+        /* A buffer still wrapped at context destruction is released with it. */
+        buffer = wrap(ctx, mem);
+        CHECK(mem_references(mem) == mems + 1);
+    }
+    posenc_context_destroy(ctx);
+    CHECK(context_references(e.context) == contexts);
+    if (mem) {
+        CHECK(mem_references(mem) == mems);
+        /* Released before the queue is counted: the runtime may keep the event of the last
+         * command that wrote a buffer (and with it the queue) while the buffer lives. */
+        clReleaseMemObject(mem);
+    }
+    CHECK(queue_references(e.queue) == queues);
+    engine_destroy(&e);
+}
+
+/* ---- Errors ---------------------------------------------------------------------------------- */
+
+static void expect_refused(const posenc_context_desc *desc, posenc_status expected,
+                           const char *needle)
+{
+    posenc_context *const sentinel = (posenc_context *)(uintptr_t)0x5e5e5e50u;
+    posenc_context *ctx = sentinel;
+    CHECK_STATUS(posenc_context_create(desc, &ctx), expected);
+    CHECK_MESSAGE(posenc_thread_last_error(), needle);
+    CHECK(ctx == sentinel);
+    if (ctx != sentinel)
+        posenc_context_destroy(ctx);
+}
+
+static void test_mismatched_handles(cl_device_id device)
+{
+    engine a, b;
+    if (!engine_create(&a, device, 0) || !engine_create(&b, device, 0)) {
+        CHECK(!"engine_create");
+        engine_destroy(&a);
+        return;
+    }
+    cl_uint contexts = context_references(a.context), queues = queue_references(a.queue);
+    cl_uint other_queues = queue_references(b.queue);
+
+    posenc_context_desc desc = {.opencl = posenc_opencl_external_of(a.context, a.device, b.queue)};
+    expect_refused(&desc, POSENC_INVALID_ARGUMENT, "opencl.queue: belongs to another cl_context");
+    desc.opencl.queue = NULL;
+    expect_refused(&desc, POSENC_INVALID_ARGUMENT, "opencl.queue: is NULL");
+    desc.opencl = posenc_opencl_external_of(a.context, NULL, a.queue);
+    expect_refused(&desc, POSENC_INVALID_ARGUMENT, "opencl.device: is NULL");
+    desc.opencl = posenc_opencl_external_of(a.context, a.device, a.queue);
+    desc.backend = POSENC_BACKEND_VULKAN;
+    expect_refused(&desc, POSENC_INVALID_ARGUMENT, "backend");
+    desc.backend = POSENC_BACKEND_AUTO;
+    desc.device = "0";
+    expect_refused(&desc, POSENC_INVALID_ARGUMENT, "device");
+
+    /* A device that is not one of the context's: a sub-device, where the device can be split. */
+    cl_device_partition_property split[] = {CL_DEVICE_PARTITION_EQUALLY, 1, 0};
+    cl_uint parts = 0;
+    if (clCreateSubDevices(device, split, 0, NULL, &parts) == CL_SUCCESS && parts > 0) {
+        cl_device_id *subs = calloc(parts, sizeof *subs);
+        if (subs && clCreateSubDevices(device, split, parts, subs, NULL) == CL_SUCCESS) {
+            desc = (posenc_context_desc){
+                .opencl = posenc_opencl_external_of(a.context, subs[0], a.queue)};
+            expect_refused(&desc, POSENC_INVALID_ARGUMENT,
+                           "opencl.device: is not one of the 1 device(s) of opencl.context");
+            for (cl_uint i = 0; i < parts; i++)
+                clReleaseDevice(subs[i]);
+        }
+        free(subs);
+    } else {
+        printf("    (the device cannot be split: a device outside the context is not checked)\n");
+    }
+    /* Nothing kept on failure. */
+    CHECK(context_references(a.context) == contexts);
+    CHECK(queue_references(a.queue) == queues);
+    CHECK(queue_references(b.queue) == other_queues);
+
+    posenc_context *ctx = context_on(&a);
+    cl_mem foreign = device_buffer(&b, 256, NULL);
+    if (ctx && foreign) {
+        posenc_buffer *const untouched = (posenc_buffer *)(uintptr_t)0x5e5e5e50u;
+        posenc_buffer *buffer = untouched;
+        cl_uint mems = mem_references(foreign);
+        CHECK_STATUS(posenc_cl_buffer_wrap(ctx, foreign, &buffer), POSENC_INVALID_ARGUMENT);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "mem: belongs to another cl_context");
+        CHECK(buffer == untouched && mem_references(foreign) == mems);
+        CHECK_STATUS(posenc_cl_buffer_wrap(ctx, NULL, &buffer), POSENC_INVALID_ARGUMENT);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "mem: is NULL");
+        CHECK_STATUS(posenc_cl_buffer_wrap(NULL, foreign, &buffer), POSENC_INVALID_ARGUMENT);
+
+        posenc_context_desc cpu_desc = {.backend = POSENC_BACKEND_CPU,
+                                        .flags = POSENC_CONTEXT_IGNORE_ENV};
+        posenc_context *cpu = NULL;
+        CHECK_OK(posenc_context_create(&cpu_desc, &cpu));
+        if (cpu) {
+            CHECK_STATUS(posenc_cl_buffer_wrap(cpu, foreign, &buffer), POSENC_INVALID_ARGUMENT);
+            CHECK_MESSAGE(posenc_context_last_error(cpu), "needs an OpenCL one");
+            posenc_context_destroy(cpu);
+        }
+        CHECK(buffer == untouched);
+
+        /* Enqueues refused before anything is enqueued: the event is not written, the memory
+         * not touched. */
+        float host[4][HEAD_DIM];
+        for (int i = 0; i < 4 * HEAD_DIM; i++)
+            host[i / HEAD_DIM][i % HEAD_DIM] = (float)i;
+        cl_event const sentinel = (cl_event)(uintptr_t)0x5e5e5e50u;
+        cl_event event = sentinel;
+        posenc_rope_desc rope = {0};
+        rope.q = posenc_tensor_of_host(host, POSENC_DTYPE_F32, 2, (int64_t[]){4, HEAD_DIM});
+        CHECK_STATUS(posenc_cl_enqueue_rope(ctx, &rope, 0, NULL, &event),
+                     POSENC_INVALID_ARGUMENT);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "q.host");
+
+        posenc_buffer *wrapped_host = NULL;
+        posenc_buffer_desc host_desc = {.size = sizeof host, .host_memory = host};
+        CHECK_OK(posenc_buffer_create(ctx, &host_desc, &wrapped_host));
+        posenc_sinusoidal_desc table = {0};
+        table.out = posenc_tensor_of_buffer(wrapped_host, POSENC_DTYPE_F32, 2,
+                                            (int64_t[]){4, HEAD_DIM});
+        CHECK_STATUS(posenc_cl_enqueue_sinusoidal(ctx, &table, 0, NULL, &event),
+                     POSENC_UNSUPPORTED);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "out.buffer: wraps host_memory");
+        posenc_event *const no_event = (posenc_event *)(uintptr_t)0x5e5e5e50u;
+        posenc_event *submitted = no_event;
+        CHECK_STATUS(posenc_sinusoidal_submit(ctx, &table, &submitted), POSENC_UNSUPPORTED);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "out.buffer: wraps host_memory");
+        CHECK(submitted == no_event);
+        posenc_buffer_destroy(wrapped_host);
+
+        cl_mem mine = device_buffer(&a, sizeof host, host);
+        posenc_buffer *buffer_a = mine ? wrap(ctx, mine) : NULL;
+        rope.q = posenc_tensor_of_buffer(buffer_a, POSENC_DTYPE_F32, 2, (int64_t[]){4, HEAD_DIM});
+        CHECK_STATUS(posenc_cl_enqueue_rope(ctx, &rope, 1, NULL, &event), POSENC_INVALID_ARGUMENT);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "event_wait_list: is NULL");
+        rope.rotary_dim = 3;
+        CHECK_STATUS(posenc_cl_enqueue_rope(ctx, &rope, 0, NULL, &event), POSENC_INVALID_SHAPE);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "rotary_dim");
+        rope.rotary_dim = 0;
+
+        /* Wait list entries that are NULL or of another context: refused by name before
+         * anything is enqueued (runtimes do not all check them). */
+        cl_int err = CL_SUCCESS;
+        cl_event invalid[2] = {clCreateUserEvent(a.context, &err), NULL};
+        CHECK_CL(err);
+        CHECK_STATUS(posenc_cl_enqueue_rope(ctx, &rope, 2, invalid, &event),
+                     POSENC_INVALID_ARGUMENT);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "event_wait_list[1]: is not a usable");
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "CL_INVALID_EVENT");
+        cl_event alien = clCreateUserEvent(b.context, &err);
+        CHECK_CL(err);
+        if (alien) {
+            CHECK_STATUS(posenc_cl_enqueue_rope(ctx, &rope, 1, &alien, &event),
+                         POSENC_INVALID_ARGUMENT);
+            CHECK_MESSAGE(posenc_context_last_error(ctx),
+                          "event_wait_list[0]: belongs to another cl_context");
+            clSetUserEventStatus(alien, CL_COMPLETE);
+            clReleaseEvent(alien);
+        }
+        if (invalid[0]) {
+            clSetUserEventStatus(invalid[0], CL_COMPLETE);
+            clReleaseEvent(invalid[0]);
+        }
+        CHECK(event == sentinel);
+        float back[4][HEAD_DIM];
+        if (mine) {
+            read_buffer(&a, mine, 0, sizeof back, back);
+            CHECK(memcmp(back, host, sizeof host) == 0);
+        }
+        /* The context still works. */
+        CHECK_OK(posenc_cl_enqueue_rope(ctx, &rope, 0, NULL, &event));
+        if (event != sentinel) {
+            CHECK_CL(clWaitForEvents(1, &event));
+            clReleaseEvent(event);
+        }
+        posenc_buffer_destroy(buffer_a);
+        if (mine)
+            clReleaseMemObject(mine);
+    }
+    if (foreign)
+        clReleaseMemObject(foreign);
+    posenc_context_destroy(ctx);
+    engine_destroy(&b);
+    engine_destroy(&a);
+}
+
+/* ---- Every dtype, on engine buffers and a sub-buffer ----------------------------------------- */
+
+enum { TOKENS = 5, Q_HEADS = 4, K_HEADS = 2, ROWS = 9, D_MODEL = 24 };
+static const int32_t positions[TOKENS] = {7, 123456, 2000000000, 0, 65535};
+
+static void test_dtypes(cl_device_id device)
+{
+    engine e;
+    if (!engine_create(&e, device, 0)) {
+        CHECK(!"engine_create");
+        return;
+    }
+    posenc_context *ctx = context_on(&e);
+    cl_uint align_bits = 0;
+    CHECK_CL(clGetDeviceInfo(device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits,
+                             &align_bits, NULL));
+    size_t align = align_bits >= 8 ? align_bits / 8 : 128;
+    const posenc_dtype dtypes[] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16, POSENC_DTYPE_BF16};
+    for (size_t d = 0; d < 3 && ctx; d++) {
+        posenc_dtype dtype = dtypes[d];
+        size_t element = posenc_dtype_size(dtype);
+        size_t q_count = (size_t)TOKENS * Q_HEADS * HEAD_DIM;
+        size_t k_count = (size_t)TOKENS * K_HEADS * HEAD_DIM;
+        /* One engine allocation: q at 0, k in a sub-buffer at the next aligned offset. */
+        size_t k_origin = (q_count * element + align - 1) / align * align;
+        size_t total = k_origin + k_count * element;
+        float q_in[TOKENS * Q_HEADS * HEAD_DIM], k_in[TOKENS * K_HEADS * HEAD_DIM];
+        unsigned char *bytes = calloc(1, total);
+        unsigned char *back = calloc(1, total);
+        if (!bytes || !back) {
+            CHECK(!"out of memory");
+            free(bytes);
+            free(back);
+            break;
+        }
+        fill(q_in, bytes, q_count, dtype, 100 + d);
+        fill(k_in, bytes + k_origin, k_count, dtype, 200 + d);
+        cl_mem whole = device_buffer(&e, total, bytes);
+        cl_buffer_region region = {k_origin, k_count * element};
+        cl_int err = CL_SUCCESS;
+        cl_mem k_sub = whole ? clCreateSubBuffer(whole, CL_MEM_READ_WRITE,
+                                                 CL_BUFFER_CREATE_TYPE_REGION, &region, &err)
+                             : NULL;
+        CHECK_CL(err);
+        cl_mem positions_mem = device_buffer(&e, sizeof positions, positions);
+        size_t table_bytes = (size_t)ROWS * D_MODEL * element;
+        cl_mem table_mem = device_buffer(&e, table_bytes, NULL);
+        posenc_buffer *q = whole ? wrap(ctx, whole) : NULL;
+        posenc_buffer *k = k_sub ? wrap(ctx, k_sub) : NULL;
+        posenc_buffer *p = positions_mem ? wrap(ctx, positions_mem) : NULL;
+        posenc_buffer *table = table_mem ? wrap(ctx, table_mem) : NULL;
+        if (q && k && p && table) {
+            posenc_rope_desc rope = {0};
+            rope.q = posenc_tensor_of_buffer(q, dtype, 3, (int64_t[]){TOKENS, Q_HEADS, HEAD_DIM});
+            rope.k = posenc_tensor_of_buffer(k, dtype, 3, (int64_t[]){TOKENS, K_HEADS, HEAD_DIM});
+            rope.positions = posenc_tensor_of_buffer(p, POSENC_DTYPE_I32, 1,
+                                                     (int64_t[]){TOKENS});
+            rope.theta = 500000.0;
+            cl_event rotated = NULL;
+            CHECK_OK(posenc_cl_enqueue_rope(ctx, &rope, 0, NULL, &rotated));
+
+            posenc_sinusoidal_desc sinusoidal = {0};
+            sinusoidal.out = posenc_tensor_of_buffer(table, dtype, 2,
+                                                     (int64_t[]){ROWS, D_MODEL});
+            sinusoidal.position_offset = 1000;
+            CHECK_OK(posenc_cl_enqueue_sinusoidal(ctx, &sinusoidal, 0, NULL, NULL));
+            if (rotated) {
+                CHECK_CL(clWaitForEvents(1, &rotated));
+                CHECK(execution_status(rotated) == CL_COMPLETE);
+                clReleaseEvent(rotated);
+            }
+            CHECK_CL(clFinish(e.queue)); /* the engine's own wait for the event it did not take */
+            read_buffer(&e, whole, 0, total, back);
+            CHECK(rope_failures(back, q_in, dtype, TOKENS, Q_HEADS, positions, 500000.0, 0) == 0);
+            CHECK(rope_failures(back + k_origin, k_in, dtype, TOKENS, K_HEADS, positions,
+                                500000.0, 0) == 0);
+            read_buffer(&e, table_mem, 0, table_bytes, back);
+            CHECK(table_failures(back, dtype, ROWS, D_MODEL, 10000.0, 1000) == 0);
+        }
+        posenc_buffer_destroy(q);
+        posenc_buffer_destroy(k);
+        posenc_buffer_destroy(p);
+        posenc_buffer_destroy(table);
+        cl_mem mems[] = {k_sub, whole, positions_mem, table_mem};
+        for (int i = 0; i < 4; i++) {
+            if (mems[i])
+                clReleaseMemObject(mems[i]);
+        }
+        free(bytes);
+        free(back);
+    }
+    posenc_context_destroy(ctx);
+    engine_destroy(&e);
+}
+
+/* ---- The caller's events hold posenc's work back --------------------------------------------- */
+
+static void test_user_event(cl_device_id device)
+{
+    engine e;
+    if (!engine_create(&e, device, 0)) {
+        CHECK(!"engine_create");
+        return;
+    }
+    posenc_context *ctx = context_on(&e);
+    enum { T = 6, H = 2 };
+    /* CL_MEM_USE_HOST_PTR: where the device works in the host memory itself (CPU devices), a
+     * command that ran too early shows there at once; elsewhere the event status still does. */
+    static float q_host[T * H * HEAD_DIM], table_host[T * HEAD_DIM];
+    float q_in[T * H * HEAD_DIM];
+    fill(q_in, q_host, T * H * HEAD_DIM, POSENC_DTYPE_F32, 7);
+    memset(table_host, 0, sizeof table_host);
+    cl_int err = CL_SUCCESS;
+    cl_mem q_mem = clCreateBuffer(e.context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,
+                                  sizeof q_host, q_host, &err);
+    CHECK_CL(err);
+    cl_mem table_mem = clCreateBuffer(e.context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,
+                                      sizeof table_host, table_host, &err);
+    CHECK_CL(err);
+    cl_event gate = clCreateUserEvent(e.context, &err);
+    CHECK_CL(err);
+    posenc_buffer *q = ctx && q_mem ? wrap(ctx, q_mem) : NULL;
+    posenc_buffer *table = ctx && table_mem ? wrap(ctx, table_mem) : NULL;
+    if (q && table && gate) {
+        posenc_rope_desc rope = {0};
+        rope.q = posenc_tensor_of_buffer(q, POSENC_DTYPE_F32, 3, (int64_t[]){T, H, HEAD_DIM});
+        rope.position_offset = 300;
+        cl_event rotated = NULL, tabled = NULL;
+        CHECK_OK(posenc_cl_enqueue_rope(ctx, &rope, 1, &gate, &rotated));
+        /* No wait list: posenc's own order still puts it after the RoPE, hence after the gate. */
+        posenc_sinusoidal_desc sinusoidal = {0};
+        sinusoidal.out = posenc_tensor_of_buffer(table, POSENC_DTYPE_F32, 2,
+                                                 (int64_t[]){T, HEAD_DIM});
+        CHECK_OK(posenc_cl_enqueue_sinusoidal(ctx, &sinusoidal, 0, NULL, &tabled));
+        /* A submit (posenc's own events) is held back too: a timed wait times out. It rotates
+         * q once more, out of place into a posenc buffer. */
+        posenc_event *submitted = NULL;
+        posenc_buffer *twice = NULL;
+        posenc_buffer_desc twice_desc = {.size = sizeof q_host};
+        CHECK_OK(posenc_buffer_create(ctx, &twice_desc, &twice));
+        posenc_rope_desc again = rope;
+        again.q_out = posenc_tensor_of_buffer(twice, POSENC_DTYPE_F32, 3,
+                                              (int64_t[]){T, H, HEAD_DIM});
+        CHECK_OK(posenc_rope_submit(ctx, &again, &submitted));
+        if (submitted) {
+            CHECK_STATUS(posenc_event_wait(submitted, 0), POSENC_TIMEOUT);
+            CHECK_STATUS(posenc_event_wait(submitted, 2000000), POSENC_TIMEOUT);
+        }
+        CHECK_CL(clFlush(e.queue));
+        sleep_ms(50);
+        if (rotated && tabled) {
+            cl_int r = execution_status(rotated), s = execution_status(tabled);
+            CHECK(r == CL_QUEUED || r == CL_SUBMITTED);
+            CHECK(s == CL_QUEUED || s == CL_SUBMITTED);
+        }
+        bool untouched = true;
+        for (int i = 0; i < T * H * HEAD_DIM; i++)
+            untouched &= q_host[i] == q_in[i];
+        for (int i = 0; i < T * HEAD_DIM; i++)
+            untouched &= table_host[i] == 0.0f;
+        CHECK(untouched);
+
+        CHECK_CL(clSetUserEventStatus(gate, CL_COMPLETE));
+        if (tabled)
+            CHECK_CL(clWaitForEvents(1, &tabled));
+        if (rotated)
+            CHECK(execution_status(rotated) == CL_COMPLETE);
+        float back[T * H * HEAD_DIM];
+        read_buffer(&e, q_mem, 0, sizeof back, back);
+        int32_t at[T];
+        for (int t = 0; t < T; t++)
+            at[t] = 300 + t;
+        CHECK(rope_failures(back, q_in, POSENC_DTYPE_F32, T, H, at, 10000.0, 0) == 0);
+        if (submitted) {
+            /* R(300 + t) applied twice is R(2 (300 + t)), within two roundings (the second
+             * rotation's input is off by up to 8 units of the pair). */
+            CHECK_OK(posenc_event_wait(submitted, UINT64_MAX));
+            posenc_event_destroy(submitted);
+            CHECK_OK(posenc_buffer_download(twice, 0, back, sizeof back));
+            for (int t = 0; t < T; t++)
+                at[t] = 2 * (300 + t);
+            CHECK(rope_failures(back, q_in, POSENC_DTYPE_F32, T, H, at, 10000.0, 8.0) == 0);
+        }
+        posenc_buffer_destroy(twice);
+        read_buffer(&e, table_mem, 0, sizeof table_host, back);
+        CHECK(table_failures(back, POSENC_DTYPE_F32, T, HEAD_DIM, 10000.0, 0) == 0);
+        if (rotated)
+            clReleaseEvent(rotated);
+        if (tabled)
+            clReleaseEvent(tabled);
+    } else if (gate) {
+        clSetUserEventStatus(gate, CL_COMPLETE);
+    }
+    if (gate)
+        clReleaseEvent(gate);
+    posenc_buffer_destroy(q);
+    posenc_buffer_destroy(table);
+    if (q_mem)
+        clReleaseMemObject(q_mem);
+    if (table_mem)
+        clReleaseMemObject(table_mem);
+    posenc_context_destroy(ctx);
+    engine_destroy(&e);
+}
+
+/* ---- An out-of-order queue ------------------------------------------------------------------- */
+
+static void test_out_of_order(cl_device_id device)
+{
+    cl_command_queue_properties supported = 0;
+    CHECK_CL(clGetDeviceInfo(device, CL_DEVICE_QUEUE_PROPERTIES, sizeof supported, &supported,
+                             NULL));
+    engine e;
+    if (!(supported & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) ||
+        !engine_create(&e, device, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
+        printf("    (no out-of-order queues on this device: not checked)\n");
+        return;
+    }
+    posenc_context *ctx = context_on(&e);
+    enum { T = 7, H = 3, COUNT = T * H * HEAD_DIM };
+    float x[COUNT];
+    fill(x, NULL, COUNT, POSENC_DTYPE_F32, 21);
+    cl_mem mem = device_buffer(&e, sizeof x, x);
+    cl_mem scratch = device_buffer(&e, 64, NULL);
+    cl_int err = CL_SUCCESS;
+    cl_event gate = clCreateUserEvent(e.context, &err);
+    CHECK_CL(err);
+    posenc_buffer *buffer = ctx && mem ? wrap(ctx, mem) : NULL;
+    posenc_buffer *owned = NULL;
+    if (ctx) {
+        posenc_buffer_desc owned_desc = {.size = sizeof x, .initial_data = x};
+        CHECK_OK(posenc_buffer_create(ctx, &owned_desc, &owned));
+    }
+    if (buffer && owned && scratch && gate) {
+        /* The caller's own command, held back until the end: posenc never waits for it. */
+        static const char zeros[64];
+        cl_event blocked = NULL;
+        CHECK_CL(clEnqueueWriteBuffer(e.queue, scratch, CL_FALSE, 0, sizeof zeros, zeros, 1,
+                                      &gate, &blocked));
+
+        /* Forward at theta A, back at A, forward at theta B: only right in this order. */
+        const int64_t shape[3] = {T, H, HEAD_DIM};
+        posenc_rope_desc forward = {0};
+        forward.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, shape);
+        forward.theta = 20000.0;
+        posenc_rope_desc backward = forward;
+        backward.inverse = true;
+        posenc_rope_desc last = forward;
+        last.theta = 10000.0;
+        last.position_offset = 77;
+        CHECK_OK(posenc_cl_enqueue_rope(ctx, &forward, 0, NULL, NULL));
+        CHECK_OK(posenc_cl_enqueue_rope(ctx, &backward, 0, NULL, NULL));
+
+        /* A synchronous call on host memory in between returns (it waits for posenc's own
+         * commands, not for the queue). */
+        float host[COUNT];
+        memcpy(host, x, sizeof host);
+        posenc_rope_desc on_host = last;
+        on_host.q = posenc_tensor_of_host(host, POSENC_DTYPE_F32, 3, shape);
+        CHECK_OK(posenc_rope(ctx, &on_host));
+        int32_t at[T];
+        for (int t = 0; t < T; t++)
+            at[t] = 77 + t;
+        CHECK(rope_failures(host, x, POSENC_DTYPE_F32, T, H, at, 10000.0, 0) == 0);
+
+        cl_event done = NULL;
+        CHECK_OK(posenc_cl_enqueue_rope(ctx, &last, 0, NULL, &done));
+        /* A posenc buffer: upload, enqueue, download at once; the download shows the result. */
+        posenc_rope_desc on_owned = last;
+        on_owned.q = posenc_tensor_of_buffer(owned, POSENC_DTYPE_F32, 3, shape);
+        CHECK_OK(posenc_cl_enqueue_rope(ctx, &on_owned, 0, NULL, NULL));
+        float back[COUNT];
+        CHECK_OK(posenc_buffer_download(owned, 0, back, sizeof back));
+        CHECK(rope_failures(back, x, POSENC_DTYPE_F32, T, H, at, 10000.0, 0) == 0);
+        CHECK_OK(posenc_context_finish(ctx));
+
+        if (done) {
+            CHECK_CL(clWaitForEvents(1, &done));
+            clReleaseEvent(done);
+        }
+        read_buffer(&e, mem, 0, sizeof back, back);
+        /* Three rotations, each within the promise of the pair (8 units): the first two leave
+         * at most 16 units of error in the input of the third. */
+        CHECK(rope_failures(back, x, POSENC_DTYPE_F32, T, H, at, 10000.0, 16.0) == 0);
+        CHECK(execution_status(blocked) != CL_COMPLETE);
+        CHECK_CL(clSetUserEventStatus(gate, CL_COMPLETE));
+        CHECK_CL(clWaitForEvents(1, &blocked));
+        clReleaseEvent(blocked);
+    } else if (gate) {
+        clSetUserEventStatus(gate, CL_COMPLETE);
+    }
+    if (gate)
+        clReleaseEvent(gate);
+    posenc_buffer_destroy(buffer);
+    posenc_buffer_destroy(owned);
+    if (mem)
+        clReleaseMemObject(mem);
+    if (scratch)
+        clReleaseMemObject(scratch);
+    posenc_context_destroy(ctx);
+    engine_destroy(&e);
+}
+
+/* ---- Several threads enqueueing on one context ----------------------------------------------- */
+
+enum { THREADS = 4, ITERATIONS = 6, TT = 5, TH = 2, SLICE = TT * TH * HEAD_DIM };
+
+typedef struct worker {
+    posenc_context *ctx;
+    int index;
+    posenc_buffer *input, *output, *tables;
+    cl_event events[2 * ITERATIONS];
+    int event_count;
+    int failures;
+} worker;
+
+/* Each thread its own frequency tables (theta, base), so the context's small table cache keeps
+ * replacing tables that other threads' queued work still reads. */
+static double worker_theta(int index) { return 10000.0 + 1000.0 * index; }
+static double worker_base(int index) { return 10000.0 + 7.0 * index; }
+
+static void *worker_run(void *argument)
+{
+    worker *w = argument;
+    for (int j = 0; j < ITERATIONS; j++) {
+        posenc_rope_desc rope = {0};
+        rope.q = posenc_tensor_of_buffer(w->input, POSENC_DTYPE_F32, 3,
+                                         (int64_t[]){TT, TH, HEAD_DIM});
+        rope.q_out = posenc_tensor_of_buffer(w->output, POSENC_DTYPE_F32, 3,
+                                             (int64_t[]){TT, TH, HEAD_DIM});
+        rope.q_out.offset = (uint64_t)j * SLICE * sizeof(float);
+        rope.position_offset = 1000 * w->index + 10 * j;
+        rope.theta = worker_theta(w->index);
+        cl_event event = NULL;
+        if (posenc_cl_enqueue_rope(w->ctx, &rope, 0, NULL, &event) != POSENC_OK) {
+            w->failures++;
+            continue;
+        }
+        w->events[w->event_count++] = event;
+
+        posenc_sinusoidal_desc table = {0};
+        table.out = posenc_tensor_of_buffer(w->tables, POSENC_DTYPE_F32, 2,
+                                            (int64_t[]){TT, HEAD_DIM});
+        table.out.offset = (uint64_t)j * TT * HEAD_DIM * sizeof(float);
+        table.position_offset = 100 * j;
+        table.base = worker_base(w->index);
+        if (posenc_cl_enqueue_sinusoidal(w->ctx, &table, 0, NULL, &event) != POSENC_OK) {
+            w->failures++;
+            continue;
+        }
+        w->events[w->event_count++] = event;
+    }
+    return NULL;
+}
+
+static void test_threads(cl_device_id device)
+{
+    engine e;
+    if (!engine_create(&e, device, 0)) {
+        CHECK(!"engine_create");
+        return;
+    }
+    posenc_context *ctx = context_on(&e);
+    worker workers[THREADS];
+    cl_mem mems[THREADS][3];
+    memset(workers, 0, sizeof workers);
+    memset(mems, 0, sizeof mems);
+    static float inputs[THREADS][SLICE];
+    bool ready = ctx != NULL;
+    for (int t = 0; t < THREADS && ready; t++) {
+        fill(inputs[t], NULL, SLICE, POSENC_DTYPE_F32, 50 + (uint64_t)t);
+        mems[t][0] = device_buffer(&e, sizeof inputs[t], inputs[t]);
+        mems[t][1] = device_buffer(&e, sizeof(float) * SLICE * ITERATIONS, NULL);
+        mems[t][2] = device_buffer(&e, sizeof(float) * TT * HEAD_DIM * ITERATIONS, NULL);
+        ready = mems[t][0] && mems[t][1] && mems[t][2];
+        workers[t] = (worker){.ctx = ctx, .index = t};
+        if (ready) {
+            workers[t].input = wrap(ctx, mems[t][0]);
+            workers[t].output = wrap(ctx, mems[t][1]);
+            workers[t].tables = wrap(ctx, mems[t][2]);
+            ready = workers[t].input && workers[t].output && workers[t].tables;
+        }
+    }
+    if (ready) {
+        pthread_t threads[THREADS];
+        int started = 0;
+        for (; started < THREADS; started++) {
+            if (pthread_create(&threads[started], NULL, worker_run, &workers[started]) != 0)
+                break;
+        }
+        CHECK(started == THREADS);
+        for (int t = 0; t < started; t++)
+            pthread_join(threads[t], NULL);
+        for (int t = 0; t < THREADS; t++) {
+            CHECK(workers[t].failures == 0);
+            if (workers[t].event_count)
+                CHECK_CL(clWaitForEvents((cl_uint)workers[t].event_count, workers[t].events));
+            for (int i = 0; i < workers[t].event_count; i++)
+                clReleaseEvent(workers[t].events[i]);
+        }
+        float *back = malloc(sizeof(float) * SLICE * ITERATIONS);
+        for (int t = 0; t < THREADS && back; t++) {
+            read_buffer(&e, mems[t][1], 0, sizeof(float) * SLICE * ITERATIONS, back);
+            for (int j = 0; j < ITERATIONS; j++) {
+                int32_t at[TT];
+                for (int i = 0; i < TT; i++)
+                    at[i] = 1000 * t + 10 * j + i;
+                CHECK(rope_failures(back + (size_t)j * SLICE, inputs[t], POSENC_DTYPE_F32, TT,
+                                    TH, at, worker_theta(t), 0) == 0);
+            }
+            read_buffer(&e, mems[t][2], 0, sizeof(float) * TT * HEAD_DIM * ITERATIONS, back);
+            for (int j = 0; j < ITERATIONS; j++)
+                CHECK(table_failures(back + (size_t)j * TT * HEAD_DIM, POSENC_DTYPE_F32, TT,
+                                     HEAD_DIM, worker_base(t), 100 * j) == 0);
+        }
+        free(back);
+    }
+    posenc_context_destroy(ctx); /* releases the wrapped buffers */
+    for (int t = 0; t < THREADS; t++) {
+        for (int i = 0; i < 3; i++) {
+            if (mems[t][i])
+                clReleaseMemObject(mems[t][i]);
+        }
+    }
+    engine_destroy(&e);
+}
+
+/* ---- Every OpenCL device --------------------------------------------------------------------- */
+
+static int unavailable(const char *reason)
+{
+    const char *ci = getenv("CI");
+    if (ci && ci[0]) {
+        fprintf(stderr, "CI is set but there is no OpenCL device (%s): the engine tests would be "
+                        "skipped. CI must provide a device (PoCL).\n",
+                reason);
+        return EXIT_FAILURE;
+    }
+    printf("OpenCL unavailable (%s): skipped\n", reason);
+    return TEST_SKIP_CODE;
+}
+
+int main(void)
+{
+    const char *reason = "";
+    if (posenc_backend_status(POSENC_BACKEND_OPENCL, &reason) != POSENC_OK)
+        return unavailable(reason);
+    cl_platform_id platforms[8];
+    cl_uint platform_count = 0;
+    if (clGetPlatformIDs(8, platforms, &platform_count) != CL_SUCCESS || platform_count == 0)
+        return unavailable("no platform");
+    unsigned devices = 0;
+    for (cl_uint p = 0; p < platform_count && p < 8; p++) {
+        cl_device_id ids[8];
+        cl_uint count = 0;
+        if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 8, ids, &count) != CL_SUCCESS)
+            continue;
+        for (cl_uint d = 0; d < count && d < 8; d++) {
+            char name[256] = "";
+            clGetDeviceInfo(ids[d], CL_DEVICE_NAME, sizeof name - 1, name, NULL);
+            cl_bool available = CL_FALSE, compiler = CL_FALSE;
+            clGetDeviceInfo(ids[d], CL_DEVICE_AVAILABLE, sizeof available, &available, NULL);
+            clGetDeviceInfo(ids[d], CL_DEVICE_COMPILER_AVAILABLE, sizeof compiler, &compiler,
+                            NULL);
+            if (!available || !compiler) { /* posenc_context_create says UNSUPPORTED */
+                printf("  opencl   %-40s not usable (no compiler or not available)\n", name);
+                continue;
+            }
+            int before = test_failures;
+            test_references(ids[d]);
+            test_mismatched_handles(ids[d]);
+            test_dtypes(ids[d]);
+            test_user_event(ids[d]);
+            test_out_of_order(ids[d]);
+            test_threads(ids[d]);
+            printf("  opencl   %-40s %s\n", name, test_failures == before ? "ok" : "FAILED");
+            devices++;
+        }
+    }
+    if (devices == 0)
+        return unavailable("no device");
+    return test_finish("test_opencl_engine");
+}
