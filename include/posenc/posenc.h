@@ -455,7 +455,7 @@ POSENC_API posenc_status posenc_sinusoidal(posenc_context *context,
  * on failure), submits the work and returns without waiting for the device.
  * - Every tensor of a submitted operation must be a posenc_buffer view: host views are
  *   INVALID_ARGUMENT (naming the tensor); use the synchronous call for those. Buffers that wrap
- *   host_memory are UNSUPPORTED on devices that cannot use that memory in place.
+ *   host_memory are UNSUPPORTED on the GPU backends, which copy that memory around each call.
  * - Work of one context runs in submission order, and posenc_buffer_upload/download on the
  *   context are ordered after it: a download shows the results of every earlier submit.
  *   posenc_buffer_destroy and posenc_context_destroy wait for the work that uses them.

@@ -1,38 +1,9 @@
 /* posenc_rope_submit, posenc_sinusoidal_submit and their events: the front end of asynchronous
  * work. Backends without submit entries run the work synchronously and return a done event. */
 #include "backend.h"
+#include "core/op_views.h"
 
 #include <stdlib.h>
-
-static bool backend_is_async(const posenc_context *ctx)
-{
-    return ctx->backend->rope_submit != NULL;
-}
-
-/* Submitted work must live in posenc buffers: a host view would have to be copied back after the
- * device finishes, at a moment the library does not control. Wrapped host memory is refused
- * where the device does not use it in place, for the same reason. */
-static posenc_status check_submit_view(posenc_context *ctx, const posenc__view *view,
-                                       const char *name, const char *call)
-{
-    if (view->host)
-        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                            "%s.host: %s needs a posenc_buffer view, not host memory (use the "
-                            "synchronous call for host tensors)",
-                            name, call);
-    const posenc_buffer *buf = view->buffer;
-    if (buf && buf->host_memory && backend_is_async(ctx)) {
-        void *in_place = ctx->backend->buffer_host_address
-                             ? ctx->backend->buffer_host_address(ctx, view->buffer)
-                             : NULL;
-        if (in_place != buf->host_memory)
-            return posenc__fail(ctx, POSENC_UNSUPPORTED,
-                                "%s.buffer: wraps host_memory, which this device copies at "
-                                "each operation; %s needs a buffer the device owns",
-                                name, call);
-    }
-    return POSENC_OK;
-}
 
 /* The event is allocated before the work is submitted, so that a failed allocation submits
  * nothing. */
@@ -75,16 +46,12 @@ posenc_status posenc_rope_submit(posenc_context *ctx, const posenc_rope_desc *de
     posenc_status status = posenc__rope_prepare(ctx, desc, &op);
     if (status != POSENC_OK)
         return status;
-    static const char call[] = "posenc_rope_submit";
-    status = check_submit_view(ctx, &op.q, "q", call);
-    if (status == POSENC_OK && !op.q_in_place)
-        status = check_submit_view(ctx, &op.q_out, "q_out", call);
-    if (status == POSENC_OK && op.has_k)
-        status = check_submit_view(ctx, &op.k, "k", call);
-    if (status == POSENC_OK && op.has_k && !op.k_in_place)
-        status = check_submit_view(ctx, &op.k_out, "k_out", call);
-    if (status == POSENC_OK && op.has_positions)
-        status = check_submit_view(ctx, &op.positions, "positions", call);
+    /* Backends without submit entries run the work now, so wrapped host memory is fine there;
+     * host views are refused everywhere, so that code written on one device runs on all. */
+    const posenc__view *views[POSENC__ROPE_VIEWS];
+    posenc__rope_views(&op, views);
+    status = posenc__check_device_views(ctx, views, posenc__rope_view_names, POSENC__ROPE_VIEWS,
+                                        !ctx->backend->rope_submit, "posenc_rope_submit");
     posenc_event *created;
     if (status == POSENC_OK)
         status = create_event(ctx, event, &created);
@@ -104,12 +71,11 @@ posenc_status posenc_sinusoidal_submit(posenc_context *ctx, const posenc_sinusoi
     posenc_status status = posenc__sinusoidal_prepare(ctx, desc, &op);
     if (status != POSENC_OK)
         return status;
-    static const char call[] = "posenc_sinusoidal_submit";
-    status = check_submit_view(ctx, &op.out, "out", call);
-    if (status == POSENC_OK && op.has_x)
-        status = check_submit_view(ctx, &op.x, "x", call);
-    if (status == POSENC_OK && op.has_positions)
-        status = check_submit_view(ctx, &op.positions, "positions", call);
+    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
+    posenc__sinusoidal_views(ctx, &op, views);
+    status = posenc__check_device_views(ctx, views, posenc__sinusoidal_view_names,
+                                        POSENC__SINUSOIDAL_VIEWS, !ctx->backend->sinusoidal_submit,
+                                        "posenc_sinusoidal_submit");
     posenc_event *created;
     if (status == POSENC_OK)
         status = create_event(ctx, event, &created);

@@ -2,49 +2,6 @@
  * context's queue with their cl_event as the completion state (src/backend.h). */
 #include "opencl/cl_internal.h"
 
-static posenc_status check_view(posenc_context *ctx, const posenc__view *view, const char *name,
-                                const char *call)
-{
-    if (view->host)
-        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                            "%s.host: %s needs a posenc_buffer view, not host memory (use the "
-                            "synchronous call for host tensors)",
-                            name, call);
-    if (view->buffer && view->buffer->host_memory)
-        return posenc__fail(ctx, POSENC_UNSUPPORTED,
-                            "%s.buffer: wraps host_memory, which OpenCL devices copy at each "
-                            "operation; %s needs a buffer the device owns",
-                            name, call);
-    return POSENC_OK;
-}
-
-posenc_status posenc_cl_check_rope_views(posenc_context *ctx, const posenc__rope_op *op,
-                                         const char *call)
-{
-    posenc_status status = check_view(ctx, &op->q, "q", call);
-    if (status == POSENC_OK && !op->q_in_place)
-        status = check_view(ctx, &op->q_out, "q_out", call);
-    if (status == POSENC_OK && op->has_k)
-        status = check_view(ctx, &op->k, "k", call);
-    if (status == POSENC_OK && op->has_k && !op->k_in_place)
-        status = check_view(ctx, &op->k_out, "k_out", call);
-    if (status == POSENC_OK && op->has_positions)
-        status = check_view(ctx, &op->positions, "positions", call);
-    return status;
-}
-
-posenc_status posenc_cl_check_sinusoidal_views(posenc_context *ctx,
-                                               const posenc__sinusoidal_op *op,
-                                               const char *call)
-{
-    posenc_status status = check_view(ctx, &op->out, "out", call);
-    if (status == POSENC_OK && op->has_x)
-        status = check_view(ctx, &op->x, "x", call);
-    if (status == POSENC_OK && op->has_positions)
-        status = check_view(ctx, &op->positions, "positions", call);
-    return status;
-}
-
 posenc_status posenc_cl_rope(posenc_context *ctx, const posenc__rope_op *op)
 {
     posenc_cl_context *state = ctx->backend_state;
@@ -87,12 +44,9 @@ posenc_status posenc_cl_rope_submit(posenc_context *ctx, const posenc__rope_op *
                                     void **event_state)
 {
     posenc_cl_context *state = ctx->backend_state;
-    posenc_status status = posenc_cl_check_rope_views(ctx, op, "posenc_rope_submit");
-    if (status != POSENC_OK)
-        return status;
-    cl_event event = NULL;
+    cl_event event = NULL; /* the front end checked the views (op_views.h) */
     posenc__mutex_lock(&state->lock);
-    status = posenc_cl_rope_run(ctx, op, 0, NULL, &event);
+    posenc_status status = posenc_cl_rope_run(ctx, op, 0, NULL, &event);
     status = submitted(ctx, status, event, event_state);
     posenc__mutex_unlock(&state->lock);
     return status;
@@ -102,12 +56,9 @@ posenc_status posenc_cl_sinusoidal_submit(posenc_context *ctx, const posenc__sin
                                           void **event_state)
 {
     posenc_cl_context *state = ctx->backend_state;
-    posenc_status status = posenc_cl_check_sinusoidal_views(ctx, op, "posenc_sinusoidal_submit");
-    if (status != POSENC_OK)
-        return status;
-    cl_event event = NULL;
+    cl_event event = NULL; /* the front end checked the views (op_views.h) */
     posenc__mutex_lock(&state->lock);
-    status = posenc_cl_sinusoidal_run(ctx, op, 0, NULL, &event);
+    posenc_status status = posenc_cl_sinusoidal_run(ctx, op, 0, NULL, &event);
     status = submitted(ctx, status, event, event_state);
     posenc__mutex_unlock(&state->lock);
     return status;

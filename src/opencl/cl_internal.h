@@ -345,12 +345,5 @@ posenc_status posenc_cl_submit_event_wait(posenc_context *ctx, void *event_state
                                           uint64_t timeout_ns);
 void posenc_cl_submit_event_release(posenc_context *ctx, void *event_state);
 posenc_status posenc_cl_finish(posenc_context *ctx);
-/* Work that is left running reads device buffers only: host views and buffers wrapping host
- * memory (staged at each call on OpenCL) are refused, naming the tensor and `call`. */
-posenc_status posenc_cl_check_rope_views(posenc_context *ctx, const posenc__rope_op *op,
-                                         const char *call);
-posenc_status posenc_cl_check_sinusoidal_views(posenc_context *ctx,
-                                               const posenc__sinusoidal_op *op,
-                                               const char *call);
 
 #endif

@@ -1,6 +1,7 @@
 /* posenc_opencl.h: an engine's cl_mem as a posenc buffer, and operations enqueued on the
  * context's queue after the caller's events, validated by the same front end as posenc_rope. */
 #include "backend.h"
+#include "core/op_views.h"
 #include "opencl/cl_internal.h"
 
 #include <posenc/posenc_opencl.h>
@@ -90,6 +91,25 @@ static posenc_status check_wait_list(posenc_context *ctx, const posenc_cl_contex
     return POSENC_OK;
 }
 
+/* Enqueued work runs on device memory only (op_views.h). */
+static posenc_status check_views(posenc_context *ctx, const posenc__rope_op *op,
+                                 const char *call)
+{
+    const posenc__view *views[POSENC__ROPE_VIEWS];
+    posenc__rope_views(op, views);
+    return posenc__check_device_views(ctx, views, posenc__rope_view_names, POSENC__ROPE_VIEWS,
+                                      false, call);
+}
+
+static posenc_status check_views_sinusoidal(posenc_context *ctx,
+                                            const posenc__sinusoidal_op *op, const char *call)
+{
+    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
+    posenc__sinusoidal_views(ctx, op, views);
+    return posenc__check_device_views(ctx, views, posenc__sinusoidal_view_names,
+                                      POSENC__SINUSOIDAL_VIEWS, false, call);
+}
+
 /* Hands the event to the caller, or drops it (state->last keeps posenc's own reference). */
 static void hand_out(posenc_cl_context *state, cl_event done, cl_event *event)
 {
@@ -115,7 +135,7 @@ posenc_status posenc_cl_enqueue_rope(posenc_context *ctx, const posenc_rope_desc
     if (status == POSENC_OK)
         status = posenc__rope_prepare(ctx, desc, &op);
     if (status == POSENC_OK)
-        status = posenc_cl_check_rope_views(ctx, &op, call);
+        status = check_views(ctx, &op, call);
     if (status == POSENC_OK)
         status = posenc_cl_rope_run(ctx, &op, num_events_in_wait_list, event_wait_list, &done);
     posenc__mutex_unlock(&state->lock);
@@ -141,7 +161,7 @@ posenc_status posenc_cl_enqueue_sinusoidal(posenc_context *ctx,
     if (status == POSENC_OK)
         status = posenc__sinusoidal_prepare(ctx, desc, &op);
     if (status == POSENC_OK)
-        status = posenc_cl_check_sinusoidal_views(ctx, &op, call);
+        status = check_views_sinusoidal(ctx, &op, call);
     if (status == POSENC_OK)
         status = posenc_cl_sinusoidal_run(ctx, &op, num_events_in_wait_list, event_wait_list,
                                           &done);

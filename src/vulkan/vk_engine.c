@@ -3,6 +3,7 @@
 #include "backend.h"
 #include "vulkan/vk_internal.h"
 
+#include "core/op_views.h"
 #include "core/tensor.h"
 
 #include <posenc/posenc_vulkan.h>
@@ -68,37 +69,16 @@ posenc_status posenc_vk_buffer_wrap(posenc_context *ctx, VkBuffer buffer, VkDevi
     return status;
 }
 
-/* Recording binds device memory the caller submits later: host memory, which posenc would have
- * to copy around the work, cannot take part. */
-static posenc_status check_view(posenc_context *ctx, const posenc__view *view, const char *name,
-                                const char *call)
-{
-    if (!view)
-        return POSENC_OK;
-    if (view->host)
-        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                            "%s.host: %s records device work and needs a posenc_buffer view, not "
-                            "host memory",
-                            name, call);
-    if (view->buffer->host_memory)
-        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                            "%s.buffer: wraps host memory; %s needs device memory (a buffer from "
-                            "posenc_buffer_create or posenc_vk_buffer_wrap)",
-                            name, call);
-    return POSENC_OK;
-}
-
+/* Recording binds device memory the caller submits later (op_views.h), and each view's place in
+ * its VkBuffer. */
 static posenc_status check_views(posenc_context *ctx, const posenc__view *const *views,
                                  const char *const *names, uint32_t count, const char *call,
                                  posenc_vk_place *places)
 {
-    for (uint32_t i = 0; i < count; i++) {
-        posenc_status status = check_view(ctx, views[i], names[i], call);
-        if (status != POSENC_OK)
-            return status;
+    posenc_status status = posenc__check_device_views(ctx, views, names, count, false, call);
+    for (uint32_t i = 0; status == POSENC_OK && i < count; i++)
         places[i] = views[i] ? posenc_vk_place_of(views[i]) : (posenc_vk_place){0};
-    }
-    return POSENC_OK;
+    return status;
 }
 
 static void begin_recording(posenc_vk_context *vk, VkCommandBuffer command_buffer)
@@ -125,15 +105,10 @@ posenc_status posenc_vk_cmd_rope(posenc_context *ctx, VkCommandBuffer command_bu
     }
     posenc__rope_op op = {0};
     posenc_status status = posenc__rope_prepare(ctx, desc, &op);
-    enum { VIEWS = 5 };
-    const posenc__view *views[VIEWS] = {
-        &op.q,
-        op.q_in_place ? NULL : &op.q_out,
-        op.has_k ? &op.k : NULL,
-        op.has_k && !op.k_in_place ? &op.k_out : NULL,
-        op.has_positions ? &op.positions : NULL,
-    };
-    static const char *const names[VIEWS] = {"q", "q_out", "k", "k_out", "positions"};
+    enum { VIEWS = POSENC__ROPE_VIEWS };
+    const posenc__view *views[VIEWS];
+    posenc__rope_views(&op, views);
+    const char *const *names = posenc__rope_view_names;
     posenc_vk_place places[VIEWS];
     if (status == POSENC_OK)
         status = check_views(ctx, views, names, VIEWS, call, places);
@@ -166,15 +141,11 @@ posenc_status posenc_vk_cmd_sinusoidal(posenc_context *ctx, VkCommandBuffer comm
     }
     posenc__sinusoidal_op op = {0};
     posenc_status status = posenc__sinusoidal_prepare(ctx, desc, &op);
-    enum { VIEWS = 3 };
-    bool x_in_out = status == POSENC_OK && op.has_x &&
-                    posenc__views_identical(ctx, &op.out, &op.x);
-    const posenc__view *views[VIEWS] = {
-        &op.out,
-        op.has_x && !x_in_out ? &op.x : NULL,
-        op.has_positions ? &op.positions : NULL,
-    };
-    static const char *const names[VIEWS] = {"out", "x", "positions"};
+    enum { VIEWS = POSENC__SINUSOIDAL_VIEWS };
+    const posenc__view *views[VIEWS] = {0};
+    if (status == POSENC_OK)
+        posenc__sinusoidal_views(ctx, &op, views);
+    const char *const *names = posenc__sinusoidal_view_names;
     posenc_vk_place places[VIEWS];
     if (status == POSENC_OK)
         status = check_views(ctx, views, names, VIEWS, call, places);

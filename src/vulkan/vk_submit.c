@@ -7,6 +7,7 @@
  * or mapping one waits for exactly the work it needs. */
 #include "vulkan/vk_internal.h"
 
+#include "core/op_views.h"
 #include "core/tensor.h"
 
 #include <stdlib.h>
@@ -104,21 +105,6 @@ static posenc_status acquire(posenc_context *ctx, posenc_vk_submission **out)
     return POSENC_OK;
 }
 
-/* Refuses buffers that wrap host memory: the device copies those around each synchronous call,
- * which a submit cannot do after the work ends. */
-static posenc_status check_views(posenc_context *ctx, const posenc__view *const *views,
-                                 const char *const *names, uint32_t count, const char *call)
-{
-    for (uint32_t i = 0; i < count; i++) {
-        if (views[i] && views[i]->buffer && views[i]->buffer->host_memory)
-            return posenc__fail(ctx, POSENC_UNSUPPORTED,
-                                "%s.buffer: wraps host_memory, which this device copies at each "
-                                "operation; %s needs a buffer the device owns",
-                                names[i], call);
-    }
-    return POSENC_OK;
-}
-
 typedef posenc_status (*record_fn)(posenc_context *ctx, const void *op,
                                    const posenc_vk_place *places);
 
@@ -134,10 +120,11 @@ static posenc_status record_sinusoidal(posenc_context *ctx, const void *op,
     return posenc_vk_sinusoidal_record(ctx, op, places);
 }
 
-/* The common part of both submits: `views` (NULL: absent) are all device buffers. */
+/* The common part of both submits: `views` (NULL: absent) are all device buffers (the front
+ * end checked them, see op_views.h). */
 static posenc_status submit(posenc_context *ctx, const posenc__view *const *views,
-                            const char *const *names, uint32_t count, const posenc__freq *freqs,
-                            uint32_t freq_count, uint64_t freqs_id, record_fn record,
+                            uint32_t count, const posenc__freq *freqs, uint32_t freq_count,
+                            uint64_t freqs_id, record_fn record,
                             const void *op, void **event_state, const char *call)
 {
     posenc_vk_context *vk = ctx->backend_state;
@@ -149,9 +136,7 @@ static posenc_status submit(posenc_context *ctx, const posenc__view *const *view
                             "vulkan.queue: this context records only (no queue was given); "
                             "%s needs one",
                             call);
-    posenc_status status = check_views(ctx, views, names, count, call);
-    if (status != POSENC_OK)
-        return status;
+    posenc_status status;
     posenc_vk_event *event = NULL;
     if (event_state) {
         event = malloc(sizeof *event);
@@ -225,16 +210,10 @@ posenc_status posenc_vk_rope_submit(posenc_context *ctx, const posenc__rope_op *
                                     void **event_state)
 {
     posenc_vk_context *vk = ctx->backend_state;
-    const posenc__view *views[5] = {
-        &op->q,
-        op->q_in_place ? NULL : &op->q_out,
-        op->has_k ? &op->k : NULL,
-        op->has_k && !op->k_in_place ? &op->k_out : NULL,
-        op->has_positions ? &op->positions : NULL,
-    };
-    static const char *const names[5] = {"q", "q_out", "k", "k_out", "positions"};
+    const posenc__view *views[POSENC__ROPE_VIEWS];
+    posenc__rope_views(op, views);
     posenc__mutex_lock(&vk->lock);
-    posenc_status status = submit(ctx, views, names, 5, op->freqs, op->rotary_dim / 2,
+    posenc_status status = submit(ctx, views, POSENC__ROPE_VIEWS, op->freqs, op->rotary_dim / 2,
                                   op->freqs_id, record_rope, op, event_state,
                                   "posenc_rope_submit");
     posenc__mutex_unlock(&vk->lock);
@@ -245,16 +224,11 @@ posenc_status posenc_vk_sinusoidal_submit(posenc_context *ctx, const posenc__sin
                                           void **event_state)
 {
     posenc_vk_context *vk = ctx->backend_state;
-    bool x_in_out = op->has_x && posenc__views_identical(ctx, &op->out, &op->x);
-    const posenc__view *views[3] = {
-        &op->out,
-        op->has_x && !x_in_out ? &op->x : NULL,
-        op->has_positions ? &op->positions : NULL,
-    };
-    static const char *const names[3] = {"out", "x", "positions"};
+    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
+    posenc__sinusoidal_views(ctx, op, views);
     posenc__mutex_lock(&vk->lock);
-    posenc_status status = submit(ctx, views, names, 3, op->freqs, op->half, op->freqs_id,
-                                  record_sinusoidal, op, event_state,
+    posenc_status status = submit(ctx, views, POSENC__SINUSOIDAL_VIEWS, op->freqs, op->half,
+                                  op->freqs_id, record_sinusoidal, op, event_state,
                                   "posenc_sinusoidal_submit");
     posenc__mutex_unlock(&vk->lock);
     return status;

@@ -1,0 +1,49 @@
+/* The tensor views of an operation, and the device-memory rule for work that outlives the call
+ * (see op_views.h). */
+#include "core/op_views.h"
+#include "core/tensor.h"
+
+const char *const posenc__rope_view_names[POSENC__ROPE_VIEWS] = {"q", "q_out", "k", "k_out",
+                                                                 "positions"};
+const char *const posenc__sinusoidal_view_names[POSENC__SINUSOIDAL_VIEWS] = {"out", "x",
+                                                                             "positions"};
+
+void posenc__rope_views(const posenc__rope_op *op, const posenc__view *views[POSENC__ROPE_VIEWS])
+{
+    views[0] = &op->q;
+    views[1] = op->q_in_place ? NULL : &op->q_out;
+    views[2] = op->has_k ? &op->k : NULL;
+    views[3] = op->has_k && !op->k_in_place ? &op->k_out : NULL;
+    views[4] = op->has_positions ? &op->positions : NULL;
+}
+
+void posenc__sinusoidal_views(posenc_context *ctx, const posenc__sinusoidal_op *op,
+                              const posenc__view *views[POSENC__SINUSOIDAL_VIEWS])
+{
+    bool x_is_out = op->has_x && posenc__views_identical(ctx, &op->out, &op->x);
+    views[0] = &op->out;
+    views[1] = op->has_x && !x_is_out ? &op->x : NULL;
+    views[2] = op->has_positions ? &op->positions : NULL;
+}
+
+posenc_status posenc__check_device_views(posenc_context *ctx, const posenc__view *const *views,
+                                         const char *const *names, uint32_t count,
+                                         bool wrapped_host_ok, const char *call)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        const posenc__view *view = views[i];
+        if (!view)
+            continue;
+        if (view->host)
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "%s.host: %s needs a posenc_buffer view, not host memory (use "
+                                "the synchronous call for host tensors)",
+                                names[i], call);
+        if (!wrapped_host_ok && view->buffer && view->buffer->host_memory)
+            return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                                "%s.buffer: wraps host_memory, which this device copies at each "
+                                "operation; %s needs a buffer the device owns",
+                                names[i], call);
+    }
+    return POSENC_OK;
+}

@@ -1,0 +1,30 @@
+/* The tensor views an operation binds, listed once for every entry point that treats them
+ * alike, and the rule for work that runs on device memory only. */
+#ifndef POSENC_CORE_OP_VIEWS_H
+#define POSENC_CORE_OP_VIEWS_H
+
+#include "core/internal.h"
+
+#define POSENC__ROPE_VIEWS 5       /* q, q_out, k, k_out, positions */
+#define POSENC__SINUSOIDAL_VIEWS 3 /* out, x, positions */
+
+/* The names messages use, in the order of the lists below. */
+extern const char *const posenc__rope_view_names[POSENC__ROPE_VIEWS];
+extern const char *const posenc__sinusoidal_view_names[POSENC__SINUSOIDAL_VIEWS];
+
+/* Fills `views` with the operation's views; NULL where a view is absent or is its own input
+ * (an output rotated in place, x added into out itself), so each memory appears once. */
+void posenc__rope_views(const posenc__rope_op *op, const posenc__view *views[POSENC__ROPE_VIEWS]);
+void posenc__sinusoidal_views(posenc_context *ctx, const posenc__sinusoidal_op *op,
+                              const posenc__view *views[POSENC__SINUSOIDAL_VIEWS]);
+
+/* Work that outlives the call (submits, commands recorded or enqueued for the caller to run)
+ * reads and writes device memory only: a host view is INVALID_ARGUMENT, and, unless
+ * `wrapped_host_ok`, a buffer wrapping host_memory is UNSUPPORTED (GPU backends copy that
+ * memory around each synchronous call, which they cannot do after work they do not wait for).
+ * The message names the view and `call`. NULL entries are skipped. */
+posenc_status posenc__check_device_views(posenc_context *ctx, const posenc__view *const *views,
+                                         const char *const *names, uint32_t count,
+                                         bool wrapped_host_ok, const char *call);
+
+#endif
