@@ -9,6 +9,9 @@
  *     sinusoidal tables long enough for the anchor + step rows, with offsets up to INT32_MAX,
  *     odd widths, add mode and strided rows; all against the float64 reference;
  *   - thread counts 1..7 giving bit-identical results;
+ *   - the benchmark's copies shaped like an operation: RoPE's elements left unchanged and
+ *     nothing else touched, every element of a table written and nothing else, on 1..3
+ *     threads, strided views included, and a failed one leaving the next call a real one;
  *   - a steady-state call allocating nothing (allocations counted through the linker's --wrap
  *     on Linux), and the frequency table kept across calls and recomputed when an input changes.
  *
@@ -22,6 +25,7 @@
 #include "core/angle.h"
 #include "core/half.h"
 #include "core/internal.h"
+#include "core/roofline.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/cpu_kernels.h"
 #include "reference.h"
@@ -772,6 +776,78 @@ done:
     free(table);
 }
 
+/* ---- the benchmark's copies shaped like an operation ---- */
+
+static void test_rooflines(posenc_cpu_variant variant)
+{
+    enum { TOKENS = 37, Q_HEADS = 5, K_HEADS = 3, DIM = 24, ROWS = 70, D_MODEL = 33 };
+    /* q and k of one fused block, k's innermost dim strided (every other element). */
+    const int64_t q_elements = TOKENS * Q_HEADS * DIM, k_elements = TOKENS * K_HEADS * DIM * 2;
+    const size_t rope_bytes = (size_t)(q_elements + k_elements) * 2 + 64;
+    const size_t table_bytes = (size_t)ROWS * (D_MODEL + 3) * 2;
+    unsigned char *rope = malloc(rope_bytes), *before = malloc(rope_bytes);
+    unsigned char *table = malloc(table_bytes);
+    if (!rope || !before || !table) {
+        CHECK(!"out of memory");
+        goto done;
+    }
+    test_rng rng = {11};
+    fill_values(rope, rope_bytes, POSENC_DTYPE_F16, &rng);
+    memcpy(before, rope, rope_bytes);
+    for (uint32_t threads = 1; threads <= 3; threads++) {
+        posenc_context *context = variant_context(variant, threads);
+        if (!context)
+            continue;
+        posenc_rope_desc r = {
+            .q = posenc_tensor_of_host(rope, POSENC_DTYPE_F16, 3,
+                                       (const int64_t[]){TOKENS, Q_HEADS, DIM}),
+            .k = posenc_tensor_of_host(rope, POSENC_DTYPE_F16, 3,
+                                       (const int64_t[]){TOKENS, K_HEADS, DIM}),
+        };
+        r.k.offset = (uint64_t)q_elements * 2;
+        r.k.strides[0] = K_HEADS * DIM * 4;
+        r.k.strides[1] = DIM * 4;
+        r.k.strides[2] = 4;
+        CHECK_OK(posenc__roofline_rope(context, &r));
+        CHECK(memcmp(rope, before, rope_bytes) == 0);
+        r.style = POSENC_ROPE_GPTJ;
+        CHECK_OK(posenc__roofline_rope(context, &r));
+        CHECK(memcmp(rope, before, rope_bytes) == 0);
+
+        /* A failed copy is validated like the operation and leaves the next call a real one. */
+        posenc_rope_desc bad = r;
+        bad.rotary_dim = 3;
+        CHECK_STATUS(posenc__roofline_rope(context, &bad), POSENC_INVALID_SHAPE);
+        CHECK(strstr(posenc_context_last_error(context), "rotary_dim") != NULL);
+        CHECK_OK(posenc_rope(context, &r));
+        CHECK(memcmp(rope, before, rope_bytes) != 0);
+        memcpy(rope, before, rope_bytes);
+
+        /* A table, rows padded by 3 elements: every element written, the padding kept. */
+        memset(table, 0xa5, table_bytes);
+        posenc_sinusoidal_desc s = {
+            .out = posenc_tensor_of_host(table, POSENC_DTYPE_F16, 2,
+                                         (const int64_t[]){ROWS, D_MODEL}),
+        };
+        s.out.strides[0] = (D_MODEL + 3) * 2;
+        CHECK_OK(posenc__roofline_sinusoidal(context, &s));
+        for (size_t row = 0; row < ROWS; row++) {
+            for (size_t e = 0; e < D_MODEL + 3; e++) {
+                const unsigned char *p = table + (row * (D_MODEL + 3) + e) * 2;
+                bool written = p[0] != 0xa5 || p[1] != 0xa5;
+                if (written != (e < D_MODEL))
+                    REPORT("table copy on %u threads: row %zu element %zu %s\n", threads, row,
+                           e, written ? "written" : "not written");
+            }
+        }
+        posenc_context_destroy(context);
+    }
+done:
+    free(rope);
+    free(before);
+    free(table);
+}
+
 /* ---- steady state ---- */
 
 static void test_no_allocation(void)
@@ -928,6 +1004,7 @@ int main(void)
             posenc_context_destroy(context);
         }
         test_threads((posenc_cpu_variant)v);
+        test_rooflines((posenc_cpu_variant)v);
     }
     test_no_allocation();
     test_frequency_cache();

@@ -67,6 +67,9 @@ struct posenc_context {
     posenc__freq_cache rope_freqs;       /* the last RoPE frequency table and what made it */
     posenc__freq_cache sinusoidal_freqs; /* the same for sinusoidal encodings */
     uint64_t freqs_ids;                  /* ids handed out to frequency tables so far */
+    /* Set by core/roofline.c around one posenc_rope / posenc_sinusoidal call: the validated
+     * operation goes to the backend's copy of it (rope_roofline, sinusoidal_roofline). */
+    bool copy_instead;
     char last_error[512];
 };
 

@@ -163,5 +163,7 @@ posenc_status posenc_rope(posenc_context *ctx, const posenc_rope_desc *desc)
         return status;
     op.freqs = ctx->rope_freqs.freqs;
     op.freqs_id = ctx->rope_freqs.id;
+    if (ctx->copy_instead)
+        return ctx->backend->rope_roofline(ctx, &op);
     return ctx->backend->rope(ctx, &op);
 }

@@ -103,5 +103,7 @@ posenc_status posenc_sinusoidal(posenc_context *ctx, const posenc_sinusoidal_des
         return status;
     op.freqs = ctx->sinusoidal_freqs.freqs;
     op.freqs_id = ctx->sinusoidal_freqs.id;
+    if (ctx->copy_instead)
+        return ctx->backend->sinusoidal_roofline(ctx, &op);
     return ctx->backend->sinusoidal(ctx, &op);
 }

@@ -532,7 +532,9 @@ static void k_to_f32(posenc_dtype dtype, const void *in, size_t count, float *ou
 
 static void k_copy_in_place(float *data, size_t count)
 {
-    const vf zero = f_set(0.0f); /* x + 0 cannot be folded away, unlike a plain self-copy */
+    /* x + 0 cannot be folded away, unlike a plain self-copy (x + -0 can, being x for every x);
+     * only -0 (which comes back +0) and NaN (quieted) may change. */
+    const vf zero = f_set(0.0f);
     size_t i = 0;
     for (; i + 4 * LANES <= count; i += 4 * LANES) {
         vf a = f_load(data + i), b = f_load(data + i + LANES);

@@ -32,6 +32,7 @@ typedef struct sinusoidal_job {
     bool shared;   /* PE depends on the row only: computed once, written to every batch */
     bool stepped;  /* rows from anchors and the step table */
     int64_t units; /* rows (shared) or batch * rows */
+    bool copy;     /* the yardstick: write (or read and write back) the rows, no values */
 } sinusoidal_job;
 
 /* The columns of frequency i's sin and cos in each layout. */
@@ -130,6 +131,31 @@ static void emit_rows(const sinusoidal_job *job, int64_t b, int64_t r, uint32_t 
     job->state->kernels->sinusoidal_rows(&args);
 }
 
+/* The yardstick's counterpart of emit_rows: row r of batch b written with the copy kernel of
+ * the variant (read and written back where the encoding is added into `out` in place). */
+static void copy_row(const sinusoidal_job *job, int64_t b, int64_t r)
+{
+    const posenc__sinusoidal_op *op = job->op;
+    const posenc_cpu_kernels *kernels = job->state->kernels;
+    uint8_t *out = posenc_cpu_element(job->out, &op->out, 0, b, r, 0);
+    size_t element = posenc_dtype_size(op->out.dtype), bytes = (size_t)op->d_model * element;
+    bool in_place = op->has_x && job->x == job->out &&
+                    !memcmp(op->x.strides, op->out.strides, sizeof op->x.strides);
+    if (!contiguous(op) || (uintptr_t)out % 4) {
+        for (int64_t d = 0; d < op->d_model; d++) {
+            uint8_t *p = out + d * op->out.strides[3];
+            posenc_cpu_store(p, op->out.dtype, in_place ? posenc_cpu_load(p, op->out.dtype) : 0.0f);
+        }
+        return;
+    }
+    if (in_place)
+        kernels->copy_in_place((float *)(void *)out, bytes / 4);
+    else
+        kernels->fill((float *)(void *)out, bytes / 4, 0.0f);
+    if (bytes % 4) /* an odd d_model of 16-bit values: the last one */
+        memset(out + bytes - 2, 0, 2);
+}
+
 static void sinusoidal_part(void *arg, uint32_t part, uint32_t parts)
 {
     const sinusoidal_job *job = arg;
@@ -143,6 +169,16 @@ static void sinusoidal_part(void *arg, uint32_t part, uint32_t parts)
 
     uint64_t first, end;
     posenc_cpu_part_range((uint64_t)job->units, part, parts, &first, &end);
+    if (job->copy) {
+        for (uint64_t unit = first; unit < end; unit++) {
+            int64_t r = job->shared ? (int64_t)unit : (int64_t)unit % op->rows;
+            int64_t b = job->shared ? 0 : (int64_t)unit / op->rows;
+            int64_t b_end = job->shared ? op->batch : b + 1;
+            for (; b < b_end; b++)
+                copy_row(job, b, r);
+        }
+        return;
+    }
     if (job->stepped) { /* rows first .. end, shared by every batch */
         int64_t anchor = -1;
         for (int64_t r = (int64_t)first; r < (int64_t)end;) {
@@ -214,7 +250,8 @@ static posenc_status prepare_steps(posenc_context *ctx, const posenc__sinusoidal
     return POSENC_OK;
 }
 
-posenc_status posenc_cpu_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
+static posenc_status run_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op,
+                                    bool copy)
 {
     posenc_cpu_context *state = ctx->backend_state;
     posenc_status status = posenc_cpu_reserve_scratch(ctx, 2 * padded(op->half) + 3 * (size_t)op->half);
@@ -228,6 +265,7 @@ posenc_status posenc_cpu_sinusoidal(posenc_context *ctx, const posenc__sinusoida
         .x = op->has_x ? posenc__view_host_base(ctx, &op->x) : NULL,
         .positions = op->has_positions ? posenc__view_host_base(ctx, &op->positions) : NULL,
         .shared = !op->positions_per_batch,
+        .copy = copy,
     };
     job.units = job.shared ? op->rows : op->batch * op->rows;
     job.stepped = !op->has_positions && op->rows >= STEP_ROWS && op->half > 0;
@@ -245,4 +283,15 @@ posenc_status posenc_cpu_sinusoidal(posenc_context *ctx, const posenc__sinusoida
     uint32_t parts = posenc_cpu_parts_for(state, bytes, (uint64_t)job.units);
     posenc_cpu_pool_run(state->pool, parts, sinusoidal_part, &job);
     return POSENC_OK;
+}
+
+posenc_status posenc_cpu_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
+{
+    return run_sinusoidal(ctx, op, false);
+}
+
+posenc_status posenc_cpu_sinusoidal_roofline(posenc_context *ctx,
+                                             const posenc__sinusoidal_op *op)
+{
+    return run_sinusoidal(ctx, op, true);
 }
