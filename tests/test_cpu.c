@@ -545,7 +545,7 @@ done:
 
 static void test_rope_shapes(posenc_context *context, const char *variant)
 {
-    static const uint32_t head_dims[] = {2, 4, 6, 10, 18, 34, 66, 130, 258};
+    static const uint32_t head_dims[] = {2, 4, 6, 10, 18, 34, 50, 66, 98, 130, 258};
     static const posenc_dtype dtypes[] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16, POSENC_DTYPE_BF16};
     ref_stats stats = {0};
     unsigned runs = 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #define LANES 8
+#define TABLE_REGS 8 /* of 16: a rotary_dim of 64 keeps its NeoX table in registers */
 typedef __m256 vf;
 typedef __m256i vi;
 

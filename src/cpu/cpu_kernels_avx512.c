@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #define LANES 16
+#define TABLE_REGS 16 /* of 32: a rotary_dim of 128 or 256 keeps its whole table in registers */
 typedef __m512 vf;
 typedef __m512i vi;
 

@@ -16,6 +16,8 @@
  *   v is NaN, else b
  *   h_store2(p, v, q, w)        optional (HAVE_H_STORE2): h_store of two vectors, sharing
  *                               the NaN test
+ *   TABLE_REGS                  optional: vector registers RoPE may give to its table (0 or
+ *                               undefined: the table stays in memory)
  *   KERNEL_TABLE, KERNEL_NAME   the exported table and its POSENC_CPU_VARIANT name
  *   NATIVE_BF16                 defined where b_store is a hardware conversion
  *
@@ -292,6 +294,130 @@ CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
     }
 }
 
+/* ---- RoPE with the token's table held in registers ----
+ *
+ * The loops above read the table from memory for every vector: the cos and sin of a NeoX pair
+ * twice each, as operands of two instructions. With the data, that is three loads per vector
+ * where a copy makes one, and AVX-512 on AMD's Zen 4 loads one 64-byte vector per cycle: the
+ * loads, not the arithmetic, set the pace in cache. When the table fits in TABLE_REGS
+ * registers (rotary_dim 128 on AVX-512: 8 for NeoX, 16 for GPT-J), it is loaded once per call
+ * and each head costs its own loads and stores only. `NV` (vectors per half table for NeoX,
+ * per table for GPT-J) is a constant in each instance, so the loops over it unroll and the
+ * arrays stay in registers. */
+#if defined(TABLE_REGS) && TABLE_REGS > 0
+
+#if defined(__GNUC__) || defined(__clang__)
+#  define UNROLL_ALL _Pragma("GCC unroll 16")
+#else
+#  define UNROLL_ALL
+#endif
+
+CPU_INLINE void rope_neox_held(const posenc_cpu_rope_heads *a, posenc_dtype dt, const uint32_t nv)
+{
+    const size_t es = dt_size(dt);
+    const uint32_t half = a->rotary_dim / 2;
+    const size_t head_bytes = a->rotary_dim * es;
+    const int64_t ahead = heads_ahead(head_bytes);
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    vf c[TABLE_REGS / 2], s[TABLE_REGS / 2];
+    UNROLL_ALL
+    for (uint32_t k = 0; k < nv; k++) {
+        c[k] = f_load(a->table + k * LANES);
+        s[k] = f_load(a->table + half + k * LANES);
+    }
+    for (int64_t h = 0; h < heads; h++) {
+        prefetch_head(in0, in_stride, h, ahead, head_bytes);
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
+        UNROLL_ALL
+        for (uint32_t k = 0; k < nv; k++) {
+            size_t at = k * LANES * es, bt = at + half * es;
+            vf x0 = load_dt(dt, in + at), x1 = load_dt(dt, in + bt);
+            store_dt2(dt, out + at, f_fms(x0, c[k], f_mul(x1, s[k])), out + bt,
+                      f_fma(x0, s[k], f_mul(x1, c[k])));
+        }
+        if (a->copy_rest)
+            memcpy(out + head_bytes, in + head_bytes, (a->head_dim - a->rotary_dim) * es);
+    }
+}
+
+CPU_INLINE void rope_gptj_held(const posenc_cpu_rope_heads *a, posenc_dtype dt, const uint32_t nv)
+{
+    const size_t es = dt_size(dt);
+    const uint32_t rot = a->rotary_dim;
+    const size_t head_bytes = rot * es;
+    const int64_t ahead = heads_ahead(head_bytes);
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    vf c[TABLE_REGS / 2], s[TABLE_REGS / 2];
+    UNROLL_ALL
+    for (uint32_t k = 0; k < nv; k++) {
+        c[k] = f_load(a->table + k * LANES);
+        s[k] = f_load(a->table + rot + k * LANES);
+    }
+    for (int64_t h = 0; h < heads; h++) {
+        prefetch_head(in0, in_stride, h, ahead, head_bytes);
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
+        UNROLL_ALL
+        for (uint32_t k = 0; k + 1 < nv; k += 2) { /* two at a time: one NaN test for f16 */
+            size_t at = k * LANES * es, bt = at + LANES * es;
+            vf x = load_dt(dt, in + at), y = load_dt(dt, in + bt);
+            store_dt2(dt, out + at, f_fma(f_swap_pairs(x), s[k], f_mul(x, c[k])), out + bt,
+                      f_fma(f_swap_pairs(y), s[k + 1], f_mul(y, c[k + 1])));
+        }
+        if (nv % 2) {
+            size_t at = (nv - 1) * LANES * es;
+            vf x = load_dt(dt, in + at);
+            store_dt(dt, out + at, f_fma(f_swap_pairs(x), s[nv - 1], f_mul(x, c[nv - 1])));
+        }
+        if (a->copy_rest)
+            memcpy(out + head_bytes, in + head_bytes, (a->head_dim - rot) * es);
+    }
+}
+
+/* One instance per table size in vectors (1 .. TABLE_REGS / 2); false where the table does
+ * not fit or has a partial vector. */
+#define HELD_CASE(n)                                                                         \
+    case n: held(a, dt, n); return true;
+
+CPU_INLINE bool rope_held_dt(const posenc_cpu_rope_heads *a, posenc_dtype dt)
+{
+    bool neox = a->style == POSENC_ROPE_NEOX;
+    uint32_t values = neox ? a->rotary_dim / 2 : a->rotary_dim;
+    if (values % LANES || values / LANES > TABLE_REGS / 2)
+        return false;
+    uint32_t nv = values / LANES;
+    if (neox) {
+#define held rope_neox_held
+        switch (nv) {
+        HELD_CASE(1) HELD_CASE(2) HELD_CASE(3) HELD_CASE(4)
+#if TABLE_REGS >= 16
+        HELD_CASE(5) HELD_CASE(6) HELD_CASE(7) HELD_CASE(8)
+#endif
+        default: return false;
+        }
+#undef held
+    }
+#define held rope_gptj_held
+    switch (nv) {
+    HELD_CASE(1) HELD_CASE(2) HELD_CASE(3) HELD_CASE(4)
+#if TABLE_REGS >= 16
+    HELD_CASE(5) HELD_CASE(6) HELD_CASE(7) HELD_CASE(8)
+#endif
+    default: return false;
+    }
+#undef held
+}
+#undef HELD_CASE
+
+#endif
+
 /* f32 -> bf16 rounded to nearest even on the bits (core/half.c), left in the high half of
  * each 32-bit lane with the low half zero; NaN keeps its top bits and becomes quiet. */
 CPU_INLINE vi bf16_high(vf v)
@@ -339,6 +465,26 @@ CPU_INLINE void rope_gptj_bf16(const posenc_cpu_rope_heads *a)
 
 static void k_rope_heads(const posenc_cpu_rope_heads *a)
 {
+#if defined(TABLE_REGS) && TABLE_REGS > 0
+    switch (a->dtype) {
+    case DT_F16:
+        if (rope_held_dt(a, DT_F16))
+            return;
+        break;
+    case DT_BF16:
+#  if !defined(NATIVE_BF16)
+        if (a->style == POSENC_ROPE_GPTJ)
+            break; /* rope_gptj_bf16: no shuffle at all */
+#  endif
+        if (rope_held_dt(a, DT_BF16))
+            return;
+        break;
+    default:
+        if (rope_held_dt(a, DT_F32))
+            return;
+        break;
+    }
+#endif
     if (a->style == POSENC_ROPE_GPTJ) {
         switch (a->dtype) {
         case DT_F16: rope_gptj(a, DT_F16); break;
