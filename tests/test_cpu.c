@@ -8,6 +8,8 @@
  *     vector width, one token, one head, misaligned and strided views, in and out of place;
  *     sinusoidal tables long enough for the anchor + step rows, with offsets up to INT32_MAX,
  *     odd widths, add mode and strided rows; all against the float64 reference;
+ *   - f16 RoPE outputs that are NaN written as core/half.c writes them (sign | 0x7e00),
+ *     whatever the input NaN's payload, in every style and table size;
  *   - thread counts 1..7 giving bit-identical results;
  *   - the benchmark's copies shaped like an operation: RoPE's elements left unchanged and
  *     nothing else touched, every element of a table written and nothing else, on 1..3
@@ -776,6 +778,44 @@ done:
     free(table);
 }
 
+/* ---- f16 NaN outputs ---- */
+
+static void test_f16_nans(posenc_context *context, const char *variant)
+{
+    enum { TOKENS = 3, HEADS = 3 };
+    static const uint32_t dims[] = {16, 32, 64, 96, 128, 256};
+    static const uint16_t payloads[] = {0x7d23, 0xfd55, 0x7c01, 0xfe7f};
+    uint16_t data[TOKENS * HEADS * 256];
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+        for (int style = 0; style < 2; style++) {
+            const uint32_t dim = dims[d];
+            const size_t count = (size_t)TOKENS * HEADS * dim;
+            for (size_t i = 0; i < count; i++)
+                data[i] = (uint16_t)(0x3800 + (i * 37) % 0x400); /* 0.5 .. 1 */
+            /* One NaN in some heads, at a place that moves with the head. */
+            for (size_t h = 0; h < TOKENS * HEADS; h += 2)
+                data[h * dim + (h * 7) % dim] = payloads[h % 4];
+            posenc_rope_desc r = {
+                .q = posenc_tensor_of_host(data, POSENC_DTYPE_F16, 3,
+                                           (const int64_t[]){TOKENS, HEADS, dim}),
+                .style = (posenc_rope_style)style,
+            };
+            CHECK_OK(posenc_rope(context, &r));
+            for (size_t i = 0; i < count; i++) {
+                uint16_t h = data[i];
+                bool nan = (h & 0x7fff) > 0x7c00;
+                size_t head = i / dim;
+                bool expected = head % 2 == 0 && (style == POSENC_ROPE_NEOX
+                                                      ? i % (dim / 2) == (head * 7 % dim) % (dim / 2)
+                                                      : i % dim / 2 == (head * 7 % dim) / 2);
+                if (nan != expected || (nan && (h & 0x7fff) != 0x7e00))
+                    REPORT("%s f16 NaN: dim %u style %d element %zu is 0x%04x\n", variant, dim,
+                           style, i, h);
+            }
+        }
+    }
+}
+
 /* ---- the benchmark's copies shaped like an operation ---- */
 
 static void test_rooflines(posenc_cpu_variant variant)
@@ -1001,6 +1041,7 @@ int main(void)
         if (context) {
             test_rope_shapes(context, kernels->name);
             test_tables(context, kernels->name);
+            test_f16_nans(context, kernels->name);
             posenc_context_destroy(context);
         }
         test_threads((posenc_cpu_variant)v);

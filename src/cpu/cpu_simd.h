@@ -16,10 +16,15 @@
  *   v is NaN, else b
  *   h_store2(p, v, q, w)        optional (HAVE_H_STORE2): h_store of two vectors, sharing
  *                               the NaN test
+ *   h_store_raw, h_unordered, h_fix_nans   optional (HAVE_H_FIX_NANS): f16 stores whose NaN
+ *                               rewrite is deferred to the end of a head (the variant's file
+ *                               says how)
  *   TABLE_REGS                  optional: vector registers RoPE may give to its table (0 or
  *                               undefined: the table stays in memory)
  *   KERNEL_TABLE, KERNEL_NAME   the exported table and its POSENC_CPU_VARIANT name
  *   NATIVE_BF16                 defined where b_store is a hardware conversion
+ *   b_pack_pairs(even, odd)     optional (HAVE_B_PACK_PAIRS): two vectors to bf16 as
+ *                               32-bit lanes, even[i] low and odd[i] high
  *
  * sin/cos (sincos_vec) are the steps of core/angle.c on vectors: the nearest quarter turn and
  * the remainder from the top 32 bits of the exact fixed-point turn, radians as a float-float
@@ -112,6 +117,37 @@ CPU_INLINE void store_dt2(posenc_dtype dt, uint8_t *p, vf v, uint8_t *q, vf w)
 #endif
     store_dt(dt, p, v);
     store_dt(dt, q, w);
+}
+
+/* Two full vectors of a head whose f16 NaNs are rewritten at its end (fix_nans_dt), when the
+ * variant can: a mask accumulated in `nan` instead of a test and branch per store. */
+CPU_INLINE void store_dt2_deferred(posenc_dtype dt, uint8_t *p, vf v, uint8_t *q, vf w,
+                                   unsigned *nan)
+{
+#if defined(HAVE_H_FIX_NANS)
+    if (dt == DT_F16) {
+        *nan |= h_unordered(v, w);
+        h_store_raw(p, v);
+        h_store_raw(q, w);
+        return;
+    }
+#endif
+    (void)nan;
+    store_dt2(dt, p, v, q, w);
+}
+
+/* The end of a head written with store_dt2_deferred: `n` values (a multiple of LANES). */
+CPU_INLINE void fix_nans_dt(posenc_dtype dt, uint8_t *p, size_t n, unsigned nan)
+{
+#if defined(HAVE_H_FIX_NANS)
+    if (dt == DT_F16 && nan)
+        h_fix_nans(p, n);
+#else
+    (void)dt;
+    (void)p;
+    (void)n;
+    (void)nan;
+#endif
 }
 
 CPU_INLINE void store_dt_part(posenc_dtype dt, uint8_t *p, vf v, size_t n)
@@ -264,6 +300,26 @@ CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
     }
 }
 
+/* f32 -> bf16 rounded to nearest even on the bits (core/half.c), left in the high half of
+ * each 32-bit lane with the low half zero; NaN keeps its top bits and becomes quiet. */
+CPU_INLINE vi bf16_high(vf v)
+{
+    vi u = f_bits(v);
+    vi r = i_add(u, i_add(i_and(i_shr(u, 16), i_set(1)), i_set(0x7fff)));
+    r = i_select_nan(v, i_or(u, i_set(0x00400000)), r);
+    return i_and(r, i_set(0xffff0000u));
+}
+
+/* Two vectors to bf16 pairs: even[i] in the low half of lane i, odd[i] in the high half. */
+CPU_INLINE vi bf16_pairs(vf even, vf odd)
+{
+#if defined(HAVE_B_PACK_PAIRS)
+    return b_pack_pairs(even, odd);
+#else
+    return i_or(i_shr(bf16_high(even), 16), bf16_high(odd));
+#endif
+}
+
 /* ---- RoPE with the token's table held in registers ----
  *
  * The loops above read the table from memory for every vector: the cos and sin of a NeoX pair
@@ -300,13 +356,15 @@ CPU_INLINE void rope_neox_held(const posenc_cpu_rope_heads *a, posenc_dtype dt, 
     for (int64_t h = 0; h < heads; h++) {
         const uint8_t *in = in0 + h * in_stride;
         uint8_t *out = out0 + h * out_stride;
+        unsigned nan = 0;
         UNROLL_ALL
         for (uint32_t k = 0; k < nv; k++) {
             size_t at = k * LANES * es, bt = at + half * es;
             vf x0 = load_dt(dt, in + at), x1 = load_dt(dt, in + bt);
-            store_dt2(dt, out + at, f_fms(x0, c[k], f_mul(x1, s[k])), out + bt,
-                      f_fma(x0, s[k], f_mul(x1, c[k])));
+            store_dt2_deferred(dt, out + at, f_fms(x0, c[k], f_mul(x1, s[k])), out + bt,
+                               f_fma(x0, s[k], f_mul(x1, c[k])), &nan);
         }
+        fix_nans_dt(dt, out, a->rotary_dim, nan);
         if (a->copy_rest)
             memcpy(out + head_bytes, in + head_bytes, (a->head_dim - a->rotary_dim) * es);
     }
@@ -330,20 +388,55 @@ CPU_INLINE void rope_gptj_held(const posenc_cpu_rope_heads *a, posenc_dtype dt, 
     for (int64_t h = 0; h < heads; h++) {
         const uint8_t *in = in0 + h * in_stride;
         uint8_t *out = out0 + h * out_stride;
+        unsigned nan = 0;
         UNROLL_ALL
-        for (uint32_t k = 0; k + 1 < nv; k += 2) { /* two at a time: one NaN test for f16 */
+        for (uint32_t k = 0; k + 1 < nv; k += 2) {
             size_t at = k * LANES * es, bt = at + LANES * es;
             vf x = load_dt(dt, in + at), y = load_dt(dt, in + bt);
-            store_dt2(dt, out + at, f_fma(f_swap_pairs(x), s[k], f_mul(x, c[k])), out + bt,
-                      f_fma(f_swap_pairs(y), s[k + 1], f_mul(y, c[k + 1])));
+            store_dt2_deferred(dt, out + at, f_fma(f_swap_pairs(x), s[k], f_mul(x, c[k])),
+                               out + bt, f_fma(f_swap_pairs(y), s[k + 1], f_mul(y, c[k + 1])),
+                               &nan);
         }
         if (nv % 2) {
             size_t at = (nv - 1) * LANES * es;
             vf x = load_dt(dt, in + at);
             store_dt(dt, out + at, f_fma(f_swap_pairs(x), s[nv - 1], f_mul(x, c[nv - 1])));
         }
+        fix_nans_dt(dt, out, (size_t)(nv - nv % 2) * LANES, nan);
         if (a->copy_rest)
             memcpy(out + head_bytes, in + head_bytes, (a->head_dim - rot) * es);
+    }
+}
+
+/* rope_gptj_bf16 (below) with its pair table in registers: `nv` vectors of cos and of sin. */
+CPU_INLINE void rope_gptj_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype dt,
+                                    const uint32_t nv)
+{
+    (void)dt;
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    const size_t head_bytes = a->rotary_dim * 2;
+    const vi high = i_set(0xffff0000u);
+    vf c[TABLE_REGS / 2], s[TABLE_REGS / 2];
+    UNROLL_ALL
+    for (uint32_t k = 0; k < nv; k++) {
+        c[k] = f_load(a->pair_cos + k * LANES);
+        s[k] = f_load(a->pair_sin + k * LANES);
+    }
+    for (int64_t h = 0; h < heads; h++) {
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
+        UNROLL_ALL
+        for (uint32_t k = 0; k < nv; k++) {
+            vi w = i_load(in + 4 * LANES * (size_t)k);
+            vf x0 = i_bits(i_shl(w, 16)), x1 = i_bits(i_and(w, high));
+            i_store(out + 4 * LANES * (size_t)k,
+                    bf16_pairs(f_fms(x0, c[k], f_mul(x1, s[k])), f_fma(x0, s[k], f_mul(x1, c[k]))));
+        }
+        if (a->copy_rest)
+            memcpy(out + head_bytes, in + head_bytes, (a->head_dim - a->rotary_dim) * 2);
     }
 }
 
@@ -355,10 +448,22 @@ CPU_INLINE void rope_gptj_held(const posenc_cpu_rope_heads *a, posenc_dtype dt, 
 CPU_INLINE bool rope_held_dt(const posenc_cpu_rope_heads *a, posenc_dtype dt)
 {
     bool neox = a->style == POSENC_ROPE_NEOX;
-    uint32_t values = neox ? a->rotary_dim / 2 : a->rotary_dim;
+    bool pairs = !neox && dt == DT_BF16; /* one cos and one sin per pair */
+    uint32_t values = neox || pairs ? a->rotary_dim / 2 : a->rotary_dim;
     if (values % LANES || values / LANES > TABLE_REGS / 2)
         return false;
     uint32_t nv = values / LANES;
+    if (pairs) {
+#define held rope_gptj_bf16_held
+        switch (nv) {
+        HELD_CASE(1) HELD_CASE(2) HELD_CASE(3) HELD_CASE(4)
+#if TABLE_REGS >= 16
+        HELD_CASE(5) HELD_CASE(6) HELD_CASE(7) HELD_CASE(8)
+#endif
+        default: return false;
+        }
+#undef held
+    }
     if (neox) {
 #define held rope_neox_held
         switch (nv) {
@@ -384,20 +489,9 @@ CPU_INLINE bool rope_held_dt(const posenc_cpu_rope_heads *a, posenc_dtype dt)
 
 #endif
 
-/* f32 -> bf16 rounded to nearest even on the bits (core/half.c), left in the high half of
- * each 32-bit lane with the low half zero; NaN keeps its top bits and becomes quiet. */
-CPU_INLINE vi bf16_high(vf v)
-{
-    vi u = f_bits(v);
-    vi r = i_add(u, i_add(i_and(i_shr(u, 16), i_set(1)), i_set(0x7fff)));
-    r = i_select_nan(v, i_or(u, i_set(0x00400000)), r);
-    return i_and(r, i_set(0xffff0000u));
-}
-
 /* GPT-J pairs of bf16 are 32-bit words, so each lane holds a whole pair: its two values are a
  * shift and a mask away, and the results go back the same way. No shuffle, and the table is
  * one cos and one sin per pair. */
-#if !defined(NATIVE_BF16)
 CPU_INLINE void rope_gptj_bf16(const posenc_cpu_rope_heads *a)
 {
     const uint32_t pairs = a->rotary_dim / 2;
@@ -412,8 +506,7 @@ CPU_INLINE void rope_gptj_bf16(const posenc_cpu_rope_heads *a)
             vf x0 = i_bits(i_shl(w, 16)), x1 = i_bits(i_and(w, high));
             vf c = n == LANES ? f_load(pc + j) : f_load_part(pc + j, n);
             vf s = n == LANES ? f_load(ps + j) : f_load_part(ps + j, n);
-            vi r = i_or(i_shr(bf16_high(f_fms(x0, c, f_mul(x1, s))), 16),
-                        bf16_high(f_fma(x0, s, f_mul(x1, c))));
+            vi r = bf16_pairs(f_fms(x0, c, f_mul(x1, s)), f_fma(x0, s, f_mul(x1, c)));
             if (n == LANES)
                 i_store(out + 4 * (size_t)j, r);
             else
@@ -424,7 +517,6 @@ CPU_INLINE void rope_gptj_bf16(const posenc_cpu_rope_heads *a)
                    (a->head_dim - a->rotary_dim) * 2);
     }
 }
-#endif
 
 static void k_rope_heads(const posenc_cpu_rope_heads *a)
 {
@@ -435,10 +527,6 @@ static void k_rope_heads(const posenc_cpu_rope_heads *a)
             return;
         break;
     case DT_BF16:
-#  if !defined(NATIVE_BF16)
-        if (a->style == POSENC_ROPE_GPTJ)
-            break; /* rope_gptj_bf16: no shuffle at all */
-#  endif
         if (rope_held_dt(a, DT_BF16))
             return;
         break;
@@ -451,11 +539,7 @@ static void k_rope_heads(const posenc_cpu_rope_heads *a)
     if (a->style == POSENC_ROPE_GPTJ) {
         switch (a->dtype) {
         case DT_F16: rope_gptj(a, DT_F16); break;
-#if defined(NATIVE_BF16)
-        case DT_BF16: rope_gptj(a, DT_BF16); break; /* the hardware conversion is faster */
-#else
-        case DT_BF16: rope_gptj_bf16(a); break;
-#endif
+        case DT_BF16: rope_gptj_bf16(a); break; /* no shuffle at all */
         default: rope_gptj(a, DT_F32); break;
         }
     } else {
