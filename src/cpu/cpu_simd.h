@@ -7,7 +7,8 @@
  *   h_load, h_store, b_load, b_store (+ _part)   f16 / bf16 memory <-> f32 lanes, stores
  *                               rounding to nearest even exactly as core/half.c
  *   i_load, i_load_part         u32 vectors
- *   f_set, i_set, f_add, f_mul, f_fma(a,b,c) = a*b+c, f_fms(a,b,c) = a*b-c
+ *   f_set, i_set, f_add, f_mul, f_fma(a,b,c) = a*b+c, f_fms(a,b,c) = a*b-c,
+ *   f_fnma(a,b,c) = c-a*b, f_clamp1(v): v limited to [-1, 1]
  *   i_add, i_sub, i_and, i_shl(v,n), i_shr(v,n) (logical; n a constant)
  *   f_from_i (int32 -> float, to nearest), i_from_f (integral float -> int32)
  *   f_xor_bits(v, bits), f_select_odd(q, a, b): a where q is odd, else b
@@ -38,9 +39,10 @@
  * of 2^-24, for values of magnitude <= 1 (half an ulp <= 0.5 unit):
  *   - RoPE, out = (a c - b s) * f with the attention factor f folded into c and s (0.5 unit
  *     each): |error| <= |pair| f (sqrt(2) (E + 0.5) + 3 roundings) = 6.6 |rotated pair|;
- *   - a sinusoidal row from an exact anchor a and an exact step b (rotate): sin(a + b) =
- *     sin a cos b + cos a sin b, whose input errors weigh |cos b| + |sin b| <= sqrt(2) each:
- *     |error| <= 2 sqrt(2) E + 1.5 (roundings) + 0.5 (output_scale) = 7.7 |output_scale|;
+ *   - a sinusoidal row from an exact anchor a and an exact step b (rotate, or step_values):
+ *     sin(a +- b) = sin a cos b +- cos a sin b, whose input errors weigh |cos b| + |sin b| <=
+ *     sqrt(2) each: |error| <= 2 sqrt(2) E + 1.5 (roundings) + 0.5 (output_scale) = 7.7
+ *     |output_scale|;
  *     every row is one rotation away from exact values, so the bound does not grow along the
  *     table;
  *   - values computed directly (given positions): E + 0.5 = 2.5 |output_scale|;
@@ -570,18 +572,20 @@ CPU_INLINE void emit(posenc_dtype dt, bool add, bool scaled, uint8_t *out, const
     }
 }
 
-/* Row r's values at frequencies i .. i + n (n lanes): the anchor's, rotated by step r. */
-CPU_INLINE void row_values(vf sa, vf ca, const float *step_cos, const float *step_sin, bool stepped,
-                           size_t n, vf *s, vf *c)
+/* Angle addition at frequencies i .. i + n (n lanes) for step k shares two rounded products
+ * between the rows a + k and a - k: with p = sin_a cos_k and q = cos_a cos_k,
+ *   sin/cos(a + k) = p + cos_a sin_k, q - sin_a sin_k;  sin/cos(a - k) = p - cos_a sin_k,
+ *   q + sin_a sin_k,
+ * each one fused multiply-add, so both rows cost six operations where two rotations cost
+ * eight. A row is computed the same way whether its mirror is written or not, so its values do
+ * not depend on how the rows were grouped or split over threads. */
+CPU_INLINE void step_values(vf sa, vf ca, const float *step_cos, const float *step_sin, size_t n,
+                            vf *sb, vf *p, vf *q)
 {
-    if (!stepped) {
-        *s = sa;
-        *c = ca;
-        return;
-    }
     vf cb = n == LANES ? f_load(step_cos) : f_load_part(step_cos, n);
-    vf sb = n == LANES ? f_load(step_sin) : f_load_part(step_sin, n);
-    rotate_vec(sa, ca, sb, cb, s, c);
+    *sb = n == LANES ? f_load(step_sin) : f_load_part(step_sin, n);
+    *p = f_mul(sa, cb);
+    *q = f_mul(ca, cb);
 }
 
 /* Writes frequencies i .. i + n of one row from its values, placed by the layout. */
@@ -602,16 +606,25 @@ CPU_INLINE void place_values(posenc_dtype dt, bool add, bool scaled, bool interl
     }
 }
 
+/* What a call writes: one row from its own values, or for each step the row after the anchor,
+ * the row before it, or both. A constant in each instance of the loops below. */
+#define ROWS_DIRECT 0
+#define ROWS_AFTER 1
+#define ROWS_BEFORE 2
+#define ROWS_BOTH 3
+
 /* Frequencies i .. i + n of every row (n == LANES: a full vector, a constant after inlining, so
- * the full-vector loop tests no lane count). */
-CPU_INLINE void sinusoidal_column(posenc_dtype dt, bool add, bool scaled, bool stepped,
+ * the full-vector loop tests no lane count): the anchor's own values (ROWS_DIRECT), or for each
+ * step its row after the anchor (at out) and/or its row before (at back_out). */
+CPU_INLINE void sinusoidal_column(posenc_dtype dt, bool add, bool scaled, int mode,
                                   bool interleaved, bool sin_first, uint32_t half, uint32_t rows,
                                   const float *sin_a, const float *cos_a, const float *steps,
                                   size_t step_stride, size_t step_sin_offset, uint8_t *out,
-                                  int64_t out_stride, const uint8_t *x, int64_t x_stride,
-                                  uint32_t i, size_t n, vf os, vf is)
+                                  uint8_t *back_out, int64_t out_stride, const uint8_t *x,
+                                  const uint8_t *back_x, int64_t x_stride, uint32_t i, size_t n,
+                                  vf os, vf is)
 {
-    vf sa, ca, s, c;
+    vf sa, ca;
     if (n == LANES) {
         sa = f_load(sin_a + i);
         ca = f_load(cos_a + i);
@@ -619,60 +632,88 @@ CPU_INLINE void sinusoidal_column(posenc_dtype dt, bool add, bool scaled, bool s
         sa = f_load_part(sin_a + i, n);
         ca = f_load_part(cos_a + i, n);
     }
+    if (mode == ROWS_DIRECT) {
+        place_values(dt, add, scaled, interleaved, sin_first, half, out, x, i, n, sa, ca, os, is);
+        return;
+    }
     for (uint32_t r = 0; r < rows; r++) {
-        const float *step_cos = stepped ? steps + r * step_stride + i : NULL;
-        const float *step_sin = stepped ? step_cos + step_sin_offset : NULL;
-        row_values(sa, ca, step_cos, step_sin, stepped, n, &s, &c);
-        place_values(dt, add, scaled, interleaved, sin_first, half, out + r * out_stride,
-                     add ? x + r * x_stride : NULL, i, n, s, c, os, is);
+        const float *step_cos = steps + r * step_stride + i;
+        vf sb, p, q;
+        step_values(sa, ca, step_cos, step_cos + step_sin_offset, n, &sb, &p, &q);
+        /* Rounding may take a value of magnitude 1 (cos 0, for a row one step from its
+         * anchor) just past 1: limited to [-1, 1], which only brings it closer. */
+        if (mode & ROWS_AFTER)
+            place_values(dt, add, scaled, interleaved, sin_first, half, out + r * out_stride,
+                         add ? x + r * x_stride : NULL, i, n, f_clamp1(f_fma(ca, sb, p)),
+                         f_clamp1(f_fnma(sa, sb, q)), os, is);
+        if (mode & ROWS_BEFORE)
+            place_values(dt, add, scaled, interleaved, sin_first, half,
+                         back_out - r * out_stride, add ? back_x - r * x_stride : NULL, i, n,
+                         f_clamp1(f_fnma(ca, sb, p)), f_clamp1(f_fma(sa, sb, q)), os, is);
     }
 }
 
 /* Every field is copied into a local first: the vector stores may alias anything, which would
  * make the compiler reload the fields after each store. */
 CPU_INLINE void sinusoidal_rows(const posenc_cpu_sinusoidal_rows *a, posenc_dtype dt, bool add,
-                                bool scaled, bool stepped)
+                                bool scaled, int mode)
 {
-    const uint32_t half = a->half, rows = stepped ? a->rows : 1;
+    const uint32_t half = a->half, rows = mode == ROWS_DIRECT ? 1 : a->rows;
     const vf os = f_set(a->output_scale), is = f_set(a->input_scale);
     const bool interleaved = a->layout == POSENC_SINUSOIDAL_INTERLEAVED;
     const bool sin_first = a->layout == POSENC_SINUSOIDAL_SIN_COS;
     const float *const sin_a = a->sin, *const cos_a = a->cos;
     const size_t step_stride = a->step_stride, step_sin_offset = a->step_sin_offset;
-    const float *const steps = stepped ? a->steps + a->first_step * step_stride : NULL;
-    uint8_t *const out = a->out;
-    const uint8_t *const x = a->x;
+    const float *const steps = mode != ROWS_DIRECT ? a->steps + a->first_step * step_stride : NULL;
+    uint8_t *const out = a->out, *const back_out = a->back_out;
+    const uint8_t *const x = a->x, *const back_x = a->back_x;
     const int64_t out_stride = a->out_row_stride, x_stride = a->x_row_stride;
     uint32_t i = 0;
     for (; i + LANES <= half; i += LANES)
-        sinusoidal_column(dt, add, scaled, stepped, interleaved, sin_first, half, rows, sin_a,
-                          cos_a, steps, step_stride, step_sin_offset, out, out_stride, x,
-                          x_stride, i, LANES, os, is);
+        sinusoidal_column(dt, add, scaled, mode, interleaved, sin_first, half, rows, sin_a, cos_a,
+                          steps, step_stride, step_sin_offset, out, back_out, out_stride, x,
+                          back_x, x_stride, i, LANES, os, is);
     if (i < half)
-        sinusoidal_column(dt, add, scaled, stepped, interleaved, sin_first, half, rows, sin_a,
-                          cos_a, steps, step_stride, step_sin_offset, out, out_stride, x,
-                          x_stride, i, half - i, os, is);
+        sinusoidal_column(dt, add, scaled, mode, interleaved, sin_first, half, rows, sin_a, cos_a,
+                          steps, step_stride, step_sin_offset, out, back_out, out_stride, x,
+                          back_x, x_stride, i, half - i, os, is);
     if (a->d_model > 2 * (int64_t)half) { /* odd d_model: a zero column */
-        for (uint32_t r = 0; r < rows; r++)
-            emit(dt, add, scaled, out + r * out_stride, add ? x + r * x_stride : NULL,
-                 2 * (size_t)half, f_set(0.0f), os, is, 1);
+        for (uint32_t r = 0; r < rows; r++) {
+            if (mode == ROWS_DIRECT || (mode & ROWS_AFTER))
+                emit(dt, add, scaled, out + r * out_stride, add ? x + r * x_stride : NULL,
+                     2 * (size_t)half, f_set(0.0f), os, is, 1);
+            if (mode & ROWS_BEFORE)
+                emit(dt, add, scaled, back_out - r * out_stride,
+                     add ? back_x - r * x_stride : NULL, 2 * (size_t)half, f_set(0.0f), os, is,
+                     1);
+        }
     }
 }
 
+/* One instance per combination, so that the loops test none of them. */
+#define ROWS_CASES(add, scaled)                                                               \
+    switch (mode) {                                                                           \
+    case ROWS_DIRECT: sinusoidal_rows(a, dt, add, scaled, ROWS_DIRECT); break;                \
+    case ROWS_AFTER: sinusoidal_rows(a, dt, add, scaled, ROWS_AFTER); break;                  \
+    case ROWS_BEFORE: sinusoidal_rows(a, dt, add, scaled, ROWS_BEFORE); break;                \
+    default: sinusoidal_rows(a, dt, add, scaled, ROWS_BOTH); break;                           \
+    }
+
 CPU_INLINE void sinusoidal_rows_dt(const posenc_cpu_sinusoidal_rows *a, posenc_dtype dt)
 {
-    /* One instance per combination, so that the loops test none of the three. */
-    switch ((a->x ? 4 : 0) | (a->output_scale != 1.0f ? 2 : 0) | (a->steps ? 1 : 0)) {
-    case 0: sinusoidal_rows(a, dt, false, false, false); break;
-    case 1: sinusoidal_rows(a, dt, false, false, true); break;
-    case 2: sinusoidal_rows(a, dt, false, true, false); break;
-    case 3: sinusoidal_rows(a, dt, false, true, true); break;
-    case 4: sinusoidal_rows(a, dt, true, false, false); break;
-    case 5: sinusoidal_rows(a, dt, true, false, true); break;
-    case 6: sinusoidal_rows(a, dt, true, true, false); break;
-    default: sinusoidal_rows(a, dt, true, true, true); break;
-    }
+    int mode = !a->steps ? ROWS_DIRECT
+                         : (a->out ? ROWS_AFTER : 0) | (a->back_out ? ROWS_BEFORE : 0);
+    bool add = a->x || a->back_x, scaled = a->output_scale != 1.0f;
+    if (add && scaled)
+        ROWS_CASES(true, true)
+    else if (add)
+        ROWS_CASES(true, false)
+    else if (scaled)
+        ROWS_CASES(false, true)
+    else
+        ROWS_CASES(false, false)
 }
+#undef ROWS_CASES
 
 static void k_sinusoidal_rows(const posenc_cpu_sinusoidal_rows *a)
 {
