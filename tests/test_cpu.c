@@ -582,6 +582,27 @@ static void test_rope_shapes(posenc_context *context, const char *variant)
             }
         }
     }
+    /* Every table size the kernels may keep in registers (rotary_dim a multiple of 16 up to
+     * 256), in each dtype and style, packed and with a padded head stride. */
+    for (uint32_t rot = 16; rot <= 256; rot += 16) {
+        for (int v = 0; v < 6; v++) {
+            rope_shape r = {
+                .dtype = dtypes[v % 3],
+                .style = (posenc_rope_style)(v / 3),
+                .tokens = 3,
+                .q_heads = 3,
+                .k_heads = 2,
+                .head_dim = rot + (rot % 32 ? 2 : 0),
+                .rotary_dim = rot,
+                .inner_step = 1,
+                .head_pad = rot % 64 ? 0 : 16,
+                .out_of_place = rot % 48 == 0,
+                .position_offset = 1000,
+            };
+            run_rope(context, &r, &stats);
+            runs++;
+        }
+    }
     printf("    %-11s rope: %u shapes, worst f32 error %.2f x 2^-24 |pair|, worst %.3f of "
            "tolerance\n",
            variant, runs, stats.max_units, stats.max_ratio);

@@ -136,6 +136,16 @@ static inline vi b_pack_pairs(vf even, vf odd)
     return _mm512_permutexvar_epi16(interleave, (vi)_mm512_cvtne2ps_pbh(odd, even));
 }
 #define HAVE_B_PACK_PAIRS 1
+/* The inverse of f_zip: the even lanes of [a b] and the odd ones. */
+static inline void f_unzip(vf a, vf b, vf *even, vf *odd)
+{
+    const vi even_index =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const vi odd_index =
+        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    *even = _mm512_permutex2var_ps(a, even_index, b);
+    *odd = _mm512_permutex2var_ps(a, odd_index, b);
+}
 #else
 static inline __m256i b_convert(vf v) { return b_convert_bits(v); }
 #endif

@@ -25,7 +25,8 @@
  *   KERNEL_TABLE, KERNEL_NAME   the exported table and its POSENC_CPU_VARIANT name
  *   NATIVE_BF16                 defined where b_store is a hardware conversion
  *   b_pack_pairs(even, odd)     optional (HAVE_B_PACK_PAIRS): two vectors to bf16 as
- *                               32-bit lanes, even[i] low and odd[i] high
+ *                               32-bit lanes, even[i] low and odd[i] high; with it
+ *                               f_unzip(a, b, &even, &odd), the inverse of f_zip
  *
  * sin/cos (sincos_vec) are the steps of core/angle.c on vectors: the nearest quarter turn and
  * the remainder from the top 32 bits of the exact fixed-point turn, radians as a float-float
@@ -442,6 +443,50 @@ CPU_INLINE void rope_gptj_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype
     }
 }
 
+#if defined(HAVE_B_PACK_PAIRS)
+/* bf16 NeoX on 32-bit words, as GPT-J's pairs: a word holds elements 2i and 2i + 1, which a
+ * shift and a mask widen, and the rotation runs on the even elements and on the odd ones with
+ * the table split the same way (in registers: `nv` blocks of 2 LANES values, four vectors
+ * each). Two loads and two stores per 2 LANES pairs, no widening instruction, one conversion
+ * of two vectors at a time. */
+CPU_INLINE void rope_neox_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype dt,
+                                    const uint32_t nv)
+{
+    (void)dt;
+    const uint32_t half = a->rotary_dim / 2;
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    const size_t head_bytes = a->rotary_dim * 2;
+    const vi high = i_set(0xffff0000u);
+    vf ce[TABLE_REGS / 4], co[TABLE_REGS / 4], se[TABLE_REGS / 4], so[TABLE_REGS / 4];
+    UNROLL_ALL
+    for (uint32_t k = 0; k < nv; k++) {
+        const float *c = a->table + 2 * LANES * k, *s = a->table + half + 2 * LANES * k;
+        f_unzip(f_load(c), f_load(c + LANES), &ce[k], &co[k]);
+        f_unzip(f_load(s), f_load(s + LANES), &se[k], &so[k]);
+    }
+    for (int64_t h = 0; h < heads; h++) {
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
+        UNROLL_ALL
+        for (uint32_t k = 0; k < nv; k++) {
+            size_t at = 4 * LANES * (size_t)k, bt = at + 2 * (size_t)half;
+            vi w0 = i_load(in + at), w1 = i_load(in + bt);
+            vf e0 = i_bits(i_shl(w0, 16)), o0 = i_bits(i_and(w0, high));
+            vf e1 = i_bits(i_shl(w1, 16)), o1 = i_bits(i_and(w1, high));
+            i_store(out + at, bf16_pairs(f_fms(e0, ce[k], f_mul(e1, se[k])),
+                                         f_fms(o0, co[k], f_mul(o1, so[k]))));
+            i_store(out + bt, bf16_pairs(f_fma(e0, se[k], f_mul(e1, ce[k])),
+                                         f_fma(o0, so[k], f_mul(o1, co[k]))));
+        }
+        if (a->copy_rest)
+            memcpy(out + head_bytes, in + head_bytes, (a->head_dim - a->rotary_dim) * 2);
+    }
+}
+#endif
+
 /* One instance per table size in vectors (1 .. TABLE_REGS / 2); false where the table does
  * not fit or has a partial vector. */
 #define HELD_CASE(n)                                                                         \
@@ -455,6 +500,17 @@ CPU_INLINE bool rope_held_dt(const posenc_cpu_rope_heads *a, posenc_dtype dt)
     if (values % LANES || values / LANES > TABLE_REGS / 2)
         return false;
     uint32_t nv = values / LANES;
+#if defined(HAVE_B_PACK_PAIRS)
+    if (neox && dt == DT_BF16 && a->rotary_dim % (4 * LANES) == 0 &&
+        a->rotary_dim / (4 * LANES) <= TABLE_REGS / 4) {
+#define held rope_neox_bf16_held
+        switch (a->rotary_dim / (4 * LANES)) {
+        HELD_CASE(1) HELD_CASE(2) HELD_CASE(3) HELD_CASE(4)
+        default: return false;
+        }
+#undef held
+    }
+#endif
     if (pairs) {
 #define held rope_gptj_bf16_held
         switch (nv) {
