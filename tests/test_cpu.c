@@ -826,9 +826,10 @@ static void test_f16_nans(posenc_context *context, const char *variant)
                 uint16_t h = data[i];
                 bool nan = (h & 0x7fff) > 0x7c00;
                 size_t head = i / dim;
+                size_t at = head * 7 % dim; /* the head's NaN input */
                 bool expected = head % 2 == 0 && (style == POSENC_ROPE_NEOX
-                                                      ? i % (dim / 2) == (head * 7 % dim) % (dim / 2)
-                                                      : i % dim / 2 == (head * 7 % dim) / 2);
+                                                      ? i % (dim / 2) == at % (dim / 2)
+                                                      : i % dim / 2 == at / 2);
                 if (nan != expected || (nan && (h & 0x7fff) != 0x7e00))
                     REPORT("%s f16 NaN: dim %u style %d element %zu is 0x%04x\n", variant, dim,
                            style, i, h);

@@ -611,15 +611,24 @@ static void k_rope_heads(const posenc_cpu_rope_heads *a)
 
 /* ---- sinusoidal rows ---- */
 
-/* output_scale * pe (+ input_scale * x at element `at`), for n lanes (n == LANES: full). */
-CPU_INLINE void emit(posenc_dtype dt, bool add, bool scaled, uint8_t *out, const uint8_t *x,
-                     size_t at, vf pe, vf os, vf is, size_t n)
+/* output_scale * pe (+ input_scale * x at element `at`), for n lanes (n == LANES: full);
+ * `finite`: the caller knows the values are not NaN. */
+CPU_INLINE void emit(posenc_dtype dt, bool add, bool scaled, bool finite, uint8_t *out,
+                     const uint8_t *x, size_t at, vf pe, vf os, vf is, size_t n)
 {
     const size_t es = dt_size(dt);
     vf v = scaled ? f_mul(pe, os) : pe;
     if (n == LANES) {
         if (add)
             v = f_fma(load_dt(dt, x + at * es), is, v);
+#if defined(HAVE_H_FIX_NANS)
+        /* `finite`: no NaN to rewrite (stepped rows without x: finite sin/cos times a finite
+         * scale; rows at given positions may be NaN). */
+        if (dt == DT_F16 && finite) {
+            h_store_raw(out + at * es, v);
+            return;
+        }
+#endif
         store_dt(dt, out + at * es, v);
     } else {
         if (add)
@@ -645,7 +654,7 @@ CPU_INLINE void step_values(vf sa, vf ca, const float *step_cos, const float *st
 }
 
 /* Writes frequencies i .. i + n of one row from its values, placed by the layout. */
-CPU_INLINE void place_values(posenc_dtype dt, bool add, bool scaled, bool interleaved,
+CPU_INLINE void place_values(posenc_dtype dt, bool add, bool scaled, bool finite, bool interleaved,
                              bool sin_first, uint32_t half, uint8_t *out, const uint8_t *x,
                              uint32_t i, size_t n, vf s, vf c, vf os, vf is)
 {
@@ -653,12 +662,14 @@ CPU_INLINE void place_values(posenc_dtype dt, bool add, bool scaled, bool interl
         vf lo, hi;
         f_zip(s, c, &lo, &hi);
         size_t values = 2 * n;
-        emit(dt, add, scaled, out, x, 2 * (size_t)i, lo, os, is, values < LANES ? values : LANES);
+        emit(dt, add, scaled, finite, out, x, 2 * (size_t)i, lo, os, is,
+             values < LANES ? values : LANES);
         if (values > LANES)
-            emit(dt, add, scaled, out, x, 2 * (size_t)i + LANES, hi, os, is, values - LANES);
+            emit(dt, add, scaled, finite, out, x, 2 * (size_t)i + LANES, hi, os, is,
+                 values - LANES);
     } else {
-        emit(dt, add, scaled, out, x, i, sin_first ? s : c, os, is, n);
-        emit(dt, add, scaled, out, x, (size_t)half + i, sin_first ? c : s, os, is, n);
+        emit(dt, add, scaled, finite, out, x, i, sin_first ? s : c, os, is, n);
+        emit(dt, add, scaled, finite, out, x, (size_t)half + i, sin_first ? c : s, os, is, n);
     }
 }
 
@@ -689,7 +700,8 @@ CPU_INLINE void sinusoidal_column(posenc_dtype dt, bool add, bool scaled, int mo
         ca = f_load_part(cos_a + i, n);
     }
     if (mode == ROWS_DIRECT) {
-        place_values(dt, add, scaled, interleaved, sin_first, half, out, x, i, n, sa, ca, os, is);
+        place_values(dt, add, scaled, false, interleaved, sin_first, half, out, x, i, n, sa, ca,
+                     os, is);
         return;
     }
     for (uint32_t r = 0; r < rows; r++) {
@@ -699,11 +711,11 @@ CPU_INLINE void sinusoidal_column(posenc_dtype dt, bool add, bool scaled, int mo
         /* Rounding may take a value of magnitude 1 (cos 0, for a row one step from its
          * anchor) just past 1: limited to [-1, 1], which only brings it closer. */
         if (mode & ROWS_AFTER)
-            place_values(dt, add, scaled, interleaved, sin_first, half, out + r * out_stride,
+            place_values(dt, add, scaled, !add, interleaved, sin_first, half, out + r * out_stride,
                          add ? x + r * x_stride : NULL, i, n, f_clamp1(f_fma(ca, sb, p)),
                          f_clamp1(f_fnma(sa, sb, q)), os, is);
         if (mode & ROWS_BEFORE)
-            place_values(dt, add, scaled, interleaved, sin_first, half,
+            place_values(dt, add, scaled, !add, interleaved, sin_first, half,
                          back_out - r * out_stride, add ? back_x - r * x_stride : NULL, i, n,
                          f_clamp1(f_fnma(ca, sb, p)), f_clamp1(f_fma(sa, sb, q)), os, is);
     }
@@ -736,10 +748,10 @@ CPU_INLINE void sinusoidal_rows(const posenc_cpu_sinusoidal_rows *a, posenc_dtyp
     if (a->d_model > 2 * (int64_t)half) { /* odd d_model: a zero column */
         for (uint32_t r = 0; r < rows; r++) {
             if (mode == ROWS_DIRECT || (mode & ROWS_AFTER))
-                emit(dt, add, scaled, out + r * out_stride, add ? x + r * x_stride : NULL,
+                emit(dt, add, scaled, !add, out + r * out_stride, add ? x + r * x_stride : NULL,
                      2 * (size_t)half, f_set(0.0f), os, is, 1);
             if (mode & ROWS_BEFORE)
-                emit(dt, add, scaled, back_out - r * out_stride,
+                emit(dt, add, scaled, !add, back_out - r * out_stride,
                      add ? back_x - r * x_stride : NULL, 2 * (size_t)half, f_set(0.0f), os, is,
                      1);
         }
