@@ -167,10 +167,8 @@ static inline vf f_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 static inline vf f_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 static inline vf f_fms(vf a, vf b, vf c) { return _mm512_fmsub_ps(a, b, c); }
 static inline vf f_fnma(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }
-static inline vf f_clamp1(vf v)
-{
-    return _mm512_max_ps(_mm512_min_ps(v, _mm512_set1_ps(1.0f)), _mm512_set1_ps(-1.0f));
-}
+/* VRANGEPS, "smaller magnitude, sign of the first": one instruction for min(max(v, -1), 1). */
+static inline vf f_clamp1(vf v) { return _mm512_range_ps(v, _mm512_set1_ps(1.0f), 0x02); }
 static inline vi i_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
 static inline vi i_sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
 static inline vi i_and(vi a, vi b) { return _mm512_and_si512(a, b); }
