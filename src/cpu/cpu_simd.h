@@ -618,6 +618,7 @@ CPU_INLINE void emit(posenc_dtype dt, bool add, bool scaled, bool finite, uint8_
 {
     const size_t es = dt_size(dt);
     vf v = scaled ? f_mul(pe, os) : pe;
+    (void)finite;
     if (n == LANES) {
         if (add)
             v = f_fma(load_dt(dt, x + at * es), is, v);
