@@ -70,6 +70,12 @@ typedef struct posenc__backend {
      * Synchronous. Optional: NULL means the benchmark reports no roofline. */
     posenc_status (*roofline)(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                               uint64_t bytes, bool write_only);
+    /* The same yardstick shaped like one operation: a plain copy of exactly the elements `op`
+     * writes (read and written back in place, written only for a table), in the operation's
+     * own order and split over threads, so that the two differ only in their arithmetic.
+     * Synchronous. Optional, each: NULL means the benchmark uses `roofline` over the bytes. */
+    posenc_status (*rope_roofline)(posenc_context *ctx, const posenc__rope_op *op);
+    posenc_status (*sinusoidal_roofline)(posenc_context *ctx, const posenc__sinusoidal_op *op);
 
     /* Creates the context on the caller's own Vulkan or OpenCL objects (desc->vulkan /
      * desc->opencl): borrowed handles, never destroyed; called without enumerate having run

@@ -8,7 +8,12 @@
  *     vector width, one token, one head, misaligned and strided views, in and out of place;
  *     sinusoidal tables long enough for the anchor + step rows, with offsets up to INT32_MAX,
  *     odd widths, add mode and strided rows; all against the float64 reference;
+ *   - f16 RoPE outputs that are NaN written as core/half.c writes them (sign | 0x7e00),
+ *     whatever the input NaN's payload, in every style and table size;
  *   - thread counts 1..7 giving bit-identical results;
+ *   - the benchmark's copies shaped like an operation: RoPE's elements left unchanged and
+ *     nothing else touched, every element of a table written and nothing else, on 1..3
+ *     threads, strided views included, and a failed one leaving the next call a real one;
  *   - a steady-state call allocating nothing (allocations counted through the linker's --wrap
  *     on Linux), and the frequency table kept across calls and recomputed when an input changes.
  *
@@ -22,6 +27,7 @@
 #include "core/angle.h"
 #include "core/half.h"
 #include "core/internal.h"
+#include "core/roofline.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/cpu_kernels.h"
 #include "reference.h"
@@ -541,7 +547,7 @@ done:
 
 static void test_rope_shapes(posenc_context *context, const char *variant)
 {
-    static const uint32_t head_dims[] = {2, 4, 6, 10, 18, 34, 66, 130, 258};
+    static const uint32_t head_dims[] = {2, 4, 6, 10, 18, 34, 50, 66, 98, 130, 258};
     static const posenc_dtype dtypes[] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16, POSENC_DTYPE_BF16};
     ref_stats stats = {0};
     unsigned runs = 0;
@@ -574,6 +580,27 @@ static void test_rope_shapes(posenc_context *context, const char *variant)
                     runs++;
                 }
             }
+        }
+    }
+    /* Every table size the kernels may keep in registers (rotary_dim a multiple of 16 up to
+     * 256), in each dtype and style, packed and with a padded head stride. */
+    for (uint32_t rot = 16; rot <= 256; rot += 16) {
+        for (int v = 0; v < 6; v++) {
+            rope_shape r = {
+                .dtype = dtypes[v % 3],
+                .style = (posenc_rope_style)(v / 3),
+                .tokens = 3,
+                .q_heads = 3,
+                .k_heads = 2,
+                .head_dim = rot + (rot % 32 ? 2 : 0),
+                .rotary_dim = rot,
+                .inner_step = 1,
+                .head_pad = rot % 64 ? 0 : 16,
+                .out_of_place = rot % 48 == 0,
+                .position_offset = 1000,
+            };
+            run_rope(context, &r, &stats);
+            runs++;
         }
     }
     printf("    %-11s rope: %u shapes, worst f32 error %.2f x 2^-24 |pair|, worst %.3f of "
@@ -772,6 +799,117 @@ done:
     free(table);
 }
 
+/* ---- f16 NaN outputs ---- */
+
+static void test_f16_nans(posenc_context *context, const char *variant)
+{
+    enum { TOKENS = 3, HEADS = 3 };
+    static const uint32_t dims[] = {16, 32, 64, 96, 128, 256};
+    static const uint16_t payloads[] = {0x7d23, 0xfd55, 0x7c01, 0xfe7f};
+    uint16_t data[TOKENS * HEADS * 256];
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+        for (int style = 0; style < 2; style++) {
+            const uint32_t dim = dims[d];
+            const size_t count = (size_t)TOKENS * HEADS * dim;
+            for (size_t i = 0; i < count; i++)
+                data[i] = (uint16_t)(0x3800 + (i * 37) % 0x400); /* 0.5 .. 1 */
+            /* One NaN in some heads, at a place that moves with the head. */
+            for (size_t h = 0; h < TOKENS * HEADS; h += 2)
+                data[h * dim + (h * 7) % dim] = payloads[h % 4];
+            posenc_rope_desc r = {
+                .q = posenc_tensor_of_host(data, POSENC_DTYPE_F16, 3,
+                                           (const int64_t[]){TOKENS, HEADS, dim}),
+                .style = (posenc_rope_style)style,
+            };
+            CHECK_OK(posenc_rope(context, &r));
+            for (size_t i = 0; i < count; i++) {
+                uint16_t h = data[i];
+                bool nan = (h & 0x7fff) > 0x7c00;
+                size_t head = i / dim;
+                size_t at = head * 7 % dim; /* the head's NaN input */
+                bool expected = head % 2 == 0 && (style == POSENC_ROPE_NEOX
+                                                      ? i % (dim / 2) == at % (dim / 2)
+                                                      : i % dim / 2 == at / 2);
+                if (nan != expected || (nan && (h & 0x7fff) != 0x7e00))
+                    REPORT("%s f16 NaN: dim %u style %d element %zu is 0x%04x\n", variant, dim,
+                           style, i, h);
+            }
+        }
+    }
+}
+
+/* ---- the benchmark's copies shaped like an operation ---- */
+
+static void test_rooflines(posenc_cpu_variant variant)
+{
+    enum { TOKENS = 37, Q_HEADS = 5, K_HEADS = 3, DIM = 24, ROWS = 70, D_MODEL = 33 };
+    /* q and k of one fused block, k's innermost dim strided (every other element). */
+    const int64_t q_elements = TOKENS * Q_HEADS * DIM, k_elements = TOKENS * K_HEADS * DIM * 2;
+    const size_t rope_bytes = (size_t)(q_elements + k_elements) * 2 + 64;
+    const size_t table_bytes = (size_t)ROWS * (D_MODEL + 3) * 2;
+    unsigned char *rope = malloc(rope_bytes), *before = malloc(rope_bytes);
+    unsigned char *table = malloc(table_bytes);
+    if (!rope || !before || !table) {
+        CHECK(!"out of memory");
+        goto done;
+    }
+    test_rng rng = {11};
+    fill_values(rope, rope_bytes, POSENC_DTYPE_F16, &rng);
+    memcpy(before, rope, rope_bytes);
+    for (uint32_t threads = 1; threads <= 3; threads++) {
+        posenc_context *context = variant_context(variant, threads);
+        if (!context)
+            continue;
+        posenc_rope_desc r = {
+            .q = posenc_tensor_of_host(rope, POSENC_DTYPE_F16, 3,
+                                       (const int64_t[]){TOKENS, Q_HEADS, DIM}),
+            .k = posenc_tensor_of_host(rope, POSENC_DTYPE_F16, 3,
+                                       (const int64_t[]){TOKENS, K_HEADS, DIM}),
+        };
+        r.k.offset = (uint64_t)q_elements * 2;
+        r.k.strides[0] = K_HEADS * DIM * 4;
+        r.k.strides[1] = DIM * 4;
+        r.k.strides[2] = 4;
+        CHECK_OK(posenc__roofline_rope(context, &r));
+        CHECK(memcmp(rope, before, rope_bytes) == 0);
+        r.style = POSENC_ROPE_GPTJ;
+        CHECK_OK(posenc__roofline_rope(context, &r));
+        CHECK(memcmp(rope, before, rope_bytes) == 0);
+
+        /* A failed copy is validated like the operation and leaves the next call a real one. */
+        posenc_rope_desc bad = r;
+        bad.rotary_dim = 3;
+        CHECK_STATUS(posenc__roofline_rope(context, &bad), POSENC_INVALID_SHAPE);
+        CHECK(strstr(posenc_context_last_error(context), "rotary_dim") != NULL);
+        CHECK_OK(posenc_rope(context, &r));
+        CHECK(memcmp(rope, before, rope_bytes) != 0);
+        memcpy(rope, before, rope_bytes);
+
+        /* A table, rows padded by 3 elements: every element written, the padding kept. */
+        memset(table, 0xa5, table_bytes);
+        posenc_sinusoidal_desc s = {
+            .out = posenc_tensor_of_host(table, POSENC_DTYPE_F16, 2,
+                                         (const int64_t[]){ROWS, D_MODEL}),
+        };
+        s.out.strides[0] = (D_MODEL + 3) * 2;
+        CHECK_OK(posenc__roofline_sinusoidal(context, &s));
+        for (size_t row = 0; row < ROWS; row++) {
+            for (size_t e = 0; e < D_MODEL + 3; e++) {
+                const unsigned char *p = table + (row * (D_MODEL + 3) + e) * 2;
+                bool written = p[0] != 0xa5 || p[1] != 0xa5;
+                if (written != (e < D_MODEL))
+                    REPORT("table copy on %u threads: row %zu element %zu %s\n", threads, row,
+                           e, written ? "written" : "not written");
+            }
+        }
+        posenc_context_destroy(context);
+    }
+done:
+    free(rope);
+    free(before);
+    free(table);
+}
+
 /* ---- steady state ---- */
 
 static void test_no_allocation(void)
@@ -925,9 +1063,11 @@ int main(void)
         if (context) {
             test_rope_shapes(context, kernels->name);
             test_tables(context, kernels->name);
+            test_f16_nans(context, kernels->name);
             posenc_context_destroy(context);
         }
         test_threads((posenc_cpu_variant)v);
+        test_rooflines((posenc_cpu_variant)v);
     }
     test_no_allocation();
     test_frequency_cache();

@@ -35,9 +35,14 @@ static const char bench_help[] =
     "  sinusoidal timesteps   256 float diffusion timesteps, d_model 320, [sin | cos], shift 1\n"
     "Each row gives the median time of the timed runs after warm-up runs, their spread (10th to\n"
     "90th percentile), the bandwidth (bytes read + written / median time), the copy's bandwidth\n"
-    "(its median), the ratio copy time / operation time (the median over the runs, each run\n"
-    "timed right before its copy), and the cache level the tensors fit in (L1, L2, L3 or DRAM;\n"
-    "the CPU's caches also hold for software devices). The ratio is what counts: 1.0 means the\n"
+    "(its median and spread), the ratio copy time / operation time (the median over the runs and\n"
+    "its 10th to 90th percentile; each run times the operation and its copy back to back, in\n"
+    "alternating order), and where the tensors live: L1, L2, L3, DRAM, or L3+DRAM for tensors\n"
+    "between one and two times the last-level cache, partly cached from call to call (the CPU's\n"
+    "caches also hold for software devices). The copy runs on the same device with the same\n"
+    "access pattern: on the native CPU path it is shaped like the operation (the same elements,\n"
+    "order, threads and split over them, read and written back in place, or written only for\n"
+    "tables); elsewhere it copies the tensors' bytes. The ratio is what counts: 1.0 means the\n"
     "operation runs as fast as memory allows. Backends without a copy kernel show '-' there.\n"
     "First call: context creation, then the first RoPE (decode, f32) including kernel builds;\n"
     "GPU backends twice, with an empty kernel cache directory and again with it filled.\n"
@@ -45,7 +50,8 @@ static const char bench_help[] =
     "flags:\n"
     "  --device SEL   cpu, vulkan, vulkan:1, opencl:0 or a name substring; repeat for more\n"
     "  --threads N    CPU worker threads (default: every core this process may use)\n"
-    "  --runs N       timed runs per row, 3..1000 (default 21, --quick 5)\n"
+    "  --runs N       timed runs per row, 3..1000 (default: 21, more until a row's calls last\n"
+    "                 0.25 s; --quick 5)\n"
     "  --quick        fewer and shorter runs: a rough figure in a few seconds per device\n"
     "  --json         one JSON object on stdout instead of the table\n"
     "  --help         this text\n"
@@ -110,6 +116,8 @@ typedef struct bench_options {
     uint32_t runs;
     uint32_t warmup;
     double sample_seconds; /* a timed run repeats the call until it lasts about this long */
+    double min_row_seconds; /* without --runs: more runs until a row's calls last this long */
+    bool runs_given;
     bool quick;
     bool json;
     bool progress;
@@ -129,9 +137,11 @@ typedef struct bench_result {
     uint32_t repeats;      /* calls per timed run */
     double median, p10, p90; /* seconds per call */
     bool has_copy;
+    bool shaped_copy;      /* the copy is shaped like the operation (else: the tensors' bytes) */
     char copy_note[160];   /* why there is no copy figure */
-    double copy_median;
+    double copy_median, copy_p10, copy_p90;
     double ratio;          /* median over the runs of copy time / operation time */
+    double ratio_p10, ratio_p90;
 } bench_result;
 
 typedef struct bench_first_call {
@@ -220,6 +230,10 @@ static bench_caches bench_read_caches(void)
     return caches;
 }
 
+/* Where the tensors live while an operation runs: the smallest cache that holds them, "DRAM"
+ * when they are at least twice the last level (a streaming pass then finds nothing of its
+ * previous pass cached), and "L3+DRAM" in between, where part of them stays cached from one
+ * call to the next and both the operation and its copy run faster than from memory alone. */
 static const char *bench_regime(const bench_caches *caches, const posenc_device_info *info,
                                 uint64_t footprint)
 {
@@ -231,6 +245,8 @@ static const char *bench_regime(const bench_caches *caches, const posenc_device_
         return "L2";
     if (caches->l3 && footprint <= caches->l3)
         return "L3";
+    if (caches->l3 && footprint < 2 * caches->l3)
+        return "L3+DRAM";
     return caches->l3 ? "DRAM" : "?";
 }
 
@@ -297,6 +313,7 @@ typedef struct bench_workload {
     uint64_t data_bytes;
     posenc_rope_desc rope;
     posenc_sinusoidal_desc sinusoidal;
+    bool shaped_copy; /* the backend's copy shaped like the operation, until it says it has none */
 } bench_workload;
 
 static void fill_random(void *data, uint64_t bytes, posenc_dtype dtype, uint32_t seed)
@@ -333,6 +350,7 @@ static posenc_status workload_prepare(bench_workload *w, posenc_context *context
     memset(w, 0, sizeof *w);
     w->context = context;
     w->c = c;
+    w->shaped_copy = true;
     size_t element = posenc_dtype_size(c->dtype);
     uint64_t q_bytes = 0, k_bytes = 0, d_model = 0;
     if (c->kind == BENCH_ROPE) {
@@ -395,8 +413,18 @@ static posenc_status workload_call(const bench_workload *w)
                                     : posenc_sinusoidal(w->context, &w->sinusoidal);
 }
 
-static posenc_status workload_copy(const bench_workload *w)
+/* The copy shaped like the operation where the backend has one (the same elements in the same
+ * order on the same threads with the same split), else a copy of the tensors' bytes. */
+static posenc_status workload_copy(bench_workload *w)
 {
+    if (w->shaped_copy) {
+        posenc_status status = w->c->kind == BENCH_ROPE
+                                   ? posenc__roofline_rope(w->context, &w->rope)
+                                   : posenc__roofline_sinusoidal(w->context, &w->sinusoidal);
+        if (status != POSENC_UNSUPPORTED)
+            return status;
+        w->shaped_copy = false;
+    }
     return posenc__roofline(w->context, w->data, 0, w->data_bytes, w->c->kind != BENCH_ROPE);
 }
 
@@ -417,8 +445,28 @@ static void copy_error(char *out, size_t size, const posenc_context *context,
              detail && *detail ? detail : posenc_status_string(status));
 }
 
-/* Warm-up, then `runs` timed runs, each a batch of calls lasting about sample_seconds, each
- * followed by the same number of copies, so both see the same machine state. */
+/* A batch of `repeats` calls of the operation (copy false) or of its copy; seconds per call. */
+static double time_batch(bench_workload *w, bool copy, uint32_t repeats, posenc_status *status)
+{
+    double start = bench_now();
+    for (uint32_t r = 0; r < repeats && *status == POSENC_OK; r++)
+        *status = copy ? workload_copy(w) : workload_call(w);
+    return (bench_now() - start) / repeats;
+}
+
+static void spread_of(double *values, uint32_t n, double *median, double *p10, double *p90)
+{
+    qsort(values, n, sizeof values[0], compare_double);
+    *median = quantile(values, n, 0.5);
+    *p10 = quantile(values, n, 0.1);
+    *p90 = quantile(values, n, 0.9);
+}
+
+/* Warm-up runs of the operation and of its copy (every page of the tensors mapped, both paths'
+ * code and tables hot), then timed runs, each a batch of calls lasting about sample_seconds
+ * and a batch of as many copies, so both see the same machine state. Without --runs, a row
+ * takes at least min_row_seconds of operation time, so that the medians of large tensors rest
+ * on more than a handful of calls. */
 static void run_case(posenc_context *context, const bench_case *c, const bench_options *options,
                      const char *device, unsigned index, bench_result *result)
 {
@@ -429,14 +477,15 @@ static void run_case(posenc_context *context, const bench_case *c, const bench_o
     bench_progress(options, device, label, index + 1, (unsigned)CASE_COUNT);
 
     posenc_status status = workload_prepare(&w, context, c, result);
-    for (uint32_t i = 0; status == POSENC_OK && i < options->warmup; i++)
+    posenc_status copy_status = POSENC_OK;
+    for (uint32_t i = 0; status == POSENC_OK && i < options->warmup; i++) {
         status = workload_call(&w);
-    double single = 0.0;
-    if (status == POSENC_OK) {
-        double start = bench_now();
-        status = workload_call(&w);
-        single = bench_now() - start;
+        if (copy_status == POSENC_OK)
+            copy_status = workload_copy(&w);
     }
+    double single = 0.0;
+    if (status == POSENC_OK)
+        single = time_batch(&w, false, 1, &status);
     if (status != POSENC_OK) {
         result->status = status;
         copy_error(result->error, sizeof result->error, context, status);
@@ -446,28 +495,32 @@ static void run_case(posenc_context *context, const bench_case *c, const bench_o
     uint32_t repeats = single > 0.0 ? (uint32_t)(options->sample_seconds / single) : 1000;
     repeats = repeats < 1 ? 1 : repeats > 100000 ? 100000 : repeats;
     result->repeats = repeats;
+    uint32_t runs = options->runs;
+    if (!options->runs_given && single > 0.0) {
+        double wanted = options->min_row_seconds / (single * repeats);
+        runs = wanted > MAX_RUNS ? MAX_RUNS : wanted > runs ? (uint32_t)wanted + 1 : runs;
+    }
 
-    posenc_status copy_status = workload_copy(&w);
+    if (copy_status == POSENC_OK)
+        copy_status = workload_copy(&w);
     result->has_copy = copy_status == POSENC_OK;
+    result->shaped_copy = w.shaped_copy;
     if (!result->has_copy)
         copy_error(result->copy_note, sizeof result->copy_note, context, copy_status);
 
-    double times[MAX_RUNS], copies[MAX_RUNS];
-    uint32_t runs = 0;
-    for (; runs < options->runs && status == POSENC_OK; runs++) {
-        double start = bench_now();
-        for (uint32_t r = 0; r < repeats && status == POSENC_OK; r++)
-            status = workload_call(&w);
-        times[runs] = (bench_now() - start) / repeats;
-        if (result->has_copy) {
-            start = bench_now();
-            for (uint32_t r = 0; r < repeats && copy_status == POSENC_OK; r++)
-                copy_status = workload_copy(&w);
-            copies[runs] = (bench_now() - start) / repeats;
-            if (copy_status != POSENC_OK) {
-                result->has_copy = false;
-                copy_error(result->copy_note, sizeof result->copy_note, context, copy_status);
-            }
+    /* Odd runs time the copy first: neither always finds the caches as the other left them. */
+    double times[MAX_RUNS], copies[MAX_RUNS], ratios[MAX_RUNS];
+    uint32_t run = 0;
+    for (; run < runs && status == POSENC_OK; run++) {
+        bool copy_first = result->has_copy && (run & 1);
+        if (copy_first)
+            copies[run] = time_batch(&w, true, repeats, &copy_status);
+        times[run] = time_batch(&w, false, repeats, &status);
+        if (result->has_copy && !copy_first)
+            copies[run] = time_batch(&w, true, repeats, &copy_status);
+        if (result->has_copy && copy_status != POSENC_OK) {
+            result->has_copy = false;
+            copy_error(result->copy_note, sizeof result->copy_note, context, copy_status);
         }
     }
     if (status != POSENC_OK) {
@@ -476,24 +529,16 @@ static void run_case(posenc_context *context, const bench_case *c, const bench_o
         workload_free(&w);
         return;
     }
+    result->runs = run;
     if (result->has_copy) {
-        /* Each run against the copy right after it: drifts in what else the machine does
-         * cancel out, where a ratio of two medians would keep them. */
-        double ratios[MAX_RUNS];
-        for (uint32_t i = 0; i < runs; i++)
+        /* Each run against its own copy: drifts in what else the machine does cancel out,
+         * where a ratio of two medians would keep them. */
+        for (uint32_t i = 0; i < run; i++)
             ratios[i] = copies[i] / times[i];
-        qsort(ratios, runs, sizeof ratios[0], compare_double);
-        result->ratio = quantile(ratios, runs, 0.5);
+        spread_of(ratios, run, &result->ratio, &result->ratio_p10, &result->ratio_p90);
+        spread_of(copies, run, &result->copy_median, &result->copy_p10, &result->copy_p90);
     }
-    qsort(times, runs, sizeof times[0], compare_double);
-    result->runs = runs;
-    result->median = quantile(times, runs, 0.5);
-    result->p10 = quantile(times, runs, 0.1);
-    result->p90 = quantile(times, runs, 0.9);
-    if (result->has_copy) {
-        qsort(copies, runs, sizeof copies[0], compare_double);
-        result->copy_median = quantile(copies, runs, 0.5);
-    }
+    spread_of(times, run, &result->median, &result->p10, &result->p90);
     workload_free(&w);
 }
 
@@ -633,19 +678,20 @@ static void print_first_call(const bench_first_call *first)
         printf(" (empty kernel cache); with the cache filled: context %s, first RoPE %s", a, b);
     }
     printf("\n");
-    printf("  %-22s %-5s %-5s %-16s %9s %-6s %11s %7s %8s %9s %7s\n", "operation", "dtype",
-           "style", "shape", "bytes", "cache", "median", "spread", "GB/s", "copy GB/s",
-           "vs copy");
+    printf("  %-22s %-5s %-5s %-16s %9s %-7s %11s %7s %8s %9s %7s %7s %-11s\n", "operation",
+           "dtype", "style", "shape", "bytes", "cache", "median", "spread", "GB/s", "copy GB/s",
+           "spread", "vs copy", "p10-p90");
 }
 
 static void print_row(const bench_case *c, const bench_result *r, const char *regime)
 {
-    char shape[48], bytes[32], median[32], spread[16], gbps[16], copy[16], ratio[16];
+    char shape[48], bytes[32], median[32], spread[16], gbps[16], copy[16], copy_spread[16],
+        ratio[16], ratio_range[24];
     shape_text(c, shape, sizeof shape);
     cli_format_bytes(r->bytes, bytes, sizeof bytes);
     const char *style = c->kind == BENCH_ROPE ? (c->style == NEOX ? "neox" : "gptj") : "-";
     if (r->status != POSENC_OK) {
-        printf("  %-22s %-5s %-5s %-16s %9s %-6s failed: %s\n", c->name,
+        printf("  %-22s %-5s %-5s %-16s %9s %-7s failed: %s\n", c->name,
                posenc_dtype_name(c->dtype), style, shape, bytes, regime, r->error);
         return;
     }
@@ -654,14 +700,19 @@ static void print_row(const bench_case *c, const bench_result *r, const char *re
     snprintf(gbps, sizeof gbps, "%.1f", (double)r->bytes / r->median * 1e-9);
     if (r->has_copy) {
         snprintf(copy, sizeof copy, "%.1f", (double)r->bytes / r->copy_median * 1e-9);
+        snprintf(copy_spread, sizeof copy_spread, "+-%.0f%%",
+                 50.0 * (r->copy_p90 - r->copy_p10) / r->copy_median);
         snprintf(ratio, sizeof ratio, "%.2f", r->ratio);
+        snprintf(ratio_range, sizeof ratio_range, "%.2f-%.2f", r->ratio_p10, r->ratio_p90);
     } else {
         snprintf(copy, sizeof copy, "-");
+        snprintf(copy_spread, sizeof copy_spread, "-");
         snprintf(ratio, sizeof ratio, "-");
+        snprintf(ratio_range, sizeof ratio_range, "-");
     }
-    printf("  %-22s %-5s %-5s %-16s %9s %-6s %11s %7s %8s %9s %7s\n", c->name,
+    printf("  %-22s %-5s %-5s %-16s %9s %-7s %11s %7s %8s %9s %7s %7s %-11s\n", c->name,
            posenc_dtype_name(c->dtype), style, shape, bytes, regime, median, spread, gbps, copy,
-           ratio);
+           copy_spread, ratio, ratio_range);
 }
 
 static void print_json_device(const posenc_device_info *info, const char *selector,
@@ -722,8 +773,13 @@ static void print_json_device(const posenc_device_info *info, const char *select
                r->runs, r->repeats, r->median * 1e6, r->p10 * 1e6, r->p90 * 1e6,
                (double)r->bytes / r->median * 1e-9);
         if (r->has_copy) {
-            printf(", \"copy_median_us\": %.4f, \"copy_gb_per_s\": %.3f, \"ratio_to_copy\": %.4f",
-                   r->copy_median * 1e6, (double)r->bytes / r->copy_median * 1e-9, r->ratio);
+            printf(", \"copy\": \"%s\", \"copy_median_us\": %.4f, \"copy_p10_us\": %.4f, "
+                   "\"copy_p90_us\": %.4f, \"copy_gb_per_s\": %.3f, \"ratio_to_copy\": %.4f, "
+                   "\"ratio_p10\": %.4f, \"ratio_p90\": %.4f",
+                   r->shaped_copy ? "shaped like the operation" : "the tensors' bytes",
+                   r->copy_median * 1e6, r->copy_p10 * 1e6, r->copy_p90 * 1e6,
+                   (double)r->bytes / r->copy_median * 1e-9, r->ratio, r->ratio_p10,
+                   r->ratio_p90);
         } else {
             printf(", \"copy_gb_per_s\": null, \"ratio_to_copy\": null, \"copy_note\": ");
             json_string(r->copy_note);
@@ -780,10 +836,12 @@ static int bench_parse(int argc, char **argv, bench_options *options)
     }
     if (more < 0)
         return CLI_EXIT_USAGE;
+    options->runs_given = runs_given;
     if (!runs_given)
         options->runs = options->quick ? 5 : 21;
     options->warmup = options->quick ? 1 : 3;
     options->sample_seconds = options->quick ? 0.5e-3 : 2e-3;
+    options->min_row_seconds = options->quick ? 0.0 : 0.25;
 #if !defined(_WIN32)
     options->progress = isatty(fileno(stderr));
 #endif
@@ -859,13 +917,15 @@ int cli_bench_main(int argc, char **argv)
             cli_format_bytes(caches.l2, l2, sizeof l2);
         if (caches.l3)
             cli_format_bytes(caches.l3, l3, sizeof l3);
-        printf("posenc bench: %u device%s, %u timed runs per row after %u warm-up run%s\n", count,
-               count == 1 ? "" : "s", options.runs, options.warmup,
-               options.warmup == 1 ? "" : "s");
+        printf("posenc bench: %u device%s, %s%u timed runs per row after %u warm-up run%s\n",
+               count, count == 1 ? "" : "s", options.runs_given || options.quick ? "" : "at least ",
+               options.runs,
+               options.warmup, options.warmup == 1 ? "" : "s");
         printf("median time per call, spread = half the 10th-90th percentile range; GB/s = bytes "
                "read + written / median;\n'vs copy' = copy time / operation time (median of the "
-               "runs), the copy moving the same bytes the\nsame way on the same device right after "
-               "each run; 'cache' = where the tensors fit (this CPU: L2 %s per core, L3 %s)\n",
+               "runs, and its p10-p90), the copy moving\nthe same elements the same way on the "
+               "same device next to each run; 'cache' = where the tensors live\n(this CPU: L2 %s "
+               "per core, L3 %s; L3+DRAM: up to twice L3, partly cached)\n",
                l2, l3);
     }
 

@@ -1,4 +1,5 @@
-/* Front end of the copy roofline: range checks, then the backend's copy kernel. */
+/* Front end of the copy roofline: range checks, then the backend's copy kernel, over a
+ * buffer's bytes or shaped like one operation. */
 #include "core/roofline.h"
 
 #include "backend.h"
@@ -21,4 +22,31 @@ posenc_status posenc__roofline(posenc_context *ctx, posenc_buffer *buffer, uint6
                             ctx->backend->name);
     posenc__clear_error(ctx);
     return ctx->backend->roofline(ctx, buffer, offset, bytes, write_only);
+}
+
+posenc_status posenc__roofline_rope(posenc_context *ctx, const posenc_rope_desc *desc)
+{
+    if (!ctx)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
+    if (!ctx->backend->rope_roofline)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "roofline: the %s backend has no copy shaped like RoPE",
+                            ctx->backend->name);
+    posenc__rope_op op;
+    posenc_status status = posenc__rope_prepare(ctx, desc, &op);
+    return status == POSENC_OK ? ctx->backend->rope_roofline(ctx, &op) : status;
+}
+
+posenc_status posenc__roofline_sinusoidal(posenc_context *ctx, const posenc_sinusoidal_desc *desc)
+{
+    if (!ctx)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
+    if (!ctx->backend->sinusoidal_roofline)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "roofline: the %s backend has no copy shaped like a sinusoidal "
+                            "encoding",
+                            ctx->backend->name);
+    posenc__sinusoidal_op op;
+    posenc_status status = posenc__sinusoidal_prepare(ctx, desc, &op);
+    return status == POSENC_OK ? ctx->backend->sinusoidal_roofline(ctx, &op) : status;
 }

@@ -10,4 +10,12 @@
 posenc_status posenc__roofline(posenc_context *ctx, posenc_buffer *buffer, uint64_t offset,
                                uint64_t bytes, bool write_only);
 
+/* The copy shaped like the operation `desc` describes (validated as posenc_rope and
+ * posenc_sinusoidal validate it): its elements read and written back unchanged in place, or
+ * written (the table's contents are then undefined), in the operation's order and split over
+ * threads. UNSUPPORTED when the backend has no such copy: posenc__roofline is left. */
+posenc_status posenc__roofline_rope(posenc_context *ctx, const posenc_rope_desc *desc);
+posenc_status posenc__roofline_sinusoidal(posenc_context *ctx,
+                                          const posenc_sinusoidal_desc *desc);
+
 #endif

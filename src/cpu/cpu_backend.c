@@ -324,4 +324,6 @@ const posenc__backend posenc_cpu_backend = {
     .rope = posenc_cpu_rope,
     .sinusoidal = posenc_cpu_sinusoidal,
     .roofline = cpu_roofline,
+    .rope_roofline = posenc_cpu_rope_roofline,
+    .sinusoidal_roofline = posenc_cpu_sinusoidal_roofline,
 };

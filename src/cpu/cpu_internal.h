@@ -37,6 +37,10 @@ typedef struct posenc_cpu_context {
 /* The operations (cpu_rope.c, cpu_sinusoidal.c). */
 posenc_status posenc_cpu_rope(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_cpu_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
+/* Their yardsticks for `posenc bench`: the same split and order, copying instead. */
+posenc_status posenc_cpu_rope_roofline(posenc_context *ctx, const posenc__rope_op *op);
+posenc_status posenc_cpu_sinusoidal_roofline(posenc_context *ctx,
+                                             const posenc__sinusoidal_op *op);
 
 /* Grows every part's scratch to `floats` entries (before a job starts, so a failure leaves the
  * outputs untouched); OUT_OF_MEMORY with the context error set. */

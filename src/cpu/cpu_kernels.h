@@ -42,14 +42,16 @@ typedef struct posenc_cpu_rope_heads {
     bool copy_rest;        /* out of place: copy dims rotary_dim .. head_dim unchanged */
 } posenc_cpu_rope_heads;
 
-/* Consecutive output rows of a sinusoidal encoding: out = output_scale * PE (+ input_scale * x),
- * sin/cos values placed by `layout`, an odd d_model ending in a zero column. Either one row from
- * its own values (`steps` NULL, rows 1), or `rows` rows r from one anchor row rotated by the
- * steps first_step + r (angle addition):
- *   sin = sin_a cos_k + cos_a sin_k,  cos = cos_a cos_k - sin_a sin_k,
- * step k being cos(k f_i) at steps + k * step_stride and sin(k f_i) step_sin_offset floats
- * further. The anchor's values stay in registers for all the rows. The innermost dim of out and
- * x is contiguous. */
+/* Output rows of a sinusoidal encoding: out = output_scale * PE (+ input_scale * x), sin/cos
+ * values placed by `layout`, an odd d_model ending in a zero column. Either one row from its own
+ * values (`steps` NULL, rows 1, at `out`), or for each of `rows` steps k = first_step + r the
+ * rows at the anchor's angle plus and minus k (angle addition, with two rounded products and a
+ * rounded sum or difference per value):
+ *   sin = sin_a cos_k +- cos_a sin_k,  cos = cos_a cos_k -+ sin_a sin_k,
+ * the row a + k at out + r * out_row_stride (out NULL: none), the row a - k at
+ * back_out - r * out_row_stride (back_out NULL: none); step k being cos(k f_i) at
+ * steps + k * step_stride and sin(k f_i) step_sin_offset floats further. The anchor's values
+ * stay in registers for all the rows. The innermost dim of out and x is contiguous. */
 typedef struct posenc_cpu_sinusoidal_rows {
     const float *sin, *cos; /* `half` each: the row's, or the anchor's */
     const float *steps;     /* NULL: direct values */
@@ -62,8 +64,10 @@ typedef struct posenc_cpu_sinusoidal_rows {
     posenc_sinusoidal_layout layout;
     posenc_dtype dtype;
     uint8_t *out;
+    uint8_t *back_out;
     int64_t out_row_stride; /* bytes */
     const uint8_t *x;       /* NULL: write the table */
+    const uint8_t *back_x;  /* x of the rows at back_out */
     int64_t x_row_stride;
     float input_scale;
     float output_scale;

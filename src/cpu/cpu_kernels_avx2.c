@@ -9,6 +9,7 @@
 #include <string.h>
 
 #define LANES 8
+#define TABLE_REGS 8 /* of 16: a rotary_dim of 64 keeps its NeoX table in registers */
 typedef __m256 vf;
 typedef __m256i vi;
 
@@ -87,6 +88,11 @@ static inline vf f_add(vf a, vf b) { return _mm256_add_ps(a, b); }
 static inline vf f_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
 static inline vf f_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vf f_fms(vf a, vf b, vf c) { return _mm256_fmsub_ps(a, b, c); }
+static inline vf f_fnma(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
+static inline vf f_clamp1(vf v)
+{
+    return _mm256_max_ps(_mm256_min_ps(v, _mm256_set1_ps(1.0f)), _mm256_set1_ps(-1.0f));
+}
 static inline vi i_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
 static inline vi i_sub(vi a, vi b) { return _mm256_sub_epi32(a, b); }
 static inline vi i_and(vi a, vi b) { return _mm256_and_si256(a, b); }

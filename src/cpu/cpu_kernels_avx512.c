@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #define LANES 16
+#define TABLE_REGS 16 /* of 32: a rotary_dim of 128 or 256 keeps its whole table in registers */
 typedef __m512 vf;
 typedef __m512i vi;
 
@@ -65,6 +66,28 @@ static inline void h_store2(void *p, vf v, void *q, vf w)
     _mm256_storeu_si256(q, _mm512_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 #define HAVE_H_STORE2 1
+/* Runs of f16 stores with the NaN rewrite deferred: h_store_raw converts as the hardware does
+ * (a NaN keeps its payload's top bits), h_unordered says whether a lane of two vectors is NaN,
+ * and h_fix_nans rewrites the NaNs among `n` stored values (a multiple of LANES) afterwards as
+ * core/half.c writes them: the hardware's sign | 0x7e00 | top bits, masked with 0xfe00. */
+static inline void h_store_raw(void *p, vf v)
+{
+    _mm256_storeu_si256(p, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+static inline unsigned h_unordered(vf v, vf w) { return _mm512_cmp_ps_mask(v, w, _CMP_UNORD_Q); }
+static inline void h_fix_nans(void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i += LANES) {
+        __m256i *at = (__m256i *)((uint16_t *)p + i);
+        __m256i h = _mm256_loadu_si256(at);
+        __mmask16 nan = _mm256_cmpgt_epi16_mask(_mm256_and_si256(h, _mm256_set1_epi16(0x7fff)),
+                                                _mm256_set1_epi16(0x7c00));
+        h = _mm256_mask_blend_epi16(nan, h,
+                                    _mm256_and_si256(h, _mm256_set1_epi16((short)0xfe00)));
+        _mm256_storeu_si256(at, h);
+    }
+}
+#define HAVE_H_FIX_NANS 1
 static inline void h_store_part(void *p, vf v, size_t n)
 {
     _mm256_mask_storeu_epi16(p, lanes_mask(n), h_convert(v));
@@ -100,6 +123,29 @@ static inline __m256i b_convert(vf v)
         return b_convert_bits(v);
     return (__m256i)_mm512_cvtneps_pbh(v);
 }
+/* Two vectors to bf16, interleaved: lane i of the result holds even[i] in its low half and
+ * odd[i] in its high half (a GPT-J pair). One conversion of both and one word permute. */
+static inline vi b_pack_pairs(vf even, vf odd)
+{
+    if (_mm512_fpclass_ps_mask(even, 0x20) | _mm512_fpclass_ps_mask(odd, 0x20))
+        return _mm512_or_si512(_mm512_cvtepu16_epi32(b_convert_bits(even)),
+                               _mm512_slli_epi32(_mm512_cvtepu16_epi32(b_convert_bits(odd)), 16));
+    const vi interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+                                           24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17,
+                                           1, 16, 0);
+    return _mm512_permutexvar_epi16(interleave, (vi)_mm512_cvtne2ps_pbh(odd, even));
+}
+#define HAVE_B_PACK_PAIRS 1
+/* The inverse of f_zip: the even lanes of [a b] and the odd ones. */
+static inline void f_unzip(vf a, vf b, vf *even, vf *odd)
+{
+    const vi even_index =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const vi odd_index =
+        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    *even = _mm512_permutex2var_ps(a, even_index, b);
+    *odd = _mm512_permutex2var_ps(a, odd_index, b);
+}
 #else
 static inline __m256i b_convert(vf v) { return b_convert_bits(v); }
 #endif
@@ -120,6 +166,9 @@ static inline vf f_add(vf a, vf b) { return _mm512_add_ps(a, b); }
 static inline vf f_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 static inline vf f_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 static inline vf f_fms(vf a, vf b, vf c) { return _mm512_fmsub_ps(a, b, c); }
+static inline vf f_fnma(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }
+/* VRANGEPS, "smaller magnitude, sign of the first": one instruction for min(max(v, -1), 1). */
+static inline vf f_clamp1(vf v) { return _mm512_range_ps(v, _mm512_set1_ps(1.0f), 0x02); }
 static inline vi i_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
 static inline vi i_sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
 static inline vi i_and(vi a, vi b) { return _mm512_and_si512(a, b); }

@@ -85,6 +85,11 @@ static inline vf f_add(vf a, vf b) { return vaddq_f32(a, b); }
 static inline vf f_mul(vf a, vf b) { return vmulq_f32(a, b); }
 static inline vf f_fma(vf a, vf b, vf c) { return vfmaq_f32(c, a, b); }
 static inline vf f_fms(vf a, vf b, vf c) { return vfmaq_f32(vnegq_f32(c), a, b); }
+static inline vf f_fnma(vf a, vf b, vf c) { return vfmsq_f32(c, a, b); }
+static inline vf f_clamp1(vf v)
+{
+    return vmaxq_f32(vminq_f32(v, vdupq_n_f32(1.0f)), vdupq_n_f32(-1.0f));
+}
 static inline vi i_add(vi a, vi b) { return vaddq_u32(a, b); }
 static inline vi i_sub(vi a, vi b) { return vsubq_u32(a, b); }
 static inline vi i_and(vi a, vi b) { return vandq_u32(a, b); }

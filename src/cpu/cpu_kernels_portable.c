@@ -105,6 +105,16 @@ static inline vf f_fms(vf a, vf b, vf c)
     EACH(i) a.v[i] = a.v[i] * b.v[i] - c.v[i];
     return a;
 }
+static inline vf f_fnma(vf a, vf b, vf c)
+{
+    EACH(i) a.v[i] = c.v[i] - a.v[i] * b.v[i];
+    return a;
+}
+static inline vf f_clamp1(vf v)
+{
+    EACH(i) v.v[i] = v.v[i] > 1.0f ? 1.0f : v.v[i] < -1.0f ? -1.0f : v.v[i];
+    return v;
+}
 static inline vi i_add(vi a, vi b)
 {
     EACH(i) a.v[i] += b.v[i];

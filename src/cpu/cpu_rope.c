@@ -16,6 +16,7 @@ typedef struct rope_job {
     int64_t chunk;  /* heads per unit of work */
     int64_t chunks; /* units per row */
     float sin_scale, cos_scale;
+    bool copy;      /* the yardstick: copy the elements unchanged, no table, no arithmetic */
 } rope_job;
 
 /* sin and cos of every frequency at token (b, t), each frequency at the position component
@@ -148,6 +149,37 @@ static void rotate_heads(const rope_job *job, const float *table, const posenc__
                             out + h * out_view->strides[2], out_view->strides[3], !in_place);
 }
 
+/* The yardstick's counterpart of rotate_heads: the same elements read and written back (in
+ * place) or copied to the output, in the same order, with the copy kernel of the variant. */
+static void copy_heads(const rope_job *job, const posenc__view *in_view, const uint8_t *in_base,
+                       const posenc__view *out_view, uint8_t *out_base, bool in_place,
+                       int64_t row, int64_t first, int64_t end)
+{
+    const posenc__rope_op *op = job->op;
+    int64_t b = row / op->tokens, t = row % op->tokens;
+    const uint8_t *in = posenc_cpu_element((uint8_t *)in_base, in_view, b, t, first, 0);
+    uint8_t *out = posenc_cpu_element(out_base, out_view, b, t, first, 0);
+    int64_t element = (int64_t)posenc_dtype_size(in_view->dtype);
+    int64_t bytes = (int64_t)op->rotary_dim * element; /* even rotary_dim: whole floats */
+    bool packed = in_place && out_view->strides[3] == element && (uintptr_t)out % 4 == 0 &&
+                  out_view->strides[2] % 4 == 0;
+    if (packed && out_view->strides[2] == bytes) { /* the heads are one run */
+        job->state->kernels->copy_in_place((float *)(void *)out,
+                                           (size_t)((end - first) * bytes / 4));
+        return;
+    }
+    for (int64_t h = 0; h < end - first; h++) {
+        uint8_t *o = out + h * out_view->strides[2];
+        const uint8_t *i = in + h * in_view->strides[2];
+        if (packed) {
+            job->state->kernels->copy_in_place((float *)(void *)o, (size_t)bytes / 4);
+            continue;
+        }
+        for (uint32_t d = 0; d < op->rotary_dim; d++)
+            memmove(o + d * out_view->strides[3], i + d * in_view->strides[3], (size_t)element);
+    }
+}
+
 static void rope_part(void *arg, uint32_t part, uint32_t parts)
 {
     const rope_job *job = arg;
@@ -164,6 +196,16 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
         int64_t row = (int64_t)(unit / (uint64_t)job->chunks);
         int64_t h0 = (int64_t)(unit % (uint64_t)job->chunks) * job->chunk;
         int64_t h1 = h0 + job->chunk < job->heads ? h0 + job->chunk : job->heads;
+        if (job->copy) {
+            if (h0 < op->q_heads)
+                copy_heads(job, &op->q, job->q_in, &op->q_out, job->q_out, op->q_in_place, row,
+                           h0, h1 < op->q_heads ? h1 : op->q_heads);
+            if (h1 > op->q_heads)
+                copy_heads(job, &op->k, job->k_in, &op->k_out, job->k_out, op->k_in_place, row,
+                           (h0 > op->q_heads ? h0 : op->q_heads) - op->q_heads,
+                           h1 - op->q_heads);
+            continue;
+        }
         if (row != built) {
             build_table(job, row, table, sin_scratch, turns_hi);
             built = row;
@@ -178,7 +220,7 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
     }
 }
 
-posenc_status posenc_cpu_rope(posenc_context *ctx, const posenc__rope_op *op)
+static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, bool copy)
 {
     posenc_cpu_context *state = ctx->backend_state;
     /* Table (2 rotary_dim), sin and cos (rotary_dim), turns (rotary_dim / 2). */
@@ -198,6 +240,7 @@ posenc_status posenc_cpu_rope(posenc_context *ctx, const posenc__rope_op *op)
         .heads = op->q_heads + (op->has_k ? op->k_heads : 0),
         .sin_scale = op->inverse ? -op->attention_factor : op->attention_factor,
         .cos_scale = op->attention_factor,
+        .copy = copy,
     };
 
     uint64_t elements = (uint64_t)(job.rows * job.heads * op->head_dim);
@@ -214,4 +257,14 @@ posenc_status posenc_cpu_rope(posenc_context *ctx, const posenc__rope_op *op)
     job.chunks = (job.heads + job.chunk - 1) / job.chunk;
     posenc_cpu_pool_run(state->pool, parts, rope_part, &job);
     return POSENC_OK;
+}
+
+posenc_status posenc_cpu_rope(posenc_context *ctx, const posenc__rope_op *op)
+{
+    return run_rope(ctx, op, false);
+}
+
+posenc_status posenc_cpu_rope_roofline(posenc_context *ctx, const posenc__rope_op *op)
+{
+    return run_rope(ctx, op, true);
 }

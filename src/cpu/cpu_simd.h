@@ -7,7 +7,8 @@
  *   h_load, h_store, b_load, b_store (+ _part)   f16 / bf16 memory <-> f32 lanes, stores
  *                               rounding to nearest even exactly as core/half.c
  *   i_load, i_load_part         u32 vectors
- *   f_set, i_set, f_add, f_mul, f_fma(a,b,c) = a*b+c, f_fms(a,b,c) = a*b-c
+ *   f_set, i_set, f_add, f_mul, f_fma(a,b,c) = a*b+c, f_fms(a,b,c) = a*b-c,
+ *   f_fnma(a,b,c) = c-a*b, f_clamp1(v): v limited to [-1, 1]
  *   i_add, i_sub, i_and, i_shl(v,n), i_shr(v,n) (logical; n a constant)
  *   f_from_i (int32 -> float, to nearest), i_from_f (integral float -> int32)
  *   f_xor_bits(v, bits), f_select_odd(q, a, b): a where q is odd, else b
@@ -16,8 +17,16 @@
  *   v is NaN, else b
  *   h_store2(p, v, q, w)        optional (HAVE_H_STORE2): h_store of two vectors, sharing
  *                               the NaN test
+ *   h_store_raw, h_unordered, h_fix_nans   optional (HAVE_H_FIX_NANS): f16 stores whose NaN
+ *                               rewrite is deferred to the end of a head (the variant's file
+ *                               says how)
+ *   TABLE_REGS                  optional: vector registers RoPE may give to its table (0 or
+ *                               undefined: the table stays in memory)
  *   KERNEL_TABLE, KERNEL_NAME   the exported table and its POSENC_CPU_VARIANT name
  *   NATIVE_BF16                 defined where b_store is a hardware conversion
+ *   b_pack_pairs(even, odd)     optional (HAVE_B_PACK_PAIRS): two vectors to bf16 as
+ *                               32-bit lanes, even[i] low and odd[i] high; with it
+ *                               f_unzip(a, b, &even, &odd), the inverse of f_zip
  *
  * sin/cos (sincos_vec) are the steps of core/angle.c on vectors: the nearest quarter turn and
  * the remainder from the top 32 bits of the exact fixed-point turn, radians as a float-float
@@ -31,9 +40,10 @@
  * of 2^-24, for values of magnitude <= 1 (half an ulp <= 0.5 unit):
  *   - RoPE, out = (a c - b s) * f with the attention factor f folded into c and s (0.5 unit
  *     each): |error| <= |pair| f (sqrt(2) (E + 0.5) + 3 roundings) = 6.6 |rotated pair|;
- *   - a sinusoidal row from an exact anchor a and an exact step b (rotate): sin(a + b) =
- *     sin a cos b + cos a sin b, whose input errors weigh |cos b| + |sin b| <= sqrt(2) each:
- *     |error| <= 2 sqrt(2) E + 1.5 (roundings) + 0.5 (output_scale) = 7.7 |output_scale|;
+ *   - a sinusoidal row from an exact anchor a and an exact step b (rotate, or step_values):
+ *     sin(a +- b) = sin a cos b +- cos a sin b, whose input errors weigh |cos b| + |sin b| <=
+ *     sqrt(2) each: |error| <= 2 sqrt(2) E + 1.5 (roundings) + 0.5 (output_scale) = 7.7
+ *     |output_scale|;
  *     every row is one rotation away from exact values, so the bound does not grow along the
  *     table;
  *   - values computed directly (given positions): E + 0.5 = 2.5 |output_scale|;
@@ -62,20 +72,6 @@
 #define COS_C1 4.166664568298827e-2f
 #define COS_C2 -1.388731625493765e-3f
 #define COS_C3 2.443315711809948e-5f
-
-/* Software prefetch of a line that may lie past the end of the data (it never faults). */
-#if defined(_MSC_VER) && !defined(__clang__) && defined(_M_X64)
-#  include <xmmintrin.h>
-#  define CPU_PREFETCH(address) _mm_prefetch((const char *)(address), _MM_HINT_T0)
-#elif defined(_MSC_VER) && !defined(__clang__)
-#  define CPU_PREFETCH(address) ((void)(address))
-#else
-#  define CPU_PREFETCH(address) __builtin_prefetch((const void *)(address), 0, 3)
-#endif
-
-/* How far ahead RoPE fetches the heads it will rotate next: with a dozen instructions per
- * vector, the core keeps too few loads in flight for memory's latency on its own. */
-#define PREFETCH_BYTES 4096
 
 #define DT_F32 POSENC_DTYPE_F32
 #define DT_F16 POSENC_DTYPE_F16
@@ -124,6 +120,37 @@ CPU_INLINE void store_dt2(posenc_dtype dt, uint8_t *p, vf v, uint8_t *q, vf w)
 #endif
     store_dt(dt, p, v);
     store_dt(dt, q, w);
+}
+
+/* Two full vectors of a head whose f16 NaNs are rewritten at its end (fix_nans_dt), when the
+ * variant can: a mask accumulated in `nan` instead of a test and branch per store. */
+CPU_INLINE void store_dt2_deferred(posenc_dtype dt, uint8_t *p, vf v, uint8_t *q, vf w,
+                                   unsigned *nan)
+{
+#if defined(HAVE_H_FIX_NANS)
+    if (dt == DT_F16) {
+        *nan |= h_unordered(v, w);
+        h_store_raw(p, v);
+        h_store_raw(q, w);
+        return;
+    }
+#endif
+    (void)nan;
+    store_dt2(dt, p, v, q, w);
+}
+
+/* The end of a head written with store_dt2_deferred: `n` values (a multiple of LANES). */
+CPU_INLINE void fix_nans_dt(posenc_dtype dt, uint8_t *p, size_t n, unsigned nan)
+{
+#if defined(HAVE_H_FIX_NANS)
+    if (dt == DT_F16 && nan)
+        h_fix_nans(p, n);
+#else
+    (void)dt;
+    (void)p;
+    (void)n;
+    (void)nan;
+#endif
 }
 
 CPU_INLINE void store_dt_part(posenc_dtype dt, uint8_t *p, vf v, size_t n)
@@ -207,29 +234,16 @@ static void k_rotate(const float *sin_a, const float *cos_a, const float *sin_b,
 
 /* ---- RoPE ---- */
 
-/* Prefetches the head PREFETCH_BYTES (rounded to whole heads) after head h. */
-CPU_INLINE void prefetch_head(const uint8_t *first_head, int64_t head_stride, int64_t h,
-                              int64_t ahead, size_t head_bytes)
-{
-    uintptr_t at = (uintptr_t)first_head + (uintptr_t)((h + ahead) * head_stride);
-    for (size_t line = 0; line < head_bytes; line += 64)
-        CPU_PREFETCH(at + line);
-}
-
-CPU_INLINE int64_t heads_ahead(size_t head_bytes)
-{
-    return (int64_t)((PREFETCH_BYTES + head_bytes - 1) / head_bytes);
-}
+/* No software prefetch: the heads are read in address order, which the hardware prefetchers
+ * follow on their own. Prefetching 4 KiB ahead (one prefetch per line of every head) made
+ * prefill RoPE slower on Zen 4, f32 from 0.89 to 0.63 of the copy's speed on one core. */
 
 CPU_INLINE void rope_neox(const posenc_cpu_rope_heads *a, posenc_dtype dt)
 {
     const size_t es = dt_size(dt);
     const uint32_t half = a->rotary_dim / 2;
     const float *ct = a->table, *st = a->table + half;
-    const size_t head_bytes = a->rotary_dim * es;
-    const int64_t ahead = heads_ahead(head_bytes);
     for (int64_t h = 0; h < a->heads; h++) {
-        prefetch_head(a->in, a->in_head_stride, h, ahead, head_bytes);
         const uint8_t *in = a->in + h * a->in_head_stride;
         uint8_t *out = a->out + h * a->out_head_stride;
         const uint8_t *in_b = in + half * es;
@@ -259,10 +273,7 @@ CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
     const size_t es = dt_size(dt);
     const uint32_t rot = a->rotary_dim;
     const float *ct = a->table, *st = a->table + rot;
-    const size_t head_bytes = rot * es;
-    const int64_t ahead = heads_ahead(head_bytes);
     for (int64_t h = 0; h < a->heads; h++) {
-        prefetch_head(a->in, a->in_head_stride, h, ahead, head_bytes);
         const uint8_t *in = a->in + h * a->in_head_stride;
         uint8_t *out = a->out + h * a->out_head_stride;
         uint32_t i = 0;
@@ -302,19 +313,249 @@ CPU_INLINE vi bf16_high(vf v)
     return i_and(r, i_set(0xffff0000u));
 }
 
+/* Two vectors to bf16 pairs: even[i] in the low half of lane i, odd[i] in the high half. */
+CPU_INLINE vi bf16_pairs(vf even, vf odd)
+{
+#if defined(HAVE_B_PACK_PAIRS)
+    return b_pack_pairs(even, odd);
+#else
+    return i_or(i_shr(bf16_high(even), 16), bf16_high(odd));
+#endif
+}
+
+/* ---- RoPE with the token's table held in registers ----
+ *
+ * The loops above read the table from memory for every vector: the cos and sin of a NeoX pair
+ * twice each, as operands of two instructions. With the data, that is three loads per vector
+ * where a copy makes one, and AVX-512 on AMD's Zen 4 loads one 64-byte vector per cycle: the
+ * loads, not the arithmetic, set the pace in cache. When the table fits in TABLE_REGS
+ * registers (rotary_dim 128 on AVX-512: 8 for NeoX, 16 for GPT-J), it is loaded once per call
+ * and each head costs its own loads and stores only. `NV` (vectors per half table for NeoX,
+ * per table for GPT-J) is a constant in each instance, so the loops over it unroll and the
+ * arrays stay in registers. */
+#if defined(TABLE_REGS) && TABLE_REGS > 0
+
+#if defined(__GNUC__) || defined(__clang__)
+#  define UNROLL_ALL _Pragma("GCC unroll 16")
+#else
+#  define UNROLL_ALL
+#endif
+
+CPU_INLINE void rope_neox_held(const posenc_cpu_rope_heads *a, posenc_dtype dt, const uint32_t nv)
+{
+    const size_t es = dt_size(dt);
+    const uint32_t half = a->rotary_dim / 2;
+    const size_t head_bytes = a->rotary_dim * es;
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    vf c[TABLE_REGS / 2], s[TABLE_REGS / 2];
+    UNROLL_ALL
+    for (uint32_t k = 0; k < nv; k++) {
+        c[k] = f_load(a->table + k * LANES);
+        s[k] = f_load(a->table + half + k * LANES);
+    }
+    for (int64_t h = 0; h < heads; h++) {
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
+        unsigned nan = 0;
+        UNROLL_ALL
+        for (uint32_t k = 0; k < nv; k++) {
+            size_t at = k * LANES * es, bt = at + half * es;
+            vf x0 = load_dt(dt, in + at), x1 = load_dt(dt, in + bt);
+            store_dt2_deferred(dt, out + at, f_fms(x0, c[k], f_mul(x1, s[k])), out + bt,
+                               f_fma(x0, s[k], f_mul(x1, c[k])), &nan);
+        }
+        fix_nans_dt(dt, out, a->rotary_dim, nan);
+        if (a->copy_rest)
+            memcpy(out + head_bytes, in + head_bytes, (a->head_dim - a->rotary_dim) * es);
+    }
+}
+
+CPU_INLINE void rope_gptj_held(const posenc_cpu_rope_heads *a, posenc_dtype dt, const uint32_t nv)
+{
+    const size_t es = dt_size(dt);
+    const uint32_t rot = a->rotary_dim;
+    const size_t head_bytes = rot * es;
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    vf c[TABLE_REGS / 2], s[TABLE_REGS / 2];
+    UNROLL_ALL
+    for (uint32_t k = 0; k < nv; k++) {
+        c[k] = f_load(a->table + k * LANES);
+        s[k] = f_load(a->table + rot + k * LANES);
+    }
+    for (int64_t h = 0; h < heads; h++) {
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
+        unsigned nan = 0;
+        UNROLL_ALL
+        for (uint32_t k = 0; k + 1 < nv; k += 2) {
+            size_t at = k * LANES * es, bt = at + LANES * es;
+            vf x = load_dt(dt, in + at), y = load_dt(dt, in + bt);
+            store_dt2_deferred(dt, out + at, f_fma(f_swap_pairs(x), s[k], f_mul(x, c[k])),
+                               out + bt, f_fma(f_swap_pairs(y), s[k + 1], f_mul(y, c[k + 1])),
+                               &nan);
+        }
+        if (nv % 2) {
+            size_t at = (nv - 1) * LANES * es;
+            vf x = load_dt(dt, in + at);
+            store_dt(dt, out + at, f_fma(f_swap_pairs(x), s[nv - 1], f_mul(x, c[nv - 1])));
+        }
+        fix_nans_dt(dt, out, (size_t)(nv - nv % 2) * LANES, nan);
+        if (a->copy_rest)
+            memcpy(out + head_bytes, in + head_bytes, (a->head_dim - rot) * es);
+    }
+}
+
+/* rope_gptj_bf16 (below) with its pair table in registers: `nv` vectors of cos and of sin. */
+CPU_INLINE void rope_gptj_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype dt,
+                                    const uint32_t nv)
+{
+    (void)dt;
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    const size_t head_bytes = a->rotary_dim * 2;
+    const vi high = i_set(0xffff0000u);
+    vf c[TABLE_REGS / 2], s[TABLE_REGS / 2];
+    UNROLL_ALL
+    for (uint32_t k = 0; k < nv; k++) {
+        c[k] = f_load(a->pair_cos + k * LANES);
+        s[k] = f_load(a->pair_sin + k * LANES);
+    }
+    for (int64_t h = 0; h < heads; h++) {
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
+        UNROLL_ALL
+        for (uint32_t k = 0; k < nv; k++) {
+            vi w = i_load(in + 4 * LANES * (size_t)k);
+            vf x0 = i_bits(i_shl(w, 16)), x1 = i_bits(i_and(w, high));
+            i_store(out + 4 * LANES * (size_t)k,
+                    bf16_pairs(f_fms(x0, c[k], f_mul(x1, s[k])), f_fma(x0, s[k], f_mul(x1, c[k]))));
+        }
+        if (a->copy_rest)
+            memcpy(out + head_bytes, in + head_bytes, (a->head_dim - a->rotary_dim) * 2);
+    }
+}
+
+#if defined(HAVE_B_PACK_PAIRS)
+/* bf16 NeoX on 32-bit words, as GPT-J's pairs: a word holds elements 2i and 2i + 1, which a
+ * shift and a mask widen, and the rotation runs on the even elements and on the odd ones with
+ * the table split the same way (in registers: `nv` blocks of 2 LANES values, four vectors
+ * each). Two loads and two stores per 2 LANES pairs, no widening instruction, one conversion
+ * of two vectors at a time. */
+CPU_INLINE void rope_neox_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype dt,
+                                    const uint32_t nv)
+{
+    (void)dt;
+    const uint32_t half = a->rotary_dim / 2;
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    const size_t head_bytes = a->rotary_dim * 2;
+    const vi high = i_set(0xffff0000u);
+    vf ce[TABLE_REGS / 4], co[TABLE_REGS / 4], se[TABLE_REGS / 4], so[TABLE_REGS / 4];
+    UNROLL_ALL
+    for (uint32_t k = 0; k < nv; k++) {
+        const float *c = a->table + 2 * LANES * k, *s = a->table + half + 2 * LANES * k;
+        f_unzip(f_load(c), f_load(c + LANES), &ce[k], &co[k]);
+        f_unzip(f_load(s), f_load(s + LANES), &se[k], &so[k]);
+    }
+    for (int64_t h = 0; h < heads; h++) {
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
+        UNROLL_ALL
+        for (uint32_t k = 0; k < nv; k++) {
+            size_t at = 4 * LANES * (size_t)k, bt = at + 2 * (size_t)half;
+            vi w0 = i_load(in + at), w1 = i_load(in + bt);
+            vf e0 = i_bits(i_shl(w0, 16)), o0 = i_bits(i_and(w0, high));
+            vf e1 = i_bits(i_shl(w1, 16)), o1 = i_bits(i_and(w1, high));
+            i_store(out + at, bf16_pairs(f_fms(e0, ce[k], f_mul(e1, se[k])),
+                                         f_fms(o0, co[k], f_mul(o1, so[k]))));
+            i_store(out + bt, bf16_pairs(f_fma(e0, se[k], f_mul(e1, ce[k])),
+                                         f_fma(o0, so[k], f_mul(o1, co[k]))));
+        }
+        if (a->copy_rest)
+            memcpy(out + head_bytes, in + head_bytes, (a->head_dim - a->rotary_dim) * 2);
+    }
+}
+#endif
+
+/* One instance per table size in vectors (1 .. TABLE_REGS / 2); false where the table does
+ * not fit or has a partial vector. */
+#define HELD_CASE(n)                                                                         \
+    case n: held(a, dt, n); return true;
+
+CPU_INLINE bool rope_held_dt(const posenc_cpu_rope_heads *a, posenc_dtype dt)
+{
+    bool neox = a->style == POSENC_ROPE_NEOX;
+    bool pairs = !neox && dt == DT_BF16; /* one cos and one sin per pair */
+    uint32_t values = neox || pairs ? a->rotary_dim / 2 : a->rotary_dim;
+    if (values % LANES || values / LANES > TABLE_REGS / 2)
+        return false;
+    uint32_t nv = values / LANES;
+#if defined(HAVE_B_PACK_PAIRS)
+    if (neox && dt == DT_BF16 && a->rotary_dim % (4 * LANES) == 0 &&
+        a->rotary_dim / (4 * LANES) <= TABLE_REGS / 4) {
+#define held rope_neox_bf16_held
+        switch (a->rotary_dim / (4 * LANES)) {
+        HELD_CASE(1) HELD_CASE(2) HELD_CASE(3) HELD_CASE(4)
+        default: return false;
+        }
+#undef held
+    }
+#endif
+    if (pairs) {
+#define held rope_gptj_bf16_held
+        switch (nv) {
+        HELD_CASE(1) HELD_CASE(2) HELD_CASE(3) HELD_CASE(4)
+#if TABLE_REGS >= 16
+        HELD_CASE(5) HELD_CASE(6) HELD_CASE(7) HELD_CASE(8)
+#endif
+        default: return false;
+        }
+#undef held
+    }
+    if (neox) {
+#define held rope_neox_held
+        switch (nv) {
+        HELD_CASE(1) HELD_CASE(2) HELD_CASE(3) HELD_CASE(4)
+#if TABLE_REGS >= 16
+        HELD_CASE(5) HELD_CASE(6) HELD_CASE(7) HELD_CASE(8)
+#endif
+        default: return false;
+        }
+#undef held
+    }
+#define held rope_gptj_held
+    switch (nv) {
+    HELD_CASE(1) HELD_CASE(2) HELD_CASE(3) HELD_CASE(4)
+#if TABLE_REGS >= 16
+    HELD_CASE(5) HELD_CASE(6) HELD_CASE(7) HELD_CASE(8)
+#endif
+    default: return false;
+    }
+#undef held
+}
+#undef HELD_CASE
+
+#endif
+
 /* GPT-J pairs of bf16 are 32-bit words, so each lane holds a whole pair: its two values are a
  * shift and a mask away, and the results go back the same way. No shuffle, and the table is
  * one cos and one sin per pair. */
-#if !defined(NATIVE_BF16)
 CPU_INLINE void rope_gptj_bf16(const posenc_cpu_rope_heads *a)
 {
     const uint32_t pairs = a->rotary_dim / 2;
     const float *const pc = a->pair_cos, *const ps = a->pair_sin;
-    const size_t head_bytes = a->rotary_dim * 2;
-    const int64_t ahead = heads_ahead(head_bytes);
     const vi high = i_set(0xffff0000u);
     for (int64_t h = 0; h < a->heads; h++) {
-        prefetch_head(a->in, a->in_head_stride, h, ahead, head_bytes);
         const uint8_t *in = a->in + h * a->in_head_stride;
         uint8_t *out = a->out + h * a->out_head_stride;
         for (uint32_t j = 0; j < pairs; j += LANES) {
@@ -323,8 +564,7 @@ CPU_INLINE void rope_gptj_bf16(const posenc_cpu_rope_heads *a)
             vf x0 = i_bits(i_shl(w, 16)), x1 = i_bits(i_and(w, high));
             vf c = n == LANES ? f_load(pc + j) : f_load_part(pc + j, n);
             vf s = n == LANES ? f_load(ps + j) : f_load_part(ps + j, n);
-            vi r = i_or(i_shr(bf16_high(f_fms(x0, c, f_mul(x1, s))), 16),
-                        bf16_high(f_fma(x0, s, f_mul(x1, c))));
+            vi r = bf16_pairs(f_fms(x0, c, f_mul(x1, s)), f_fma(x0, s, f_mul(x1, c)));
             if (n == LANES)
                 i_store(out + 4 * (size_t)j, r);
             else
@@ -335,18 +575,29 @@ CPU_INLINE void rope_gptj_bf16(const posenc_cpu_rope_heads *a)
                    (a->head_dim - a->rotary_dim) * 2);
     }
 }
-#endif
 
 static void k_rope_heads(const posenc_cpu_rope_heads *a)
 {
+#if defined(TABLE_REGS) && TABLE_REGS > 0
+    switch (a->dtype) {
+    case DT_F16:
+        if (rope_held_dt(a, DT_F16))
+            return;
+        break;
+    case DT_BF16:
+        if (rope_held_dt(a, DT_BF16))
+            return;
+        break;
+    default:
+        if (rope_held_dt(a, DT_F32))
+            return;
+        break;
+    }
+#endif
     if (a->style == POSENC_ROPE_GPTJ) {
         switch (a->dtype) {
         case DT_F16: rope_gptj(a, DT_F16); break;
-#if defined(NATIVE_BF16)
-        case DT_BF16: rope_gptj(a, DT_BF16); break; /* the hardware conversion is faster */
-#else
-        case DT_BF16: rope_gptj_bf16(a); break;
-#endif
+        case DT_BF16: rope_gptj_bf16(a); break; /* no shuffle at all */
         default: rope_gptj(a, DT_F32); break;
         }
     } else {
@@ -360,15 +611,25 @@ static void k_rope_heads(const posenc_cpu_rope_heads *a)
 
 /* ---- sinusoidal rows ---- */
 
-/* output_scale * pe (+ input_scale * x at element `at`), for n lanes (n == LANES: full). */
-CPU_INLINE void emit(posenc_dtype dt, bool add, bool scaled, uint8_t *out, const uint8_t *x,
-                     size_t at, vf pe, vf os, vf is, size_t n)
+/* output_scale * pe (+ input_scale * x at element `at`), for n lanes (n == LANES: full);
+ * `finite`: the caller knows the values are not NaN. */
+CPU_INLINE void emit(posenc_dtype dt, bool add, bool scaled, bool finite, uint8_t *out,
+                     const uint8_t *x, size_t at, vf pe, vf os, vf is, size_t n)
 {
     const size_t es = dt_size(dt);
     vf v = scaled ? f_mul(pe, os) : pe;
+    (void)finite;
     if (n == LANES) {
         if (add)
             v = f_fma(load_dt(dt, x + at * es), is, v);
+#if defined(HAVE_H_FIX_NANS)
+        /* `finite`: no NaN to rewrite (stepped rows without x: finite sin/cos times a finite
+         * scale; rows at given positions may be NaN). */
+        if (dt == DT_F16 && finite) {
+            h_store_raw(out + at * es, v);
+            return;
+        }
+#endif
         store_dt(dt, out + at * es, v);
     } else {
         if (add)
@@ -377,22 +638,24 @@ CPU_INLINE void emit(posenc_dtype dt, bool add, bool scaled, uint8_t *out, const
     }
 }
 
-/* Row r's values at frequencies i .. i + n (n lanes): the anchor's, rotated by step r. */
-CPU_INLINE void row_values(vf sa, vf ca, const float *step_cos, const float *step_sin, bool stepped,
-                           size_t n, vf *s, vf *c)
+/* Angle addition at frequencies i .. i + n (n lanes) for step k shares two rounded products
+ * between the rows a + k and a - k: with p = sin_a cos_k and q = cos_a cos_k,
+ *   sin/cos(a + k) = p + cos_a sin_k, q - sin_a sin_k;  sin/cos(a - k) = p - cos_a sin_k,
+ *   q + sin_a sin_k,
+ * each one fused multiply-add, so both rows cost six operations where two rotations cost
+ * eight. A row is computed the same way whether its mirror is written or not, so its values do
+ * not depend on how the rows were grouped or split over threads. */
+CPU_INLINE void step_values(vf sa, vf ca, const float *step_cos, const float *step_sin, size_t n,
+                            vf *sb, vf *p, vf *q)
 {
-    if (!stepped) {
-        *s = sa;
-        *c = ca;
-        return;
-    }
     vf cb = n == LANES ? f_load(step_cos) : f_load_part(step_cos, n);
-    vf sb = n == LANES ? f_load(step_sin) : f_load_part(step_sin, n);
-    rotate_vec(sa, ca, sb, cb, s, c);
+    *sb = n == LANES ? f_load(step_sin) : f_load_part(step_sin, n);
+    *p = f_mul(sa, cb);
+    *q = f_mul(ca, cb);
 }
 
 /* Writes frequencies i .. i + n of one row from its values, placed by the layout. */
-CPU_INLINE void place_values(posenc_dtype dt, bool add, bool scaled, bool interleaved,
+CPU_INLINE void place_values(posenc_dtype dt, bool add, bool scaled, bool finite, bool interleaved,
                              bool sin_first, uint32_t half, uint8_t *out, const uint8_t *x,
                              uint32_t i, size_t n, vf s, vf c, vf os, vf is)
 {
@@ -400,25 +663,36 @@ CPU_INLINE void place_values(posenc_dtype dt, bool add, bool scaled, bool interl
         vf lo, hi;
         f_zip(s, c, &lo, &hi);
         size_t values = 2 * n;
-        emit(dt, add, scaled, out, x, 2 * (size_t)i, lo, os, is, values < LANES ? values : LANES);
+        emit(dt, add, scaled, finite, out, x, 2 * (size_t)i, lo, os, is,
+             values < LANES ? values : LANES);
         if (values > LANES)
-            emit(dt, add, scaled, out, x, 2 * (size_t)i + LANES, hi, os, is, values - LANES);
+            emit(dt, add, scaled, finite, out, x, 2 * (size_t)i + LANES, hi, os, is,
+                 values - LANES);
     } else {
-        emit(dt, add, scaled, out, x, i, sin_first ? s : c, os, is, n);
-        emit(dt, add, scaled, out, x, (size_t)half + i, sin_first ? c : s, os, is, n);
+        emit(dt, add, scaled, finite, out, x, i, sin_first ? s : c, os, is, n);
+        emit(dt, add, scaled, finite, out, x, (size_t)half + i, sin_first ? c : s, os, is, n);
     }
 }
 
+/* What a call writes: one row from its own values, or for each step the row after the anchor,
+ * the row before it, or both. A constant in each instance of the loops below. */
+#define ROWS_DIRECT 0
+#define ROWS_AFTER 1
+#define ROWS_BEFORE 2
+#define ROWS_BOTH 3
+
 /* Frequencies i .. i + n of every row (n == LANES: a full vector, a constant after inlining, so
- * the full-vector loop tests no lane count). */
-CPU_INLINE void sinusoidal_column(posenc_dtype dt, bool add, bool scaled, bool stepped,
+ * the full-vector loop tests no lane count): the anchor's own values (ROWS_DIRECT), or for each
+ * step its row after the anchor (at out) and/or its row before (at back_out). */
+CPU_INLINE void sinusoidal_column(posenc_dtype dt, bool add, bool scaled, int mode,
                                   bool interleaved, bool sin_first, uint32_t half, uint32_t rows,
                                   const float *sin_a, const float *cos_a, const float *steps,
                                   size_t step_stride, size_t step_sin_offset, uint8_t *out,
-                                  int64_t out_stride, const uint8_t *x, int64_t x_stride,
-                                  uint32_t i, size_t n, vf os, vf is)
+                                  uint8_t *back_out, int64_t out_stride, const uint8_t *x,
+                                  const uint8_t *back_x, int64_t x_stride, uint32_t i, size_t n,
+                                  vf os, vf is)
 {
-    vf sa, ca, s, c;
+    vf sa, ca;
     if (n == LANES) {
         sa = f_load(sin_a + i);
         ca = f_load(cos_a + i);
@@ -426,60 +700,89 @@ CPU_INLINE void sinusoidal_column(posenc_dtype dt, bool add, bool scaled, bool s
         sa = f_load_part(sin_a + i, n);
         ca = f_load_part(cos_a + i, n);
     }
+    if (mode == ROWS_DIRECT) {
+        place_values(dt, add, scaled, false, interleaved, sin_first, half, out, x, i, n, sa, ca,
+                     os, is);
+        return;
+    }
     for (uint32_t r = 0; r < rows; r++) {
-        const float *step_cos = stepped ? steps + r * step_stride + i : NULL;
-        const float *step_sin = stepped ? step_cos + step_sin_offset : NULL;
-        row_values(sa, ca, step_cos, step_sin, stepped, n, &s, &c);
-        place_values(dt, add, scaled, interleaved, sin_first, half, out + r * out_stride,
-                     add ? x + r * x_stride : NULL, i, n, s, c, os, is);
+        const float *step_cos = steps + r * step_stride + i;
+        vf sb, p, q;
+        step_values(sa, ca, step_cos, step_cos + step_sin_offset, n, &sb, &p, &q);
+        /* Rounding may take a value of magnitude 1 (cos 0, for a row one step from its
+         * anchor) just past 1: limited to [-1, 1], which only brings it closer. */
+        if (mode & ROWS_AFTER)
+            place_values(dt, add, scaled, !add, interleaved, sin_first, half, out + r * out_stride,
+                         add ? x + r * x_stride : NULL, i, n, f_clamp1(f_fma(ca, sb, p)),
+                         f_clamp1(f_fnma(sa, sb, q)), os, is);
+        if (mode & ROWS_BEFORE)
+            place_values(dt, add, scaled, !add, interleaved, sin_first, half,
+                         back_out - r * out_stride, add ? back_x - r * x_stride : NULL, i, n,
+                         f_clamp1(f_fnma(ca, sb, p)), f_clamp1(f_fma(sa, sb, q)), os, is);
     }
 }
 
 /* Every field is copied into a local first: the vector stores may alias anything, which would
  * make the compiler reload the fields after each store. */
 CPU_INLINE void sinusoidal_rows(const posenc_cpu_sinusoidal_rows *a, posenc_dtype dt, bool add,
-                                bool scaled, bool stepped)
+                                bool scaled, int mode)
 {
-    const uint32_t half = a->half, rows = stepped ? a->rows : 1;
+    const uint32_t half = a->half, rows = mode == ROWS_DIRECT ? 1 : a->rows;
     const vf os = f_set(a->output_scale), is = f_set(a->input_scale);
     const bool interleaved = a->layout == POSENC_SINUSOIDAL_INTERLEAVED;
     const bool sin_first = a->layout == POSENC_SINUSOIDAL_SIN_COS;
     const float *const sin_a = a->sin, *const cos_a = a->cos;
     const size_t step_stride = a->step_stride, step_sin_offset = a->step_sin_offset;
-    const float *const steps = stepped ? a->steps + a->first_step * step_stride : NULL;
-    uint8_t *const out = a->out;
-    const uint8_t *const x = a->x;
+    const float *const steps = mode != ROWS_DIRECT ? a->steps + a->first_step * step_stride : NULL;
+    uint8_t *const out = a->out, *const back_out = a->back_out;
+    const uint8_t *const x = a->x, *const back_x = a->back_x;
     const int64_t out_stride = a->out_row_stride, x_stride = a->x_row_stride;
     uint32_t i = 0;
     for (; i + LANES <= half; i += LANES)
-        sinusoidal_column(dt, add, scaled, stepped, interleaved, sin_first, half, rows, sin_a,
-                          cos_a, steps, step_stride, step_sin_offset, out, out_stride, x,
-                          x_stride, i, LANES, os, is);
+        sinusoidal_column(dt, add, scaled, mode, interleaved, sin_first, half, rows, sin_a, cos_a,
+                          steps, step_stride, step_sin_offset, out, back_out, out_stride, x,
+                          back_x, x_stride, i, LANES, os, is);
     if (i < half)
-        sinusoidal_column(dt, add, scaled, stepped, interleaved, sin_first, half, rows, sin_a,
-                          cos_a, steps, step_stride, step_sin_offset, out, out_stride, x,
-                          x_stride, i, half - i, os, is);
+        sinusoidal_column(dt, add, scaled, mode, interleaved, sin_first, half, rows, sin_a, cos_a,
+                          steps, step_stride, step_sin_offset, out, back_out, out_stride, x,
+                          back_x, x_stride, i, half - i, os, is);
     if (a->d_model > 2 * (int64_t)half) { /* odd d_model: a zero column */
-        for (uint32_t r = 0; r < rows; r++)
-            emit(dt, add, scaled, out + r * out_stride, add ? x + r * x_stride : NULL,
-                 2 * (size_t)half, f_set(0.0f), os, is, 1);
+        for (uint32_t r = 0; r < rows; r++) {
+            if (mode == ROWS_DIRECT || (mode & ROWS_AFTER))
+                emit(dt, add, scaled, !add, out + r * out_stride, add ? x + r * x_stride : NULL,
+                     2 * (size_t)half, f_set(0.0f), os, is, 1);
+            if (mode & ROWS_BEFORE)
+                emit(dt, add, scaled, !add, back_out - r * out_stride,
+                     add ? back_x - r * x_stride : NULL, 2 * (size_t)half, f_set(0.0f), os, is,
+                     1);
+        }
     }
 }
 
+/* One instance per combination, so that the loops test none of them. */
+#define ROWS_CASES(add, scaled)                                                               \
+    switch (mode) {                                                                           \
+    case ROWS_DIRECT: sinusoidal_rows(a, dt, add, scaled, ROWS_DIRECT); break;                \
+    case ROWS_AFTER: sinusoidal_rows(a, dt, add, scaled, ROWS_AFTER); break;                  \
+    case ROWS_BEFORE: sinusoidal_rows(a, dt, add, scaled, ROWS_BEFORE); break;                \
+    default: sinusoidal_rows(a, dt, add, scaled, ROWS_BOTH); break;                           \
+    }
+
 CPU_INLINE void sinusoidal_rows_dt(const posenc_cpu_sinusoidal_rows *a, posenc_dtype dt)
 {
-    /* One instance per combination, so that the loops test none of the three. */
-    switch ((a->x ? 4 : 0) | (a->output_scale != 1.0f ? 2 : 0) | (a->steps ? 1 : 0)) {
-    case 0: sinusoidal_rows(a, dt, false, false, false); break;
-    case 1: sinusoidal_rows(a, dt, false, false, true); break;
-    case 2: sinusoidal_rows(a, dt, false, true, false); break;
-    case 3: sinusoidal_rows(a, dt, false, true, true); break;
-    case 4: sinusoidal_rows(a, dt, true, false, false); break;
-    case 5: sinusoidal_rows(a, dt, true, false, true); break;
-    case 6: sinusoidal_rows(a, dt, true, true, false); break;
-    default: sinusoidal_rows(a, dt, true, true, true); break;
-    }
+    int mode = !a->steps ? ROWS_DIRECT
+                         : (a->out ? ROWS_AFTER : 0) | (a->back_out ? ROWS_BEFORE : 0);
+    bool add = a->x || a->back_x, scaled = a->output_scale != 1.0f;
+    if (add && scaled)
+        ROWS_CASES(true, true)
+    else if (add)
+        ROWS_CASES(true, false)
+    else if (scaled)
+        ROWS_CASES(false, true)
+    else
+        ROWS_CASES(false, false)
 }
+#undef ROWS_CASES
 
 static void k_sinusoidal_rows(const posenc_cpu_sinusoidal_rows *a)
 {
@@ -532,7 +835,9 @@ static void k_to_f32(posenc_dtype dtype, const void *in, size_t count, float *ou
 
 static void k_copy_in_place(float *data, size_t count)
 {
-    const vf zero = f_set(0.0f); /* x + 0 cannot be folded away, unlike a plain self-copy */
+    /* x + 0 cannot be folded away, unlike a plain self-copy (x + -0 can, being x for every x);
+     * only -0 (which comes back +0) and NaN (quieted) may change. */
+    const vf zero = f_set(0.0f);
     size_t i = 0;
     for (; i + 4 * LANES <= count; i += 4 * LANES) {
         vf a = f_load(data + i), b = f_load(data + i + LANES);

@@ -1,22 +1,28 @@
 /* Sinusoidal tables and their addition into embeddings on the CPU.
  *
- * Rows at consecutive positions (no positions tensor) come from exact values by one angle
- * addition: row r = a + k (k = r mod STEP_ROWS) is the anchor row PE(a) rotated by the step k,
- * with PE(a) and sin/cos(k f_i) (the step table, kept in the context until the frequencies
- * change) both computed exactly. No row is more than one rotation away from exact values, so
- * the error stays within the promise (cpu_simd.h) however long the table, and a table costs
- * STEP_ROWS times fewer sin/cos evaluations. The kernel keeps the anchor in registers while it
- * writes GROUP_ROWS rows. Rows at given positions are computed exactly, one by one. A row's
- * values are shared by every batch unless positions differ per batch. Work is split over rows.
+ * Rows at consecutive positions (no positions tensor, contiguous rows) come from exact values
+ * by one angle addition: each block of BLOCK_ROWS rows has an anchor row a in its middle, and
+ * row a + k or a - k (|k| <= MAX_STEP) is PE(a) rotated by the step +-k, with PE(a) and
+ * sin/cos(k f_i) (the step table, kept in the context until the frequencies change) both
+ * computed exactly. No row is more than one rotation away from exact values, so the error stays
+ * within the promise (cpu_simd.h) however long the table, and a table costs BLOCK_ROWS times
+ * fewer sin/cos evaluations. The rows a + k and a - k share the products of their rotation, so
+ * the kernel writes both from one set of multiplications, with the anchor in registers, for
+ * GROUP_STEPS steps at a time. Rows at given positions (or strided rows) are computed exactly,
+ * one by one. A row's values are shared by every batch unless positions differ per batch. Work
+ * is split over rows.
  */
 #include "core/platform.h"
 #include "cpu/cpu_internal.h"
 
 #include <math.h>
 
-#define STEP_ROWS 64
-/* Rows computed together from one anchor, its values kept in registers. */
-#define GROUP_ROWS 4
+#define BLOCK_ROWS 64
+#define MAX_STEP (BLOCK_ROWS / 2) /* steps 0 .. MAX_STEP */
+/* Steps computed together from one anchor, its values kept in registers: each writes a row
+ * after the anchor and one before, so up to four rows at once (more rows, written in turn a
+ * vector at a time, were slower). */
+#define GROUP_STEPS 2
 
 /* Arrays read next to each other start 64 bytes (16 floats) apart modulo 4 KiB, so that their
  * loads are not taken for loads of a just-stored address (a d_model of 1024 makes every row,
@@ -32,6 +38,7 @@ typedef struct sinusoidal_job {
     bool shared;   /* PE depends on the row only: computed once, written to every batch */
     bool stepped;  /* rows from anchors and the step table */
     int64_t units; /* rows (shared) or batch * rows */
+    bool copy;     /* the yardstick: write (or read and write back) the rows, no values */
 } sinusoidal_job;
 
 /* The columns of frequency i's sin and cos in each layout. */
@@ -86,48 +93,104 @@ static bool contiguous(const posenc__sinusoidal_op *op)
     return op->out.strides[3] == element && (!op->has_x || op->x.strides[3] == element);
 }
 
-/* Rows r .. r + count of batch b, from their own values (steps NULL, count 1) or from the
- * anchor's rotated by steps first_step .. first_step + count. `scratch`: 2 * half floats. */
-static void emit_rows(const sinusoidal_job *job, int64_t b, int64_t r, uint32_t count,
-                      const float *sin_row, const float *cos_row, const float *steps,
-                      uint32_t first_step, float *scratch)
+/* Row `row` of batch b from its own values (steps NULL, count 1), or from the anchor's values
+ * rotated by steps first_step .. first_step + count: rows row, row + 1, ... by +step (row < 0:
+ * none) and rows back_row, back_row - 1, ... by -step (back_row < 0: none). Only contiguous
+ * rows are stepped. */
+static void emit_rows(const sinusoidal_job *job, int64_t b, int64_t row, int64_t back_row,
+                      uint32_t count, const float *sin_row, const float *cos_row,
+                      const float *steps, uint32_t first_step)
 {
     const posenc__sinusoidal_op *op = job->op;
-    const uint32_t half = op->half;
     if (!contiguous(op)) {
-        for (uint32_t k = 0; k < count; k++) {
-            const float *s = sin_row, *c = cos_row;
-            if (steps) {
-                const float *step = steps + (first_step + k) * step_stride(half);
-                job->state->kernels->rotate(sin_row, cos_row, step + padded(half), step, half,
-                                            scratch, scratch + half);
-                s = scratch;
-                c = scratch + half;
-            }
-            emit_strided(job, b, r + k, s, c);
-        }
+        emit_strided(job, b, row, sin_row, cos_row);
         return;
     }
     posenc_cpu_sinusoidal_rows args = {
         .sin = sin_row,
         .cos = cos_row,
         .steps = steps,
-        .step_stride = step_stride(half),
-        .step_sin_offset = padded(half),
+        .step_stride = step_stride(op->half),
+        .step_sin_offset = padded(op->half),
         .first_step = first_step,
         .rows = count,
-        .half = half,
+        .half = op->half,
         .d_model = op->d_model,
         .layout = op->layout,
         .dtype = op->out.dtype,
-        .out = posenc_cpu_element(job->out, &op->out, 0, b, r, 0),
+        .out = row >= 0 ? posenc_cpu_element(job->out, &op->out, 0, b, row, 0) : NULL,
+        .back_out = back_row >= 0 ? posenc_cpu_element(job->out, &op->out, 0, b, back_row, 0)
+                                  : NULL,
         .out_row_stride = op->out.strides[2],
-        .x = op->has_x ? posenc_cpu_element((uint8_t *)job->x, &op->x, 0, b, r, 0) : NULL,
+        .x = op->has_x && row >= 0 ? posenc_cpu_element((uint8_t *)job->x, &op->x, 0, b, row, 0)
+                                   : NULL,
+        .back_x = op->has_x && back_row >= 0
+                      ? posenc_cpu_element((uint8_t *)job->x, &op->x, 0, b, back_row, 0)
+                      : NULL,
         .x_row_stride = op->has_x ? op->x.strides[2] : 0,
         .input_scale = op->input_scale,
         .output_scale = op->output_scale,
     };
     job->state->kernels->sinusoidal_rows(&args);
+}
+
+/* The rows [lo, hi) of the block starting at `block`, of every batch, from the block's anchor
+ * (whose values are in sin_row, cos_row). */
+static void emit_block(const sinusoidal_job *job, int64_t anchor, int64_t lo, int64_t hi,
+                       const float *sin_row, const float *cos_row)
+{
+    const posenc__sinusoidal_op *op = job->op;
+    /* Steps k of the rows anchor + k in [lo, hi), k in [f0, f1), and of the rows anchor - k,
+     * k >= 1, in [b0, b1): empty ranges have their ends equal. */
+    int64_t f0 = lo > anchor ? lo - anchor : 0, f1 = hi > anchor ? hi - anchor : 0;
+    int64_t b0 = anchor - hi + 1 > 1 ? anchor - hi + 1 : 1, b1 = anchor - lo + 1;
+    if (f1 < f0)
+        f1 = f0;
+    if (b1 < b0)
+        b1 = b0;
+    int64_t k = f0 < f1 ? f0 : b0, end = f1 > b1 ? f1 : b1;
+    if (b0 < b1 && b0 < k)
+        k = b0;
+    const int64_t edges[4] = {f0, f1, b0, b1};
+    while (k < end) {
+        bool forward = k >= f0 && k < f1, back = k >= b0 && k < b1;
+        int64_t next = k + GROUP_STEPS < end ? k + GROUP_STEPS : end;
+        for (int e = 0; e < 4; e++) /* a group is all pairs or all single rows */
+            if (edges[e] > k && edges[e] < next)
+                next = edges[e];
+        if (forward || back) {
+            for (int64_t b = 0; b < op->batch; b++)
+                emit_rows(job, b, forward ? anchor + k : -1, back ? anchor - k : -1,
+                          (uint32_t)(next - k), sin_row, cos_row, job->state->steps,
+                          (uint32_t)k);
+        }
+        k = next;
+    }
+}
+
+/* The yardstick's counterpart of emit_rows: row r of batch b written with the copy kernel of
+ * the variant (read and written back where the encoding is added into `out` in place). */
+static void copy_row(const sinusoidal_job *job, int64_t b, int64_t r)
+{
+    const posenc__sinusoidal_op *op = job->op;
+    const posenc_cpu_kernels *kernels = job->state->kernels;
+    uint8_t *out = posenc_cpu_element(job->out, &op->out, 0, b, r, 0);
+    size_t element = posenc_dtype_size(op->out.dtype), bytes = (size_t)op->d_model * element;
+    bool in_place = op->has_x && job->x == job->out &&
+                    !memcmp(op->x.strides, op->out.strides, sizeof op->x.strides);
+    if (!contiguous(op) || (uintptr_t)out % 4) {
+        for (int64_t d = 0; d < op->d_model; d++) {
+            uint8_t *p = out + d * op->out.strides[3];
+            posenc_cpu_store(p, op->out.dtype, in_place ? posenc_cpu_load(p, op->out.dtype) : 0.0f);
+        }
+        return;
+    }
+    if (in_place)
+        kernels->copy_in_place((float *)(void *)out, bytes / 4);
+    else
+        kernels->fill((float *)(void *)out, bytes / 4, 0.0f);
+    if (bytes % 4) /* an odd d_model of 16-bit values: the last one */
+        memset(out + bytes - 2, 0, 2);
 }
 
 static void sinusoidal_part(void *arg, uint32_t part, uint32_t parts)
@@ -136,33 +199,36 @@ static void sinusoidal_part(void *arg, uint32_t part, uint32_t parts)
     const posenc__sinusoidal_op *op = job->op;
     const posenc_cpu_kernels *kernels = job->state->kernels;
     const uint32_t half = op->half;
-    /* Scratch: sin and cos by frequency, a strided row's rotated values, the turns. */
+    /* Scratch: sin and cos by frequency, then the turns. */
     float *sin_row = job->state->scratch[part], *cos_row = sin_row + padded(half);
-    float *rotated = cos_row + padded(half);
-    uint32_t *turns_hi = (uint32_t *)(rotated + 2 * (size_t)half);
+    uint32_t *turns_hi = (uint32_t *)(cos_row + padded(half));
 
     uint64_t first, end;
     posenc_cpu_part_range((uint64_t)job->units, part, parts, &first, &end);
+    if (job->copy) {
+        for (uint64_t unit = first; unit < end; unit++) {
+            int64_t r = job->shared ? (int64_t)unit : (int64_t)unit % op->rows;
+            int64_t b = job->shared ? 0 : (int64_t)unit / op->rows;
+            int64_t b_end = job->shared ? op->batch : b + 1;
+            for (; b < b_end; b++)
+                copy_row(job, b, r);
+        }
+        return;
+    }
     if (job->stepped) { /* rows first .. end, shared by every batch */
-        int64_t anchor = -1;
-        for (int64_t r = (int64_t)first; r < (int64_t)end;) {
-            int64_t k = r % STEP_ROWS;
-            int64_t group_end = r - k + STEP_ROWS;
-            if (group_end > r + GROUP_ROWS)
-                group_end = r + GROUP_ROWS;
-            if (group_end > (int64_t)end)
-                group_end = (int64_t)end;
-            if (r - k != anchor) {
-                anchor = r - k;
-                posenc_cpu_sincos_row(kernels, op->freqs, half,
-                                      posenc__position_from_i32(
-                                          (int32_t)(op->position_offset + anchor)),
-                                      true, 1.0f, 1.0f, turns_hi, sin_row, cos_row);
-            }
-            for (int64_t b = 0; b < op->batch; b++)
-                emit_rows(job, b, r, (uint32_t)(group_end - r), sin_row, cos_row,
-                          job->state->steps, (uint32_t)k, rotated);
-            r = group_end;
+        for (int64_t block = (int64_t)first / BLOCK_ROWS * BLOCK_ROWS; block < (int64_t)end;
+             block += BLOCK_ROWS) {
+            /* The anchor in the middle of the block (of the table's rows, not the part's, so
+             * every row is computed the same way however the rows are split). */
+            int64_t length = op->rows - block < BLOCK_ROWS ? op->rows - block : BLOCK_ROWS;
+            int64_t anchor = block + length / 2;
+            posenc_cpu_sincos_row(kernels, op->freqs, half,
+                                  posenc__position_from_i32(
+                                      (int32_t)(op->position_offset + anchor)),
+                                  true, 1.0f, 1.0f, turns_hi, sin_row, cos_row);
+            emit_block(job, anchor, block > (int64_t)first ? block : (int64_t)first,
+                       block + length < (int64_t)end ? block + length : (int64_t)end, sin_row,
+                       cos_row);
         }
         return;
     }
@@ -177,14 +243,14 @@ static void sinusoidal_part(void *arg, uint32_t part, uint32_t parts)
                               sin_row, cos_row);
         if (job->shared) {
             for (int64_t bb = 0; bb < op->batch; bb++)
-                emit_rows(job, bb, r, 1, sin_row, cos_row, NULL, 0, rotated);
+                emit_rows(job, bb, r, -1, 1, sin_row, cos_row, NULL, 0);
         } else {
-            emit_rows(job, b, r, 1, sin_row, cos_row, NULL, 0, rotated);
+            emit_rows(job, b, r, -1, 1, sin_row, cos_row, NULL, 0);
         }
     }
 }
 
-/* sin/cos(k f_i) for k < STEP_ROWS: step k is cos(k f_i) then sin(k f_i), `half` each. Kept
+/* sin/cos(k f_i) for k <= MAX_STEP: step k is cos(k f_i) then sin(k f_i), `half` each. Kept
  * until the frequencies change. */
 static posenc_status prepare_steps(posenc_context *ctx, const posenc__sinusoidal_op *op)
 {
@@ -192,7 +258,7 @@ static posenc_status prepare_steps(posenc_context *ctx, const posenc__sinusoidal
     if (op->freqs_id && state->step_freqs_id == op->freqs_id && state->step_half == op->half)
         return POSENC_OK;
     const uint32_t half = op->half;
-    size_t floats = STEP_ROWS * step_stride(half);
+    size_t floats = (MAX_STEP + 1) * step_stride(half);
     if (floats > state->steps_floats) {
         float *grown = posenc__aligned_alloc(64, floats * sizeof *grown);
         if (!grown)
@@ -203,7 +269,7 @@ static posenc_status prepare_steps(posenc_context *ctx, const posenc__sinusoidal
         state->steps_floats = floats;
     }
     uint32_t *turns_hi = (uint32_t *)state->scratch[0];
-    for (uint32_t k = 0; k < STEP_ROWS; k++) {
+    for (uint32_t k = 0; k <= MAX_STEP; k++) {
         float *step = state->steps + k * step_stride(half);
         posenc_cpu_sincos_row(state->kernels, op->freqs, half,
                               posenc__position_from_i32((int32_t)k), true, 1.0f, 1.0f, turns_hi,
@@ -214,10 +280,11 @@ static posenc_status prepare_steps(posenc_context *ctx, const posenc__sinusoidal
     return POSENC_OK;
 }
 
-posenc_status posenc_cpu_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
+static posenc_status run_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op,
+                                    bool copy)
 {
     posenc_cpu_context *state = ctx->backend_state;
-    posenc_status status = posenc_cpu_reserve_scratch(ctx, 2 * padded(op->half) + 3 * (size_t)op->half);
+    posenc_status status = posenc_cpu_reserve_scratch(ctx, 2 * padded(op->half) + op->half);
     if (status != POSENC_OK)
         return status;
 
@@ -228,9 +295,10 @@ posenc_status posenc_cpu_sinusoidal(posenc_context *ctx, const posenc__sinusoida
         .x = op->has_x ? posenc__view_host_base(ctx, &op->x) : NULL,
         .positions = op->has_positions ? posenc__view_host_base(ctx, &op->positions) : NULL,
         .shared = !op->positions_per_batch,
+        .copy = copy,
     };
     job.units = job.shared ? op->rows : op->batch * op->rows;
-    job.stepped = !op->has_positions && op->rows >= STEP_ROWS && op->half > 0;
+    job.stepped = !op->has_positions && op->rows >= BLOCK_ROWS && op->half > 0 && contiguous(op);
     if (job.stepped) {
         status = prepare_steps(ctx, op);
         if (status != POSENC_OK)
@@ -245,4 +313,15 @@ posenc_status posenc_cpu_sinusoidal(posenc_context *ctx, const posenc__sinusoida
     uint32_t parts = posenc_cpu_parts_for(state, bytes, (uint64_t)job.units);
     posenc_cpu_pool_run(state->pool, parts, sinusoidal_part, &job);
     return POSENC_OK;
+}
+
+posenc_status posenc_cpu_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
+{
+    return run_sinusoidal(ctx, op, false);
+}
+
+posenc_status posenc_cpu_sinusoidal_roofline(posenc_context *ctx,
+                                             const posenc__sinusoidal_op *op)
+{
+    return run_sinusoidal(ctx, op, true);
 }
