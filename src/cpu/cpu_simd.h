@@ -722,6 +722,48 @@ CPU_INLINE void sinusoidal_column(posenc_dtype dt, bool add, bool scaled, int mo
     }
 }
 
+/* One step k at frequencies i .. i + LANES: the rows a + k at `out` and a - k at `back` (x and
+ * back_x: their inputs, when adding). */
+CPU_INLINE void step_both(posenc_dtype dt, bool add, bool scaled, bool interleaved,
+                          bool sin_first, uint32_t half, vf sa, vf ca, const float *step_cos,
+                          const float *step_sin, uint8_t *out, uint8_t *back, const uint8_t *x,
+                          const uint8_t *back_x, uint32_t i, vf os, vf is)
+{
+    vf sb, p, q;
+    step_values(sa, ca, step_cos, step_sin, LANES, &sb, &p, &q);
+    place_values(dt, add, scaled, !add, interleaved, sin_first, half, out, x, i, LANES,
+                 f_clamp1(f_fma(ca, sb, p)), f_clamp1(f_fnma(sa, sb, q)), os, is);
+    place_values(dt, add, scaled, !add, interleaved, sin_first, half, back, back_x, i, LANES,
+                 f_clamp1(f_fnma(ca, sb, p)), f_clamp1(f_fma(sa, sb, q)), os, is);
+}
+
+/* Steps written after and before the anchor, one at a time: every group of a table's block but
+ * those at its edges (cpu_sinusoidal.c). For each step, a loop over the frequencies with the
+ * layout a constant and six pointers, where sinusoidal_column loops over the steps inside the
+ * loop over frequencies with the layout tested in it, and runs out of general registers for
+ * its pointers (spilled to vector registers and the stack, reloaded in the loop). Returns the
+ * frequencies done (the full vectors); the values are the same. */
+CPU_INLINE uint32_t sinusoidal_steps_both(const posenc_cpu_sinusoidal_rows *a, posenc_dtype dt,
+                                          bool add, bool scaled, bool interleaved, vf os, vf is)
+{
+    const uint32_t half = a->half, rows = a->rows, full = half - half % LANES;
+    const bool sin_first = a->layout == POSENC_SINUSOIDAL_SIN_COS;
+    const float *const sin_a = a->sin, *const cos_a = a->cos;
+    const size_t step_stride = a->step_stride, step_sin_offset = a->step_sin_offset;
+    const float *const steps = a->steps + a->first_step * step_stride;
+    const int64_t out_stride = a->out_row_stride, x_stride = a->x_row_stride;
+    for (uint32_t r = 0; r < rows; r++) {
+        const float *const c = steps + r * step_stride, *const s = c + step_sin_offset;
+        uint8_t *const o = a->out + r * out_stride, *const b = a->back_out - r * out_stride;
+        const uint8_t *const x = add ? a->x + r * x_stride : NULL;
+        const uint8_t *const bx = add ? a->back_x - r * x_stride : NULL;
+        for (uint32_t i = 0; i < full; i += LANES)
+            step_both(dt, add, scaled, interleaved, sin_first, half, f_load(sin_a + i),
+                      f_load(cos_a + i), c + i, s + i, o, b, x, bx, i, os, is);
+    }
+    return full;
+}
+
 /* Every field is copied into a local first: the vector stores may alias anything, which would
  * make the compiler reload the fields after each store. */
 CPU_INLINE void sinusoidal_rows(const posenc_cpu_sinusoidal_rows *a, posenc_dtype dt, bool add,
@@ -738,6 +780,9 @@ CPU_INLINE void sinusoidal_rows(const posenc_cpu_sinusoidal_rows *a, posenc_dtyp
     const uint8_t *const x = a->x, *const back_x = a->back_x;
     const int64_t out_stride = a->out_row_stride, x_stride = a->x_row_stride;
     uint32_t i = 0;
+    if (mode == ROWS_BOTH)
+        i = interleaved ? sinusoidal_steps_both(a, dt, add, scaled, true, os, is)
+                        : sinusoidal_steps_both(a, dt, add, scaled, false, os, is);
     for (; i + LANES <= half; i += LANES)
         sinusoidal_column(dt, add, scaled, mode, interleaved, sin_first, half, rows, sin_a, cos_a,
                           steps, step_stride, step_sin_offset, out, back_out, out_stride, x,
