@@ -85,6 +85,10 @@ typedef struct posenc_cpu_kernels {
     void (*rotate)(const float *sin_a, const float *cos_a, const float *sin_b, const float *cos_b,
                    size_t count, float *sin_out, float *cos_out);
     void (*rope_heads)(const posenc_cpu_rope_heads *args);
+    /* The GPT-J table of posenc_cpu_rope_heads from `pairs` sin and cos values: cos[j] at 2j
+     * and 2j + 1, then -sin[j] and sin[j] from 2 pairs on. */
+    void (*gptj_table)(const float *sin_values, const float *cos_values, uint32_t pairs,
+                       float *table);
     void (*sinusoidal_rows)(const posenc_cpu_sinusoidal_rows *args);
 
     /* f32 <-> f16/bf16 arrays, bit for bit as core/half.c. */

@@ -74,11 +74,7 @@ static void build_table(const rope_job *job, int64_t row, float *table, float *s
     }
     float *cos_scratch = sin_scratch + pairs;
     token_sincos(job, b, t, turns_hi, sin_scratch, cos_scratch);
-    for (uint32_t j = 0; j < pairs; j++) {
-        table[2 * j] = table[2 * j + 1] = cos_scratch[j];
-        table[rot + 2 * j] = -sin_scratch[j];
-        table[rot + 2 * j + 1] = sin_scratch[j];
-    }
+    job->state->kernels->gptj_table(sin_scratch, cos_scratch, pairs, table);
 }
 
 /* One head through a strided innermost dim, element by element. */

@@ -303,6 +303,30 @@ CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
     }
 }
 
+/* Two zips per vector where a scalar loop takes a dozen instructions per pair: for f16 GPT-J
+ * with rotary_dim 128, the scalar table took about a tenth of a token's time. */
+static void k_gptj_table(const float *sin_values, const float *cos_values, uint32_t pairs,
+                         float *table)
+{
+    const size_t rot = 2 * (size_t)pairs;
+    const vi sign = i_set(0x80000000u);
+    uint32_t j = 0;
+    for (; j + LANES <= pairs; j += LANES) {
+        vf c = f_load(cos_values + j), s = f_load(sin_values + j), lo, hi;
+        f_zip(c, c, &lo, &hi);
+        f_store(table + 2 * (size_t)j, lo);
+        f_store(table + 2 * (size_t)j + LANES, hi);
+        f_zip(f_xor_bits(s, sign), s, &lo, &hi);
+        f_store(table + rot + 2 * (size_t)j, lo);
+        f_store(table + rot + 2 * (size_t)j + LANES, hi);
+    }
+    for (; j < pairs; j++) {
+        table[2 * (size_t)j] = table[2 * (size_t)j + 1] = cos_values[j];
+        table[rot + 2 * (size_t)j] = -sin_values[j];
+        table[rot + 2 * (size_t)j + 1] = sin_values[j];
+    }
+}
+
 /* f32 -> bf16 rounded to nearest even on the bits (core/half.c), left in the high half of
  * each 32-bit lane with the low half zero; NaN keeps its top bits and becomes quiet. */
 CPU_INLINE vi bf16_high(vf v)
@@ -946,6 +970,7 @@ const posenc_cpu_kernels KERNEL_TABLE = {
     .sincos = k_sincos,
     .rotate = k_rotate,
     .rope_heads = k_rope_heads,
+    .gptj_table = k_gptj_table,
     .sinusoidal_rows = k_sinusoidal_rows,
     .from_f32 = k_from_f32,
     .to_f32 = k_to_f32,
