@@ -81,6 +81,10 @@ typedef struct posenc_cpu_kernels {
      * cpu_internal.h), are `turns_hi[i]`, times `sin_scale` and `cos_scale`. */
     void (*sincos)(const uint32_t *turns_hi, size_t count, float sin_scale, float cos_scale,
                    float *sin_out, float *cos_out);
+    /* turns_hi of the integer position `position` at each of `count` frequencies whose
+     * fractional turns are `fracs` (posenc_cpu_turns_hi_int in cpu_internal.h). */
+    void (*turns_int)(int32_t position, const uint64_t *fracs, uint32_t count,
+                      uint32_t *turns_hi);
     /* Angle addition: sin/cos(a + b) from sin/cos(a) and sin/cos(b), elementwise. */
     void (*rotate)(const float *sin_a, const float *cos_a, const float *sin_b, const float *cos_b,
                    size_t count, float *sin_out, float *cos_out);

@@ -207,6 +207,16 @@ static inline vi i_select_nan(vf v, vi a, vi b)
     return _mm512_mask_mov_epi32(b, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), a);
 }
 
+/* Eight turns_hi at once (k_turns_int): VPMULLQ gives the low 64 bits of the product, the
+ * same for a signed position as for its two's complement. */
+static inline void turns_int8(int32_t position, const uint64_t *fracs, uint32_t *turns_hi)
+{
+    __m512i turns = _mm512_mullo_epi64(_mm512_set1_epi64(position), _mm512_loadu_si512(fracs));
+    turns = _mm512_srli_epi64(_mm512_add_epi64(turns, _mm512_set1_epi64((int64_t)1 << 31)), 32);
+    _mm256_storeu_si256((__m256i *)(void *)turns_hi, _mm512_cvtepi64_epi32(turns));
+}
+#define HAVE_TURNS_INT8 1
+
 #include "cpu/cpu_simd.h"
 
 #endif

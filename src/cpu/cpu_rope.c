@@ -22,8 +22,8 @@ typedef struct rope_job {
 /* sin and cos of every frequency at token (b, t), each frequency at the position component
  * it uses (freqs[j].component); a frequency whose component is an invalid float position gets
  * NaN, as the plain path gives a whole row of them. */
-static void token_sincos(const rope_job *job, int64_t b, int64_t t, uint32_t *turns_hi,
-                         float *sin_out, float *cos_out)
+static void token_sincos(const rope_job *job, int64_t b, int64_t t, const uint64_t *fracs,
+                         uint32_t *turns_hi, float *sin_out, float *cos_out)
 {
     const posenc__rope_op *op = job->op;
     const uint32_t pairs = op->rotary_dim / 2;
@@ -36,6 +36,12 @@ static void token_sincos(const rope_job *job, int64_t b, int64_t t, uint32_t *tu
                                        op->positions_per_batch, op->position_offset, b, t,
                                        &position[c]);
         same = same && valid[c] == valid[0] && position[c] == position[0];
+    }
+    if (same && valid[0] && (position[0] & 0xffffffff) == 0) { /* an integer position */
+        const posenc_cpu_kernels *kernels = job->state->kernels;
+        kernels->turns_int((int32_t)(position[0] / ((int64_t)1 << 32)), fracs, pairs, turns_hi);
+        kernels->sincos(turns_hi, pairs, job->sin_scale, job->cos_scale, sin_out, cos_out);
+        return;
     }
     if (same) {
         posenc_cpu_sincos_row(job->state->kernels, op->freqs, pairs, position[0], valid[0],
@@ -63,17 +69,17 @@ static void token_sincos(const rope_job *job, int64_t b, int64_t t, uint32_t *tu
 
 /* Fills the token's table in the kernels' layout (cpu_kernels.h). */
 static void build_table(const rope_job *job, int64_t row, float *table, float *sin_scratch,
-                        uint32_t *turns_hi)
+                        const uint64_t *fracs, uint32_t *turns_hi)
 {
     const posenc__rope_op *op = job->op;
     const uint32_t rot = op->rotary_dim, pairs = rot / 2;
     int64_t b = row / op->tokens, t = row % op->tokens;
     if (op->style == POSENC_ROPE_NEOX) {
-        token_sincos(job, b, t, turns_hi, table + pairs, table);
+        token_sincos(job, b, t, fracs, turns_hi, table + pairs, table);
         return;
     }
     float *cos_scratch = sin_scratch + pairs;
-    token_sincos(job, b, t, turns_hi, sin_scratch, cos_scratch);
+    token_sincos(job, b, t, fracs, turns_hi, sin_scratch, cos_scratch);
     job->state->kernels->gptj_table(sin_scratch, cos_scratch, pairs, table);
 }
 
@@ -184,6 +190,12 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
     float *table = job->state->scratch[part];
     float *sin_scratch = table + 2 * (size_t)rot;
     uint32_t *turns_hi = (uint32_t *)(sin_scratch + rot);
+    /* The frequencies' fractional turns side by side for the kernels' turns_int (64-bit
+     * aligned: 4 rotary_dim floats from the block's 64-byte aligned start). */
+    uint64_t *fracs = (uint64_t *)(void *)(table + 4 * (size_t)rot);
+    if (!job->copy)
+        for (uint32_t j = 0; j < rot / 2; j++)
+            fracs[j] = op->freqs[j].frac;
 
     uint64_t first, end;
     posenc_cpu_part_range((uint64_t)(job->rows * job->chunks), part, parts, &first, &end);
@@ -203,7 +215,7 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
             continue;
         }
         if (row != built) {
-            build_table(job, row, table, sin_scratch, turns_hi);
+            build_table(job, row, table, sin_scratch, fracs, turns_hi);
             built = row;
         }
         if (h0 < op->q_heads)
@@ -219,8 +231,9 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
 static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, bool copy)
 {
     posenc_cpu_context *state = ctx->backend_state;
-    /* Table (2 rotary_dim), sin and cos (rotary_dim), turns (rotary_dim / 2). */
-    posenc_status status = posenc_cpu_reserve_scratch(ctx, 4 * (size_t)op->rotary_dim + 16);
+    /* Table (2 rotary_dim), sin and cos (rotary_dim), turns (rotary_dim / 2), then from 4
+     * rotary_dim the fractional turns (rotary_dim / 2 64-bit values). */
+    posenc_status status = posenc_cpu_reserve_scratch(ctx, 5 * (size_t)op->rotary_dim + 16);
     if (status != POSENC_OK)
         return status;
 
