@@ -3,7 +3,8 @@
  * run are reported and left out. Through private headers:
  *   - the choice of variant (POSENC_CPU_VARIANT) and its errors;
  *   - the kernels themselves: f16/bf16 conversions bit for bit as core/half.c, sin/cos and the
- *     angle addition against libm in double, the fast turn computation against core/angle.c;
+ *     angle addition against libm in double, the fast turn computation against core/angle.c,
+ *     the kernels' turns of integer positions and GPT-J tables bit for bit at every length;
  *   - through the public API: RoPE with head_dim and rotary_dim that are no multiple of any
  *     vector width, one token, one head, misaligned and strided views, in and out of place;
  *     sinusoidal tables long enough for the anchor + step rows, with offsets up to INT32_MAX,
@@ -202,6 +203,61 @@ static float bits_float(uint32_t u)
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
+}
+
+/* The kernels' turns of an integer position, bit for bit as posenc_cpu_turns_hi_int, for every
+ * count up to 40 (vector steps and every tail), the extreme positions and random ones; nothing
+ * written past the count. */
+static void test_turns_int(const posenc_cpu_kernels *k)
+{
+    enum { MAX = 40 };
+    static const int32_t fixed[] = {0, 1, -1, 2, INT32_MAX, INT32_MIN, INT32_MIN + 1, 65536};
+    test_rng rng = {1234};
+    uint64_t fracs[MAX];
+    uint32_t turns[MAX + 1];
+    for (int i = 0; i < 400; i++) {
+        uint32_t count = (uint32_t)(i % (MAX + 1));
+        int32_t p = i < 8 ? fixed[i] : (int32_t)test_rng_u32(&rng) >> (i % 31);
+        for (uint32_t j = 0; j < count; j++)
+            fracs[j] = j % 5 == 4 ? ~(uint64_t)0 >> (j % 64) : rng64(&rng);
+        memset(turns, 0xa5, sizeof turns);
+        k->turns_int(p, fracs, count, turns);
+        for (uint32_t j = 0; j < count; j++)
+            if (turns[j] != posenc_cpu_turns_hi_int(p, fracs[j]))
+                REPORT("%s turns_int(%d, count %u)[%u] = %u, expected %u\n", k->name, p, count,
+                       j, turns[j], posenc_cpu_turns_hi_int(p, fracs[j]));
+        if (turns[count] != 0xa5a5a5a5u)
+            REPORT("%s turns_int(count %u) wrote past its end\n", k->name, count);
+    }
+}
+
+/* The GPT-J table as cpu_kernels.h lays it out (cos, cos, then -sin, sin per pair), for every
+ * pair count up to 40, NaN and signed zeros included; nothing written past it. */
+static void test_gptj_table(const posenc_cpu_kernels *k)
+{
+    enum { MAX = 40 };
+    test_rng rng = {99};
+    float sin_values[MAX], cos_values[MAX], table[4 * MAX + 1];
+    for (uint32_t pairs = 0; pairs <= MAX; pairs++) {
+        for (uint32_t j = 0; j < pairs; j++) {
+            sin_values[j] = j % 7 == 3 ? -0.0f : (float)test_rng_uniform(&rng, -1.0, 1.0);
+            cos_values[j] = j % 11 == 5 ? NAN : (float)test_rng_uniform(&rng, -1.0, 1.0);
+        }
+        for (uint32_t j = 0; j <= 4 * MAX; j++)
+            table[j] = 1234.5f;
+        k->gptj_table(sin_values, cos_values, pairs, table);
+        for (uint32_t j = 0; j < pairs; j++) {
+            const float expected[4] = {cos_values[j], cos_values[j], -sin_values[j], sin_values[j]};
+            const float got[4] = {table[2 * j], table[2 * j + 1], table[2 * pairs + 2 * j],
+                                  table[2 * pairs + 2 * j + 1]};
+            for (int e = 0; e < 4; e++)
+                if (float_bits(got[e]) != float_bits(expected[e]))
+                    REPORT("%s gptj_table(%u pairs): pair %u value %d = %a, expected %a\n",
+                           k->name, pairs, j, e, (double)got[e], (double)expected[e]);
+        }
+        if (table[4 * pairs] != 1234.5f)
+            REPORT("%s gptj_table(%u pairs) wrote past its end\n", k->name, pairs);
+    }
 }
 
 /* Floats around every value and every rounding midpoint of a 16-bit type, the specials, and
@@ -1059,6 +1115,8 @@ int main(void)
         printf("  %s (%u lanes)\n", kernels->name, kernels->lanes);
         test_conversions(kernels);
         test_sincos(kernels);
+        test_turns_int(kernels);
+        test_gptj_table(kernels);
         posenc_context *context = variant_context((posenc_cpu_variant)v, 0);
         if (context) {
             test_rope_shapes(context, kernels->name);
