@@ -24,7 +24,7 @@ kernel void posenc_copy(global float *data, uint offset, uint count, uint write_
         /* CPU devices: a contiguous run per work-item. CPU implementations run the work-items
          * of a group one after another, so the strided walk below would stream the whole
          * buffer through the cache once per work-item. */
-        uint begin = id < count / chunk ? id * chunk : count;
+        uint begin = id <= count / chunk ? id * chunk : count; /* no overflow */
         uint end = count - begin < chunk ? count : begin + chunk;
         if (write_mode != 0u) {
             for (uint i = begin; i < end; i++)

@@ -53,7 +53,14 @@ uint64_t posenc_cl_launch_size(const posenc_context *ctx, const posenc_cl_kernel
     const posenc_cl_context *state = ctx->backend_state;
     size_t local = kernel->local_size;
     uint64_t groups = (units + local - 1) / local;
-    uint64_t max_groups = (uint64_t)state->device->compute_units * GROUPS_PER_COMPUTE_UNIT;
+    /* GPUs: a few groups per compute unit, each work-item looping over the rest. CPU devices
+     * run a group's work-items one after another, so a work-item looping with the stride of
+     * the launch would stream its rows through the cache once for every work-item of its group
+     * (PoCL: RoPE 1.5-3x slower): there, one work-item per unit, up to the 2^31 that the
+     * kernels' 32-bit indexing allows. */
+    uint64_t max_groups = ctx->device->info.type == POSENC_DEVICE_CPU
+                              ? (UINT64_C(1) << 31) / local
+                              : (uint64_t)state->device->compute_units * GROUPS_PER_COMPUTE_UNIT;
     if (groups > max_groups)
         groups = max_groups;
     if (groups == 0)

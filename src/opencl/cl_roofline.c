@@ -2,14 +2,23 @@
  * place (read + write) or write only. Wrapped host memory is staged like a host tensor. */
 #include "opencl/cl_internal.h"
 
-/* Words per work-item on CPU devices (0 elsewhere): the launch's work-items split the range
- * into contiguous runs; see shaders/copy.cl. */
+/* CPU devices: words per work-item, each copying one contiguous run (see shaders/copy.cl). */
+#define CPU_RUN_WORDS 1024
+
+/* The launch's units and each work-item's run (0: interleaved, on GPUs). */
+static uint64_t copy_units(const posenc_context *ctx, uint64_t words)
+{
+    if (ctx->device->info.type != POSENC_DEVICE_CPU)
+        return words;
+    return (words + CPU_RUN_WORDS - 1) / CPU_RUN_WORDS;
+}
+
 static uint32_t copy_chunk(const posenc_context *ctx, const posenc_cl_kernel *kernel,
                            uint64_t words)
 {
     if (ctx->device->info.type != POSENC_DEVICE_CPU)
         return 0;
-    uint64_t items = posenc_cl_launch_size(ctx, kernel, words);
+    uint64_t items = posenc_cl_launch_size(ctx, kernel, copy_units(ctx, words));
     uint64_t chunk = (words + items - 1) / items;
     return chunk ? (uint32_t)chunk : 1u;
 }
@@ -54,7 +63,8 @@ static posenc_status roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t 
     if (args.error != CL_SUCCESS)
         return posenc_cl_fail(ctx, args.error, "roofline", "clSetKernelArg");
     cl_event done = NULL;
-    status = posenc_cl_launch(ctx, kernel, words, "roofline", 0, NULL, &done);
+    status = posenc_cl_launch(ctx, kernel, copy_units(ctx, words), "roofline", 0, NULL,
+                              &done);
     if (status == POSENC_OK) {
         status = posenc_cl_stage_out(ctx, &staging, done);
         posenc_cl_api_get()->ReleaseEvent(done);
