@@ -144,23 +144,36 @@ static cl_uint queue_references(cl_command_queue queue)
     return count;
 }
 
-/* The runtime drops its own transient references (events of finished commands hold their
- * queue) from its worker threads, a moment after the commands complete: wait up to a second
- * for the count to settle at `expected`. */
-static cl_uint queue_references_settled(cl_command_queue queue, cl_uint expected)
-{
-    cl_uint count = queue_references(queue);
-    for (int i = 0; i < 200 && count != expected; i++) {
-        nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
-        count = queue_references(queue);
-    }
-    return count;
-}
-
 static cl_uint mem_references(cl_mem mem)
 {
     cl_uint count = 0;
     CHECK_CL(clGetMemObjectInfo(mem, CL_MEM_REFERENCE_COUNT, sizeof count, &count, NULL));
+    return count;
+}
+
+/* The runtime drops its own transient references (events of finished commands hold their
+ * queue, their context and the buffers they used) from its worker threads, a moment after the
+ * commands complete: a count expected to have fallen back is read until it settles at
+ * `expected`, for up to a second. */
+typedef enum counted { COUNTED_CONTEXT, COUNTED_QUEUE, COUNTED_MEM } counted;
+
+static cl_uint references(counted kind, void *object)
+{
+    switch (kind) {
+    case COUNTED_CONTEXT: return context_references(object);
+    case COUNTED_QUEUE: return queue_references(object);
+    case COUNTED_MEM: return mem_references(object);
+    }
+    return 0;
+}
+
+static cl_uint settled(counted kind, void *object, cl_uint expected)
+{
+    cl_uint count = references(kind, object);
+    for (int i = 0; i < 200 && count != expected; i++) {
+        nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
+        count = references(kind, object);
+    }
     return count;
 }
 
@@ -291,21 +304,21 @@ static void test_references(cl_device_id device)
         CHECK_OK(posenc_cl_enqueue_sinusoidal(ctx, &table, 0, NULL, NULL));
         posenc_buffer_destroy(buffer);
         CHECK_CL(clFinish(e.queue));
-        CHECK(mem_references(mem) == mems);
+        CHECK(settled(COUNTED_MEM, mem, mems) == mems);
 
         /* A buffer still wrapped at context destruction is released with it. */
         buffer = wrap(ctx, mem);
         CHECK(mem_references(mem) == mems + 1);
     }
     posenc_context_destroy(ctx);
-    CHECK(context_references(e.context) == contexts);
+    CHECK(settled(COUNTED_CONTEXT, e.context, contexts) == contexts);
     if (mem) {
-        CHECK(mem_references(mem) == mems);
+        CHECK(settled(COUNTED_MEM, mem, mems) == mems);
         /* Released before the queue is counted: the runtime may keep the event of the last
          * command that wrote a buffer (and with it the queue) while the buffer lives. */
         clReleaseMemObject(mem);
     }
-    CHECK(queue_references_settled(e.queue, queues) == queues);
+    CHECK(settled(COUNTED_QUEUE, e.queue, queues) == queues);
     engine_destroy(&e);
 }
 
@@ -365,9 +378,9 @@ static void test_mismatched_handles(cl_device_id device)
         printf("    (the device cannot be split: a device outside the context is not checked)\n");
     }
     /* Nothing kept on failure. */
-    CHECK(context_references(a.context) == contexts);
-    CHECK(queue_references(a.queue) == queues);
-    CHECK(queue_references(b.queue) == other_queues);
+    CHECK(settled(COUNTED_CONTEXT, a.context, contexts) == contexts);
+    CHECK(settled(COUNTED_QUEUE, a.queue, queues) == queues);
+    CHECK(settled(COUNTED_QUEUE, b.queue, other_queues) == other_queues);
 
     posenc_context *ctx = context_on(&a);
     cl_mem foreign = device_buffer(&b, 256, NULL);
