@@ -81,6 +81,27 @@ static posenc_status check_views(posenc_context *ctx, const posenc__view *const 
     return status;
 }
 
+/* The start of both recording calls: a context on the caller's device and a command buffer.
+ * On success the context lock is held (the front end writes the context's error and frequency
+ * cache, so validation runs under it too); the caller unlocks. */
+static posenc_status lock_for_recording(posenc_context *ctx, VkCommandBuffer command_buffer,
+                                        const char *call, posenc_vk_context **locked)
+{
+    if (!ctx)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
+    posenc_vk_context *vk = external_state(ctx, call);
+    if (!vk)
+        return POSENC_INVALID_ARGUMENT;
+    posenc__mutex_lock(&vk->lock);
+    if (!command_buffer) {
+        posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "command_buffer: is NULL");
+        posenc__mutex_unlock(&vk->lock);
+        return POSENC_INVALID_ARGUMENT;
+    }
+    *locked = vk;
+    return POSENC_OK;
+}
+
 static void begin_recording(posenc_vk_context *vk, VkCommandBuffer command_buffer)
 {
     vk->target = command_buffer;
@@ -91,23 +112,16 @@ posenc_status posenc_vk_cmd_rope(posenc_context *ctx, VkCommandBuffer command_bu
                                  const posenc_rope_desc *desc)
 {
     static const char call[] = "posenc_vk_cmd_rope";
-    if (!ctx)
-        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
-    posenc_vk_context *vk = external_state(ctx, call);
-    if (!vk)
-        return POSENC_INVALID_ARGUMENT;
-    /* The front end writes the context's error and frequency cache: under the lock too. */
-    posenc__mutex_lock(&vk->lock);
-    if (!command_buffer) {
-        posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "command_buffer: is NULL");
-        posenc__mutex_unlock(&vk->lock);
-        return POSENC_INVALID_ARGUMENT;
-    }
+    posenc_vk_context *vk = NULL;
+    posenc_status status = lock_for_recording(ctx, command_buffer, call, &vk);
+    if (status != POSENC_OK)
+        return status;
     posenc__rope_op op = {0};
-    posenc_status status = posenc__rope_prepare(ctx, desc, &op);
+    status = posenc__rope_prepare(ctx, desc, &op);
     enum { VIEWS = POSENC__ROPE_VIEWS };
-    const posenc__view *views[VIEWS];
-    posenc__rope_views(&op, views);
+    const posenc__view *views[VIEWS] = {0};
+    if (status == POSENC_OK)
+        posenc__rope_views(&op, views);
     const char *const *names = posenc__rope_view_names;
     posenc_vk_place places[VIEWS];
     if (status == POSENC_OK)
@@ -128,19 +142,12 @@ posenc_status posenc_vk_cmd_sinusoidal(posenc_context *ctx, VkCommandBuffer comm
                                        const posenc_sinusoidal_desc *desc)
 {
     static const char call[] = "posenc_vk_cmd_sinusoidal";
-    if (!ctx)
-        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
-    posenc_vk_context *vk = external_state(ctx, call);
-    if (!vk)
-        return POSENC_INVALID_ARGUMENT;
-    posenc__mutex_lock(&vk->lock);
-    if (!command_buffer) {
-        posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "command_buffer: is NULL");
-        posenc__mutex_unlock(&vk->lock);
-        return POSENC_INVALID_ARGUMENT;
-    }
+    posenc_vk_context *vk = NULL;
+    posenc_status status = lock_for_recording(ctx, command_buffer, call, &vk);
+    if (status != POSENC_OK)
+        return status;
     posenc__sinusoidal_op op = {0};
-    posenc_status status = posenc__sinusoidal_prepare(ctx, desc, &op);
+    status = posenc__sinusoidal_prepare(ctx, desc, &op);
     enum { VIEWS = POSENC__SINUSOIDAL_VIEWS };
     const posenc__view *views[VIEWS] = {0};
     if (status == POSENC_OK)
