@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Writes a SPIR-V module as a C array of uint32_t words (cmake -P; no xxd).
 #   cmake -DINPUT=x.spv -DOUTPUT=x.spv.c -DNAME=variant -DSOURCE=x.comp -DDEFINES=-DA;-DB
 #         -P EmbedSpirv.cmake

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Writes an OpenCL C file as one self-contained C string (cmake -P; no xxd).
 #   cmake -DINPUT=shaders/x.cl -DOUTPUT=x.cl.c -DSYMBOL=posenc__cl_source_x -P EmbedText.cmake
 # `#include "y.cl"` lines are replaced by y.cl (looked up beside INPUT), each file at most once,

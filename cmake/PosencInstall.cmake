@@ -1,5 +1,7 @@
+# SPDX-License-Identifier: MIT
 # Installation: the shared and static libraries (exported as posenc::posenc and
-# posenc::posenc_static), the public headers, a CMake package and a pkg-config file.
+# posenc::posenc_static), the public headers, a CMake package and a pkg-config file, and the
+# license and changelog beside the documentation.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -46,3 +48,7 @@ else()
 endif()
 configure_file("${CMAKE_CURRENT_LIST_DIR}/posenc.pc.in" "${PROJECT_BINARY_DIR}/posenc.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/posenc.pc" DESTINATION "${pc_dir}")
+
+# The license travels with every installed copy (MIT asks for it), with the changelog.
+install(FILES "${PROJECT_SOURCE_DIR}/LICENSE" "${PROJECT_SOURCE_DIR}/CHANGELOG.md"
+  DESTINATION "${CMAKE_INSTALL_DOCDIR}")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Build-time kernels: GLSL compute shaders to SPIR-V and OpenCL C checked with clang, both
 # embedded into the library as C data. The variants are listed in shaders/variants.cmake.
 #

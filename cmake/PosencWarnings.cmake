@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Warning flags for every posenc target: -Wall -Wextra everywhere, errors unless POSENC_WERROR=OFF.
 function(posenc_set_warnings target)
   if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")

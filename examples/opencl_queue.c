@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc inside an OpenCL engine. The engine owns the context, the device, the queue and the
  * buffers, and runs its own kernels; posenc's RoPE goes between two of them, ordered by events:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc inside a Vulkan engine: a headless "engine" owns its instance, device, queue and
  * buffers, and records into ONE command buffer, submitted ONCE:
  *   1. its own compute pass, which writes q and k (vulkan_engine_fill.comp),

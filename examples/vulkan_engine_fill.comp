@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The engine's own pass before posenc in examples/vulkan_engine.c: writes q and k from a formula
 // whose values are exact in f32, so that the example's float64 reference starts from the same
 // numbers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The engine's own pass after posenc in examples/vulkan_engine.c: attention logits
 // scores[h][i][j] = q[i, h] . k[j, h / group] / sqrt(head_dim) from the rotated q and k.
 #version 450

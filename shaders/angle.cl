@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Exact angle reduction and float-only sin/cos in OpenCL C 1.2: the steps of src/core/angle.c
  * on 32-bit words, as shaders/angle.glsl does them (see src/core/angle.h for the design). Keep
  * the three in step: tests compare them.

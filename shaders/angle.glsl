@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Exact angle reduction and float-only sin/cos in GLSL: the steps of src/core/angle.c on 32-bit
 // words (see src/core/angle.h for the design). Keep the two in step: tests compare them.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The copy roofline of `posenc bench` (the backend's `roofline` entry): the plainest kernel with
  * an operation's access pattern, over 32-bit words.
  *   read + write in place: data[i] = data[i] + 0.0f (like an in-place RoPE; the addition keeps

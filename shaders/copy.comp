@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The copy roofline of `posenc bench`: the plainest kernel with the operations' access pattern
 // over the same bytes, in place (each word read and written back, like an in-place RoPE) or
 // write only (like a sinusoidal table).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Output element types of the OpenCL C kernels, chosen by one define per variant:
  *   POSENC_OUT_F32, POSENC_OUT_F16 or POSENC_OUT_BF16.
  * POSENC_OUT_TYPE is the element type of out/x pointers; posenc_load_out/posenc_store_out read

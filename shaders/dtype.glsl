@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Output element types of the GLSL kernels, chosen by one define per variant:
 //   POSENC_OUT_F32, POSENC_OUT_F16 or POSENC_OUT_BF16.
 // 16-bit values are stored two to a 32-bit word (element 2i in the low half: Vulkan memory is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Element access for kernels that read `in_data` and read/write `out_data`, in every storage
 // form, chosen by the dtype define of dtype.glsl and POSENC_STORAGE16:
 //   f32                     one element per uint word;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Rotary position embeddings (posenc_rope) for q and k of one layer in one launch:
  *   (x_a, x_b) -> (x_a c - x_b s, x_a s + x_b c),  s, c = attention_factor * sin, cos(t)
  * with t = +-position * inv_freq[j] reduced exactly (angle.cl). NeoX pairs dim j with

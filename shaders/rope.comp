@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // RoPE (posenc_rope) on one tensor, q or k, over a box of [batch, tokens, heads]:
 //   (x_a, x_b) -> (x_a c - x_b s, x_a s + x_b c),  s = +-attention_factor * sin(t),
 //   c = attention_factor * cos(t),  t = position * inv_freq[j]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sinusoidal position encodings (posenc_sinusoidal), one work-item per frequency and row:
  *   out[b, r, c] = x[b, r, c] * input_scale + output_scale * PE(p)[c]   (add mode)
  *   out[b, r, c] = output_scale * PE(p)[c]                               (table)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Kernel variants compiled and embedded at build time (see cmake/PosencKernels.cmake).
 #   posenc_kernel_variant(<name> <file in shaders/> <define>...)
 # <name> is what a backend looks up (posenc__spirv_find, posenc__cl_kernel_find in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The interface every backend implements. The front end (src/core) applies defaults and
  * validates every descriptor before any entry here runs, so a backend trusts its input.
  * Adding a backend: a folder with a `const posenc__backend` and one line in core/registry.c.

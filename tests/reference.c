@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The float64 reference: exactly reduced sin/cos, RoPE and sinusoidal encodings, f16/bf16
  * conversions and the tolerances of the accuracy promise. Independent of the library's code. */
 #include "reference.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The float64 reference every test compares the library with: RoPE and sinusoidal encodings with
  * exactly reduced angles, f16/bf16 conversions, and the tolerances of the accuracy promise. */
 #ifndef POSENC_TEST_REFERENCE_H

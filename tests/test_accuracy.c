@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The accuracy promise at the far end of the position range, on every device: RoPE and
  * sinusoidal values for int32 positions up to 2^31 - 1 and down to INT32_MIN, and float positions
  * just below 2^31, against the float64 reference (whose angle reduction is exact to ~1e-15).

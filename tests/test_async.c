@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc_rope_submit / posenc_sinusoidal_submit and events, on every device: submitted work
  * gives the same bits as the synchronous call, runs in submission order even when each submit
  * uses a different frequency table, and a refused submit writes nothing. */

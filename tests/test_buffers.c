@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Buffers: creation and its errors, uploads and downloads with their bounds, initial data,
  * wrapped host memory, ops on buffer views, and the buffers' lifetime (context destroy, many
  * create/destroy cycles). */

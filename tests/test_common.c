@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared test helpers: failure counting and the per-device loop. */
 #include "test_common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared test helpers: checks that count failures, and a loop over every device present. */
 #ifndef POSENC_TEST_COMMON_H
 #define POSENC_TEST_COMMON_H

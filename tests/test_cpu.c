@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The CPU backend on each of its kernel variants (portable, AVX2, AVX-512, AVX-512 BF16, NEON),
  * forced one by one so a bug in one cannot hide behind another; variants this machine cannot
  * run are reported and left out. Through private headers:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Devices and contexts: enumeration, backend status, device selection (descriptor, selector
  * strings, POSENC_DEVICE), posenc_device_choose against posenc_context_create, the log callback,
  * silence without one, and independent contexts on concurrent threads. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Error handling: every invalid input is rejected with its status and a message naming the bad
  * field, a failed call writes nothing, and valid calls keep working after failed ones. */
 #include "test_common.h"

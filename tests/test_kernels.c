@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The kernels embedded at build time and the angle code they mirror:
  * - the C angle steps (src/core/angle.c) against 128-bit integers and float64 sin/cos;
  * - every expected SPIR-V and OpenCL C variant is embedded and well formed (a path configured

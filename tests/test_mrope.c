@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Multimodal RoPE on every device: Qwen2-VL M-RoPE, Qwen3-VL interleaved M-RoPE and the 2-D
  * vision RoPE of the Qwen2-VL vision tower and of Pixtral, against the float64 reference
  * (reference.c transcribes HF transformers' component rules), plus values checkable by hand,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What only the OpenCL backend has, on every OpenCL device present:
  * - a host tensor spanning more than the device's largest allocation is refused with
  *   POSENC_UNSUPPORTED and a message naming it, and its memory is not touched;

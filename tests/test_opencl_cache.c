@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The OpenCL program binary cache, in a temporary cache_dir on the first OpenCL device:
  * - a cold start builds from source and writes an entry; a warm start loads it and leaves the
  *   file as it was;

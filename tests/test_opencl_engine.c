@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc inside an OpenCL engine, through posenc_opencl.h, on every OpenCL device present. The
  * test plays the engine: it creates the cl_context, queues and buffers itself, and checks
  * - that posenc retains the context, device, queue and wrapped cl_mem while it uses them and

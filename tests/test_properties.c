@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Mathematical properties the encodings must have, checked on every device by comparing the
  * library with itself (no reference): RoPE preserves norms, makes attention scores depend only on
  * the relative position, and its inverse undoes it; sinusoidal rows obey the angle-addition

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RoPE against the float64 reference on every device: styles, partial rotary dims, q/k with
  * grouped heads, positions, strided and fused layouts, dtypes, frequencies and scalings, and the
  * three kinds of memory. Bytes outside the outputs must stay untouched.

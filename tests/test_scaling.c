@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Context-extension scalings (YaRN, Llama 3, LongRoPE, dynamic NTK) on every device, against
  * float64 transcriptions of the reference formulas (HF transformers modeling_rope_utils.py),
  * written here independently of the library, plus values checkable by hand.

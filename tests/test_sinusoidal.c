@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sinusoidal encodings against the float64 reference on every device: layouts, odd widths,
  * integer and float positions, frequency parameters, scales, add mode (separate and in place),
  * batches, dtypes, strided outputs and the three kinds of memory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The Vulkan backend beyond the matrix that test_rope, test_sinusoidal and the others already run
  * on every Vulkan device:
  * - work larger than one kernel binding may address (maxStorageBufferRange: 128 MiB on lavapipe)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc inside an engine, through the public posenc_vulkan.h: a context on a Vulkan device this
  * test creates itself (validation layer on, any warning a failure), the errors of bad handles,
  * RoPE and sinusoidal encodings recorded into the test's command buffers over engine buffers in

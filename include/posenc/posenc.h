@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc: transformer position encodings (RoPE, sinusoidal) on any compute device.
  * The whole public C API. No vendor header is included here: typed Vulkan/OpenCL interop lives
  * in posenc_vulkan.h and posenc_opencl.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc inside an OpenCL engine: the engine's cl_context, device and queue as a posenc context,
  * its cl_mem buffers as posenc buffers, and RoPE / sinusoidal encodings enqueued on its queue
  * after its own events. Include this header only where you use OpenCL; it needs the OpenCL

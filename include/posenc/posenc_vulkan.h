@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc inside a Vulkan engine: typed interop for callers that own the instance, device, queues
  * and buffers, and record posenc's work into their own command buffers.
  * Include this header only if you use Vulkan; posenc.h stays free of vendor headers.

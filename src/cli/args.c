@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Flag parsing for the command-line tool: "--name value" / "--name=value", strict number
  * parsing, and the one-line error messages every command prints. */
 #include "cli.h"

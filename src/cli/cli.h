@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared declarations of the posenc command-line tool: the commands, one-line error reporting
  * and flag parsing. Exit codes: 0 success, 1 runtime failure, 2 usage error. */
 #ifndef POSENC_CLI_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `posenc bench`: times RoPE and sinusoidal encodings on every selected device next to a plain
  * copy of the same bytes on the same device (the backend's roofline kernel), and the first-call
  * latency of each device (context creation, first operation including kernel builds, with a cold

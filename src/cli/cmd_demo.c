@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `posenc demo`: runs RoPE and the sinusoidal table on a Llama-sized layer on the chosen device,
  * checks every output element against a float64 reference, and reports accuracy and speed. */
 #include <math.h>

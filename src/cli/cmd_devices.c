@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `posenc devices`: every device with its capabilities, the backends that are unavailable and
  * why, and what the automatic choice picks; as text or --json. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `posenc rope`: rotary position embedding of q (and k) from .npy files or generated data,
  * with every posenc_rope_desc option as a flag; results written as .npy. */
 #include <stdio.h>

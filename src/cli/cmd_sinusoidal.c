@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `posenc sinusoidal`: a sinusoidal position table, or x plus the table (add mode), for row
  * indices or a positions file (e.g. diffusion timesteps), written as .npy. */
 #include <float.h>

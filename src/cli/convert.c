@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* f16 and bf16 <-> f32 conversions (bit manipulation, round to nearest even, NaN and infinity
  * kept), and element access to .npy arrays of any dtype as double. */
 #include "convert.h"

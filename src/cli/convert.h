@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* f16 and bf16 <-> f32 conversions for the command-line tool (round to nearest even), and
  * reading any float .npy element as double. */
 #ifndef POSENC_CLI_CONVERT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Command inputs and outputs as .npy arrays: loading with dtype and shape checks, random test
  * data, saving, and host tensor views. */
 #include "data.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Command inputs and outputs as .npy arrays: loading data, positions and frequency tables with
  * their dtype and shape checked, random test data, saving results, and host tensor views. */
 #ifndef POSENC_CLI_DATA_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Opening a context on the device a --device selector names, describing devices, and turning
  * library failures into one-line messages. */
 #ifndef POSENC_CLI_DEVICE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc command-line tool: dispatches the commands (devices, rope, sinusoidal, demo, bench) and
  * answers --help and --version. */
 #include <stdio.h>

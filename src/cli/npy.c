@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reading and writing NumPy .npy files: the header dict parser, size checks against the file's
  * length, and the writer. The format: numpy.org/doc/stable/reference/generated/numpy.lib.format */
 #include "npy.h"

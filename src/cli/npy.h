@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reading and writing NumPy .npy files (format versions 1.0, 2.0 and 3.0, little-endian, C order,
  * up to 4 dimensions). numpy has no bf16, so bf16 data travels as '<u2' raw bf16 words. Data is
  * copied as is: the host is assumed little-endian, like every platform posenc targets. */

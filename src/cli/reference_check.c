@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Float64 references for the demo's accuracy check. The angle position * frequency is formed
  * exactly as a double-double (fma), and k * 2*pi is subtracted with 2*pi split into three
  * doubles, so the reduced angle is accurate to a few 1e-16 radians even at position 2^31, far

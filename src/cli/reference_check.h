@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Float64 references for the demo's accuracy check: angles reduced modulo 2*pi in
  * double-double (accurate to about 1e-15 even at position 2^31), RoPE error relative to the
  * rotated pair's norm, sinusoidal absolute error. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Exact angle reduction in fixed point and float-only sin/cos (see angle.h for the design).
  * The integer steps are written on 32-bit words exactly as the GPU kernels do them, so this file
  * is also the executable specification the shaders are tested against. */

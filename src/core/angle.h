@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Exact angle reduction and float-only sin/cos: the numerical core shared by every backend.
  *
  * An angle is kept as a fraction of a turn in Q0.64 fixed point, so reducing it modulo 2*pi is

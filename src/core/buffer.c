@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Buffers: creation, host wrapping, adoption of a backend's storage, upload and download with
  * range checks. */
 #include "backend.h"

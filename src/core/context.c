@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Contexts: choosing a device, initialising it with fallback, and tearing everything down. */
 #include "backend.h"
 #include "core/frequencies.h"

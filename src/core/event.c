@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc_rope_submit, posenc_sinusoidal_submit and their events: the front end of asynchronous
  * work. Backends without submit entries run the work synchronously and return a done event. */
 #include "backend.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RoPE and sinusoidal frequencies: theta, caller tables and context-extension scalings, all in
  * float64 on the host, then rounded once to fixed-point turns (core/angle.h). */
 #include "core/frequencies.h"

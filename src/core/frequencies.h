@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Host-side frequency tables in float64, turned into fixed-point turns for the kernels. */
 #ifndef POSENC_CORE_FREQUENCIES_H
 #define POSENC_CORE_FREQUENCIES_H

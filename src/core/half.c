@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* f16 and bf16 <-> f32 conversions in portable C (bit manipulation, no hardware assumptions). */
 #include "core/half.h"
 

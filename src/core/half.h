@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* f16 and bf16 <-> f32 conversions, round-to-nearest-even, NaN and infinity preserved. */
 #ifndef POSENC_CORE_HALF_H
 #define POSENC_CORE_HALF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Private types shared by the front end and the backends: devices, contexts, buffers, resolved
  * tensor views and validated operation descriptions. */
 #ifndef POSENC_CORE_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The kernels embedded at build time: SPIR-V words for Vulkan, OpenCL C sources for OpenCL.
  *
  * Variants are listed in shaders/variants.cmake and named there ("sinusoidal_f16"); the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The tensor views of an operation, and the device-memory rule for work that outlives the call
  * (see op_views.h). */
 #include "core/op_views.h"

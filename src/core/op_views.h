@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The tensor views an operation binds, listed once for every entry point that treats them
  * alike, and the rule for work that runs on device memory only. */
 #ifndef POSENC_CORE_OP_VIEWS_H

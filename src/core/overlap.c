@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Overlap rules between tensor views: distinct output elements, identical (in-place) views, and
  * whether two strided views share a byte, decided with a bounded integer search. */
 #include "core/tensor.h"

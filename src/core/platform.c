@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Operating-system services for POSIX and Windows. */
 #if !defined(_WIN32)
 #  define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The few operating-system services the library needs: run-once, thread-local storage,
  * dynamic loading, processor and memory counts, and small string helpers. */
 #ifndef POSENC_CORE_PLATFORM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The backend registry: the one place that lists the backends, and the device list built from
  * them once per process. Adding a backend is one line in `backends`. */
 #include "backend.h"

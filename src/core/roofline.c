@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Front end of the copy roofline: range checks, then the backend's copy kernel, over a
  * buffer's bytes or shaped like one operation. */
 #include "core/roofline.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The copy roofline that `posenc bench` measures next to every operation. Not public API: the
  * benchmark links the static library and includes this header. */
 #ifndef POSENC_CORE_ROOFLINE_H

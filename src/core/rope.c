@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc_rope: defaults, validation and resolution of the descriptor, then the backend call.
  * Backends receive a posenc__rope_op they can trust. */
 #include "backend.h"

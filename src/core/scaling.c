@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RoPE context-extension scalings (linear, NTK, dynamic NTK, YaRN, Llama 3, LongRoPE): the
  * published formulas in float64, see scaling.h. */
 #include "core/scaling.h"

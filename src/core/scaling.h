@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Context-extension scalings of RoPE frequencies, on the host in float64, with the semantics of
  * HF transformers' modeling_rope_utils.py (the reference most checkpoints are converted from).
  * Deviation: HF evaluates the YaRN ramp and the LongRoPE/Llama 3 factors in float32; here

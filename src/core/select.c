@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Device selection: parsing "vulkan:1"-style selectors, reading POSENC_DEVICE, ranking devices
  * for AUTO (discrete, integrated, virtual GPU, then the native CPU path; software emulation only
  * when asked for) and listing fallbacks. */

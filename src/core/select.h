@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Device selection: selector strings, POSENC_DEVICE, AUTO's ranking and the fallback order. */
 #ifndef POSENC_CORE_SELECT_H
 #define POSENC_CORE_SELECT_H

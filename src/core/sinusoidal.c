@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc_sinusoidal: defaults, validation and resolution of the descriptor, then the backend
  * call. */
 #include "backend.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Status names and messages, per-context and per-thread error messages, and logging. */
 #include "core/internal.h"
 #include "core/platform.h"

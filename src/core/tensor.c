@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Resolving public tensor views into validated 4-D views. */
 #include "core/tensor.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Resolving and validating tensor views, and the overlap rules between them. */
 #ifndef POSENC_CORE_TENSOR_H
 #define POSENC_CORE_TENSOR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The native CPU backend: device description, contexts (kernel variant, thread pool, scratch),
  * host-memory buffers and the copy yardstick. The operations are in cpu_rope.c and
  * cpu_sinusoidal.c, the vector kernels in cpu_kernels_*.c (one per instruction set).

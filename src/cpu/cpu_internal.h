@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Private to the CPU backend: its context state (kernel variant, thread pool, per-thread
  * scratch), exact turn computation, and scalar element access for layouts the vector kernels do
  * not take (a strided innermost dim). */

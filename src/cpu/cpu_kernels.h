@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The CPU backend's instruction-set variants: one table of kernels per variant (portable C,
  * AVX2+FMA+F16C, AVX-512, AVX-512 with BF16, NEON), each compiled in its own translation unit
  * with its own target flags from the one template in cpu_simd.h, and the run-time choice

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The CPU kernels for AVX2 + FMA + F16C: 8 lanes, masked f32 tails, 16-bit tails through a
  * small buffer. Compiled with -mavx2 -mfma -mf16c for this file only; run only where
  * cpu_variant.c found the features. */

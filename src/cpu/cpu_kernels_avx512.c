@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The CPU kernels for AVX-512 (F, BW, VL, DQ): 16 lanes, masked tails, F16C conversions. With
  * POSENC_CPU_BF16 defined (cpu_kernels_avx512bf16.c) bf16 stores use AVX512_BF16's
  * VCVTNEPS2BF16. Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c (and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The CPU kernels for aarch64 Advanced SIMD (NEON, part of the base architecture): 4 lanes,
  * fused multiply-adds, hardware f16 conversions, bf16 on the bits, tails through a small
  * buffer. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The portable CPU kernels: plain C on 4-lane arrays (which compilers map to whatever vector
  * unit the baseline target has), f16/bf16 through core/half.c. Runs everywhere; the reference
  * the other variants are tested against. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The CPU backend's thread pool on POSIX threads. Each worker has a slot: the caller writes a
  * part of the job there and bumps the slot's ticket; a worker that finished a part shortly
  * before spins on its ticket for a while (SPIN_SECONDS) before sleeping on a condition

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The CPU backend's thread pool: worker threads started with the context and reused by every
  * call. A job runs as `count` parts, part 0 on the calling thread; the call returns when all are
  * done. Without POSIX threads (Windows builds) the parts run one after another on the caller. */

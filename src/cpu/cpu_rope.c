@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RoPE on the CPU. Per token, the rotation table (sin and cos of every frequency, with the
  * attention factor and direction folded in) is computed once with the vector sincos and reused
  * by every q and k head of that token. Work is split over tokens, and over heads when there are

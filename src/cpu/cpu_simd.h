@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The CPU kernels, written once over a small vector vocabulary that each variant's translation
  * unit (cpu_kernels_*.c) defines before including this file, with its own target flags:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sinusoidal tables and their addition into embeddings on the CPU.
  *
  * Rows at consecutive positions (no positions tensor, contiguous rows) come from exact values

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Which kernel variants this build has and this CPU runs: CPUID feature bits and, for the wide
  * registers, XGETBV (the OS must save them on context switches). Detected once per process. */
 #include "core/platform.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The OpenCL backend's operation entries: synchronous calls, and submits left running on the
  * context's queue with their cl_event as the completion state (src/backend.h). */
 #include "opencl/cl_internal.h"

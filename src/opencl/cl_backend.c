@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The OpenCL backend's entry table (src/backend.h). The runtime is loaded at run time; without
  * it, or without a usable device, the backend is absent and AUTO moves on. */
 #include "backend.h"

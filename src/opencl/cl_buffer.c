@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* OpenCL buffers: a device allocation each, an engine's cl_mem (posenc_cl_buffer_wrap), or the
  * caller's wrapped host memory, which stays the buffer's storage (operations stage it like any
  * host tensor, so it is current after each call on every device, unified memory or not). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The on-disk OpenCL binary cache (format in cl_cache.h): the directory, and atomic,
  * checksummed entries. */
 #if !defined(_WIN32)

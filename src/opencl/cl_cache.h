@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The on-disk cache of OpenCL program binaries: where it lives, and reading and writing one
  * entry. Independent of the OpenCL API: an entry is a key text and the bytes it maps to.
  *

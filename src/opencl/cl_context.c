@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* OpenCL contexts: one cl_context and one in-order queue per posenc context, or the caller's own
  * context, device and queue (checked to belong together, retained, then released); and their
  * teardown with everything built or allocated for them. */

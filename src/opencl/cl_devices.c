@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Enumerating OpenCL platforms and devices into posenc device descriptions: type, memory,
  * unified memory, work-group and allocation limits, and extensions found by querying the
  * device's extension list. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Kernel dispatch: arguments, the device copies of frequency tables, and the launch geometry
  * (whole work-groups within CL_KERNEL_WORK_GROUP_SIZE; the kernels loop over the rest). */
 #include "opencl/cl_internal.h"

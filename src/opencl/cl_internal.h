@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Private to the OpenCL backend: the runtime's function table, the per-device and per-context
  * state, and the functions the backend's files share. OpenCL 1.2 API only. */
 #ifndef POSENC_OPENCL_CL_INTERNAL_H

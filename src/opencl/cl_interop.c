@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc_opencl.h: an engine's cl_mem as a posenc buffer, and operations enqueued on the
  * context's queue after the caller's events, validated by the same front end as posenc_rope. */
 #include "backend.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Loading the OpenCL ICD loader at run time into a function table (no link-time dependency),
  * and turning OpenCL error codes into posenc statuses and messages. */
 #if !defined(_WIN32)

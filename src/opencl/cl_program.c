@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Run-time builds of the embedded OpenCL C kernels, each on first use in a context, through the
  * on-disk binary cache (cl_cache.h): keyed by the source's hash, the build options, the device
  * name and vendor, the device and driver versions and the platform. A cache that cannot be read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The copy roofline of `posenc bench` on OpenCL: shaders/copy.cl over a buffer's bytes, in
  * place (read + write) or write only. Wrapped host memory is staged like a host tensor. */
 #include "opencl/cl_internal.h"

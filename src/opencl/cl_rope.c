@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc_rope on OpenCL: q and k in one launch of shaders/rope.cl (its header documents the
  * arguments and the work split). */
 #include "opencl/cl_internal.h"

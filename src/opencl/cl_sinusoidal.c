@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc_sinusoidal on OpenCL: one launch of shaders/sinusoidal.cl (its header documents the
  * arguments). */
 #include "opencl/cl_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Binding the tensors of one operation to device memory. Views in device buffers are used in
  * place. Host views and wrapped buffers are staged: views whose host bytes overlap share one
  * region (in place, fused qkv slices), each region is copied into a reusable device allocation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Ordering and completion of posenc's OpenCL work: the chain of posenc's own
  * commands through events (so out-of-order queues work too), and waits that look at posenc's
  * events only, never at the rest of a queue that may be the caller's. */

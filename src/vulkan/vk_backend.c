@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The Vulkan backend's entry in the registry. */
 #include "backend.h"
 #include "vulkan/vk_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* posenc buffers on Vulkan: device-local memory, written and read through the staging buffer on
  * discrete GPUs and mapped directly on unified memory; buffers wrapping caller memory keep their
  * bytes there and are staged around each operation (vk_staging.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Vulkan contexts: an instance and a logical device of their own, one compute queue, one
  * command buffer recorded and submitted synchronously per call, and the shared descriptor and
  * pipeline layouts; and the parts of creation and teardown that contexts on a caller's device

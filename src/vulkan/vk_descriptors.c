@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Descriptor sets of the pool path (devices without VK_KHR_push_descriptor): one set per
  * distinct set of bound ranges, written at its first use and never written again, so that a
  * command buffer that binds it stays valid when later calls bind other ranges, and a steady

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Enumerating Vulkan devices: every physical device of Vulkan 1.1 or later with a compute queue,
  * described from queried properties and features (never from its name), and the same GPU seen
  * twice (two drivers, two loaders' manifests) listed once, by deviceUUID. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Splitting an operation into dispatches whose bindings each fit in one descriptor range
  * (maxStorageBufferRange: 128 MiB on lavapipe, 4 GiB on many GPUs), and recording a dispatch
  * within maxComputeWorkGroupCount. Each binding is bound at a window of its buffer that starts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The typed entry points of posenc_vulkan.h: the caller's VkBuffers as posenc buffers, and RoPE
  * and sinusoidal encodings recorded into the caller's command buffers. */
 #include "backend.h"

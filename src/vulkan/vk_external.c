@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Contexts on the caller's Vulkan objects (posenc_context_desc.vulkan): every function comes
  * through the caller's vkGetInstanceProcAddr and vkGetDeviceProcAddr (no loader is opened), the
  * instance, device, queue and pipeline cache are borrowed and never destroyed, and posenc uses

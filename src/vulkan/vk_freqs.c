@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Frequency tables in device memory: one small host-visible buffer per distinct table, written
  * once and never changed, so that a command buffer recorded with it stays valid however many
  * other tables later calls use. Tables are found by freqs_id first and by content second. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Vulkan instances: the version and extensions posenc asks for, the Khronos validation layer
  * when a context wants validation, and the debug messenger that forwards validation warnings
  * and errors to the context's log. */

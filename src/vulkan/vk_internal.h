@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Private to the Vulkan backend: function tables, the enumerated device record, the context and
  * buffer state, and the helpers the files of src/vulkan share. Compiled with VK_NO_PROTOTYPES:
  * every Vulkan function comes from the loader at run time (vk_loader.c). */

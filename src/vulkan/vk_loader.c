@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Loading the Vulkan loader at run time and filling the per-instance and per-device function
  * tables through vkGetInstanceProcAddr / vkGetDeviceProcAddr. The library never links libvulkan,
  * so one binary runs on machines without it. */

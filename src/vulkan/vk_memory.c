@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Device memory: choosing memory types, and storage buffers with their own allocation. */
 #include "vulkan/vk_internal.h"
 

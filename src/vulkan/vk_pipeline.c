@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Compute pipelines, each created at its first use from the embedded SPIR-V, through a
  * VkPipelineCache that is loaded from and saved to the context's pipeline_cache_path. */
 #include "vulkan/vk_internal.h"

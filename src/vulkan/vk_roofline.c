@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The copy roofline of `posenc bench` on Vulkan (shaders/copy.comp): the same bytes, the same
  * kind of dispatch and the same splitting as the operations, with nothing but loads and stores. */
 #include "vulkan/vk_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RoPE on Vulkan (shaders/rope.comp): q and k each in their own dispatches of one submission,
  * split where a tensor is larger than one binding may address. */
 #include "vulkan/vk_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sinusoidal tables and their addition into embeddings on Vulkan (shaders/sinusoidal.comp),
  * split by rows where the output is larger than one binding may address. */
 #include "vulkan/vk_internal.h"

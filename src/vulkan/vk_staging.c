@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Placing the views of one operation on the device: device buffers as they are, host memory
  * (host tensors, buffers wrapping caller memory) copied into a host-visible staging buffer that
  * the kernels bind directly. Views whose bytes overlap (q and k slices of one fused array) share

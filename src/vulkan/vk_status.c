@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* VkResult to posenc_status, with the context message "vulkan: WHAT: VK_ERROR_...". */
 #include "vulkan/vk_internal.h"
 

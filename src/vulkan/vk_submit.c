@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Asynchronous submits on the context's queue (posenc_*_submit): each records into a command
  * buffer of its own from the context's pool, opened by a barrier that makes the writes of all
  * earlier work visible (a barrier's first scope is everything earlier in submission order, other

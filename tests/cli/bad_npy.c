@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Hand-made malformed .npy files: each case is a header text, a header length field, a format
  * version and a data size, chosen so that exactly one thing is wrong. */
 #include "bad_npy.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Hand-made malformed .npy files, each with the words its error message must contain; shared by
  * the npy unit test and the command-line failure tests. */
 #ifndef POSENC_TESTS_CLI_BAD_NPY_H

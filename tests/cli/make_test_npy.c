@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Writes the .npy inputs of the command-line tests into a directory: every malformed case of
  * bad_npy.c as bad_<name>.npy, and small valid files (positions, tables, wrong dtypes). */
 #include <math.h>

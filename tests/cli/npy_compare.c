@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Compares two .npy files element by element (same shape and dtype, |a - b| <= atol), or checks
  * that one file is all within atol of zero. Exit 0 when they agree, 1 when not, 2 on errors. */
 #include <math.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Runs one command and checks its exit code and output: the command-line tool's tests.
 #   cmake -DEXPECT_RC=N [-DSTDOUT_REGEX=R] [-DSTDOUT_CONTAINS=a|b|c] [-DSTDERR_REGEX=R]
 #         [-DANY_STDERR=ON] -P run_check.cmake -- COMMAND ARGS...

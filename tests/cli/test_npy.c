@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit test of the command-line tool's .npy reader and writer: round trips of every dtype,
  * rank and format version, numpy's header variants, every malformed file of bad_npy.c, and the
  * f16/bf16 conversions. Usage: test_npy [SCRATCH_DIRECTORY]. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Installs the posenc build tree into a fresh prefix: cmake -DBUILD=... -DPREFIX=... -P
 cmake_minimum_required(VERSION 3.20)
 foreach(var BUILD PREFIX)

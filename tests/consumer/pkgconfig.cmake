@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Builds tests/consumer/project/main.c against the installed posenc with the flags pkg-config
 # gives, as a user would with `cc main.c $(pkg-config --cflags --libs posenc)`, and runs it.
 #   cmake -DPKG_CONFIG=... -DCC=... -DCFLAGS=... -DPREFIX=... -DSOURCE=... -DBINARY=... -P

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Uses an installed posenc: a sinusoidal table on host memory, checked against libm. */
 #include <posenc/posenc.h>
 

@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: MIT
+# Checks what an installed posenc carries besides the code: the license and changelog, the
+# license in the CMake package and the pkg-config file, and the ABI policy's SONAME.
+#   cmake -DPREFIX=... -DVERSION=... -DSOVERSION=... [-DREADELF=...] -P
+cmake_minimum_required(VERSION 3.20)
+foreach(var PREFIX VERSION SOVERSION)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "installed_files.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+
+function(require_one pattern what)
+  file(GLOB_RECURSE found "${PREFIX}/${pattern}")
+  if(NOT found)
+    message(FATAL_ERROR "${what} is not installed (no ${pattern} under ${PREFIX})")
+  endif()
+  list(GET found 0 first)
+  set(found_file "${first}" PARENT_SCOPE)
+endfunction()
+
+require_one("*/doc/posenc/LICENSE" "the license")
+file(READ "${found_file}" text)
+if(NOT text MATCHES "^MIT License")
+  message(FATAL_ERROR "${found_file} is not the MIT license")
+endif()
+require_one("*/doc/posenc/CHANGELOG.md" "the changelog")
+file(READ "${found_file}" text)
+if(NOT text MATCHES "## \\[${VERSION}\\]")
+  message(FATAL_ERROR "${found_file} has no entry for ${VERSION}")
+endif()
+
+require_one("*/posenc.pc" "the pkg-config file")
+file(STRINGS "${found_file}" license REGEX "^License: ")
+if(NOT license STREQUAL "License: MIT")
+  message(FATAL_ERROR "${found_file}: expected 'License: MIT', found '${license}'")
+endif()
+require_one("*/posencConfig.cmake" "the CMake package")
+file(STRINGS "${found_file}" license REGEX "posenc_LICENSE")
+if(NOT license MATCHES "\"MIT\"")
+  message(FATAL_ERROR "${found_file} does not set posenc_LICENSE to MIT")
+endif()
+
+# ELF platforms: the SONAME is libposenc.so.<SOVERSION> (0.x: major.minor, docs/abi.md).
+if(READELF)
+  file(GLOB libraries "${PREFIX}/*/libposenc.so.${VERSION}" "${PREFIX}/*/*/libposenc.so.${VERSION}")
+  if(NOT libraries)
+    message(FATAL_ERROR "libposenc.so.${VERSION} is not installed")
+  endif()
+  list(GET libraries 0 library)
+  execute_process(COMMAND "${READELF}" -d "${library}" OUTPUT_VARIABLE dynamic
+    RESULT_VARIABLE result)
+  if(NOT result EQUAL 0 OR NOT dynamic MATCHES "\\(SONAME\\)[^\n]*\\[libposenc\\.so\\.${SOVERSION}\\]")
+    message(FATAL_ERROR "${library}: SONAME is not libposenc.so.${SOVERSION}:\n${dynamic}")
+  endif()
+  get_filename_component(dir "${library}" DIRECTORY)
+  if(NOT EXISTS "${dir}/libposenc.so.${SOVERSION}")
+    message(FATAL_ERROR "the link libposenc.so.${SOVERSION} is not installed in ${dir}")
+  endif()
+endif()
+message(STATUS "installed: LICENSE, CHANGELOG.md, License in posenc.pc and posencConfig.cmake, "
+               "SONAME libposenc.so.${SOVERSION}")
