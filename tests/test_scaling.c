@@ -67,11 +67,12 @@ static void yarn_reference(scaling_case *c)
         c->inv_freq[j] = interpolation * (1 - extrapolation_factor) +
                          extrapolation * extrapolation_factor;
     }
-    double mscale = s->mscale ? s->mscale : 1;
+    /* HF transformers: the ratio only when both mscale and mscale_all_dim are given. */
 #define GET_MSCALE(scale, m) ((scale) <= 1 ? 1.0 : 0.1 * (m) * log(scale) + 1.0)
-    c->attention_factor = s->mscale_all_dim ? GET_MSCALE(s->factor, mscale) /
-                                                  GET_MSCALE(s->factor, s->mscale_all_dim)
-                                            : GET_MSCALE(s->factor, 1.0);
+    c->attention_factor = s->mscale && s->mscale_all_dim
+                              ? GET_MSCALE(s->factor, s->mscale) /
+                                    GET_MSCALE(s->factor, s->mscale_all_dim)
+                              : GET_MSCALE(s->factor, 1.0);
 #undef GET_MSCALE
 }
 
@@ -229,6 +230,36 @@ static void test_device(posenc_context *context, const posenc_device_info *info)
     yarn_reference(&check);
     for (int j = 0; j < 4; j++)
         CHECK(fabs(check.inv_freq[j] - hand.inv_freq[j]) <= 1e-15 * hand.inv_freq[j]);
+
+    /* YaRN's attention factor by hand, as HF transformers computes it: the mscale ratio only
+     * when both mscale and mscale_all_dim are given, else 0.1 ln(factor) + 1 whatever the one
+     * given says. Factor 40 gives inv_freq [1, 0.1, 0.005125, 0.000025] (the ramp as above). */
+    struct {
+        const char *name;
+        double mscale, mscale_all_dim, attention_factor;
+    } mscales[] = {
+        {"yarn factor 40, mscale_all_dim alone", 0, 1, 1.3688879454113936},
+        {"yarn factor 40, mscale alone", 0.707, 0, 1.3688879454113936},
+        {"yarn factor 40, neither mscale", 0, 0, 1.3688879454113936},
+        {"yarn factor 40, mscale = mscale_all_dim (DeepSeek-V3)", 1, 1, 1.0},
+        {"yarn factor 40, mscale 1, mscale_all_dim 0.8", 1, 0.8, 1.0569662567531275},
+    };
+    for (size_t i = 0; i < sizeof mscales / sizeof mscales[0]; i++) {
+        scaling_case by_hand = {
+            .name = mscales[i].name,
+            .rotary_dim = 8,
+            .theta = 10000,
+            .scaling = {.type = POSENC_ROPE_SCALING_YARN, .factor = 40,
+                        .original_max_positions = 4096, .mscale = mscales[i].mscale,
+                        .mscale_all_dim = mscales[i].mscale_all_dim},
+            .inv_freq = {1, 0.1, 0.005125, 0.000025},
+            .attention_factor = mscales[i].attention_factor,
+        };
+        run_case(context, &by_hand);
+        scaling_case formula = by_hand;
+        yarn_reference(&formula);
+        CHECK(fabs(formula.attention_factor - by_hand.attention_factor) <= 1e-15);
+    }
 
     scaling_case cases[] = {
         {.name = "yarn", .rotary_dim = 128, .theta = 10000,

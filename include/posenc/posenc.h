@@ -369,13 +369,19 @@ typedef enum posenc_rope_multimodal {
  * factor. Defaults are the published ones. Fields a type does not use must stay zero. */
 typedef struct posenc_rope_scaling {
     posenc_rope_scaling_type type;    /* default NONE */
-    double factor;                    /* >= 1; default 1 */
+    double factor;                    /* >= 1; default 1. HF configs with both
+                                       * max_position_embeddings and rope_scaling's
+                                       * original_max_position_embeddings (YaRN of DeepSeek-V3,
+                                       * LongRoPE of Phi-3) take their ratio instead */
     uint32_t original_max_positions;  /* DYNAMIC_NTK, YARN, LLAMA3, LONGROPE: pre-training context */
     uint32_t sequence_length;         /* DYNAMIC_NTK, LONGROPE: current length; 0 = from positions */
     double beta_fast;                 /* YARN; default 32 */
     double beta_slow;                 /* YARN; default 1 */
-    double mscale;                    /* YARN; default 1 */
-    double mscale_all_dim;            /* YARN; default 0 */
+    double mscale;                    /* YARN; default 0: not given */
+    double mscale_all_dim;            /* YARN; default 0: not given. With both given (> 0) the
+                                       * attention factor is m(mscale) / m(mscale_all_dim),
+                                       * m(x) = 0.1 x ln(factor) + 1 (DeepSeek); with either
+                                       * missing it is 0.1 ln(factor) + 1, as HF transformers */
     bool no_truncate;                 /* YARN: keep fractional correction bounds (gpt-oss) */
     double low_freq_factor;           /* LLAMA3; default 1 */
     double high_freq_factor;          /* LLAMA3; default 4 */

@@ -52,8 +52,6 @@ posenc_status posenc__scaling_resolve(posenc_context *ctx, const posenc_rope_sca
             r.beta_fast = 32.0;
         if (r.beta_slow == 0.0)
             r.beta_slow = 1.0;
-        if (r.mscale == 0.0)
-            r.mscale = 1.0;
         if (!positive_finite(r.beta_fast) || !positive_finite(r.beta_slow))
             return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                                 "scaling.%s: must be a finite number > 0, got %g",
@@ -63,10 +61,14 @@ posenc_status posenc__scaling_resolve(posenc_context *ctx, const posenc_rope_sca
             return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                                 "scaling.beta_slow: %g must be below beta_fast %g", r.beta_slow,
                                 r.beta_fast);
-        if (!positive_finite(r.mscale) || !isfinite(r.mscale_all_dim) || r.mscale_all_dim < 0.0)
+        /* mscale and mscale_all_dim stay 0 when not given: HF transformers tells "not given"
+         * (None, or 0) apart from 1, see posenc__scaling_plan_make. */
+        bool mscale_ok = isfinite(r.mscale) && r.mscale >= 0.0;
+        if (!mscale_ok || !isfinite(r.mscale_all_dim) || r.mscale_all_dim < 0.0)
             return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                                "scaling.%s: must be a finite number >= 0",
-                                positive_finite(r.mscale) ? "mscale_all_dim" : "mscale");
+                                "scaling.%s: must be a finite number >= 0, got %g",
+                                mscale_ok ? "mscale_all_dim" : "mscale",
+                                mscale_ok ? r.mscale_all_dim : r.mscale);
     }
     if (type == POSENC_ROPE_SCALING_LLAMA3) {
         if (r.low_freq_factor == 0.0)
@@ -138,6 +140,9 @@ void posenc__scaling_plan_make(const posenc_rope_scaling *s, uint32_t rotary_dim
         p.ramp_high = fmin(high, rotary_dim - 1.0);
         if (p.ramp_low == p.ramp_high)
             p.ramp_high += 0.001; /* as the reference: avoids dividing by zero */
+        /* As HF transformers' _compute_yarn_parameters: the ratio only when both are given
+         * (DeepSeek); with either missing (or 0) the paper's 0.1 ln(factor) + 1, whatever the
+         * other says. */
         if (s->mscale != 0.0 && s->mscale_all_dim != 0.0)
             p.attention_factor =
                 yarn_mscale(s->factor, s->mscale) / yarn_mscale(s->factor, s->mscale_all_dim);

@@ -9,7 +9,8 @@
 #include "core/internal.h"
 
 /* Fills `defaults` from `scaling` with the published defaults applied (beta_fast 32,
- * beta_slow 1, mscale 1, low_freq_factor 1, high_freq_factor 4, factor 1) and validates every
+ * beta_slow 1, low_freq_factor 1, high_freq_factor 4, factor 1; mscale and mscale_all_dim stay 0
+ * when not given, which HF tells apart from 1) and validates every
  * field the type uses (a factor below 1, a missing original_max_positions, low >= high, an
  * array entry that is not a finite number > 0, ...). Fields the type does not use must be 0.
  * `pairs` is rotary_dim / 2. */
