@@ -5,10 +5,10 @@
  *
  * Tolerances (reference.h):
  * - table values: |out - ref| <= 8 * 2^-24 * |output_scale|, the header's promise;
- * - add mode adds the f32 arithmetic around the table value: rounding input_scale and the
- *   product x * input_scale, rounding output_scale and its product with PE, and the final sum
- *   each cost at most 2^-24 relative, so at most 3 * 2^-24 * (|x * input_scale| + |scaled PE|)
- *   in all; 4 allows for second-order terms and for a kernel that orders them differently;
+ * - add mode, the header's bound: the table's bound plus the rounding of the sum,
+ *   2^-24 * (|x * input_scale| + |output_scale * PE|), plus 2 * 2^-24 * |x * input_scale| when
+ *   input_scale is not a power of two (rounding input_scale to f32 and its product with x);
+ *   plus second-order terms (the sum's rounding of the other errors);
  * - f16 and bf16 outputs add one ulp of the output type (a single rounding of the f32 result).
  * An odd d_model's last column must be exactly 0 in table mode. */
 #include "reference.h"
@@ -354,6 +354,8 @@ static void run_case(posenc_context *context, size_t case_index, ref_stats *devi
     ref_sinusoidal_frequencies(&desc, (uint32_t)D, freq);
     double input_scale = sc->input_scale != 0 ? sc->input_scale : 1.0;
     double output_scale = sc->output_scale != 0 ? sc->output_scale : 1.0;
+    int exponent;
+    double input_rounding = fabs(frexp(input_scale, &exponent)) == 0.5 ? 1.0 : 3.0;
     ref_stats stats = {0};
     for (int64_t b = 0; b < B; b++) {
         for (int64_t r = 0; r < R; r++) {
@@ -368,7 +370,11 @@ static void run_case(posenc_context *context, size_t case_index, ref_stats *devi
                 if (sc->add != ADD_NONE) {
                     double xs = x_values[(b * R + r) * D + c] * input_scale;
                     ref = xs + scaled;
-                    extra = 4.0 * REF_UNIT * (fabs(xs) + fabs(scaled));
+                    /* the sum is rounded after the table value's and the product's own
+                     * errors: u times those errors again (second order) */
+                    extra = REF_UNIT * (input_rounding * fabs(xs) + fabs(scaled)) *
+                                (1.0 + 4.0 * REF_UNIT) +
+                            REF_UNIT * REF_PROMISE * fabs(output_scale);
                 }
                 if (sc->add == ADD_NONE && D % 2 && c == D - 1) {
                     good = out == 0.0; /* the odd column is exactly zero */

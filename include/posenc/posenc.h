@@ -33,7 +33,13 @@
  *   position, and for float positions of magnitude below 2^31.
  * - f16 / bf16 output: within one unit in the last place of the output type of the exact
  *   result, plus the f32 bound above.
- * - Sinusoidal values: the same 8 * 2^-24, absolute, for integer and float positions.
+ * - Sinusoidal values: the same 8 * 2^-24, absolute, for integer and float positions (times
+ *   |output_scale|).
+ * - Sinusoidal add mode (out = x * input_scale + output_scale * PE): the table's bound plus the
+ *   rounding of the sum in f32, |out - exact| <= 8 * 2^-24 * |output_scale|
+ *   + 2^-24 * (|x * input_scale| + |output_scale * PE|), plus 2 * 2^-24 * |x * input_scale|
+ *   when input_scale is not a power of two (rounding it to f32, and its product with x).
+ *   Large x therefore dominates: the sum cannot be closer than half an f32 ulp of itself.
  * Angles are reduced exactly (fixed-point fractions of a turn), so accuracy does not decay
  * with the position. Float positions of magnitude 2^31 or more, or NaN, give NaN outputs.
  */
