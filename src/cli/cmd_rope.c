@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "data.h"
 #include "device.h"
+#include "outputs.h"
 
 static const char rope_help[] =
     "usage: posenc rope (--q FILE | --generate B,T,HQ,HK,D) [FLAGS]\n"
@@ -377,7 +378,17 @@ static int rope_load(const rope_options *o, rope_data *data)
 
 static int rope_run(const rope_options *o, rope_data *data)
 {
-    int rc = rope_load(o, data);
+    cli_outputs outputs;
+    cli_outputs_init(&outputs, "rope");
+    cli_outputs_add(&outputs, "--save-q", o->save_q_path, &data->q);
+    cli_outputs_add(&outputs, "--save-k", o->save_k_path, &data->k);
+    cli_outputs_add(&outputs, "--q-out", o->q_out_path, &data->q_out);
+    cli_outputs_add(&outputs, "--k-out", o->k_out_path, &data->k_out);
+    int rc = cli_outputs_check(&outputs);
+    if (rc) {
+        return rc;
+    }
+    rc = rope_load(o, data);
     if (rc) {
         return rc;
     }
@@ -414,23 +425,9 @@ static int rope_run(const rope_options *o, rope_data *data)
     }
     posenc_context_destroy(context);
 
-    const struct {
-        const char *flag;
-        const char *path;
-        const cli_npy_array *array;
-    } outputs[] = {
-        {"--save-q", o->save_q_path, &data->q},
-        {"--save-k", o->save_k_path, &data->k},
-        {"--q-out", o->q_out_path, &data->q_out},
-        {"--k-out", o->k_out_path, &data->k_out},
-    };
-    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++) {
-        if (outputs[i].path) {
-            rc = cli_save("rope", outputs[i].flag, outputs[i].path, outputs[i].array);
-            if (rc) {
-                return rc;
-            }
-        }
+    rc = cli_outputs_write(&outputs);
+    if (rc) {
+        return rc;
     }
 
     if (!o->quiet) {
