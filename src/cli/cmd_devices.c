@@ -54,7 +54,10 @@ static void devices_print_choice(const char *label, devices_choice choice,
                                  const posenc_device_info *infos, uint32_t count)
 {
     if (choice.status != POSENC_OK) {
-        printf("%s: none: %s: %s\n", label, posenc_status_name(choice.status), choice.reason);
+        /* The library's message may quote POSENC_DEVICE. */
+        printf("%s: none: %s: ", label, posenc_status_name(choice.status));
+        cli_put_escaped(stdout, choice.reason);
+        printf("\n");
     } else if (choice.index < count) {
         char selector[64];
         cli_device_selector(&infos[choice.index], selector, sizeof selector);
@@ -108,7 +111,9 @@ static void devices_print_text(const posenc_device_info *infos, uint32_t count)
     const char *env = getenv("POSENC_DEVICE");
     devices_print_choice("automatic choice", devices_choose(0), infos, count);
     if (env && env[0]) {
-        printf("  POSENC_DEVICE=%s is set and steers it (--device overrides both)\n", env);
+        printf("  POSENC_DEVICE=");
+        cli_put_escaped(stdout, env);
+        printf(" is set and steers it (--device overrides both)\n");
         devices_print_choice("without POSENC_DEVICE", devices_choose(POSENC_CONTEXT_IGNORE_ENV),
                              infos, count);
     } else {

@@ -441,8 +441,11 @@ static int rope_run(const rope_options *o, rope_data *data)
         }
         printf("%s on %s (%s)", desc.inverse ? ", inverse" : "", selector, info.name);
         if (o->q_out_path || o->k_out_path) {
-            printf(": wrote %s%s%s\n", o->q_out_path ? o->q_out_path : "",
-                   o->q_out_path && o->k_out_path ? ", " : "", o->k_out_path ? o->k_out_path : "");
+            printf(": wrote ");
+            cli_put_escaped(stdout, o->q_out_path ? o->q_out_path : "");
+            printf("%s", o->q_out_path && o->k_out_path ? ", " : "");
+            cli_put_escaped(stdout, o->k_out_path ? o->k_out_path : "");
+            printf("\n");
         } else {
             printf("; nothing written without --q-out or --k-out\n");
         }

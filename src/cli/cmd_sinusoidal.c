@@ -264,7 +264,9 @@ static int sinusoidal_run(const sinusoidal_options *o, sinusoidal_data *data)
         printf("sinusoidal: %s %s %s on %s (%s)", data->x.data ? "x + table" : "table", shape,
                cli_npy_dtype_name(data->out.dtype), selector, info.name);
         if (o->out_path) {
-            printf(": wrote %s\n", o->out_path);
+            printf(": wrote ");
+            cli_put_escaped(stdout, o->out_path);
+            printf("\n");
         } else {
             printf("; nothing written without --out\n");
         }
