@@ -476,6 +476,12 @@ static int npy_read_file(FILE *file, cli_npy_array *array, char *error, size_t e
 int cli_npy_read(const char *path, cli_npy_array *array, char *error, size_t error_size)
 {
     memset(array, 0, sizeof *array);
+    /* Checked first: some systems open a directory as a file of absurd length, others refuse
+     * it with a reason that does not say why. */
+    if (posenc__is_directory(path)) {
+        npy_error(error, error_size, "is a directory");
+        return -1;
+    }
     FILE *file = fopen(path, "rb");
     if (!file) {
         npy_error(error, error_size, "cannot open: %s", strerror(errno));
