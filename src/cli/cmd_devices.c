@@ -84,9 +84,10 @@ static void devices_print_text(const posenc_device_info *infos, uint32_t count)
             snprintf(subgroup, sizeof subgroup, "variable");
         }
         printf("  [%u] %-10s %s\n", i, selector, d->name);
-        printf("       type %s%s, vendor %s, driver %s\n", posenc_device_type_name(d->type),
-               d->native_cpu ? " (posenc's own CPU path)" : "", d->vendor[0] ? d->vendor : "-",
-               d->driver[0] ? d->driver : "-");
+        printf("       type %s%s, vendor %s, driver ", posenc_device_type_name(d->type),
+               d->native_cpu ? " (posenc's own CPU path)" : "", d->vendor[0] ? d->vendor : "-");
+        cli_put_escaped(stdout, d->driver[0] ? d->driver : "-"); /* may quote the environment */
+        printf("\n");
         printf("       memory %s, unified memory %s\n", memory, yes_no(d->unified_memory));
         printf("       fp16 storage %s, fp16 arithmetic %s, bf16 %s, fp64 %s\n",
                yes_no(d->fp16_storage), yes_no(d->fp16_arithmetic), yes_no(d->bf16),
