@@ -10,19 +10,65 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One character as it is shown: itself, or its escape. */
+static void escape_char(unsigned char c, char escape[5])
+{
+    if (c >= 0x20 && c != 0x7f) {
+        escape[0] = (char)c;
+        escape[1] = '\0';
+    } else if (c == '\n' || c == '\r' || c == '\t') {
+        escape[0] = '\\';
+        escape[1] = (char)(c == '\n' ? 'n' : c == '\r' ? 'r' : 't');
+        escape[2] = '\0';
+    } else {
+        snprintf(escape, 5, "\\x%02x", (unsigned)c);
+    }
+}
+
+size_t cli_escape(const char *text, char *out, size_t size)
+{
+    size_t n = 0;
+    if (size == 0) {
+        return 0;
+    }
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        char escape[5];
+        escape_char(*c, escape);
+        size_t length = strlen(escape);
+        if (n + length >= size) {
+            break; /* whole escapes only */
+        }
+        memcpy(out + n, escape, length);
+        n += length;
+    }
+    out[n] = '\0';
+    return n;
+}
+
+void cli_put_escaped(FILE *stream, const char *text)
+{
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        char escape[5];
+        escape_char(*c, escape);
+        fputs(escape, stream);
+    }
+}
+
 int cli_fail(const char *command, int exit_code, const char *format, ...)
 {
-    char message[1024];
+    /* The message carries text echoed from the user (arguments, file names, values, library
+     * messages quoting them): escaped as a whole, it is one line whatever they hold. */
+    char message[1024], escaped[4 * sizeof message];
     va_list args;
     va_start(args, format);
     vsnprintf(message, sizeof message, format, args);
     va_end(args);
-    for (char *c = message; *c; c++) {
-        if (*c == '\n' || *c == '\r') {
-            *c = ' ';
-        }
+    cli_escape(message, escaped, sizeof escaped);
+    if (command) {
+        fprintf(stderr, "posenc %s: %s\n", command, escaped);
+    } else {
+        fprintf(stderr, "posenc: %s\n", escaped);
     }
-    fprintf(stderr, "posenc %s: %s\n", command, message);
     return exit_code;
 }
 

@@ -6,7 +6,9 @@
 
 #include <posenc/posenc.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAILURE 1
@@ -21,13 +23,21 @@ int cli_sinusoidal_main(int argc, char **argv);
 int cli_demo_main(int argc, char **argv);
 int cli_bench_main(int argc, char **argv);
 
-/* Prints "posenc COMMAND: message" as one line on stderr (newlines in the message become
- * spaces) and returns `exit_code`. */
+/* Prints "posenc COMMAND: message" ("posenc: message" for a NULL command) as one line on
+ * stderr, control characters escaped as by cli_escape, and returns `exit_code`. */
 int cli_fail(const char *command, int exit_code, const char *format, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* Copies `text` into `out` (`size` bytes, always terminated; cut short at a whole escape) with
+ * control characters escaped: \n, \r, \t, and \xNN for the others and DEL. Text echoed from
+ * the user goes through it, so that it stays on its line and cannot drive the terminal.
+ * Returns the length written. */
+size_t cli_escape(const char *text, char *out, size_t size);
+/* Writes `text` to `stream` escaped the same way, however long it is. */
+void cli_put_escaped(FILE *stream, const char *text);
 
 /* ---- flags: "--name value" or "--name=value" ---- */
 

@@ -348,9 +348,11 @@ static void demo_print_device(const demo_options *o, const posenc_device_info *i
     posenc_status status = posenc_device_choose(&desc, &index, &reason);
     const char *env = getenv("POSENC_DEVICE");
     if (o->device) {
-        printf("  why: --device %s", o->device);
+        printf("  why: --device ");
+        cli_put_escaped(stdout, o->device);
     } else if (env && env[0]) {
-        printf("  why: POSENC_DEVICE=%s", env);
+        printf("  why: POSENC_DEVICE=");
+        cli_put_escaped(stdout, env);
     } else {
         printf("  why: automatic choice (POSENC_DEVICE not set)");
     }

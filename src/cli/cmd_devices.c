@@ -54,7 +54,10 @@ static void devices_print_choice(const char *label, devices_choice choice,
                                  const posenc_device_info *infos, uint32_t count)
 {
     if (choice.status != POSENC_OK) {
-        printf("%s: none: %s: %s\n", label, posenc_status_name(choice.status), choice.reason);
+        /* The library's message may quote POSENC_DEVICE. */
+        printf("%s: none: %s: ", label, posenc_status_name(choice.status));
+        cli_put_escaped(stdout, choice.reason);
+        printf("\n");
     } else if (choice.index < count) {
         char selector[64];
         cli_device_selector(&infos[choice.index], selector, sizeof selector);
@@ -81,9 +84,10 @@ static void devices_print_text(const posenc_device_info *infos, uint32_t count)
             snprintf(subgroup, sizeof subgroup, "variable");
         }
         printf("  [%u] %-10s %s\n", i, selector, d->name);
-        printf("       type %s%s, vendor %s, driver %s\n", posenc_device_type_name(d->type),
-               d->native_cpu ? " (posenc's own CPU path)" : "", d->vendor[0] ? d->vendor : "-",
-               d->driver[0] ? d->driver : "-");
+        printf("       type %s%s, vendor %s, driver ", posenc_device_type_name(d->type),
+               d->native_cpu ? " (posenc's own CPU path)" : "", d->vendor[0] ? d->vendor : "-");
+        cli_put_escaped(stdout, d->driver[0] ? d->driver : "-"); /* may quote the environment */
+        printf("\n");
         printf("       memory %s, unified memory %s\n", memory, yes_no(d->unified_memory));
         printf("       fp16 storage %s, fp16 arithmetic %s, bf16 %s, fp64 %s\n",
                yes_no(d->fp16_storage), yes_no(d->fp16_arithmetic), yes_no(d->bf16),
@@ -108,7 +112,9 @@ static void devices_print_text(const posenc_device_info *infos, uint32_t count)
     const char *env = getenv("POSENC_DEVICE");
     devices_print_choice("automatic choice", devices_choose(0), infos, count);
     if (env && env[0]) {
-        printf("  POSENC_DEVICE=%s is set and steers it (--device overrides both)\n", env);
+        printf("  POSENC_DEVICE=");
+        cli_put_escaped(stdout, env);
+        printf(" is set and steers it (--device overrides both)\n");
         devices_print_choice("without POSENC_DEVICE", devices_choose(POSENC_CONTEXT_IGNORE_ENV),
                              infos, count);
     } else {

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* `posenc rope`: rotary position embedding of q (and k) from .npy files or generated data,
- * with every posenc_rope_desc option as a flag; results written as .npy. */
+ * with every posenc_rope_desc option as a flag; results written as .npy. Files laid out heads
+ * first (HF transformers' [batch, heads, tokens, head_dim]) are read in place through strided
+ * tensor views. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,7 @@
 #include "cli.h"
 #include "data.h"
 #include "device.h"
+#include "outputs.h"
 
 static const char rope_help[] =
     "usage: posenc rope (--q FILE | --generate B,T,HQ,HK,D) [FLAGS]\n"
@@ -15,7 +18,7 @@ static const char rope_help[] =
     "Rotates q [batch, tokens, q_heads, head_dim] and optionally k [batch, tokens, k_heads,\n"
     "head_dim] by position: (a, b) -> (a cos t - b sin t, a sin t + b cos t), t = position *\n"
     "inv_freq[j], inv_freq[j] = theta^(-2j / rotary_dim). Fewer dims are read right-aligned\n"
-    "([tokens, head_dim] is batch 1, one head).\n"
+    "([tokens, head_dim] is batch 1, one head). Files with heads before tokens need --layout.\n"
     "\n"
     "data (.npy, little-endian, C order; f32 '<f4', f16 '<f2', or bf16 stored as '<u2' raw\n"
     "bf16 words since numpy has no bf16: x.view(np.uint16) for an ml_dtypes/torch array):\n"
@@ -31,8 +34,15 @@ static const char rope_help[] =
     "                          [tokens] or [batch, tokens] (default: token index); with\n"
     "                          --multimodal, [tokens, C] or [batch, tokens, C]\n"
     "  --position-offset N     without --positions: position = N + token index (default 0)\n"
-    "  --q-out FILE            write the rotated q (same dtype and shape as q)\n"
+    "  --q-out FILE            write the rotated q (same dtype, shape and layout as q)\n"
     "  --k-out FILE            write the rotated k\n"
+    "  --layout bthd|bhtd      order of q's dims (default bthd): bthd [batch, tokens, heads,\n"
+    "                          head_dim]; bhtd [batch, heads, tokens, head_dim], HF\n"
+    "                          transformers' layout after .transpose(1, 2); 3-D files take\n"
+    "                          thd (default) or htd, the same without batch; 1-D and 2-D files\n"
+    "                          have no heads dim and take none. Applies to --generate, --save-q\n"
+    "                          and --q-out too; bhtd is read in place through strides\n"
+    "  --k-layout L            order of k's dims, as --layout (default: q's order)\n"
     "\n"
     "rotation:\n"
     "  --style neox|gptj       neox: dim i pairs with i + rotary_dim/2 (Llama, HF; default);\n"
@@ -94,6 +104,7 @@ typedef struct rope_options {
     int64_t generate[5]; /* B, T, HQ, HK, D */
     uint64_t seed;
     posenc_dtype dtype;  /* DEFAULT when --dtype was not given */
+    int q_layout, k_layout; /* an index into rope_layouts; -1 when not given */
     bool quiet;
     posenc_rope_desc desc; /* the scalar fields, straight from the flags */
 } rope_options;
@@ -101,6 +112,12 @@ typedef struct rope_options {
 static const char *const rope_dtypes[] = {"f32", "f16", "bf16", NULL};
 static const posenc_dtype rope_dtype_values[] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16,
                                                  POSENC_DTYPE_BF16};
+
+/* The orders of a file's dims that --layout names: heads after tokens (the library's own
+ * order) or before them, for 4-D and 3-D files. */
+static const char *const rope_layouts[] = {"bthd", "bhtd", "thd", "htd", NULL};
+static const uint32_t rope_layout_dims[] = {4, 4, 3, 3};
+static const bool rope_layout_heads_first[] = {false, true, false, true};
 
 /* The flags of the scaling descriptor; returns -1 if `args` holds none of them. */
 static int rope_scaling_flag(cli_args *args, posenc_rope_scaling *s, rope_options *o)
@@ -166,6 +183,8 @@ static int rope_parse(int argc, char **argv, rope_options *o)
     int rc;
     cli_args_init(&args, "rope", argc, argv);
     o->seed = 1;
+    o->q_layout = -1;
+    o->k_layout = -1;
     while ((rc = cli_next_flag(&args)) > 0) {
         posenc_rope_desc *d = &o->desc;
         int choice = 0;
@@ -185,6 +204,10 @@ static int rope_parse(int argc, char **argv, rope_options *o)
             rc = cli_value(&args, &o->q_out_path);
         } else if (cli_is(&args, "--k-out")) {
             rc = cli_value(&args, &o->k_out_path);
+        } else if (cli_is(&args, "--layout")) {
+            rc = cli_value_choice(&args, rope_layouts, &o->q_layout);
+        } else if (cli_is(&args, "--k-layout")) {
+            rc = cli_value_choice(&args, rope_layouts, &o->k_layout);
         } else if (cli_is(&args, "--save-q")) {
             rc = cli_value(&args, &o->save_q_path);
         } else if (cli_is(&args, "--save-k")) {
@@ -280,11 +303,23 @@ static int rope_parse(int argc, char **argv, rope_options *o)
         return cli_fail("rope", CLI_EXIT_USAGE,
                         "--position-offset applies only without --positions");
     }
+    if (!has_k && o->k_layout >= 0) {
+        return cli_fail("rope", CLI_EXIT_USAGE, "--k-layout needs a k input (--k, or HK > 0)");
+    }
+    for (int i = 0; i < 2 && o->generate_set; i++) {
+        int layout = i == 0 ? o->q_layout : o->k_layout;
+        if (layout >= 0 && rope_layout_dims[layout] != 4) {
+            return cli_fail("rope", CLI_EXIT_USAGE,
+                            "%s %s: --generate makes 4-D data, laid out bthd or bhtd",
+                            i == 0 ? "--layout" : "--k-layout", rope_layouts[layout]);
+        }
+    }
     return 0;
 }
 
 typedef struct rope_data {
     cli_npy_array q, k, q_out, k_out, positions;
+    bool q_heads_first, k_heads_first; /* the files' order: [.., heads, tokens, head_dim] */
     double *inv_freq, *short_factor, *long_factor, *freq_factors;
     uint32_t pairs; /* entries in each table: rotary_dim / 2 */
 } rope_data;
@@ -306,8 +341,17 @@ static int rope_generate(const rope_options *o, rope_data *data)
 {
     posenc_dtype dtype = o->dtype ? o->dtype : POSENC_DTYPE_F32;
     const int64_t *g = o->generate;
+    /* Laid out as --layout says, so that --save-q writes what a bhtd user reads back. */
     int64_t q_shape[4] = {g[0], g[1], g[2], g[4]};
     int64_t k_shape[4] = {g[0], g[1], g[3], g[4]};
+    if (data->q_heads_first) {
+        q_shape[1] = g[2];
+        q_shape[2] = g[1];
+    }
+    if (data->k_heads_first) {
+        k_shape[1] = g[3];
+        k_shape[2] = g[1];
+    }
     if (cli_npy_alloc(&data->q, cli_npy_dtype_of(dtype), 4, q_shape) != 0 ||
         (g[3] > 0 && cli_npy_alloc(&data->k, cli_npy_dtype_of(dtype), 4, k_shape) != 0)) {
         return cli_fail("rope", CLI_EXIT_FAILURE,
@@ -320,10 +364,60 @@ static int rope_generate(const rope_options *o, rope_data *data)
     return 0;
 }
 
+/* Whether `array` (given by `flag`) is laid out heads first, from the layout its --layout flag
+ * names (-1: not given; then `inherited`, q's order for k). Returns 0, or CLI_EXIT_USAGE when
+ * the layout does not fit the file's dims. */
+static int rope_layout_of(const char *layout_flag, int layout, bool inherited, const char *flag,
+                          const char *path, const cli_npy_array *array, bool *heads_first)
+{
+    *heads_first = false;
+    if (layout < 0) {
+        *heads_first = inherited && array->ndim >= 3;
+        return 0;
+    }
+    if (array->ndim != rope_layout_dims[layout]) {
+        if (array->ndim < 3) {
+            return cli_fail("rope", CLI_EXIT_USAGE,
+                            "%s %s: %s %s is %u-D, without a heads dim: no layout applies",
+                            layout_flag, rope_layouts[layout], flag, path, array->ndim);
+        }
+        return cli_fail("rope", CLI_EXIT_USAGE, "%s %s is for %u-D files; %s %s is %u-D: use %s",
+                        layout_flag, rope_layouts[layout], rope_layout_dims[layout], flag, path,
+                        array->ndim, array->ndim == 4 ? "bthd or bhtd" : "thd or htd");
+    }
+    *heads_first = rope_layout_heads_first[layout];
+    return 0;
+}
+
+/* A view of `array` in the library's order [.., tokens, heads, head_dim]: for a heads-first
+ * file, the tokens and heads dims swapped with their byte strides, the data left in place. */
+static posenc_tensor rope_view(cli_npy_array *array, bool heads_first)
+{
+    posenc_tensor view = cli_tensor_of(array);
+    if (!heads_first || array->ndim < 3) {
+        return view;
+    }
+    uint32_t n = array->ndim;
+    int64_t strides[CLI_NPY_MAX_DIMS];
+    strides[n - 1] = (int64_t)cli_npy_dtype_size(array->dtype);
+    for (uint32_t i = n - 1; i > 0; i--) {
+        strides[i - 1] = strides[i] * array->shape[i];
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t from = i == n - 3 ? n - 2 : i == n - 2 ? n - 3 : i;
+        view.shape[i] = array->shape[from];
+        view.strides[i] = strides[from];
+    }
+    return view;
+}
+
 static int rope_load(const rope_options *o, rope_data *data)
 {
     int rc = 0;
     if (o->generate_set) {
+        data->q_heads_first = o->q_layout >= 0 && rope_layout_heads_first[o->q_layout];
+        int k_layout = o->k_layout >= 0 ? o->k_layout : o->q_layout;
+        data->k_heads_first = k_layout >= 0 && rope_layout_heads_first[k_layout];
         rc = rope_generate(o, data);
     } else {
         rc = cli_load_data("rope", "--q", o->q_path, &data->q);
@@ -334,8 +428,16 @@ static int rope_load(const rope_options *o, rope_data *data)
                           posenc_dtype_name(o->dtype), o->q_path,
                           cli_npy_dtype_name(data->q.dtype));
         }
+        if (rc == 0) {
+            rc = rope_layout_of("--layout", o->q_layout, false, "--q", o->q_path, &data->q,
+                                &data->q_heads_first);
+        }
         if (rc == 0 && o->k_path) {
             rc = cli_load_data("rope", "--k", o->k_path, &data->k);
+        }
+        if (rc == 0 && o->k_path) {
+            rc = rope_layout_of("--k-layout", o->k_layout, data->q_heads_first, "--k",
+                                o->k_path, &data->k, &data->k_heads_first);
         }
     }
     if (rc == 0 && o->positions_path) {
@@ -377,19 +479,35 @@ static int rope_load(const rope_options *o, rope_data *data)
     return 0;
 }
 
+/* " bhtd" or " htd" after a heads-first file's shape; nothing for the library's own order. */
+static const char *rope_layout_note(const cli_npy_array *array, bool heads_first)
+{
+    return !heads_first ? "" : array->ndim == 4 ? " bhtd" : " htd";
+}
+
 static int rope_run(const rope_options *o, rope_data *data)
 {
-    int rc = rope_load(o, data);
+    cli_outputs outputs;
+    cli_outputs_init(&outputs, "rope");
+    cli_outputs_add(&outputs, "--save-q", o->save_q_path, &data->q);
+    cli_outputs_add(&outputs, "--save-k", o->save_k_path, &data->k);
+    cli_outputs_add(&outputs, "--q-out", o->q_out_path, &data->q_out);
+    cli_outputs_add(&outputs, "--k-out", o->k_out_path, &data->k_out);
+    int rc = cli_outputs_check(&outputs);
+    if (rc) {
+        return rc;
+    }
+    rc = rope_load(o, data);
     if (rc) {
         return rc;
     }
 
     posenc_rope_desc desc = o->desc;
-    desc.q = cli_tensor_of(&data->q);
-    desc.q_out = cli_tensor_of(&data->q_out);
+    desc.q = rope_view(&data->q, data->q_heads_first);
+    desc.q_out = rope_view(&data->q_out, data->q_heads_first);
     if (data->k.data) {
-        desc.k = cli_tensor_of(&data->k);
-        desc.k_out = cli_tensor_of(&data->k_out);
+        desc.k = rope_view(&data->k, data->k_heads_first);
+        desc.k_out = rope_view(&data->k_out, data->k_heads_first);
     }
     if (data->positions.data) {
         desc.positions = cli_tensor_of(&data->positions);
@@ -416,38 +534,28 @@ static int rope_run(const rope_options *o, rope_data *data)
     }
     posenc_context_destroy(context);
 
-    const struct {
-        const char *flag;
-        const char *path;
-        const cli_npy_array *array;
-    } outputs[] = {
-        {"--save-q", o->save_q_path, &data->q},
-        {"--save-k", o->save_k_path, &data->k},
-        {"--q-out", o->q_out_path, &data->q_out},
-        {"--k-out", o->k_out_path, &data->k_out},
-    };
-    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++) {
-        if (outputs[i].path) {
-            rc = cli_save("rope", outputs[i].flag, outputs[i].path, outputs[i].array);
-            if (rc) {
-                return rc;
-            }
-        }
+    rc = cli_outputs_write(&outputs);
+    if (rc) {
+        return rc;
     }
 
     if (!o->quiet) {
         char selector[64], q_shape[96], k_shape[96];
         cli_device_selector(&info, selector, sizeof selector);
         cli_npy_format_shape(data->q.ndim, data->q.shape, q_shape, sizeof q_shape);
-        printf("rope: q %s %s", q_shape, cli_npy_dtype_name(data->q.dtype));
+        printf("rope: q %s%s %s", q_shape, rope_layout_note(&data->q, data->q_heads_first),
+               cli_npy_dtype_name(data->q.dtype));
         if (data->k.data) {
             cli_npy_format_shape(data->k.ndim, data->k.shape, k_shape, sizeof k_shape);
-            printf(", k %s", k_shape);
+            printf(", k %s%s", k_shape, rope_layout_note(&data->k, data->k_heads_first));
         }
         printf("%s on %s (%s)", desc.inverse ? ", inverse" : "", selector, info.name);
         if (o->q_out_path || o->k_out_path) {
-            printf(": wrote %s%s%s\n", o->q_out_path ? o->q_out_path : "",
-                   o->q_out_path && o->k_out_path ? ", " : "", o->k_out_path ? o->k_out_path : "");
+            printf(": wrote ");
+            cli_put_escaped(stdout, o->q_out_path ? o->q_out_path : "");
+            printf("%s", o->q_out_path && o->k_out_path ? ", " : "");
+            cli_put_escaped(stdout, o->k_out_path ? o->k_out_path : "");
+            printf("\n");
         } else {
             printf("; nothing written without --q-out or --k-out\n");
         }

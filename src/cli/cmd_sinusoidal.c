@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "data.h"
 #include "device.h"
+#include "outputs.h"
 
 static const char sinusoidal_help[] =
     "usage: posenc sinusoidal (--rows N --d-model D | --positions FILE --d-model D | --x FILE)\n"
@@ -218,7 +219,14 @@ static int sinusoidal_load(const sinusoidal_options *o, sinusoidal_data *data)
 
 static int sinusoidal_run(const sinusoidal_options *o, sinusoidal_data *data)
 {
-    int rc = sinusoidal_load(o, data);
+    cli_outputs outputs;
+    cli_outputs_init(&outputs, "sinusoidal");
+    cli_outputs_add(&outputs, "--out", o->out_path, &data->out);
+    int rc = cli_outputs_check(&outputs);
+    if (rc) {
+        return rc;
+    }
+    rc = sinusoidal_load(o, data);
     if (rc) {
         return rc;
     }
@@ -245,11 +253,9 @@ static int sinusoidal_run(const sinusoidal_options *o, sinusoidal_data *data)
     }
     posenc_context_destroy(context);
 
-    if (o->out_path) {
-        rc = cli_save("sinusoidal", "--out", o->out_path, &data->out);
-        if (rc) {
-            return rc;
-        }
+    rc = cli_outputs_write(&outputs);
+    if (rc) {
+        return rc;
     }
     if (!o->quiet) {
         char selector[64], shape[96];
@@ -258,7 +264,9 @@ static int sinusoidal_run(const sinusoidal_options *o, sinusoidal_data *data)
         printf("sinusoidal: %s %s %s on %s (%s)", data->x.data ? "x + table" : "table", shape,
                cli_npy_dtype_name(data->out.dtype), selector, info.name);
         if (o->out_path) {
-            printf(": wrote %s\n", o->out_path);
+            printf(": wrote ");
+            cli_put_escaped(stdout, o->out_path);
+            printf("\n");
         } else {
             printf("; nothing written without --out\n");
         }

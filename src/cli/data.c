@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Command inputs and outputs as .npy arrays: loading with dtype and shape checks, random test
- * data, saving, and host tensor views. */
+ * data, and host tensor views. */
 #include "data.h"
 
 #include <stdlib.h>
@@ -144,15 +144,6 @@ int cli_load_table(const char *command, const char *flag, const char *path, uint
         (*values)[i] = cli_npy_element(&array, i);
     }
     cli_npy_free(&array);
-    return 0;
-}
-
-int cli_save(const char *command, const char *flag, const char *path, const cli_npy_array *array)
-{
-    char error[256];
-    if (cli_npy_write(path, array, 1, error, sizeof error) != 0) {
-        return cli_fail(command, CLI_EXIT_FAILURE, "%s %s: %s", flag, path, error);
-    }
     return 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Command inputs and outputs as .npy arrays: loading data, positions and frequency tables with
- * their dtype and shape checked, random test data, saving results, and host tensor views. */
+ * their dtype and shape checked, random test data, and host tensor views (outputs.h writes the
+ * results). */
 #ifndef POSENC_CLI_DATA_H
 #define POSENC_CLI_DATA_H
 
@@ -24,9 +25,6 @@ int cli_load_positions(const char *command, const char *flag, const char *path,
 /* Loads a 1-D f64 or f32 table of exactly `count` entries as a malloc'd double array. */
 int cli_load_table(const char *command, const char *flag, const char *path, uint64_t count,
                    double **values);
-
-/* Writes `array`; returns 0, or CLI_EXIT_FAILURE with the reason printed. */
-int cli_save(const char *command, const char *flag, const char *path, const cli_npy_array *array);
 
 /* Fills an f32/f16/bf16 array with uniform values in [-1, 1) from `seed` (xorshift64*). */
 void cli_fill_random(cli_npy_array *array, uint64_t seed);

@@ -3,8 +3,10 @@
  * library failures into one-line messages. */
 #include "device.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -19,6 +21,20 @@ int cli_library_error(const char *command, const posenc_context *context, posenc
                     detail);
 }
 
+/* Whether a library message starts with an environment setting it names as the field at
+ * fault: "POSENC_CPU_VARIANT=neon: ...". */
+static bool names_setting(const char *detail)
+{
+    if (strncmp(detail, "POSENC_", 7) != 0) {
+        return false;
+    }
+    const char *c = detail + 7;
+    while ((*c >= 'A' && *c <= 'Z') || *c == '_') {
+        c++;
+    }
+    return *c == '=';
+}
+
 int cli_open_context(const char *command, const char *selector, posenc_context **context,
                      posenc_device_info *info)
 {
@@ -30,6 +46,11 @@ int cli_open_context(const char *command, const char *selector, posenc_context *
             detail = posenc_status_string(status);
         }
         const char *env = getenv("POSENC_DEVICE");
+        if (names_setting(detail)) {
+            /* POSENC_CPU_VARIANT and the like: the setting is at fault, whatever device. */
+            return cli_fail(command, CLI_EXIT_FAILURE, "%s: %s", posenc_status_name(status),
+                            detail);
+        }
         if (selector) {
             return cli_fail(command, CLI_EXIT_FAILURE, "cannot open device '%s': %s: %s",
                             selector, posenc_status_name(status), detail);

@@ -35,8 +35,7 @@ static const char usage[] =
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "posenc: missing command (see posenc --help)\n");
-        return CLI_EXIT_USAGE;
+        return cli_fail(NULL, CLI_EXIT_USAGE, "missing command (see posenc --help)");
     }
     const char *command = argv[1];
     if (strcmp(command, "--help") == 0 || strcmp(command, "-h") == 0 ||
@@ -64,6 +63,5 @@ int main(int argc, char **argv)
             return commands[i].run(argc - 2, argv + 2);
         }
     }
-    fprintf(stderr, "posenc: unknown command '%s' (see posenc --help)\n", command);
-    return CLI_EXIT_USAGE;
+    return cli_fail(NULL, CLI_EXIT_USAGE, "unknown command '%s' (see posenc --help)", command);
 }

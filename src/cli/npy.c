@@ -2,6 +2,7 @@
 /* Reading and writing NumPy .npy files: the header dict parser, size checks against the file's
  * length, and the writer. The format: numpy.org/doc/stable/reference/generated/numpy.lib.format */
 #include "npy.h"
+#include "core/platform.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -475,6 +476,12 @@ static int npy_read_file(FILE *file, cli_npy_array *array, char *error, size_t e
 int cli_npy_read(const char *path, cli_npy_array *array, char *error, size_t error_size)
 {
     memset(array, 0, sizeof *array);
+    /* Checked first: some systems open a directory as a file of absurd length, others refuse
+     * it with a reason that does not say why. */
+    if (posenc__is_directory(path)) {
+        npy_error(error, error_size, "is a directory");
+        return -1;
+    }
     FILE *file = fopen(path, "rb");
     if (!file) {
         npy_error(error, error_size, "cannot open: %s", strerror(errno));
@@ -490,8 +497,8 @@ int cli_npy_read(const char *path, cli_npy_array *array, char *error, size_t err
 
 /* ---- writing ---- */
 
-int cli_npy_write(const char *path, const cli_npy_array *array, int major_version, char *error,
-                  size_t error_size)
+int cli_npy_write_stream(FILE *file, const cli_npy_array *array, int major_version,
+                         char *error, size_t error_size)
 {
     size_t element_size = cli_npy_dtype_size(array->dtype);
     if (element_size == 0 || array->ndim > CLI_NPY_MAX_DIMS ||
@@ -537,21 +544,43 @@ int cli_npy_write(const char *path, const cli_npy_array *array, int major_versio
         prefix[8 + i] = (unsigned char)(header_size >> (8 * i));
     }
 
-    FILE *file = fopen(path, "wb");
-    if (!file) {
-        npy_error(error, error_size, "cannot create: %s", strerror(errno));
-        return -1;
-    }
     bool ok = fwrite(prefix, 1, prefix_size, file) == prefix_size &&
               fwrite(header, 1, header_size, file) == header_size &&
               (count == 0 || fwrite(array->data, element_size, (size_t)count, file) ==
                                  (size_t)count);
-    if (fclose(file) != 0) {
-        ok = false;
-    }
     if (!ok) {
         npy_error(error, error_size, "write error: %s", strerror(errno));
-        remove(path);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_npy_write(const char *path, const cli_npy_array *array, int major_version, char *error,
+                  size_t error_size)
+{
+    if (posenc__is_directory(path)) {
+        npy_error(error, error_size, "is a directory");
+        return -1;
+    }
+    char temp_path[4096];
+    FILE *file = posenc__temp_file_create(path, temp_path, sizeof temp_path);
+    if (!file) {
+        npy_error(error, error_size, "cannot create: %s", strerror(errno));
+        return -1;
+    }
+    if (cli_npy_write_stream(file, array, major_version, error, error_size) != 0) {
+        fclose(file);
+        remove(temp_path);
+        return -1;
+    }
+    if (!posenc__file_commit(file)) {
+        npy_error(error, error_size, "write error: %s", strerror(errno));
+        remove(temp_path);
+        return -1;
+    }
+    if (!posenc__file_replace(temp_path, path)) {
+        npy_error(error, error_size, "cannot replace: %s", strerror(errno));
+        remove(temp_path);
         return -1;
     }
     return 0;

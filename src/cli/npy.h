@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CLI_NPY_MAX_DIMS 4
 
@@ -38,9 +39,15 @@ size_t cli_npy_dtype_size(cli_npy_dtype dtype);
  * size is checked against the file's length before anything is allocated. */
 int cli_npy_read(const char *path, cli_npy_array *array, char *error, size_t error_size);
 
-/* Writes `array` as format version `major_version` (1 or 2). Returns 0, or -1 with a reason. */
+/* Writes `array` as format version `major_version` (1 or 2) into `path`, through a temporary
+ * file renamed over it: on failure an existing `path` is left as it was. Returns 0, or -1 with a
+ * reason. */
 int cli_npy_write(const char *path, const cli_npy_array *array, int major_version, char *error,
                   size_t error_size);
+
+/* The same into an open stream (neither flushed nor closed: the caller commits it). */
+int cli_npy_write_stream(FILE *file, const cli_npy_array *array, int major_version,
+                         char *error, size_t error_size);
 
 /* The product of `shape`, or -1 if a dimension is negative or the product overflows a count
  * of `element_size`-byte elements addressable by size_t. */

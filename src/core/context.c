@@ -207,6 +207,11 @@ posenc_status posenc_context_create(const posenc_context_desc *desc, posenc_cont
                        i + 1 < candidates ? "; trying the next device" : "");
     }
     free(order);
+    /* A message that starts with an environment variable ("POSENC_CPU_VARIANT=neon: ...") names
+     * the setting at fault, which no device would have accepted: kept as the field, rather than
+     * blaming the device. */
+    if (strncmp(message, "POSENC_", 7) == 0)
+        return posenc__fail(NULL, status, "%s", message);
     return posenc__fail(NULL, status, "device: %s", message);
 }
 

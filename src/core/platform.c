@@ -7,12 +7,18 @@
 #include "core/platform.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #if defined(_WIN32)
 #  include <windows.h>
+#  include <io.h>
+#  include <process.h>
 #else
 #  include <dlfcn.h>
 #  include <pthread.h>
@@ -202,5 +208,111 @@ void posenc__aligned_free(void *memory)
     _aligned_free(memory);
 #else
     free(memory);
+#endif
+}
+
+/* ---- files replaced in one step ---- */
+
+FILE *posenc__temp_file_create(const char *destination, char *temp_path, size_t temp_path_size)
+{
+    /* A name no other writer uses: the process id and a per-thread address and counter. The
+     * exclusive creation refuses an existing file, so a clash is retried, never shared. */
+    static POSENC__THREAD_LOCAL unsigned counter;
+#if defined(_WIN32)
+    unsigned long process = (unsigned long)_getpid();
+#else
+    unsigned long process = (unsigned long)getpid();
+#endif
+    for (int attempt = 0; attempt < 64; attempt++) {
+        int n = snprintf(temp_path, temp_path_size, "%s.%lu-%llx-%u.tmp", destination, process,
+                         (unsigned long long)(uintptr_t)&counter, counter++);
+        if (n <= 0 || (size_t)n >= temp_path_size) {
+            errno = ENAMETOOLONG;
+            return NULL;
+        }
+#if defined(_WIN32)
+        int fd = _open(temp_path, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY | _O_NOINHERIT,
+                       _S_IREAD | _S_IWRITE);
+#else
+        int flags = O_WRONLY | O_CREAT | O_EXCL;
+#  if defined(O_CLOEXEC)
+        flags |= O_CLOEXEC;
+#  endif
+        /* 0666 less the umask, as fopen would create it. */
+        int fd = open(temp_path, flags, 0666);
+#endif
+        if (fd < 0) {
+            if (errno == EEXIST)
+                continue;
+            return NULL;
+        }
+#if defined(_WIN32)
+        FILE *file = _fdopen(fd, "wb");
+#else
+        FILE *file = fdopen(fd, "wb");
+#endif
+        if (!file) {
+            int saved = errno;
+#if defined(_WIN32)
+            _close(fd);
+#else
+            close(fd);
+#endif
+            remove(temp_path);
+            errno = saved;
+        }
+        return file;
+    }
+    errno = EEXIST;
+    return NULL;
+}
+
+bool posenc__file_commit(FILE *file)
+{
+    bool ok = fflush(file) == 0;
+    int saved = errno;
+#if defined(_WIN32)
+    ok = ok && _commit(_fileno(file)) == 0;
+#else
+    ok = ok && fsync(fileno(file)) == 0;
+#endif
+    if (!ok)
+        saved = errno;
+    if (fclose(file) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    }
+    errno = saved;
+    return ok;
+}
+
+bool posenc__file_replace(const char *from, const char *to)
+{
+#if defined(_WIN32)
+    if (MoveFileExA(from, to, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH))
+        return true;
+    switch (GetLastError()) {
+    case ERROR_FILE_NOT_FOUND:
+    case ERROR_PATH_NOT_FOUND: errno = ENOENT; break;
+    case ERROR_ACCESS_DENIED:
+    case ERROR_SHARING_VIOLATION: errno = EACCES; break;
+    case ERROR_NOT_SAME_DEVICE: errno = EXDEV; break;
+    case ERROR_DISK_FULL: errno = ENOSPC; break;
+    default: errno = EIO; break;
+    }
+    return false;
+#else
+    return rename(from, to) == 0;
+#endif
+}
+
+bool posenc__is_directory(const char *path)
+{
+#if defined(_WIN32)
+    DWORD attributes = GetFileAttributesA(path);
+    return attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_DIRECTORY);
+#else
+    struct stat status;
+    return stat(path, &status) == 0 && S_ISDIR(status.st_mode);
 #endif
 }

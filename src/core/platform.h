@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* The few operating-system services the library needs: run-once, thread-local storage,
- * dynamic loading, processor and memory counts, and small string helpers. */
+/* The few operating-system services the library and the command-line tool need: run-once,
+ * thread-local storage, dynamic loading, processor and memory counts, files replaced in one
+ * step, and small string helpers. */
 #ifndef POSENC_CORE_PLATFORM_H
 #define POSENC_CORE_PLATFORM_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #if defined(_MSC_VER)
 #  define POSENC__THREAD_LOCAL __declspec(thread)
@@ -46,6 +48,23 @@ void posenc__cpu_field(const char *key, const char *fallback, char *out, size_t 
 /* Memory aligned to `alignment` (a power of two); free with posenc__aligned_free. */
 void *posenc__aligned_alloc(size_t alignment, size_t size);
 void posenc__aligned_free(void *memory);
+
+/* Files replaced in one step: write a temporary file beside the destination, commit it, then
+ * rename it over the destination, so that a reader (or a failure half-way) never leaves a
+ * destination half written or gone. Each returns errno-style reasons through errno. */
+/* Creates and opens for binary writing a new file in the directory of `destination`, named
+ * "<destination>.<unique>.tmp" (its path into `temp_path`); exclusive creation, so an existing
+ * file is never shared or truncated. NULL with errno set on failure. */
+FILE *posenc__temp_file_create(const char *destination, char *temp_path, size_t temp_path_size);
+/* Flushes `file` to the disk and closes it (closed in every case). False with errno set when
+ * any of it failed: the data may not all be there. */
+bool posenc__file_commit(FILE *file);
+/* Renames `from` to `to`, replacing `to` if it exists (POSIX rename; MoveFileEx with
+ * MOVEFILE_REPLACE_EXISTING on Windows, where rename refuses an existing target). Both must be
+ * on one volume. False with errno set on failure. */
+bool posenc__file_replace(const char *from, const char *to);
+/* Whether `path` names an existing directory. */
+bool posenc__is_directory(const char *path);
 
 /* Case-insensitive substring search. */
 const char *posenc__strcasestr(const char *haystack, const char *needle);

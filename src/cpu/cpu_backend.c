@@ -8,7 +8,10 @@
  * context is created. The environment variable POSENC_CPU_VARIANT=portable|avx2|avx512|
  * avx512bf16|neon forces one (read at each context creation, also under
  * POSENC_CONTEXT_IGNORE_ENV, which concerns only the device choice); creating a CPU context
- * then fails with POSENC_UNSUPPORTED if this machine cannot run it.
+ * then fails with POSENC_UNSUPPORTED if this machine cannot run it (POSENC_INVALID_ARGUMENT for
+ * an unknown name), with a message that starts "POSENC_CPU_VARIANT=<value>: ". The device's
+ * driver line names the variant contexts run, as the variable stood when the device list was
+ * built (once per process).
  *
  * Threads: posenc_context_desc.num_threads (default: the cores the process may use), the
  * calling thread being one of them; the workers start with the context and are reused by every
@@ -22,21 +25,61 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* The variant CPU contexts run: the one POSENC_CPU_VARIANT forces, or the best. When it cannot
+ * be honoured, the status and, in `why`, the reason, naming the variable and its value first
+ * (the setting at fault, not the device). */
+static posenc_status resolve_variant(posenc_cpu_variant *variant, bool *forced, char *why,
+                                     size_t why_size)
+{
+    const char *name = getenv("POSENC_CPU_VARIANT");
+    posenc_cpu_variant best = posenc_cpu_best_variant();
+    *variant = best;
+    *forced = name && *name;
+    if (!*forced)
+        return POSENC_OK;
+    if (!posenc_cpu_variant_parse(name, variant)) {
+        *variant = best;
+        snprintf(why, why_size,
+                 "POSENC_CPU_VARIANT=%s: unknown variant (expected portable, avx2, avx512, "
+                 "avx512bf16 or neon)",
+                 name);
+        return POSENC_INVALID_ARGUMENT;
+    }
+    if (!posenc_cpu_kernels_for(*variant)) {
+        bool compiled = posenc_cpu_variant_compiled(*variant);
+        *variant = best;
+        snprintf(why, why_size, "POSENC_CPU_VARIANT=%s: %s (the best this machine runs is %s)",
+                 name, compiled ? "not supported by this CPU" : "not compiled into this build",
+                 posenc_cpu_variant_name(best));
+        return POSENC_UNSUPPORTED;
+    }
+    return POSENC_OK;
+}
+
 static posenc_status cpu_enumerate(posenc__device_list *list, const char **reason)
 {
     posenc__device device = {0};
     posenc_device_info *info = &device.info;
-    posenc_cpu_variant best = posenc_cpu_best_variant();
+    /* What a context would run, so that the description holds under POSENC_CPU_VARIANT. */
+    posenc_cpu_variant variant;
+    bool forced;
+    char why[256];
+    bool runs = resolve_variant(&variant, &forced, why, sizeof why) == POSENC_OK;
     info->type = POSENC_DEVICE_CPU;
     info->native_cpu = true;
     posenc__cpu_field("model name", "CPU", info->name, sizeof info->name);
     posenc__cpu_field("vendor_id", "unknown", info->vendor, sizeof info->vendor);
-    snprintf(info->driver, sizeof info->driver, "posenc native CPU path (%s)",
-             posenc_cpu_variant_name(best));
+    if (runs)
+        snprintf(info->driver, sizeof info->driver, "posenc native CPU path (%s%s)",
+                 posenc_cpu_variant_name(variant), forced ? ", from POSENC_CPU_VARIANT" : "");
+    else
+        snprintf(info->driver, sizeof info->driver,
+                 "posenc native CPU path (none: POSENC_CPU_VARIANT=%.40s cannot run here)",
+                 getenv("POSENC_CPU_VARIANT"));
     info->memory_bytes = posenc__physical_memory();
     info->unified_memory = true;
-    info->fp16_storage = best != POSENC_CPU_PORTABLE; /* F16C / NEON conversions */
-    info->bf16 = best == POSENC_CPU_AVX512BF16;
+    info->fp16_storage = variant != POSENC_CPU_PORTABLE; /* F16C / NEON conversions */
+    info->bf16 = variant == POSENC_CPU_AVX512BF16;
     info->fp64 = true;
     info->compute_units = posenc__cpu_count();
     info->max_workgroup_size = 1;
@@ -54,24 +97,11 @@ static posenc_status cpu_enumerate(posenc__device_list *list, const char **reaso
 /* The variant POSENC_CPU_VARIANT asks for, or the best one. */
 static posenc_status choose_variant(posenc_context *ctx, posenc_cpu_variant *variant)
 {
-    const char *forced = getenv("POSENC_CPU_VARIANT");
-    if (!forced || !*forced) {
-        *variant = posenc_cpu_best_variant();
-        return POSENC_OK;
-    }
-    if (!posenc_cpu_variant_parse(forced, variant))
-        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                            "POSENC_CPU_VARIANT: unknown variant '%s' (expected portable, avx2, "
-                            "avx512, avx512bf16 or neon)",
-                            forced);
-    if (!posenc_cpu_kernels_for(*variant))
-        return posenc__fail(ctx, POSENC_UNSUPPORTED,
-                            "POSENC_CPU_VARIANT: %s %s (the best this machine runs is %s)",
-                            forced,
-                            posenc_cpu_variant_compiled(*variant)
-                                ? "is not supported by this CPU"
-                                : "is not compiled into this build",
-                            posenc_cpu_variant_name(posenc_cpu_best_variant()));
+    bool forced;
+    char why[256];
+    posenc_status status = resolve_variant(variant, &forced, why, sizeof why);
+    if (status != POSENC_OK)
+        return posenc__fail(ctx, status, "%s", why);
     return POSENC_OK;
 }
 

@@ -107,5 +107,31 @@ int main(int argc, char **argv)
     write_array("q_v2", CLI_NPY_F32, 4, q_shape, q, 2);
     write_array("q_i32", CLI_NPY_I32, 4, q_shape, q_int, 1);
 
+    /* Heads-first files (HF transformers' [batch, heads, tokens, head_dim]): q with 2 batches,
+     * 3 heads, 5 tokens, k with 2 heads, and the same k tokens-first; q also as 3-D
+     * [heads, tokens, head_dim]. Heads and tokens differ in number, so that reading one as the
+     * other shows. */
+    enum { B = 2, HQ = 3, HK = 2, T = 5, D = 16 };
+    static float q_bhtd[B][HQ][T][D], k_bhtd[B][HK][T][D], k_bthd[B][T][HK][D];
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            for (int d = 0; d < D; d++) {
+                for (int h = 0; h < HQ; h++) {
+                    q_bhtd[b][h][t][d] = (float)sin(((b * HQ + h) * T + t) * D * 0.11 + d);
+                }
+                for (int h = 0; h < HK; h++) {
+                    k_bhtd[b][h][t][d] = (float)cos(((b * HK + h) * T + t) * D * 0.07 + d);
+                    k_bthd[b][t][h][d] = k_bhtd[b][h][t][d];
+                }
+            }
+        }
+    }
+    const int64_t q_bhtd_shape[4] = {B, HQ, T, D}, k_bhtd_shape[4] = {B, HK, T, D},
+                  k_bthd_shape[4] = {B, T, HK, D}, q_htd_shape[3] = {HQ, T, D};
+    write_array("q_bhtd", CLI_NPY_F32, 4, q_bhtd_shape, q_bhtd, 1);
+    write_array("k_bhtd", CLI_NPY_F32, 4, k_bhtd_shape, k_bhtd, 1);
+    write_array("k_bthd", CLI_NPY_F32, 4, k_bthd_shape, k_bthd, 1);
+    write_array("q_htd", CLI_NPY_F32, 3, q_htd_shape, q_bhtd[1], 1);
+
     return failures ? 1 : 0;
 }

@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: MIT
 # Runs one command and checks its exit code and output: the command-line tool's tests.
 #   cmake -DEXPECT_RC=N [-DSTDOUT_REGEX=R] [-DSTDOUT_CONTAINS=a|b|c] [-DSTDERR_REGEX=R]
-#         [-DANY_STDERR=ON] -P run_check.cmake -- COMMAND ARGS...
+#         [-DANY_STDERR=ON] [-DFRESH_DIR=D [-DCOPY_IN=a|b] [-DUNCHANGED=ON]
+#         [-DEXPECT_FILES=a|b]] -P run_check.cmake -- COMMAND ARGS...
 # STDOUT_CONTAINS lists literal texts, separated by '|', that stdout must all contain.
 # A failing command (EXPECT_RC != 0) must print exactly one line on stderr, matching
 # STDERR_REGEX; ANY_STDERR=ON relaxes the one-line rule where a device runtime may add its own
 # lines. CMake's '.' matches newlines too, so "a.*b" spans lines.
+# FRESH_DIR is emptied (created) before the command, and the files COPY_IN names are copied
+# into it; UNCHANGED=ON then requires it to hold the same files with the same bytes afterwards
+# (nothing replaced, removed or left behind), EXPECT_FILES that it holds exactly those files.
 set(command "")
 set(collect OFF)
 math(EXPR last "${CMAKE_ARGC} - 1")
@@ -21,6 +25,29 @@ if(NOT command)
 endif()
 if(NOT DEFINED EXPECT_RC)
   set(EXPECT_RC 0)
+endif()
+
+# "name sha256" of every file under FRESH_DIR, sorted.
+function(snapshot out)
+  file(GLOB_RECURSE entries LIST_DIRECTORIES false RELATIVE "${FRESH_DIR}" "${FRESH_DIR}/*")
+  list(SORT entries)
+  set(lines "")
+  foreach(entry IN LISTS entries)
+    file(SHA256 "${FRESH_DIR}/${entry}" hash)
+    string(APPEND lines "  ${entry} ${hash}\n")
+  endforeach()
+  set(${out} "${lines}" PARENT_SCOPE)
+endfunction()
+
+if(DEFINED FRESH_DIR AND NOT "${FRESH_DIR}" STREQUAL "")
+  get_filename_component(FRESH_DIR "${FRESH_DIR}" ABSOLUTE) # file(GLOB RELATIVE) needs it
+  file(REMOVE_RECURSE "${FRESH_DIR}")
+  file(MAKE_DIRECTORY "${FRESH_DIR}")
+  if(DEFINED COPY_IN AND NOT "${COPY_IN}" STREQUAL "")
+    string(REPLACE "|" ";" copies "${COPY_IN}")
+    file(COPY ${copies} DESTINATION "${FRESH_DIR}")
+  endif()
+  snapshot(before)
 endif()
 
 execute_process(COMMAND ${command}
@@ -53,6 +80,22 @@ if(NOT EXPECT_RC EQUAL 0 AND NOT ANY_STDERR)
   list(LENGTH newlines lines)
   if(NOT lines EQUAL 1 OR NOT err MATCHES "\n$")
     string(APPEND problems "stderr is not exactly one line\n")
+  endif()
+endif()
+
+if(UNCHANGED)
+  snapshot(after)
+  if(NOT after STREQUAL before)
+    string(APPEND problems "${FRESH_DIR} changed; before:\n${before}after:\n${after}")
+  endif()
+endif()
+if(DEFINED EXPECT_FILES AND NOT "${EXPECT_FILES}" STREQUAL "")
+  string(REPLACE "|" ";" expected "${EXPECT_FILES}")
+  list(SORT expected)
+  file(GLOB_RECURSE present LIST_DIRECTORIES false RELATIVE "${FRESH_DIR}" "${FRESH_DIR}/*")
+  list(SORT present)
+  if(NOT present STREQUAL expected)
+    string(APPEND problems "${FRESH_DIR} holds '${present}', expected '${expected}'\n")
   endif()
 endif()
 

@@ -152,14 +152,17 @@ static void test_malformed(void)
     cli_npy_array array;
     CHECK(cli_npy_read("/nonexistent/dir/file.npy", &array, error, sizeof error) == -1);
     CHECK(strstr(error, "cannot open") != NULL);
-    /* A directory is not a file. */
+    /* A directory is not a file, and says so (not "only 9223372036854775807 bytes"). */
     CHECK(cli_npy_read(scratch, &array, error, sizeof error) == -1);
+    CHECK(strcmp(error, "is a directory") == 0);
     /* Writing where it cannot. */
     const int64_t shape[1] = {1};
     cli_npy_array one;
     CHECK(cli_npy_alloc(&one, CLI_NPY_F32, 1, shape) == 0);
     CHECK(cli_npy_write("/nonexistent/dir/file.npy", &one, 1, error, sizeof error) == -1);
     CHECK(strstr(error, "cannot create") != NULL);
+    CHECK(cli_npy_write(scratch, &one, 1, error, sizeof error) == -1);
+    CHECK(strcmp(error, "is a directory") == 0);
     CHECK(cli_npy_write(path, &one, 7, error, sizeof error) == -1);
     cli_npy_free(&one);
 }
