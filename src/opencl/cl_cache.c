@@ -2,7 +2,7 @@
 /* The on-disk OpenCL binary cache (format in cl_cache.h): the directory, and atomic,
  * checksummed entries. */
 #if !defined(_WIN32)
-#  define _POSIX_C_SOURCE 200809L /* mkdir, getpid */
+#  define _POSIX_C_SOURCE 200809L /* mkdir */
 #endif
 
 #include "opencl/cl_cache.h"
@@ -16,8 +16,6 @@
 
 #if defined(_WIN32)
 #  include <direct.h>
-#  include <process.h>
-#  include <windows.h>
 #  define SEPARATOR '\\'
 #else
 #  include <sys/stat.h>
@@ -178,24 +176,6 @@ static bool make_directories(const char *dir)
     return make_directory(path);
 }
 
-static unsigned long process_id(void)
-{
-#if defined(_WIN32)
-    return (unsigned long)_getpid();
-#else
-    return (unsigned long)getpid();
-#endif
-}
-
-static bool replace_file(const char *from, const char *to)
-{
-#if defined(_WIN32)
-    return MoveFileExA(from, to, MOVEFILE_REPLACE_EXISTING) != 0;
-#else
-    return rename(from, to) == 0;
-#endif
-}
-
 bool posenc_cl_cache_write(const char *dir, const char *path, const char *key,
                            const unsigned char *binary, size_t size, char *why, size_t why_size)
 {
@@ -209,20 +189,10 @@ bool posenc_cl_cache_write(const char *dir, const char *path, const char *key,
         return false;
     }
 
-    /* A name no other writer uses: the process id, and a per-thread address and counter. "x"
-     * (C11) refuses an existing file, so a clash is retried rather than shared. */
-    static POSENC__THREAD_LOCAL unsigned counter;
+    /* Written beside the entry and renamed over it (core/platform.h): processes sharing the
+     * directory never read half an entry, and a failed write leaves the old one. */
     char temporary[POSENC_CL_CACHE_PATH_MAX + 64];
-    FILE *file = NULL;
-    for (int attempt = 0; attempt < 16 && !file; attempt++) {
-        int n = snprintf(temporary, sizeof temporary, "%s.%lu-%llx-%u.tmp", path, process_id(),
-                         (unsigned long long)(uintptr_t)&counter, counter++);
-        if (n <= 0 || (size_t)n >= sizeof temporary)
-            break;
-        file = fopen(temporary, "wbx");
-        if (!file && errno != EEXIST)
-            break;
-    }
+    FILE *file = posenc__temp_file_create(path, temporary, sizeof temporary);
     if (!file) {
         snprintf(why, why_size, "cannot create a file in %s: %s", dir, strerror(errno));
         return false;
@@ -234,12 +204,15 @@ bool posenc_cl_cache_write(const char *dir, const char *path, const char *key,
     h.key_bytes = (uint32_t)key_bytes;
     h.binary_bytes = size;
     h.checksum = checksum(key, key_bytes, binary, size);
-    bool ok = fwrite(&h, sizeof h, 1, file) == 1 &&
-              fwrite(key, 1, key_bytes, file) == key_bytes &&
-              fwrite(binary, 1, size, file) == size;
-    int write_errno = errno;
-    ok = (fclose(file) == 0) && ok;
-    if (ok && !replace_file(temporary, path)) {
+    bool written = fwrite(&h, sizeof h, 1, file) == 1 &&
+                   fwrite(key, 1, key_bytes, file) == key_bytes &&
+                   fwrite(binary, 1, size, file) == size;
+    int write_errno = written ? 0 : errno;
+    bool committed = posenc__file_commit(file);
+    if (written && !committed)
+        write_errno = errno;
+    bool ok = written && committed;
+    if (ok && !posenc__file_replace(temporary, path)) {
         write_errno = errno;
         ok = false;
     }

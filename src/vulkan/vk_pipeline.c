@@ -163,24 +163,18 @@ void posenc_vk_pipeline_cache_save(posenc_context *ctx)
     void *data = result == VK_SUCCESS && size ? malloc(size) : NULL;
     if (data)
         result = vk->fns.GetPipelineCacheData(vk->device, vk->pipeline_cache, &size, data);
-    /* Written beside the target and renamed over it, so that a reader never sees half a file. */
-    size_t path_length = strlen(path);
-    char *temporary = data && result == VK_SUCCESS ? malloc(path_length + 32) : NULL;
+    /* Written beside the target and renamed over it (core/platform.h), so that a reader never
+     * sees half a file and a failed save leaves the old cache as it was. */
+    size_t temporary_size = strlen(path) + 64;
+    char *temporary = data && result == VK_SUCCESS ? malloc(temporary_size) : NULL;
     bool saved = false;
-    if (temporary) {
-        snprintf(temporary, path_length + 32, "%s.%p.tmp", path, (void *)ctx);
-        FILE *file = fopen(temporary, "wb");
-        if (file) {
-            saved = fwrite(data, 1, size, file) == size;
-            saved = fclose(file) == 0 && saved;
-#if defined(_WIN32)
-            if (saved)
-                remove(path);
-#endif
-            saved = saved && rename(temporary, path) == 0;
-            if (!saved)
-                remove(temporary);
-        }
+    FILE *file = temporary ? posenc__temp_file_create(path, temporary, temporary_size) : NULL;
+    if (file) {
+        saved = fwrite(data, 1, size, file) == size;
+        saved = posenc__file_commit(file) && saved;
+        saved = saved && posenc__file_replace(temporary, path);
+        if (!saved)
+            remove(temporary);
     }
     if (!saved)
         posenc__log(ctx, POSENC_LOG_WARNING, "vulkan: could not save the pipeline cache to %s",
