@@ -244,6 +244,8 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
     }
     free(platforms);
     if (status != POSENC_OK) {
+        posenc_cl_release_devices(list); /* nothing listed, nothing kept */
+        list->count = 0;
         *reason = "out of host memory";
         return status;
     }
@@ -258,6 +260,12 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
         return POSENC_BACKEND_UNAVAILABLE;
     }
     return POSENC_OK;
+}
+
+void posenc_cl_release_devices(posenc__device_list *list)
+{
+    for (uint32_t d = 0; d < list->count; d++)
+        free(list->items[d].handle);
 }
 
 posenc_status posenc_cl_enumerate(posenc__device_list *list, const char **reason)

@@ -11,11 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The reason the backend is absent, written once under the registry's lock. */
+/* The reason the backend is absent, written under the registry's lock. */
 static char absent_reason[256];
 /* The instance devices were enumerated with, kept for the life of the process when there are
- * devices: it keeps the drivers loaded, so that each context does not load them again (Mesa's
- * drivers also keep allocations of their first use, which an unload would turn into leaks). */
+ * devices (unless the listing is abandoned: posenc_vk_release_devices): it keeps the drivers
+ * loaded, so that each context does not load them again (Mesa's drivers also keep allocations
+ * of their first use, which an unload would turn into leaks). */
 static posenc_vk_instance enumeration_instance;
 
 static const char *vendor_name(uint32_t vendor_id)
@@ -359,4 +360,11 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
         return POSENC_BACKEND_UNAVAILABLE;
     }
     return POSENC_OK;
+}
+
+void posenc_vk_release_devices(posenc__device_list *list)
+{
+    for (uint32_t d = 0; d < list->count; d++)
+        free(list->items[d].handle);
+    posenc_vk_instance_destroy(&enumeration_instance);
 }

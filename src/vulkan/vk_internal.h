@@ -482,6 +482,7 @@ void *posenc_vk_buffer_host_address(posenc_context *ctx, posenc_buffer *buf);
 
 /* vk_devices.c and vk_context.c */
 posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason);
+void posenc_vk_release_devices(posenc__device_list *list);
 posenc_status posenc_vk_context_init(posenc_context *ctx, const posenc__device *device);
 void posenc_vk_context_fini(posenc_context *ctx);
 /* Describes a physical device (vk_devices.c); false when posenc cannot use it. */
