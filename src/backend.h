@@ -12,11 +12,19 @@ typedef struct posenc__backend {
     posenc_backend kind;
     const char *name;
 
-    /* Loads the runtime (dlopen) and appends this backend's devices to `list`. Called once per
-     * process, under the registry's once-lock. Returning BACKEND_UNAVAILABLE with a message in
-     * `reason` (a static or list-owned string) makes the backend absent; nothing else is an
-     * error. Required. */
+    /* Loads the runtime (dlopen) and appends this backend's devices to `list` (empty when
+     * called). Called under the registry's lock, once per process unless a listing runs out of
+     * host memory. Returning BACKEND_UNAVAILABLE with a message in `reason` (a static string)
+     * makes the backend absent for the process. OUT_OF_MEMORY (any host allocation that
+     * failed, the backend's or the runtime's: never reported as an unusable device or an absent
+     * backend) fails the whole listing, which is made again on the next call: the backend must
+     * then leave nothing in `list` and keep nothing. Required. */
     posenc_status (*enumerate)(posenc__device_list *list, const char **reason);
+    /* Undoes a successful `enumerate` whose listing is abandoned (another backend ran out of
+     * host memory): frees the handles of the devices in `list` and whatever enumerate kept for
+     * them, so that the next enumerate starts afresh (`list->items` itself is the registry's).
+     * Optional: NULL when the devices own nothing. */
+    void (*release_devices)(posenc__device_list *list);
 
     /* Creates the per-context state for `device` (one of this backend's enumerated devices) in
      * ctx->backend_state. On failure sets the context error and leaves nothing allocated.

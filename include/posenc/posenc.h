@@ -175,7 +175,10 @@ typedef struct posenc_device_info {
 } posenc_device_info;
 
 /* Every device of every available backend, in a stable order (Vulkan, OpenCL, CPU). The list is
- * built once per process, on first use. The native CPU device is always present. */
+ * built on first use and kept for the process; a call that runs out of host memory while
+ * building it returns OUT_OF_MEMORY (as do posenc_device_get, posenc_device_choose,
+ * posenc_backend_status and posenc_context_create) and the next call builds it again. Once
+ * listed, the native CPU device is always present. */
 POSENC_API posenc_status posenc_device_count(uint32_t *count);
 POSENC_API posenc_status posenc_device_get(uint32_t index, posenc_device_info *info);
 

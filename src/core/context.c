@@ -174,7 +174,9 @@ posenc_status posenc_context_create(const posenc_context_desc *desc, posenc_cont
 
     const posenc__device *devices;
     uint32_t count;
-    posenc__registry_devices(&devices, &count);
+    status = posenc__registry_devices(&devices, &count);
+    if (status != POSENC_OK)
+        return status;
     uint32_t *order = malloc(count * sizeof *order);
     if (!order)
         return posenc__fail(NULL, POSENC_OUT_OF_MEMORY, "context: out of host memory");

@@ -27,9 +27,14 @@ typedef struct posenc__device_list {
 
 posenc_status posenc__device_list_append(posenc__device_list *list, const posenc__device *device);
 
-/* The registry (core/registry.c): built once per process. */
+/* The registry (core/registry.c): built on first use and kept once complete. OUT_OF_MEMORY
+ * (with the thread's error message set) when listing the devices ran out of host memory; the
+ * next call lists them again. */
 posenc_status posenc__registry_devices(const posenc__device **devices, uint32_t *count);
-const posenc__backend *posenc__registry_backend(posenc_backend kind, const char **reason);
+/* The backend of `kind` when its runtime loaded and it has devices; else BACKEND_UNAVAILABLE
+ * (or OUT_OF_MEMORY) with `*backend` NULL and the reason (a static string) in `*reason`. */
+posenc_status posenc__registry_backend(posenc_backend kind, const posenc__backend **backend,
+                                       const char **reason);
 /* The backend of `kind` compiled into this build, without enumerating devices (no runtime is
  * loaded); NULL if it was not compiled in. For contexts on caller-owned devices. */
 const posenc__backend *posenc__registry_compiled_backend(posenc_backend kind);

@@ -163,7 +163,9 @@ posenc_status posenc__select_devices(const posenc_context_desc *desc, uint32_t *
 {
     const posenc__device *devices;
     uint32_t device_count;
-    posenc__registry_devices(&devices, &device_count);
+    posenc_status listed = posenc__registry_devices(&devices, &device_count);
+    if (listed != POSENC_OK)
+        return listed;
 
     const char *text = desc->device;
     const char *source = "device";
@@ -201,8 +203,9 @@ posenc_status posenc__select_devices(const posenc_context_desc *desc, uint32_t *
         }
         if (n == 0) {
             const char *why = "";
+            const posenc__backend *backend;
             if (sel.backend != POSENC_BACKEND_AUTO)
-                posenc__registry_backend(sel.backend, &why);
+                posenc__registry_backend(sel.backend, &backend, &why);
             return posenc__fail(NULL, POSENC_DEVICE_NOT_FOUND,
                                 "%s: no device matches '%s'%s%s%s", source,
                                 text ? text : posenc_backend_name(sel.backend),

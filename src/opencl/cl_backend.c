@@ -8,6 +8,7 @@ const posenc__backend posenc_opencl_backend = {
     .kind = POSENC_BACKEND_OPENCL,
     .name = "opencl",
     .enumerate = posenc_cl_enumerate,
+    .release_devices = posenc_cl_release_devices,
     .context_init = posenc_cl_context_init,
     .context_fini = posenc_cl_context_fini,
     .buffer_init = posenc_cl_buffer_init,

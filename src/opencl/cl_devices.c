@@ -129,15 +129,19 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     cl->GetDeviceInfo(id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof item_sizes, item_sizes, NULL);
 
     size_t extensions_size = 0;
-    char *extensions = NULL;
-    if (cl->GetDeviceInfo(id, CL_DEVICE_EXTENSIONS, 0, NULL, &extensions_size) == CL_SUCCESS &&
-        extensions_size > 0)
-        extensions = calloc(extensions_size + 1, 1);
-    if (extensions &&
+    if (cl->GetDeviceInfo(id, CL_DEVICE_EXTENSIONS, 0, NULL, &extensions_size) != CL_SUCCESS)
+        extensions_size = 0;
+    /* Without the list the device would be described without its extensions: a shortage. */
+    char *extensions = calloc(extensions_size + 1, 1);
+    if (!extensions) {
+        free(device);
+        return POSENC_CL_DEVICE_NO_MEMORY;
+    }
+    if (extensions_size &&
         cl->GetDeviceInfo(id, CL_DEVICE_EXTENSIONS, extensions_size, extensions, NULL) !=
             CL_SUCCESS)
         extensions[0] = '\0';
-    const char *extension_list = extensions ? extensions : "";
+    const char *extension_list = extensions;
 
     device->max_work_group_size = work_group ? work_group : 1;
     device->max_work_item_size0 = item_sizes[0] ? item_sizes[0] : device->max_work_group_size;
@@ -185,6 +189,10 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
     static char why[160];
     cl_uint platform_count = 0;
     cl_int err = cl->GetPlatformIDs(0, NULL, &platform_count);
+    if (err == CL_OUT_OF_HOST_MEMORY) {
+        *reason = "out of host memory";
+        return POSENC_OUT_OF_MEMORY;
+    }
     if (err != CL_SUCCESS || platform_count == 0) {
         snprintf(why, sizeof why, "no OpenCL platform is installed (clGetPlatformIDs: %s)",
                  err == CL_SUCCESS ? "none" : posenc_cl_error_name(err));
@@ -197,6 +205,11 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
         return POSENC_OUT_OF_MEMORY;
     }
     err = cl->GetPlatformIDs(platform_count, platforms, &platform_count);
+    if (err == CL_OUT_OF_HOST_MEMORY) {
+        free(platforms);
+        *reason = "out of host memory";
+        return POSENC_OUT_OF_MEMORY;
+    }
     if (err != CL_SUCCESS) {
         free(platforms);
         snprintf(why, sizeof why, "clGetPlatformIDs failed: %s", posenc_cl_error_name(err));
@@ -211,17 +224,23 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
         platform_string(cl, platforms[p], CL_PLATFORM_NAME, platform_name, sizeof platform_name);
         trim(platform_name);
         cl_uint device_count = 0;
-        if (cl->GetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &device_count) !=
-                CL_SUCCESS ||
-            device_count == 0)
+        err = cl->GetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &device_count);
+        if (err == CL_OUT_OF_HOST_MEMORY) {
+            status = POSENC_OUT_OF_MEMORY;
+            break;
+        }
+        if (err != CL_SUCCESS || device_count == 0)
             continue;
         cl_device_id *ids = calloc(device_count, sizeof *ids);
         if (!ids) {
             status = POSENC_OUT_OF_MEMORY;
             break;
         }
-        if (cl->GetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, device_count, ids,
-                             &device_count) != CL_SUCCESS)
+        err = cl->GetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, device_count, ids,
+                               &device_count);
+        if (err == CL_OUT_OF_HOST_MEMORY)
+            status = POSENC_OUT_OF_MEMORY;
+        if (err != CL_SUCCESS)
             device_count = 0;
         for (cl_uint d = 0; d < device_count; d++) {
             posenc__device device;
@@ -244,6 +263,8 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
     }
     free(platforms);
     if (status != POSENC_OK) {
+        posenc_cl_release_devices(list); /* nothing listed, nothing kept */
+        list->count = 0;
         *reason = "out of host memory";
         return status;
     }
@@ -258,6 +279,12 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
         return POSENC_BACKEND_UNAVAILABLE;
     }
     return POSENC_OK;
+}
+
+void posenc_cl_release_devices(posenc__device_list *list)
+{
+    for (uint32_t d = 0; d < list->count; d++)
+        free(list->items[d].handle);
 }
 
 posenc_status posenc_cl_enumerate(posenc__device_list *list, const char **reason)

@@ -123,6 +123,7 @@ typedef struct posenc_cl_device {
 
 /* Appends every usable OpenCL device of every platform (cl_devices.c). */
 posenc_status posenc_cl_enumerate(posenc__device_list *list, const char **reason);
+void posenc_cl_release_devices(posenc__device_list *list);
 
 typedef enum posenc_cl_device_verdict {
     POSENC_CL_DEVICE_USABLE,

@@ -7,6 +7,7 @@ const posenc__backend posenc_vk_backend = {
     .kind = POSENC_BACKEND_VULKAN,
     .name = "vulkan",
     .enumerate = posenc_vk_enumerate,
+    .release_devices = posenc_vk_release_devices,
     .context_init = posenc_vk_context_init,
     .context_fini = posenc_vk_context_fini,
     .buffer_init = posenc_vk_buffer_init,

@@ -11,11 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The reason the backend is absent, written once under the registry's lock. */
+/* The reason the backend is absent, written under the registry's lock. */
 static char absent_reason[256];
 /* The instance devices were enumerated with, kept for the life of the process when there are
- * devices: it keeps the drivers loaded, so that each context does not load them again (Mesa's
- * drivers also keep allocations of their first use, which an unload would turn into leaks). */
+ * devices (unless the listing is abandoned: posenc_vk_release_devices): it keeps the drivers
+ * loaded, so that each context does not load them again (Mesa's drivers also keep allocations
+ * of their first use, which an unload would turn into leaks). */
 static posenc_vk_instance enumeration_instance;
 
 static const char *vendor_name(uint32_t vendor_id)
@@ -58,15 +59,16 @@ static VkExtensionProperties *device_extensions(const posenc_vk_instance *instan
     return extensions;
 }
 
-/* A compute queue family, preferring one without graphics (a dedicated compute queue). */
-static uint32_t compute_queue_family(const posenc_vk_instance *instance,
-                                     VkPhysicalDevice physical)
+/* A compute queue family, preferring one without graphics (a dedicated compute queue), in
+ * `*family` (UINT32_MAX: none); false when out of host memory. */
+static bool compute_queue_family(const posenc_vk_instance *instance, VkPhysicalDevice physical,
+                                 uint32_t *family)
 {
     uint32_t count = 0;
     instance->fns.GetPhysicalDeviceQueueFamilyProperties(physical, &count, NULL);
     VkQueueFamilyProperties *families = calloc(count + 1, sizeof *families);
     if (!families)
-        return UINT32_MAX;
+        return false;
     instance->fns.GetPhysicalDeviceQueueFamilyProperties(physical, &count, families);
     uint32_t found = UINT32_MAX;
     for (uint32_t i = 0; i < count; i++) {
@@ -78,7 +80,8 @@ static uint32_t compute_queue_family(const posenc_vk_instance *instance,
             break;
     }
     free(families);
-    return found;
+    *family = found;
+    return true;
 }
 
 static posenc_device_type device_type(VkPhysicalDeviceType type)
@@ -118,9 +121,9 @@ static void describe_memory(const VkPhysicalDeviceMemoryProperties *memory, bool
     }
 }
 
-/* Describes one physical device; false (with nothing appended) when posenc cannot use it. */
-bool posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalDevice physical,
-                     uint32_t index, posenc__device *device, posenc_vk_physical *record)
+posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalDevice physical,
+                                 uint32_t index, posenc__device *device,
+                                 posenc_vk_physical *record)
 {
     const posenc_vk_instance_fns *vk = &instance->fns;
     VkPhysicalDeviceProperties basic;
@@ -128,15 +131,17 @@ bool posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalDevice phy
     uint32_t version = basic.apiVersion < instance->api_version ? basic.apiVersion
                                                                  : instance->api_version;
     if (VK_API_VERSION_MAJOR(version) == 1 && VK_API_VERSION_MINOR(version) < 1)
-        return false; /* Vulkan 1.0 only */
-    record->queue_family = compute_queue_family(instance, physical);
+        return POSENC_UNSUPPORTED; /* Vulkan 1.0 only */
+    /* A shortage is not the device's fault: it must not be described as unusable. */
+    if (!compute_queue_family(instance, physical, &record->queue_family))
+        return POSENC_OUT_OF_MEMORY;
     if (record->queue_family == UINT32_MAX)
-        return false;
+        return POSENC_UNSUPPORTED;
 
     uint32_t extension_count = 0;
     VkExtensionProperties *extensions = device_extensions(instance, physical, &extension_count);
     if (!extensions)
-        return false;
+        return POSENC_OUT_OF_MEMORY;
 #define HAS_(name) has_extension(extensions, extension_count, name)
     bool has_driver_properties = version >= VK_API_VERSION_1_2 ||
                                  HAS_(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
@@ -262,15 +267,14 @@ bool posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalDevice phy
     record->max_binding = limits->maxStorageBufferRange;
     record->binding_alignment = limits->minStorageBufferOffsetAlignment;
     record->max_group_count = limits->maxComputeWorkGroupCount[0];
-    return true;
+    return POSENC_OK;
 }
 
-static bool seen_before(const posenc__device_list *list, uint32_t first,
-                        const posenc_vk_physical *record)
+static bool seen_before(const posenc__device_list *list, const posenc_vk_physical *record)
 {
     if (!record->has_uuid)
         return false;
-    for (uint32_t d = first; d < list->count; d++) {
+    for (uint32_t d = 0; d < list->count; d++) {
         const posenc_vk_physical *other = list->items[d].handle;
         if (other->has_uuid && memcmp(other->uuid, record->uuid, VK_UUID_SIZE) == 0)
             return true;
@@ -289,7 +293,7 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
         posenc_vk_instance_create(NULL, false, &instance, absent_reason, sizeof absent_reason);
     if (status != POSENC_OK) {
         *reason = absent_reason;
-        return POSENC_BACKEND_UNAVAILABLE;
+        return status == POSENC_OUT_OF_MEMORY ? status : POSENC_BACKEND_UNAVAILABLE;
     }
 
     uint32_t count = 0;
@@ -310,10 +314,10 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
         free(physicals);
         posenc_vk_instance_destroy(&instance);
         *reason = absent_reason;
-        return POSENC_BACKEND_UNAVAILABLE;
+        return result == VK_ERROR_OUT_OF_HOST_MEMORY ? POSENC_OUT_OF_MEMORY
+                                                     : POSENC_BACKEND_UNAVAILABLE;
     }
 
-    uint32_t first = list->count;
     uint32_t unusable = 0;
     status = POSENC_OK;
     for (uint32_t i = 0; i < count && status == POSENC_OK; i++) {
@@ -324,29 +328,29 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
             status = POSENC_OUT_OF_MEMORY;
             break;
         }
-        bool usable = posenc_vk_describe(&instance, physicals[i], i, &device, record);
-        if (!usable || seen_before(list, first, record)) {
-            unusable += !usable;
+        status = posenc_vk_describe(&instance, physicals[i], i, &device, record);
+        if (status == POSENC_UNSUPPORTED || (status == POSENC_OK && seen_before(list, record))) {
+            unusable += status != POSENC_OK;
+            status = POSENC_OK;
             free(record);
             continue;
         }
-        status = posenc__device_list_append(list, &device);
+        if (status == POSENC_OK)
+            status = posenc__device_list_append(list, &device);
         if (status != POSENC_OK)
             free(record);
     }
     free(physicals);
-    if (status != POSENC_OK || list->count == first)
-        posenc_vk_instance_destroy(&instance);
-    else
-        enumeration_instance = instance;
     if (status != POSENC_OK) {
-        for (uint32_t d = first; d < list->count; d++)
+        posenc_vk_instance_destroy(&instance);
+        for (uint32_t d = 0; d < list->count; d++)
             free(list->items[d].handle);
-        list->count = first;
+        list->count = 0;
         *reason = "out of host memory";
         return status;
     }
-    if (list->count == first) {
+    if (list->count == 0) {
+        posenc_vk_instance_destroy(&instance);
         if (count == 0)
             posenc__copy_string(absent_reason, sizeof absent_reason,
                                 "no Vulkan driver or device (the loader found no physical "
@@ -358,5 +362,13 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
         *reason = absent_reason;
         return POSENC_BACKEND_UNAVAILABLE;
     }
+    enumeration_instance = instance;
     return POSENC_OK;
+}
+
+void posenc_vk_release_devices(posenc__device_list *list)
+{
+    for (uint32_t d = 0; d < list->count; d++)
+        free(list->items[d].handle);
+    posenc_vk_instance_destroy(&enumeration_instance);
 }

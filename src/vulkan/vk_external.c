@@ -139,11 +139,15 @@ posenc_status posenc_vk_context_init_external(posenc_context *ctx,
                               "vulkan.get_instance_proc_addr: returns no %s for vulkan.instance "
                               "(posenc needs a Vulkan 1.1 instance)",
                               missing);
-    } else if (!posenc_vk_describe(&vk->instance, vk->physical_handle, 0, &vk->device_record,
-                                   &vk->physical_record)) {
-        status = posenc__fail(ctx, POSENC_UNSUPPORTED,
-                              "vulkan.physical_device: posenc needs Vulkan 1.1 and a compute "
-                              "queue, which this device lacks");
+    } else {
+        status = posenc_vk_describe(&vk->instance, vk->physical_handle, 0, &vk->device_record,
+                                    &vk->physical_record);
+        if (status == POSENC_OUT_OF_MEMORY)
+            posenc__fail(ctx, status, "context: out of host memory");
+        else if (status != POSENC_OK)
+            status = posenc__fail(ctx, POSENC_UNSUPPORTED,
+                                  "vulkan.physical_device: posenc needs Vulkan 1.1 and a "
+                                  "compute queue, which this device lacks");
     }
     if (status == POSENC_OK) {
         vk->device_record.info.backend = POSENC_BACKEND_VULKAN;

@@ -56,21 +56,23 @@ static bool has_extension(const VkExtensionProperties *extensions, uint32_t coun
     return false;
 }
 
-static bool has_layer(const posenc_vk_loader *loader, const char *name)
+/* Whether the layer is installed, in `*found`; false when out of host memory (not knowing must
+ * not turn validation off quietly). */
+static bool has_layer(const posenc_vk_loader *loader, const char *name, bool *found)
 {
+    *found = false;
     uint32_t count = 0;
     if (loader->EnumerateInstanceLayerProperties(&count, NULL) != VK_SUCCESS || count == 0)
-        return false;
+        return true;
     VkLayerProperties *layers = calloc(count, sizeof *layers);
     if (!layers)
         return false;
-    bool found = false;
     if (loader->EnumerateInstanceLayerProperties(&count, layers) >= 0) {
-        for (uint32_t i = 0; i < count && !found; i++)
-            found = strcmp(layers[i].layerName, name) == 0;
+        for (uint32_t i = 0; i < count && !*found; i++)
+            *found = strcmp(layers[i].layerName, name) == 0;
     }
     free(layers);
-    return found;
+    return true;
 }
 
 /* The instance extensions of the implementation and the implicit layers, plus those of `layer`
@@ -109,7 +111,11 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
     }
     instance->loader = loader;
 
-    bool with_layer = validation && log_ctx && has_layer(loader, VALIDATION_LAYER);
+    bool with_layer = false;
+    if (validation && log_ctx && !has_layer(loader, VALIDATION_LAYER, &with_layer)) {
+        posenc__copy_string(message, message_size, "out of host memory");
+        return POSENC_OUT_OF_MEMORY;
+    }
     uint32_t extension_count = 0;
     VkExtensionProperties *extensions =
         instance_extensions(loader, with_layer ? VALIDATION_LAYER : NULL, &extension_count);

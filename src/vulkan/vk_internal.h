@@ -482,11 +482,14 @@ void *posenc_vk_buffer_host_address(posenc_context *ctx, posenc_buffer *buf);
 
 /* vk_devices.c and vk_context.c */
 posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason);
+void posenc_vk_release_devices(posenc__device_list *list);
 posenc_status posenc_vk_context_init(posenc_context *ctx, const posenc__device *device);
 void posenc_vk_context_fini(posenc_context *ctx);
-/* Describes a physical device (vk_devices.c); false when posenc cannot use it. */
-bool posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalDevice physical,
-                        uint32_t index, posenc__device *device, posenc_vk_physical *record);
+/* Describes a physical device (vk_devices.c): UNSUPPORTED when posenc cannot use it,
+ * OUT_OF_MEMORY when out of host memory. */
+posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalDevice physical,
+                                 uint32_t index, posenc__device *device,
+                                 posenc_vk_physical *record);
 /* vk_external.c: a context on the caller's instance and device. */
 posenc_status posenc_vk_context_init_external(posenc_context *ctx,
                                               const posenc_context_desc *desc);
