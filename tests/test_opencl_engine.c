@@ -10,7 +10,8 @@
  *   output stays untouched until it is set), and posenc's later work waits for it too;
  * - an out-of-order queue, where posenc orders its own commands, and where the caller's
  *   blocked command does not block posenc's synchronous calls (no clFinish on the queue);
- * - enqueues from 4 threads on one context.
+ * - enqueues from 4 threads on one context, and from 2 while 2 others wrap, create and destroy
+ *   buffers on it.
  * Skipped without an OpenCL device, except under CI (the environment variable CI set), where
  * that is a failure.
  */
@@ -802,6 +803,7 @@ enum { THREADS = 4, ITERATIONS = 6, TT = 5, TH = 2, SLICE = TT * TH * HEAD_DIM }
 typedef struct worker {
     posenc_context *ctx;
     int index;
+    cl_mem wrap_in_thread[3]; /* if set: input, output and tables, wrapped by the thread */
     posenc_buffer *input, *output, *tables;
     cl_event events[2 * ITERATIONS];
     int event_count;
@@ -816,6 +818,15 @@ static double worker_base(int index) { return 10000.0 + 7.0 * index; }
 static void *worker_run(void *argument)
 {
     worker *w = argument;
+    if (w->wrap_in_thread[0]) {
+        posenc_buffer **wrapped[3] = {&w->input, &w->output, &w->tables};
+        for (int i = 0; i < 3; i++) {
+            if (posenc_cl_buffer_wrap(w->ctx, w->wrap_in_thread[i], wrapped[i]) != POSENC_OK) {
+                w->failures++;
+                return NULL;
+            }
+        }
+    }
     for (int j = 0; j < ITERATIONS; j++) {
         posenc_rope_desc rope = {0};
         rope.q = posenc_tensor_of_buffer(w->input, POSENC_DTYPE_F32, 3,
@@ -919,6 +930,202 @@ static void test_threads(cl_device_id device)
     engine_destroy(&e);
 }
 
+/* ---- Buffers wrapped, made and destroyed while other threads enqueue --------------------------
+ * As an engine wraps the buffers of a layer it loads while it enqueues the last: two workers
+ * wrap their buffers in their thread and enqueue (checked against the reference), while two
+ * others wrap and destroy the engine's buffers, create buffers with data and read them back,
+ * and make calls that fail; every message a thread reads is one whole message. */
+
+enum { CHURNERS = 2, CHURN_ROUNDS = 12, CHURN_WORDS = 64 };
+
+/* The messages of the failing calls the churners make, read beforehand on one thread. */
+typedef struct churn_messages {
+    char wrap[256];    /* posenc_cl_buffer_wrap of a NULL cl_mem */
+    char enqueue[256]; /* posenc_cl_enqueue_rope with a count but no wait list */
+    char create[256];  /* posenc_buffer_create of size 0 */
+} churn_messages;
+
+typedef struct churner {
+    posenc_context *ctx;
+    cl_mem mem; /* the engine's, wrapped and unwrapped round after round */
+    int index;
+    const churn_messages *messages;
+    int failures;
+    char first_failure[300];
+} churner;
+
+static void churn_failed(churner *c, const char *what)
+{
+    if (c->failures++ == 0)
+        snprintf(c->first_failure, sizeof c->first_failure, "churner %d: %s", c->index, what);
+}
+
+/* A message read while other threads fail and succeed on the context: one of theirs, whole. */
+static void churn_check_message(churner *c)
+{
+    const char *message = posenc_context_last_error(c->ctx);
+    const churn_messages *known = c->messages;
+    if (message[0] && strcmp(message, known->wrap) != 0 &&
+        strcmp(message, known->enqueue) != 0 && strcmp(message, known->create) != 0)
+        churn_failed(c, "a message that no call wrote whole");
+}
+
+static void *churn_run(void *argument)
+{
+    churner *c = argument;
+    posenc_rope_desc no_work = {0};
+    for (int round = 0; round < CHURN_ROUNDS; round++) {
+        posenc_buffer *view = NULL, *made = NULL, *refused = NULL;
+        if (posenc_cl_buffer_wrap(c->ctx, c->mem, &view) != POSENC_OK)
+            churn_failed(c, "posenc_cl_buffer_wrap");
+        else if (posenc_buffer_size(view) != sizeof(float) * SLICE)
+            churn_failed(c, "the wrapped size");
+        if (posenc_cl_buffer_wrap(c->ctx, NULL, &refused) != POSENC_INVALID_ARGUMENT || refused)
+            churn_failed(c, "a NULL cl_mem was not refused");
+        churn_check_message(c);
+        cl_event event = NULL;
+        if (posenc_cl_enqueue_rope(c->ctx, &no_work, 1, NULL, &event) !=
+                POSENC_INVALID_ARGUMENT ||
+            event)
+            churn_failed(c, "a wait list of NULL was not refused");
+        churn_check_message(c);
+
+        uint32_t data[CHURN_WORDS], back[CHURN_WORDS];
+        for (int i = 0; i < CHURN_WORDS; i++)
+            data[i] = (uint32_t)(c->index * 100000 + round * 100 + i);
+        memset(back, 0, sizeof back);
+        posenc_buffer_desc desc = {.size = sizeof data, .initial_data = data};
+        if (posenc_buffer_create(c->ctx, &desc, &made) != POSENC_OK)
+            churn_failed(c, "posenc_buffer_create");
+        else if (posenc_buffer_download(made, 0, back, sizeof back) != POSENC_OK ||
+                 memcmp(back, data, sizeof data) != 0)
+            churn_failed(c, "a created buffer read back");
+        posenc_buffer_desc empty = {0};
+        if (posenc_buffer_create(c->ctx, &empty, &refused) != POSENC_INVALID_ARGUMENT || refused)
+            churn_failed(c, "a buffer of size 0 was not refused");
+        churn_check_message(c);
+        posenc_buffer_destroy(made);
+        posenc_buffer_destroy(view);
+    }
+    return NULL;
+}
+
+static void read_churn_messages(posenc_context *ctx, churn_messages *messages)
+{
+    posenc_buffer *refused = NULL;
+    posenc_rope_desc no_work = {0};
+    posenc_buffer_desc empty = {0};
+    cl_event event = NULL;
+    CHECK_STATUS(posenc_cl_buffer_wrap(ctx, NULL, &refused), POSENC_INVALID_ARGUMENT);
+    snprintf(messages->wrap, sizeof messages->wrap, "%s", posenc_context_last_error(ctx));
+    CHECK_STATUS(posenc_cl_enqueue_rope(ctx, &no_work, 1, NULL, &event),
+                 POSENC_INVALID_ARGUMENT);
+    snprintf(messages->enqueue, sizeof messages->enqueue, "%s", posenc_context_last_error(ctx));
+    CHECK_STATUS(posenc_buffer_create(ctx, &empty, &refused), POSENC_INVALID_ARGUMENT);
+    snprintf(messages->create, sizeof messages->create, "%s", posenc_context_last_error(ctx));
+    CHECK_MESSAGE(messages->wrap, "mem");
+    CHECK_MESSAGE(messages->enqueue, "event_wait_list");
+    CHECK_MESSAGE(messages->create, "size");
+}
+
+static void test_wrap_while_enqueueing(cl_device_id device)
+{
+    enum { WORKERS = 2 };
+    engine e;
+    if (!engine_create(&e, device, 0)) {
+        CHECK(!"engine_create");
+        return;
+    }
+    posenc_context *ctx = context_on(&e);
+    worker workers[WORKERS];
+    churner churners[CHURNERS];
+    cl_mem mems[WORKERS][3], churn_mems[CHURNERS];
+    memset(workers, 0, sizeof workers);
+    memset(mems, 0, sizeof mems);
+    memset(churn_mems, 0, sizeof churn_mems);
+    static float inputs[WORKERS][SLICE];
+    churn_messages messages;
+    bool ready = ctx != NULL;
+    if (ready)
+        read_churn_messages(ctx, &messages);
+    for (int t = 0; t < WORKERS && ready; t++) {
+        fill(inputs[t], NULL, SLICE, POSENC_DTYPE_F32, 90 + (uint64_t)t);
+        mems[t][0] = device_buffer(&e, sizeof inputs[t], inputs[t]);
+        mems[t][1] = device_buffer(&e, sizeof(float) * SLICE * ITERATIONS, NULL);
+        mems[t][2] = device_buffer(&e, sizeof(float) * TT * HEAD_DIM * ITERATIONS, NULL);
+        ready = mems[t][0] && mems[t][1] && mems[t][2];
+        workers[t] = (worker){.ctx = ctx, .index = t};
+        memcpy(workers[t].wrap_in_thread, mems[t], sizeof mems[t]);
+    }
+    for (int c = 0; c < CHURNERS && ready; c++) {
+        churn_mems[c] = device_buffer(&e, sizeof(float) * SLICE, NULL);
+        ready = churn_mems[c] != NULL;
+        churners[c] = (churner){.ctx = ctx, .mem = churn_mems[c], .index = c,
+                                .messages = &messages};
+    }
+    if (ready) {
+        /* Interleaved, so that each kind starts while the other runs. */
+        pthread_t threads[WORKERS + CHURNERS];
+        bool started[WORKERS + CHURNERS] = {false};
+        for (int i = 0; i < WORKERS + CHURNERS; i++) {
+            started[i] = pthread_create(&threads[i], NULL, i % 2 ? churn_run : worker_run,
+                                        i % 2 ? (void *)&churners[i / 2]
+                                              : (void *)&workers[i / 2]) == 0;
+            CHECK(started[i]);
+        }
+        for (int i = 0; i < WORKERS + CHURNERS; i++) {
+            if (started[i])
+                pthread_join(threads[i], NULL);
+        }
+        for (int c = 0; c < CHURNERS; c++) {
+            if (churners[c].failures) {
+                test_failures++;
+                fprintf(stderr, "  %s (%d failures)\n", churners[c].first_failure,
+                        churners[c].failures);
+            }
+        }
+        for (int t = 0; t < WORKERS; t++) {
+            CHECK(workers[t].failures == 0);
+            if (workers[t].event_count)
+                CHECK_CL(clWaitForEvents((cl_uint)workers[t].event_count, workers[t].events));
+            for (int i = 0; i < workers[t].event_count; i++)
+                clReleaseEvent(workers[t].events[i]);
+        }
+        float *back = malloc(sizeof(float) * SLICE * ITERATIONS);
+        for (int t = 0; t < WORKERS && back && workers[t].failures == 0; t++) {
+            read_buffer(&e, mems[t][1], 0, sizeof(float) * SLICE * ITERATIONS, back);
+            for (int j = 0; j < ITERATIONS; j++) {
+                int32_t at[TT];
+                for (int i = 0; i < TT; i++)
+                    at[i] = 1000 * t + 10 * j + i;
+                CHECK(rope_failures(back + (size_t)j * SLICE, inputs[t], POSENC_DTYPE_F32, TT,
+                                    TH, at, worker_theta(t), 0) == 0);
+            }
+            read_buffer(&e, mems[t][2], 0, sizeof(float) * TT * HEAD_DIM * ITERATIONS, back);
+            for (int j = 0; j < ITERATIONS; j++)
+                CHECK(table_failures(back + (size_t)j * TT * HEAD_DIM, POSENC_DTYPE_F32, TT,
+                                     HEAD_DIM, worker_base(t), 100 * j) == 0);
+        }
+        free(back);
+    }
+    posenc_context_destroy(ctx); /* releases the buffers the workers wrapped */
+    for (int t = 0; t < WORKERS; t++) {
+        for (int i = 0; i < 3; i++) {
+            if (mems[t][i])
+                CHECK(settled(COUNTED_MEM, mems[t][i], 1) == 1);
+            if (mems[t][i])
+                clReleaseMemObject(mems[t][i]);
+        }
+    }
+    for (int c = 0; c < CHURNERS; c++) {
+        if (churn_mems[c]) {
+            CHECK(settled(COUNTED_MEM, churn_mems[c], 1) == 1); /* every wrap released once */
+            clReleaseMemObject(churn_mems[c]);
+        }
+    }
+    engine_destroy(&e);
+}
+
 /* ---- Every OpenCL device --------------------------------------------------------------------- */
 
 static int unavailable(const char *reason)
@@ -967,6 +1174,7 @@ int main(void)
             test_user_event(ids[d]);
             test_out_of_order(ids[d]);
             test_threads(ids[d]);
+            test_wrap_while_enqueueing(ids[d]);
             printf("  opencl   %-40s %s\n", name, test_failures == before ? "ok" : "FAILED");
             devices++;
         }

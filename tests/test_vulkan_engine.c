@@ -3,9 +3,10 @@
  * test creates itself (validation layer on, any warning a failure), the errors of bad handles,
  * RoPE and sinusoidal encodings recorded into the test's command buffers over engine buffers in
  * every dtype and checked against the float64 reference, a command buffer submitted twice and
- * recorded before another frequency table was used, four threads recording at once, the
- * push-descriptor and the descriptor-pool paths, and synchronous and asynchronous calls on the
- * caller's queue. A machine without a Vulkan device skips it, except when CI is set. */
+ * recorded before another frequency table was used, four threads recording at once, buffers
+ * wrapped, made and destroyed on other threads while others record, the push-descriptor and
+ * the descriptor-pool paths, and synchronous and asynchronous calls on the caller's queue. A
+ * machine without a Vulkan device skips it, except when CI is set. */
 #include "reference.h"
 #include "test_common.h"
 
@@ -421,15 +422,21 @@ static void rope_fill(rope_work *w, arena *a, uint64_t seed)
     }
 }
 
+/* Without CHECK, for threads (which report through their job). */
+static bool rope_wrap_quietly(posenc_context *ctx, rope_work *w, VkBuffer buffer)
+{
+    return posenc_vk_buffer_wrap(ctx, buffer, w->at, SLOT, &w->q_buffer) == POSENC_OK &&
+           posenc_vk_buffer_wrap(ctx, buffer, w->at + SLOT, SLOT, &w->q_out_buffer) ==
+               POSENC_OK &&
+           posenc_vk_buffer_wrap(ctx, buffer, w->at + 2 * SLOT, SLOT, &w->k_buffer) ==
+               POSENC_OK &&
+           posenc_vk_buffer_wrap(ctx, buffer, w->at + 3 * SLOT, SLOT, &w->positions_buffer) ==
+               POSENC_OK;
+}
+
 static bool rope_wrap(posenc_context *ctx, rope_work *w, arena *a)
 {
-    bool ok = posenc_vk_buffer_wrap(ctx, a->buffer, w->at, SLOT, &w->q_buffer) == POSENC_OK &&
-              posenc_vk_buffer_wrap(ctx, a->buffer, w->at + SLOT, SLOT, &w->q_out_buffer) ==
-                  POSENC_OK &&
-              posenc_vk_buffer_wrap(ctx, a->buffer, w->at + 2 * SLOT, SLOT, &w->k_buffer) ==
-                  POSENC_OK &&
-              posenc_vk_buffer_wrap(ctx, a->buffer, w->at + 3 * SLOT, SLOT,
-                                    &w->positions_buffer) == POSENC_OK;
+    bool ok = rope_wrap_quietly(ctx, w, a->buffer);
     CHECK(ok);
     return ok;
 }
@@ -593,6 +600,7 @@ typedef struct thread_job {
     engine *e;
     posenc_context *ctx;
     rope_work *w;
+    VkBuffer wrap_in_thread; /* the thread wraps its tensors in this buffer first, if set */
     VkCommandPool pool;
     VkCommandBuffer commands;
     bool ok;
@@ -601,6 +609,8 @@ typedef struct thread_job {
 static void *record_in_thread(void *argument)
 {
     thread_job *job = argument;
+    if (job->wrap_in_thread && !rope_wrap_quietly(job->ctx, job->w, job->wrap_in_thread))
+        return NULL;
     job->commands = begin_commands(job->e, job->pool);
     if (!job->commands)
         return NULL;
@@ -660,6 +670,162 @@ static void test_threads(engine *e, posenc_context *ctx)
         rope_unwrap(jobs[i].w);
         free(jobs[i].w);
         e->DestroyCommandPool(e->device, jobs[i].pool, NULL);
+    }
+    arena_destroy(e, &a);
+}
+
+/* Buffers wrapped, made and destroyed on some threads while others record on the same context,
+ * as an engine wraps the buffers of a layer it loads while it records the last: the recorders
+ * wrap their own tensors in the thread and record; the others wrap views of the same VkBuffer
+ * and destroy them (which must keep the descriptor sets the recorders' work binds), create
+ * buffers with data and read them back, and make calls that fail. The recorded work is checked
+ * against the reference; every message a thread reads is one whole message. */
+enum { RECORDERS = 2, CHURNERS = 2, CHURN_ROUNDS = 16 };
+
+/* The messages of the failing calls the churners make, read beforehand on one thread. */
+typedef struct churn_messages {
+    char wrap[256];   /* posenc_vk_buffer_wrap at a misaligned offset */
+    char record[256]; /* posenc_vk_cmd_rope without a command buffer */
+    char create[256]; /* posenc_buffer_create of size 0 */
+} churn_messages;
+
+typedef struct churn_job {
+    posenc_context *ctx;
+    VkBuffer buffer;  /* the arena's: the recorders' tensors live there too */
+    VkDeviceSize at;  /* the churner's own four slots */
+    int index;
+    const churn_messages *messages;
+    int failures;
+    char first_failure[300];
+} churn_job;
+
+static void churn_failed(churn_job *job, const char *what)
+{
+    if (job->failures++ == 0)
+        snprintf(job->first_failure, sizeof job->first_failure, "churner %d: %s", job->index,
+                 what);
+}
+
+/* A message read while other threads fail and succeed on the context: one of theirs, whole. */
+static void churn_check_message(churn_job *job)
+{
+    const char *message = posenc_context_last_error(job->ctx);
+    const churn_messages *known = job->messages;
+    if (message[0] && strcmp(message, known->wrap) != 0 && strcmp(message, known->record) != 0 &&
+        strcmp(message, known->create) != 0)
+        churn_failed(job, "a message that no call wrote whole");
+}
+
+static void *churn_in_thread(void *argument)
+{
+    churn_job *job = argument;
+    posenc_rope_desc no_work = {0};
+    for (int round = 0; round < CHURN_ROUNDS; round++) {
+        posenc_buffer *view = NULL, *made = NULL;
+        VkDeviceSize at = job->at + (VkDeviceSize)(round % 4) * SLOT;
+        if (posenc_vk_buffer_wrap(job->ctx, job->buffer, at, SLOT, &view) != POSENC_OK)
+            churn_failed(job, "posenc_vk_buffer_wrap");
+        else if (posenc_buffer_size(view) != SLOT)
+            churn_failed(job, "the wrapped size");
+
+        posenc_buffer *refused = NULL;
+        if (posenc_vk_buffer_wrap(job->ctx, job->buffer, 4, SLOT, &refused) !=
+                POSENC_INVALID_ARGUMENT ||
+            refused)
+            churn_failed(job, "a misaligned wrap was not refused");
+        churn_check_message(job);
+        if (posenc_vk_cmd_rope(job->ctx, VK_NULL_HANDLE, &no_work) != POSENC_INVALID_ARGUMENT)
+            churn_failed(job, "a record without a command buffer was not refused");
+        churn_check_message(job);
+
+        uint32_t data[64], back[64];
+        for (int i = 0; i < 64; i++)
+            data[i] = (uint32_t)(job->index * 100000 + round * 100 + i);
+        memset(back, 0, sizeof back);
+        posenc_buffer_desc desc = {.size = sizeof data, .initial_data = data};
+        if (posenc_buffer_create(job->ctx, &desc, &made) != POSENC_OK)
+            churn_failed(job, "posenc_buffer_create");
+        else if (posenc_buffer_download(made, 0, back, sizeof back) != POSENC_OK ||
+                 memcmp(back, data, sizeof data) != 0)
+            churn_failed(job, "a created buffer read back");
+        posenc_buffer_desc empty = {0};
+        posenc_buffer *none = NULL;
+        if (posenc_buffer_create(job->ctx, &empty, &none) != POSENC_INVALID_ARGUMENT || none)
+            churn_failed(job, "a buffer of size 0 was not refused");
+        churn_check_message(job);
+        posenc_buffer_destroy(made);
+        posenc_buffer_destroy(view);
+    }
+    return NULL;
+}
+
+static void read_churn_messages(posenc_context *ctx, VkBuffer buffer, churn_messages *messages)
+{
+    posenc_buffer *refused = NULL;
+    posenc_rope_desc no_work = {0};
+    posenc_buffer_desc empty = {0};
+    CHECK_STATUS(posenc_vk_buffer_wrap(ctx, buffer, 4, SLOT, &refused), POSENC_INVALID_ARGUMENT);
+    snprintf(messages->wrap, sizeof messages->wrap, "%s", posenc_context_last_error(ctx));
+    CHECK_STATUS(posenc_vk_cmd_rope(ctx, VK_NULL_HANDLE, &no_work), POSENC_INVALID_ARGUMENT);
+    snprintf(messages->record, sizeof messages->record, "%s", posenc_context_last_error(ctx));
+    CHECK_STATUS(posenc_buffer_create(ctx, &empty, &refused), POSENC_INVALID_ARGUMENT);
+    snprintf(messages->create, sizeof messages->create, "%s", posenc_context_last_error(ctx));
+    CHECK(strstr(messages->wrap, "offset") && strstr(messages->record, "command_buffer") &&
+          strstr(messages->create, "size"));
+}
+
+static void test_wrap_while_recording(engine *e, posenc_context *ctx)
+{
+    arena a;
+    CHECK(arena_create(e, &a, (RECORDERS + CHURNERS) * 4 * SLOT));
+    if (!a.bytes)
+        return;
+    churn_messages messages;
+    read_churn_messages(ctx, a.buffer, &messages);
+    thread_job recorders[RECORDERS];
+    churn_job churners[CHURNERS];
+    pthread_t threads[RECORDERS + CHURNERS];
+    bool started[RECORDERS + CHURNERS] = {false};
+    for (int i = 0; i < RECORDERS; i++) {
+        recorders[i] = (thread_job){.e = e, .ctx = ctx, .w = calloc(1, sizeof(rope_work)),
+                                    .wrap_in_thread = a.buffer, .pool = make_pool(e)};
+        recorders[i].w->dtype = i ? POSENC_DTYPE_BF16 : POSENC_DTYPE_F32;
+        recorders[i].w->style = (posenc_rope_style)i;
+        recorders[i].w->theta = 20000.0 * (i + 1);
+        recorders[i].w->at = (VkDeviceSize)i * 4 * SLOT;
+        rope_fill(recorders[i].w, &a, 80 + (uint64_t)i);
+    }
+    for (int i = 0; i < CHURNERS; i++)
+        churners[i] = (churn_job){.ctx = ctx, .buffer = a.buffer, .index = i,
+                                  .at = (VkDeviceSize)(RECORDERS + i) * 4 * SLOT,
+                                  .messages = &messages};
+    /* Interleaved, so that each kind starts while the other runs. */
+    for (int i = 0; i < RECORDERS + CHURNERS; i++) {
+        void *job = i % 2 ? (void *)&churners[i / 2] : (void *)&recorders[i / 2];
+        started[i] = pthread_create(&threads[i], NULL, i % 2 ? churn_in_thread : record_in_thread,
+                                    job) == 0;
+        CHECK(started[i]);
+    }
+    for (int i = 0; i < RECORDERS + CHURNERS; i++) {
+        if (started[i])
+            pthread_join(threads[i], NULL);
+    }
+    for (int i = 0; i < CHURNERS; i++) {
+        if (churners[i].failures) {
+            test_failures++;
+            fprintf(stderr, "  %s (%d failures)\n", churners[i].first_failure,
+                    churners[i].failures);
+        }
+    }
+    for (int i = 0; i < RECORDERS; i++) {
+        CHECK(recorders[i].ok);
+        if (recorders[i].ok) {
+            submit_and_wait(e, recorders[i].commands);
+            rope_check(recorders[i].w, &a, "recorded while others wrapped");
+        }
+        rope_unwrap(recorders[i].w);
+        free(recorders[i].w);
+        e->DestroyCommandPool(e->device, recorders[i].pool, NULL);
     }
     arena_destroy(e, &a);
 }
@@ -1061,6 +1227,7 @@ static void run_engine(bool push_descriptor, bool storage16)
         test_sinusoidal_dtypes(&e, ctx, pool);
         test_replay(&e, ctx, pool);
         test_threads(&e, ctx);
+        test_wrap_while_recording(&e, ctx);
         test_calls_on_queue(&e, ctx);
         test_record_errors(&e, ctx, pool);
         test_record_only(&e, pool);

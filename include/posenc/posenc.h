@@ -21,12 +21,23 @@
  *   optional posenc_event tells when it is done (see "Asynchronous operations").
  *
  * Thread safety
- * - Device enumeration, posenc_version, posenc_status_name/string, posenc_thread_last_error and
- *   posenc_context_create are safe to call from any thread at any time.
- * - A posenc_context, and every buffer created from it, may be used by one thread at a time
- *   (the caller synchronises). Different contexts never interfere, so one context per thread
- *   needs no locking at all. One exception: posenc_vk_cmd_* (posenc_vulkan.h) may record from
- *   several threads at once on one context.
+ * - Device enumeration, posenc_version, posenc_status_name/string, posenc_thread_last_error,
+ *   posenc_context_create and posenc_tensor_of_buffer/_of_host are safe to call from any
+ *   thread at any time. Different contexts never interfere, so one context per thread needs no
+ *   locking at all.
+ * - On one context, these calls may run on several threads at once, with each other:
+ *   the buffer calls (posenc_buffer_create, posenc_buffer_upload, posenc_buffer_download,
+ *   posenc_buffer_destroy, posenc_buffer_size, and posenc_vk_buffer_wrap /
+ *   posenc_cl_buffer_wrap), the recording and enqueueing calls of the interop headers
+ *   (posenc_vk_cmd_*, posenc_cl_enqueue_*), posenc_context_device and
+ *   posenc_context_last_error. An engine may wrap the buffers of a new layer on one thread
+ *   while others record.
+ * - Every other call on a context (posenc_rope, posenc_sinusoidal, the submits and events,
+ *   posenc_context_finish, posenc_context_destroy) needs the context to itself: the caller
+ *   runs it when no other call on that context runs.
+ * - A buffer belongs to whoever uses it: destroying it while a call on another thread uses it
+ *   (a tensor of a rope or record call, an upload or download) is the caller's error, and so is
+ *   any call on a context that another thread destroys. posenc does not detect these.
  *
  * Accuracy promise (every backend, every device, with or without float64)
  * - RoPE, f32 output: |out - exact| / |rotated pair| <= 8 * 2^-24 (about 4.8e-7) for any int32
@@ -122,7 +133,8 @@ typedef enum posenc_log_level {
     POSENC_LOG_ERROR = 3,
 } posenc_log_level;
 
-/* Called from the thread that made the call; `message` is valid only during the call. */
+/* Called from the thread that made the call (so from several threads at once when calls run at
+ * once: see "Thread safety"); `message` is valid only during the call. */
 typedef void (*posenc_log_fn)(posenc_log_level level, const char *message, void *user_data);
 
 /* ---------------------------------------------------------------------------------------------
@@ -269,7 +281,11 @@ POSENC_API posenc_status posenc_device_choose(const posenc_context_desc *desc, u
 
 POSENC_API posenc_status posenc_context_device(const posenc_context *context,
                                                posenc_device_info *info);
-/* Message of the last failed call on this context, naming the bad field; "" if none. */
+/* Message of the last failed call on this context, naming the bad field; "" if none (a call
+ * that succeeds clears it). Returned as this thread's copy, valid until the thread's next
+ * posenc_context_last_error. When calls run at once on one context, the message is that of
+ * whichever of them failed or succeeded last, whole (never a mix of two): read it on the
+ * thread that failed, right after the call, to have that call's message in the usual case. */
 POSENC_API const char *posenc_context_last_error(const posenc_context *context);
 
 /* ---------------------------------------------------------------------------------------------

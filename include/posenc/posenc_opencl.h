@@ -28,10 +28,14 @@
  *
  * Threads
  * - A posenc context serialises its own state: posenc_cl_enqueue_rope and
- *   posenc_cl_enqueue_sinusoidal may be called from several threads at once on one context.
- *   Other calls on the context keep the rule of posenc.h (one thread at a time, and not while
- *   enqueues run on other threads). The context's last error message is that of whichever call
- *   failed last.
+ *   posenc_cl_enqueue_sinusoidal may be called from several threads at once on one context,
+ *   and meanwhile other threads may wrap buffers (posenc_cl_buffer_wrap), create, upload,
+ *   download and destroy them. Other calls on the context keep the rule of posenc.h (not while
+ *   any other call on the context runs).
+ * - Destroying a buffer while another thread's enqueue call uses it is the caller's error.
+ *   Work already enqueued is not: posenc_buffer_destroy waits for posenc's commands first.
+ * - posenc_context_last_error gives each thread a whole message: that of whichever call on the
+ *   context failed or succeeded last (see posenc.h).
  * - The caller may use its queue from its own threads meanwhile, as OpenCL allows.
  *
  * Frequency tables

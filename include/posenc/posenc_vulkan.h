@@ -70,13 +70,19 @@
  * Threads
  * - Recording from several threads at once into different command buffers on the same context
  *   is safe: the context serialises its internal state (validation, frequency tables, descriptor
- *   sets, pipelines) with a mutex, so such calls run one after another. The last-error message
- *   is then that of whichever call failed last. Every other call on the context (buffer
- *   creation and destruction, posenc_rope, submits, destroying the context) still needs the
- *   caller to serialise it with everything else, as posenc.h says; and the caller's queue, when
- *   given, must not be used by another thread while posenc submits to it (Vulkan's external
- *   synchronisation of queues): posenc submits only inside posenc_rope, posenc_sinusoidal,
- *   posenc_*_submit and staged buffer uploads and downloads.
+ *   sets, pipelines) with a mutex, so such calls run one after another. Meanwhile other threads
+ *   may wrap buffers (posenc_vk_buffer_wrap), create, upload, download and destroy them, e.g.
+ *   an engine wrapping the buffers of a new layer while another thread records the last one.
+ * - Destroying a buffer while another thread records with it is the caller's error, as is
+ *   destroying one while a command buffer recorded with it may still be submitted (above).
+ * - posenc_context_last_error gives each thread a whole message: that of whichever call on the
+ *   context failed or succeeded last (see posenc.h).
+ * - Every other call on the context (posenc_rope, posenc_sinusoidal, submits and events,
+ *   destroying the context) still needs the context to itself, as posenc.h says; and the
+ *   caller's queue, when given, must not be used by another thread while posenc submits to it
+ *   (Vulkan's external synchronisation of queues): posenc submits only inside posenc_rope,
+ *   posenc_sinusoidal, posenc_*_submit and staged buffer uploads and downloads (those of
+ *   posenc_buffer_create's initial_data included), one submission at a time per context.
  */
 #ifndef POSENC_POSENC_VULKAN_H
 #define POSENC_POSENC_VULKAN_H

@@ -5,14 +5,30 @@
 
 #include <stdlib.h>
 
-/* The context's list of live buffers, which posenc_context_destroy frees. */
+/* The context's list of live buffers, which posenc_context_destroy frees. Buffers are made and
+ * destroyed while other threads record or enqueue on the context, and by several threads at
+ * once, so the list changes under the context's shared_lock. */
 static void link_buffer(posenc_context *ctx, posenc_buffer *buf)
 {
+    posenc__mutex_lock(&ctx->shared_lock);
     buf->prev = NULL;
     buf->next = ctx->buffers;
     if (ctx->buffers)
         ctx->buffers->prev = buf;
     ctx->buffers = buf;
+    posenc__mutex_unlock(&ctx->shared_lock);
+}
+
+static void unlink_buffer(posenc_context *ctx, posenc_buffer *buf)
+{
+    posenc__mutex_lock(&ctx->shared_lock);
+    if (buf->prev)
+        buf->prev->next = buf->next;
+    else
+        ctx->buffers = buf->next;
+    if (buf->next)
+        buf->next->prev = buf->prev;
+    posenc__mutex_unlock(&ctx->shared_lock);
 }
 
 posenc_status posenc_buffer_create(posenc_context *ctx, const posenc_buffer_desc *desc,
@@ -76,12 +92,7 @@ void posenc_buffer_destroy(posenc_buffer *buf)
     if (!buf)
         return;
     posenc_context *ctx = buf->ctx;
-    if (buf->prev)
-        buf->prev->next = buf->next;
-    else
-        ctx->buffers = buf->next;
-    if (buf->next)
-        buf->next->prev = buf->prev;
+    unlink_buffer(ctx, buf);
     ctx->backend->buffer_fini(ctx, buf);
     free(buf);
 }

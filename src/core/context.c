@@ -42,6 +42,7 @@ static void free_context(posenc_context *ctx)
     free(ctx->cache_dir);
     free(ctx->pipeline_cache_path);
     posenc__free_freq_caches(ctx);
+    posenc__mutex_destroy(&ctx->shared_lock);
     free(ctx);
 }
 
@@ -53,6 +54,10 @@ static posenc_context *new_context(const posenc_context_desc *desc,
     posenc_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return NULL;
+    if (!posenc__mutex_init(&ctx->shared_lock)) {
+        free(ctx);
+        return NULL;
+    }
     ctx->backend = backend;
     ctx->device = device;
     ctx->log = desc->log;

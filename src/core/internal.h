@@ -7,10 +7,14 @@
 #include <posenc/posenc.h>
 
 #include "core/angle.h"
+#include "core/platform.h"
 
 #include <stdarg.h>
 
 typedef struct posenc__backend posenc__backend;
+
+/* Room for one error message, terminator included (longer ones are cut). */
+#define POSENC__MESSAGE_BYTES 512
 
 /* One enumerated device. Owned by the registry and alive until the process exits. */
 typedef struct posenc__device {
@@ -79,16 +83,22 @@ struct posenc_context {
     uint32_t num_threads;
     char *cache_dir;           /* owned copies of the descriptor's strings, or NULL */
     char *pipeline_cache_path;
-    posenc_buffer *buffers;
+    /* Guards what calls running at once on one context share here (posenc.h, "Thread
+     * safety"): `buffers` and `last_error`. Held briefly, never while taking another lock or
+     * calling out (a log callback), so code holding a backend's own lock may take it. */
+    posenc__mutex shared_lock;
+    posenc_buffer *buffers;    /* under shared_lock */
     posenc_event *events;      /* live events, freed at context destroy */
     posenc__freq_cache rope_freqs;       /* the last RoPE frequency table and what made it */
     posenc__freq_cache sinusoidal_freqs; /* the same for sinusoidal encodings */
     uint64_t freqs_ids;                  /* ids handed out to frequency tables so far */
-    char last_error[512];
+    char last_error[POSENC__MESSAGE_BYTES]; /* under shared_lock */
 };
 
 /* Sets the error message (the context's, or this thread's when ctx is NULL), logs it at DEBUG
- * level and returns `status`. Messages start with the path of the bad field. */
+ * level and returns `status`. Messages start with the path of the bad field. Safe on several
+ * threads at once on one context: each message is formatted apart and stored whole, under the
+ * context's shared_lock, which the caller must not hold. */
 posenc_status posenc__fail(posenc_context *ctx, posenc_status status, const char *format, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -106,6 +116,7 @@ void posenc__log_to(posenc_log_fn log, void *user_data, posenc_log_level level,
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+/* Empties the message (the context's, under its shared_lock, or this thread's). */
 void posenc__clear_error(posenc_context *ctx);
 
 /* A validated tensor view, always 4-D (leading dims of size 1), byte strides resolved. */

@@ -4,9 +4,11 @@
 #include "core/platform.h"
 
 #include <stdio.h>
-#include <string.h>
 
-static POSENC__THREAD_LOCAL char thread_last_error[512];
+static POSENC__THREAD_LOCAL char thread_last_error[POSENC__MESSAGE_BYTES];
+/* This thread's copy of a context's message, as posenc_context_last_error returns it: the
+ * context's own may be rewritten by a call on another thread while the caller reads it. */
+static POSENC__THREAD_LOCAL char thread_context_error[POSENC__MESSAGE_BYTES];
 
 const char *posenc_status_name(posenc_status status)
 {
@@ -45,15 +47,25 @@ const char *posenc_thread_last_error(void) { return thread_last_error; }
 
 const char *posenc_context_last_error(const posenc_context *ctx)
 {
-    return ctx ? ctx->last_error : "context: is NULL";
+    if (!ctx)
+        return "context: is NULL";
+    /* The lock is not part of the context's value: reading locks it all the same. */
+    posenc__mutex *lock = (posenc__mutex *)&ctx->shared_lock;
+    posenc__mutex_lock(lock);
+    posenc__copy_string(thread_context_error, sizeof thread_context_error, ctx->last_error);
+    posenc__mutex_unlock(lock);
+    return thread_context_error;
 }
 
 void posenc__clear_error(posenc_context *ctx)
 {
-    if (ctx)
-        ctx->last_error[0] = '\0';
-    else
+    if (!ctx) {
         thread_last_error[0] = '\0';
+        return;
+    }
+    posenc__mutex_lock(&ctx->shared_lock);
+    ctx->last_error[0] = '\0';
+    posenc__mutex_unlock(&ctx->shared_lock);
 }
 
 static void emit(posenc_log_fn log, void *user_data, posenc_log_level level, const char *format,
@@ -68,14 +80,22 @@ static void emit(posenc_log_fn log, void *user_data, posenc_log_level level, con
 
 posenc_status posenc__fail(posenc_context *ctx, posenc_status status, const char *format, ...)
 {
-    char *out = ctx ? ctx->last_error : thread_last_error;
-    size_t size = ctx ? sizeof ctx->last_error : sizeof thread_last_error;
+    /* Formatted apart, then stored in one copy under the lock: two calls failing at once on
+     * one context leave one whole message, never a mix of both. */
+    char message[POSENC__MESSAGE_BYTES];
     va_list args;
     va_start(args, format);
-    vsnprintf(out, size, format, args);
+    vsnprintf(message, sizeof message, format, args);
     va_end(args);
-    if (ctx && ctx->log)
-        ctx->log(POSENC_LOG_DEBUG, out, ctx->log_user_data);
+    if (!ctx) {
+        posenc__copy_string(thread_last_error, sizeof thread_last_error, message);
+        return status;
+    }
+    posenc__mutex_lock(&ctx->shared_lock);
+    posenc__copy_string(ctx->last_error, sizeof ctx->last_error, message);
+    posenc__mutex_unlock(&ctx->shared_lock);
+    if (ctx->log)
+        ctx->log(POSENC_LOG_DEBUG, message, ctx->log_user_data);
     return status;
 }
 

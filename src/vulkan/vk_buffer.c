@@ -19,8 +19,12 @@ posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf)
     if (!state)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "buffer: out of host memory");
     if (!buf->host_memory) {
+        /* Under the context lock: other threads may be recording, and a failed allocation is
+         * released through the descriptor set cache and may mark the device lost. */
+        posenc__mutex_lock(&vk->lock);
         posenc_status status = posenc_vk_allocate(ctx, buf->size, vk->device_memory_type,
                                                   vk->unified, "size", &state->allocation);
+        posenc__mutex_unlock(&vk->lock);
         if (status != POSENC_OK) {
             free(state);
             return status;
@@ -31,15 +35,18 @@ posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf)
 }
 
 /* Whether another live posenc buffer wraps the same caller VkBuffer: its recorded work may bind
- * the same descriptor sets, which then stay. */
+ * the same descriptor sets, which then stay. The list is read under the context's shared_lock:
+ * other threads may be wrapping or destroying buffers meanwhile. */
 static bool wrapped_elsewhere(posenc_context *ctx, const posenc_buffer *buf, VkBuffer buffer)
 {
-    for (const posenc_buffer *other = ctx->buffers; other; other = other->next) {
+    bool found = false;
+    posenc__mutex_lock(&ctx->shared_lock);
+    for (const posenc_buffer *other = ctx->buffers; other && !found; other = other->next) {
         const posenc_vk_buffer *state = other->backend_state;
-        if (other != buf && state && state->borrowed && state->allocation.buffer == buffer)
-            return true;
+        found = other != buf && state && state->borrowed && state->allocation.buffer == buffer;
     }
-    return false;
+    posenc__mutex_unlock(&ctx->shared_lock);
+    return found;
 }
 
 void posenc_vk_buffer_fini(posenc_context *ctx, posenc_buffer *buf)
