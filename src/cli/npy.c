@@ -150,7 +150,8 @@ static bool npy_accept(npy_parser *ps, char c)
     return false;
 }
 
-/* A quoted string literal without escapes (numpy never writes any in these headers). */
+/* A quoted string literal without escapes (numpy never writes any in these headers) or control
+ * characters: the text is quoted in error messages, which are one line. */
 static bool npy_parse_string(npy_parser *ps, char *out, size_t out_size)
 {
     npy_skip_space(ps);
@@ -160,7 +161,8 @@ static bool npy_parse_string(npy_parser *ps, char *out, size_t out_size)
     char quote = *ps->p++;
     size_t n = 0;
     while (ps->p < ps->end && *ps->p != quote) {
-        if (*ps->p == '\\' || n + 1 >= out_size) {
+        unsigned char c = (unsigned char)*ps->p;
+        if (c == '\\' || c < 0x20 || c == 0x7f || n + 1 >= out_size) {
             return false;
         }
         out[n++] = *ps->p++;

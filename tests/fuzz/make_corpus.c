@@ -124,6 +124,10 @@ static void npy_seeds(void)
                          "'shape': (1,), }", 4},
         {"text_after_dict", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), } x", 4},
         {"escaped_quote", "{'descr': '<f\\'4', 'fortran_order': False, 'shape': (1,), }", 4},
+        {"control_character_key", "{'des\ncr': '<f4', 'fortran_order': False, "
+                                  "'shape': (1,), }", 4},
+        {"control_character_descr", "{'descr': '<c\n8', 'fortran_order': False, "
+                                    "'shape': (1,), }", 4},
         {"fortran_not_bool", "{'descr': '<f4', 'fortran_order': 0, 'shape': (1,), }", 4},
         {"shape_one_too_many", "{'descr': '<f4', 'fortran_order': False, "
                                "'shape': (1, 1, 1, 1, 1), }", 4},
