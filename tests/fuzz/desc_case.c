@@ -213,10 +213,10 @@ static void walk_view(desc_io *io, desc_view *v)
 {
     io_u8(io, &v->memory);
     if (!io->out)
-        v->memory %= DESC_MEMORY_KINDS;
+        v->memory = (uint8_t)(v->memory % DESC_MEMORY_KINDS);
     io_u8(io, &v->block);
     if (!io->out)
-        v->block %= DESC_BLOCKS;
+        v->block = (uint8_t)(v->block % DESC_BLOCKS);
     io_u8(io, &v->dtype);
     io_u8(io, &v->ndim);
     io_i64(io, &v->offset);
