@@ -23,6 +23,15 @@ int cli_sinusoidal_main(int argc, char **argv);
 int cli_demo_main(int argc, char **argv);
 int cli_bench_main(int argc, char **argv);
 
+/* Each command's flag parsing alone, for the fuzz tests: the checks between flags included, but
+ * no file read and no device opened. Returns CLI_EXIT_USAGE (message printed) for what the
+ * command would reject as bad usage, else CLI_EXIT_OK (also after printing --help). */
+int cli_devices_parse_only(int argc, char **argv);
+int cli_rope_parse_only(int argc, char **argv);
+int cli_sinusoidal_parse_only(int argc, char **argv);
+int cli_demo_parse_only(int argc, char **argv);
+int cli_bench_parse_only(int argc, char **argv);
+
 /* Prints "posenc COMMAND: message" ("posenc: message" for a NULL command) as one line on
  * stderr, control characters escaped as by cli_escape, and returns `exit_code`. */
 int cli_fail(const char *command, int exit_code, const char *format, ...)

@@ -991,3 +991,10 @@ int cli_bench_main(int argc, char **argv)
         printf("\n ],\n \"ok\": %s}\n", any_failed ? "false" : "true");
     return any_failed ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
+
+int cli_bench_parse_only(int argc, char **argv)
+{
+    bench_options options = {0};
+    int exit_code = bench_parse(argc, argv, &options);
+    return exit_code < 0 ? CLI_EXIT_OK : exit_code;
+}

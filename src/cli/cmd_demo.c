@@ -446,3 +446,11 @@ int cli_demo_main(int argc, char **argv)
            worst / CLI_PROMISE);
     return CLI_EXIT_OK;
 }
+
+int cli_demo_parse_only(int argc, char **argv)
+{
+    demo_options options;
+    memset(&options, 0, sizeof options);
+    int rc = demo_parse(argc, argv, &options);
+    return rc < 0 ? CLI_EXIT_OK : rc;
+}

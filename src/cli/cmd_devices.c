@@ -204,27 +204,41 @@ static void devices_print_json(const posenc_device_info *infos, uint32_t count)
     printf("\n}\n");
 }
 
-int cli_devices_main(int argc, char **argv)
+/* Returns 0, CLI_EXIT_USAGE on an error, or -1 after --help was printed. */
+static int devices_parse(int argc, char **argv, bool *json)
 {
     cli_args args;
-    bool json = false;
     int rc;
     cli_args_init(&args, "devices", argc, argv);
     while ((rc = cli_next_flag(&args)) > 0) {
         if (cli_is(&args, "--help")) {
             fputs(devices_help, stdout);
-            return CLI_EXIT_OK;
+            return -1;
         } else if (cli_is(&args, "--json")) {
             if (cli_no_value(&args)) {
                 return CLI_EXIT_USAGE;
             }
-            json = true;
+            *json = true;
         } else {
             return cli_unknown_flag(&args);
         }
     }
-    if (rc < 0) {
-        return CLI_EXIT_USAGE;
+    return rc < 0 ? CLI_EXIT_USAGE : 0;
+}
+
+int cli_devices_parse_only(int argc, char **argv)
+{
+    bool json = false;
+    int rc = devices_parse(argc, argv, &json);
+    return rc < 0 ? CLI_EXIT_OK : rc;
+}
+
+int cli_devices_main(int argc, char **argv)
+{
+    bool json = false;
+    int rc = devices_parse(argc, argv, &json);
+    if (rc != 0) {
+        return rc < 0 ? CLI_EXIT_OK : rc;
     }
 
     uint32_t count = 0;

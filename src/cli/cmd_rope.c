@@ -577,3 +577,11 @@ int cli_rope_main(int argc, char **argv)
     rope_data_free(&data);
     return rc;
 }
+
+int cli_rope_parse_only(int argc, char **argv)
+{
+    rope_options options;
+    memset(&options, 0, sizeof options);
+    int rc = rope_parse(argc, argv, &options);
+    return rc < 0 ? CLI_EXIT_OK : rc;
+}

@@ -290,3 +290,11 @@ int cli_sinusoidal_main(int argc, char **argv)
     cli_npy_free(&data.positions);
     return rc;
 }
+
+int cli_sinusoidal_parse_only(int argc, char **argv)
+{
+    sinusoidal_options options;
+    memset(&options, 0, sizeof options);
+    int rc = sinusoidal_parse(argc, argv, &options);
+    return rc < 0 ? CLI_EXIT_OK : rc;
+}

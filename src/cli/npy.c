@@ -151,7 +151,8 @@ static bool npy_accept(npy_parser *ps, char c)
     return false;
 }
 
-/* A quoted string literal without escapes (numpy never writes any in these headers). */
+/* A quoted string literal without escapes (numpy never writes any in these headers) or control
+ * characters: the text is quoted in error messages, which are one line. */
 static bool npy_parse_string(npy_parser *ps, char *out, size_t out_size)
 {
     npy_skip_space(ps);
@@ -161,7 +162,8 @@ static bool npy_parse_string(npy_parser *ps, char *out, size_t out_size)
     char quote = *ps->p++;
     size_t n = 0;
     while (ps->p < ps->end && *ps->p != quote) {
-        if (*ps->p == '\\' || n + 1 >= out_size) {
+        unsigned char c = (unsigned char)*ps->p;
+        if (c == '\\' || c < 0x20 || c == 0x7f || n + 1 >= out_size) {
             return false;
         }
         out[n++] = *ps->p++;
@@ -353,25 +355,16 @@ static int npy_parse_header(npy_parser *ps, cli_npy_array *array)
     return 0;
 }
 
-/* ---- reading ---- */
+/* ---- reading: the same checks for a file and for bytes in memory ---- */
 
-static int npy_read_file(FILE *file, cli_npy_array *array, char *error, size_t error_size)
+/* The fixed prefix: magic, format version and header length. `prefix` holds the first
+ * min(total_size, 12) bytes of the `total_size` bytes of the file. */
+static int npy_parse_prefix(const unsigned char *prefix, uint64_t total_size, size_t *prefix_size,
+                            uint64_t *header_size, char *error, size_t error_size)
 {
-    if (fseek(file, 0, SEEK_END) != 0) {
-        npy_error(error, error_size, "cannot seek (not a regular file?)");
-        return -1;
-    }
-    long file_end = ftell(file);
-    if (file_end < 0 || fseek(file, 0, SEEK_SET) != 0) {
-        npy_error(error, error_size, "cannot seek (not a regular file?)");
-        return -1;
-    }
-    uint64_t file_size = (uint64_t)file_end;
-
-    unsigned char prefix[12];
-    if (file_size < 10 || fread(prefix, 1, 8, file) != 8) {
+    if (total_size < 10) {
         npy_error(error, error_size, "not a .npy file (only %llu bytes)",
-                  (unsigned long long)file_size);
+                  (unsigned long long)total_size);
         return -1;
     }
     if (memcmp(prefix, npy_magic, sizeof npy_magic) != 0) {
@@ -379,57 +372,46 @@ static int npy_read_file(FILE *file, cli_npy_array *array, char *error, size_t e
         return -1;
     }
     unsigned major = prefix[6], minor = prefix[7];
-    size_t prefix_size;
-    uint64_t header_size;
     if (major == 1) {
-        prefix_size = 10;
+        *prefix_size = 10;
+        *header_size = (uint64_t)prefix[8] | (uint64_t)prefix[9] << 8;
     } else if (major == 2 || major == 3) {
-        prefix_size = 12;
+        *prefix_size = 12;
+        if (total_size < 12) {
+            npy_error(error, error_size, "truncated header");
+            return -1;
+        }
+        *header_size = (uint64_t)prefix[8] | (uint64_t)prefix[9] << 8 |
+                       (uint64_t)prefix[10] << 16 | (uint64_t)prefix[11] << 24;
     } else {
         npy_error(error, error_size, "unsupported .npy format version %u.%u", major, minor);
         return -1;
     }
-    if (file_size < prefix_size || fread(prefix + 8, 1, prefix_size - 8, file) != prefix_size - 8) {
-        npy_error(error, error_size, "truncated header");
-        return -1;
-    }
-    if (major == 1) {
-        header_size = (uint64_t)prefix[8] | (uint64_t)prefix[9] << 8;
-    } else {
-        header_size = (uint64_t)prefix[8] | (uint64_t)prefix[9] << 8 |
-                      (uint64_t)prefix[10] << 16 | (uint64_t)prefix[11] << 24;
-    }
-    if (header_size > file_size - prefix_size) {
+    if (*header_size > total_size - *prefix_size) {
         npy_error(error, error_size, "truncated header (it says %llu bytes, %llu follow)",
-                  (unsigned long long)header_size,
-                  (unsigned long long)(file_size - prefix_size));
+                  (unsigned long long)*header_size,
+                  (unsigned long long)(total_size - *prefix_size));
         return -1;
     }
-    if (header_size > NPY_MAX_HEADER_BYTES) {
+    if (*header_size > NPY_MAX_HEADER_BYTES) {
         npy_error(error, error_size, "header too long (%llu bytes)",
-                  (unsigned long long)header_size);
+                  (unsigned long long)*header_size);
         return -1;
     }
-    char *header = malloc((size_t)header_size + 1);
-    if (!header) {
-        npy_error(error, error_size, "out of memory");
-        return -1;
-    }
-    if (fread(header, 1, (size_t)header_size, file) != header_size) {
-        free(header);
-        npy_error(error, error_size, "truncated header");
-        return -1;
-    }
-    header[header_size] = '\0';
+    return 0;
+}
+
+/* The header dict, then the shape checked against the `available` bytes that follow it: they
+ * must be exactly the data. Sets everything in `array` but the data. */
+static int npy_parse_layout(const char *header, uint64_t header_size, uint64_t available,
+                            cli_npy_array *array, char *error, size_t error_size)
+{
     if (memchr(header, '\0', (size_t)header_size)) {
-        free(header);
         npy_error(error, error_size, "header is not text");
         return -1;
     }
     npy_parser ps = {header, header + header_size, error, error_size};
-    int rc = npy_parse_header(&ps, array);
-    free(header);
-    if (rc != 0) {
+    if (npy_parse_header(&ps, array) != 0) {
         return -1;
     }
 
@@ -442,7 +424,6 @@ static int npy_read_file(FILE *file, cli_npy_array *array, char *error, size_t e
         return -1;
     }
     uint64_t data_size = (uint64_t)count * element_size;
-    uint64_t available = file_size - prefix_size - header_size;
     if (available < data_size) {
         npy_error(error, error_size,
                   "data is truncated: shape %s of %s needs %llu bytes, the file has %llu",
@@ -458,17 +439,69 @@ static int npy_read_file(FILE *file, cli_npy_array *array, char *error, size_t e
         return -1;
     }
     array->count = (uint64_t)count;
-    if (count > 0) {
-        array->data = malloc((size_t)data_size);
+    return 0;
+}
+
+/* Allocates the data of an array whose layout was parsed. */
+static int npy_alloc_data(cli_npy_array *array, char *error, size_t error_size)
+{
+    size_t data_size = (size_t)array->count * cli_npy_dtype_size(array->dtype);
+    if (data_size > 0) {
+        array->data = malloc(data_size);
         if (!array->data) {
             npy_error(error, error_size, "out of memory (%llu bytes)",
                       (unsigned long long)data_size);
             return -1;
         }
-        if (fread(array->data, 1, (size_t)data_size, file) != data_size) {
-            npy_error(error, error_size, "read error");
-            return -1;
-        }
+    }
+    return 0;
+}
+
+static int npy_read_file(FILE *file, cli_npy_array *array, char *error, size_t error_size)
+{
+    if (fseek(file, 0, SEEK_END) != 0) {
+        npy_error(error, error_size, "cannot seek (not a regular file?)");
+        return -1;
+    }
+    long file_end = ftell(file);
+    if (file_end < 0 || fseek(file, 0, SEEK_SET) != 0) {
+        npy_error(error, error_size, "cannot seek (not a regular file?)");
+        return -1;
+    }
+    uint64_t file_size = (uint64_t)file_end;
+
+    unsigned char prefix[12];
+    size_t have = file_size < sizeof prefix ? (size_t)file_size : sizeof prefix;
+    if (fread(prefix, 1, have, file) != have) {
+        npy_error(error, error_size, "read error");
+        return -1;
+    }
+    size_t prefix_size;
+    uint64_t header_size;
+    if (npy_parse_prefix(prefix, file_size, &prefix_size, &header_size, error, error_size) != 0) {
+        return -1;
+    }
+    char *header = malloc((size_t)header_size + 1);
+    if (!header) {
+        npy_error(error, error_size, "out of memory");
+        return -1;
+    }
+    if (fseek(file, (long)prefix_size, SEEK_SET) != 0 ||
+        fread(header, 1, (size_t)header_size, file) != header_size) {
+        free(header);
+        npy_error(error, error_size, "truncated header");
+        return -1;
+    }
+    int rc = npy_parse_layout(header, header_size, file_size - prefix_size - header_size, array,
+                              error, error_size);
+    free(header);
+    if (rc != 0 || npy_alloc_data(array, error, error_size) != 0) {
+        return -1;
+    }
+    size_t data_size = (size_t)array->count * cli_npy_dtype_size(array->dtype);
+    if (data_size > 0 && fread(array->data, 1, data_size, file) != data_size) {
+        npy_error(error, error_size, "read error");
+        return -1;
     }
     return 0;
 }
@@ -493,6 +526,27 @@ int cli_npy_read(const char *path, cli_npy_array *array, char *error, size_t err
         cli_npy_free(array);
     }
     return rc;
+}
+
+int cli_npy_parse(const void *bytes, size_t size, cli_npy_array *array, char *error,
+                  size_t error_size)
+{
+    const unsigned char *file = bytes;
+    size_t prefix_size;
+    uint64_t header_size;
+    memset(array, 0, sizeof *array);
+    if (npy_parse_prefix(file, size, &prefix_size, &header_size, error, error_size) != 0 ||
+        npy_parse_layout((const char *)file + prefix_size, header_size,
+                         size - prefix_size - header_size, array, error, error_size) != 0 ||
+        npy_alloc_data(array, error, error_size) != 0) {
+        cli_npy_free(array);
+        return -1;
+    }
+    if (array->data) {
+        memcpy(array->data, file + prefix_size + header_size,
+               (size_t)array->count * cli_npy_dtype_size(array->dtype));
+    }
+    return 0;
 }
 
 /* ---- writing ---- */

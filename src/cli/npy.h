@@ -39,6 +39,11 @@ size_t cli_npy_dtype_size(cli_npy_dtype dtype);
  * size is checked against the file's length before anything is allocated. */
 int cli_npy_read(const char *path, cli_npy_array *array, char *error, size_t error_size);
 
+/* cli_npy_read of a whole .npy file held in memory (`size` bytes): the same checks and messages;
+ * the data is copied into `array`. */
+int cli_npy_parse(const void *bytes, size_t size, cli_npy_array *array, char *error,
+                  size_t error_size);
+
 /* Writes `array` as format version `major_version` (1 or 2) into `path`, through a temporary
  * file renamed over it: on failure an existing `path` is left as it was. Returns 0, or -1 with a
  * reason. */

@@ -50,7 +50,7 @@ posenc_status posenc_rope_submit(posenc_context *ctx, const posenc_rope_desc *de
     /* Backends without submit entries run the work now, so wrapped host memory is fine there;
      * host views are refused everywhere, so that code written on one device runs on all. */
     const posenc__view *views[POSENC__ROPE_VIEWS];
-    posenc__rope_views(&op, views);
+    posenc__rope_given_views(&op, views);
     status = posenc__check_device_views(ctx, views, posenc__rope_view_names, POSENC__ROPE_VIEWS,
                                         !ctx->backend->rope_submit, "posenc_rope_submit");
     posenc_event *created;
@@ -73,7 +73,7 @@ posenc_status posenc_sinusoidal_submit(posenc_context *ctx, const posenc_sinusoi
     if (status != POSENC_OK)
         return status;
     const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
-    posenc__sinusoidal_views(ctx, &op, views);
+    posenc__sinusoidal_given_views(&op, views);
     status = posenc__check_device_views(ctx, views, posenc__sinusoidal_view_names,
                                         POSENC__SINUSOIDAL_VIEWS, !ctx->backend->sinusoidal_submit,
                                         "posenc_sinusoidal_submit");

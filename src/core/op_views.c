@@ -27,6 +27,24 @@ void posenc__sinusoidal_views(posenc_context *ctx, const posenc__sinusoidal_op *
     views[2] = op->has_positions ? &op->positions : NULL;
 }
 
+void posenc__rope_given_views(const posenc__rope_op *op,
+                              const posenc__view *views[POSENC__ROPE_VIEWS])
+{
+    views[0] = &op->q;
+    views[1] = &op->q_out; /* q itself when the caller left q_out out */
+    views[2] = op->has_k ? &op->k : NULL;
+    views[3] = op->has_k ? &op->k_out : NULL;
+    views[4] = op->has_positions ? &op->positions : NULL;
+}
+
+void posenc__sinusoidal_given_views(const posenc__sinusoidal_op *op,
+                                    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS])
+{
+    views[0] = &op->out;
+    views[1] = op->has_x ? &op->x : NULL;
+    views[2] = op->has_positions ? &op->positions : NULL;
+}
+
 posenc_status posenc__check_device_views(posenc_context *ctx, const posenc__view *const *views,
                                          const char *const *names, uint32_t count,
                                          bool wrapped_host_ok, const char *call)

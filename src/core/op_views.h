@@ -19,6 +19,14 @@ void posenc__rope_views(const posenc__rope_op *op, const posenc__view *views[POS
 void posenc__sinusoidal_views(posenc_context *ctx, const posenc__sinusoidal_op *op,
                               const posenc__view *views[POSENC__SINUSOIDAL_VIEWS]);
 
+/* Every view the caller set, outputs in place included: an output given as a view of its own
+ * is checked as what it is, even where it addresses its input's memory (a host view over the
+ * host memory of a buffer input is still a host view). For the checks below. */
+void posenc__rope_given_views(const posenc__rope_op *op,
+                              const posenc__view *views[POSENC__ROPE_VIEWS]);
+void posenc__sinusoidal_given_views(const posenc__sinusoidal_op *op,
+                                    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS]);
+
 /* Work that outlives the call (submits, commands recorded or enqueued for the caller to run)
  * reads and writes device memory only: a host view is INVALID_ARGUMENT, and, unless
  * `wrapped_host_ok`, a buffer wrapping host_memory is UNSUPPORTED (GPU backends copy that

@@ -97,7 +97,7 @@ static posenc_status check_views(posenc_context *ctx, const posenc__rope_op *op,
                                  const char *call)
 {
     const posenc__view *views[POSENC__ROPE_VIEWS];
-    posenc__rope_views(op, views);
+    posenc__rope_given_views(op, views);
     return posenc__check_device_views(ctx, views, posenc__rope_view_names, POSENC__ROPE_VIEWS,
                                       false, call);
 }
@@ -106,7 +106,7 @@ static posenc_status check_views_sinusoidal(posenc_context *ctx,
                                             const posenc__sinusoidal_op *op, const char *call)
 {
     const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
-    posenc__sinusoidal_views(ctx, op, views);
+    posenc__sinusoidal_given_views(op, views);
     return posenc__check_device_views(ctx, views, posenc__sinusoidal_view_names,
                                       POSENC__SINUSOIDAL_VIEWS, false, call);
 }

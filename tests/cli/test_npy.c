@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit test of the command-line tool's .npy reader and writer: round trips of every dtype,
- * rank and format version, numpy's header variants, every malformed file of bad_npy.c, and the
- * f16/bf16 conversions. Usage: test_npy [SCRATCH_DIRECTORY]. */
+ * rank and format version, numpy's header variants and every malformed file of bad_npy.c (read
+ * from files and parsed from memory), and the f16/bf16 conversions.
+ * Usage: test_npy [SCRATCH_DIRECTORY]. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -125,6 +126,14 @@ static void test_header_variants(void)
         if (array.ndim > 1) {
             CHECK(array.shape[1] == variants[v].shape1);
         }
+        /* The same bytes in memory: the same array. */
+        cli_npy_array parsed;
+        CHECK(cli_npy_parse(bytes, prefix + text + 1 + data, &parsed, error, sizeof error) == 0);
+        CHECK(parsed.dtype == array.dtype && parsed.ndim == array.ndim &&
+              parsed.count == array.count &&
+              memcmp(parsed.shape, array.shape, sizeof parsed.shape) == 0 &&
+              memcmp(parsed.data, array.data, data) == 0);
+        cli_npy_free(&parsed);
         cli_npy_free(&array);
     }
 }
@@ -148,6 +157,12 @@ static void test_malformed(void)
                     bad.expect);
         }
         cli_npy_free(&array);
+        /* The same bytes in memory: the same reason. */
+        unsigned char bytes[1024];
+        char memory_error[256] = "";
+        size_t size = bad_npy_bytes(i, bytes, sizeof bytes);
+        CHECK(cli_npy_parse(bytes, size, &array, memory_error, sizeof memory_error) == -1);
+        CHECK(array.data == NULL && strcmp(memory_error, error) == 0);
     }
     cli_npy_array array;
     CHECK(cli_npy_read("/nonexistent/dir/file.npy", &array, error, sizeof error) == -1);
