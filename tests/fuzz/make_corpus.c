@@ -596,6 +596,12 @@ static void cli_seeds(void)
                           "--long-factor\nl.npy\n--freq-factors\nf.npy\n--inv-freq\ni.npy"},
         {"rope_mrope", "rope\n--q\nq.npy\n--positions\nthw.npy\n--multimodal\nmrope\n"
                        "--mrope-section\n16,24,24"},
+        {"rope_layouts", "rope\n--q\nq.npy\n--k\nk.npy\n--layout\nbhtd\n--k-layout=bthd\n"
+                         "--q-out\nq_rot.npy\n--k-out\nk_rot.npy"},
+        {"rope_layout_3d", "rope\n--generate\n1,4,2,0,8\n--layout\nhtd"},
+        {"rope_layout_unknown", "rope\n--q\nq.npy\n--layout\nbtdh"},
+        {"rope_same_output_twice", "rope\n--q\nq.npy\n--k\nk.npy\n--q-out\no.npy\n"
+                                   "--k-out\no.npy"},
         {"rope_help", "rope\n--help"},
         {"rope_missing_input", "rope\n--theta\n10000"},
         {"rope_both_inputs", "rope\n--q\nq.npy\n--generate\n1,1,1,1,2"},
