@@ -398,8 +398,10 @@ typedef struct posenc_rope_scaling {
                                        * max_position_embeddings and rope_scaling's
                                        * original_max_position_embeddings (YaRN of DeepSeek-V3,
                                        * LongRoPE of Phi-3) take their ratio instead */
-    uint32_t original_max_positions;  /* DYNAMIC_NTK, YARN, LLAMA3, LONGROPE: pre-training context */
-    uint32_t sequence_length;         /* DYNAMIC_NTK, LONGROPE: current length; 0 = from positions */
+    uint32_t original_max_positions;  /* DYNAMIC_NTK, YARN, LLAMA3, LONGROPE: pre-training
+                                       * context */
+    uint32_t sequence_length;         /* DYNAMIC_NTK, LONGROPE: current length; 0 = from
+                                       * positions */
     double beta_fast;                 /* YARN; default 32 */
     double beta_slow;                 /* YARN; default 1 */
     double mscale;                    /* YARN; default 0: not given */
