@@ -858,6 +858,30 @@ static void *worker_run(void *argument)
     return NULL;
 }
 
+/* Worker t's results, read back: every rotated slice (mems[1]) and table (mems[2]) of its
+ * ITERATIONS enqueues against the float64 reference. */
+static void check_worker_outputs(const engine *e, int t, cl_mem mems[3], const float *input)
+{
+    float *back = malloc(sizeof(float) * SLICE * ITERATIONS);
+    if (!back) {
+        CHECK(!"out of memory");
+        return;
+    }
+    read_buffer(e, mems[1], 0, sizeof(float) * SLICE * ITERATIONS, back);
+    for (int j = 0; j < ITERATIONS; j++) {
+        int32_t at[TT];
+        for (int i = 0; i < TT; i++)
+            at[i] = 1000 * t + 10 * j + i;
+        CHECK(rope_failures(back + (size_t)j * SLICE, input, POSENC_DTYPE_F32, TT, TH, at,
+                            worker_theta(t), 0) == 0);
+    }
+    read_buffer(e, mems[2], 0, sizeof(float) * TT * HEAD_DIM * ITERATIONS, back);
+    for (int j = 0; j < ITERATIONS; j++)
+        CHECK(table_failures(back + (size_t)j * TT * HEAD_DIM, POSENC_DTYPE_F32, TT, HEAD_DIM,
+                             worker_base(t), 100 * j) == 0);
+    free(back);
+}
+
 static void test_threads(cl_device_id device)
 {
     engine e;
@@ -903,22 +927,8 @@ static void test_threads(cl_device_id device)
             for (int i = 0; i < workers[t].event_count; i++)
                 clReleaseEvent(workers[t].events[i]);
         }
-        float *back = malloc(sizeof(float) * SLICE * ITERATIONS);
-        for (int t = 0; t < THREADS && back; t++) {
-            read_buffer(&e, mems[t][1], 0, sizeof(float) * SLICE * ITERATIONS, back);
-            for (int j = 0; j < ITERATIONS; j++) {
-                int32_t at[TT];
-                for (int i = 0; i < TT; i++)
-                    at[i] = 1000 * t + 10 * j + i;
-                CHECK(rope_failures(back + (size_t)j * SLICE, inputs[t], POSENC_DTYPE_F32, TT,
-                                    TH, at, worker_theta(t), 0) == 0);
-            }
-            read_buffer(&e, mems[t][2], 0, sizeof(float) * TT * HEAD_DIM * ITERATIONS, back);
-            for (int j = 0; j < ITERATIONS; j++)
-                CHECK(table_failures(back + (size_t)j * TT * HEAD_DIM, POSENC_DTYPE_F32, TT,
-                                     HEAD_DIM, worker_base(t), 100 * j) == 0);
-        }
-        free(back);
+        for (int t = 0; t < THREADS; t++)
+            check_worker_outputs(&e, t, mems[t], inputs[t]);
     }
     posenc_context_destroy(ctx); /* releases the wrapped buffers */
     for (int t = 0; t < THREADS; t++) {
@@ -1091,22 +1101,8 @@ static void test_wrap_while_enqueueing(cl_device_id device)
             for (int i = 0; i < workers[t].event_count; i++)
                 clReleaseEvent(workers[t].events[i]);
         }
-        float *back = malloc(sizeof(float) * SLICE * ITERATIONS);
-        for (int t = 0; t < WORKERS && back && workers[t].failures == 0; t++) {
-            read_buffer(&e, mems[t][1], 0, sizeof(float) * SLICE * ITERATIONS, back);
-            for (int j = 0; j < ITERATIONS; j++) {
-                int32_t at[TT];
-                for (int i = 0; i < TT; i++)
-                    at[i] = 1000 * t + 10 * j + i;
-                CHECK(rope_failures(back + (size_t)j * SLICE, inputs[t], POSENC_DTYPE_F32, TT,
-                                    TH, at, worker_theta(t), 0) == 0);
-            }
-            read_buffer(&e, mems[t][2], 0, sizeof(float) * TT * HEAD_DIM * ITERATIONS, back);
-            for (int j = 0; j < ITERATIONS; j++)
-                CHECK(table_failures(back + (size_t)j * TT * HEAD_DIM, POSENC_DTYPE_F32, TT,
-                                     HEAD_DIM, worker_base(t), 100 * j) == 0);
-        }
-        free(back);
+        for (int t = 0; t < WORKERS && workers[t].failures == 0; t++)
+            check_worker_outputs(&e, t, mems[t], inputs[t]);
     }
     posenc_context_destroy(ctx); /* releases the buffers the workers wrapped */
     for (int t = 0; t < WORKERS; t++) {
