@@ -5,6 +5,8 @@
 #define POSENC_CLI_CLI_H
 
 #include <posenc/posenc.h>
+
+#include "core/platform.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,10 +37,7 @@ int cli_bench_parse_only(int argc, char **argv);
 /* Prints "posenc COMMAND: message" ("posenc: message" for a NULL command) as one line on
  * stderr, control characters escaped as by cli_escape, and returns `exit_code`. */
 int cli_fail(const char *command, int exit_code, const char *format, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+    POSENC__PRINTF_LIKE(3, 4);
 
 /* Copies `text` into `out` (`size` bytes, always terminated; cut short at a whole escape) with
  * control characters escaped: \n, \r, \t, and \xNN for the others and DEL. Text echoed from

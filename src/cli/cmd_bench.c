@@ -157,18 +157,6 @@ typedef struct bench_first_call {
 
 /* ---- time, caches, temporary directories ---- */
 
-static double bench_now(void)
-{
-#if !defined(_WIN32)
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-#else
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-#endif
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int compare_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -449,10 +437,10 @@ static void copy_error(char *out, size_t size, const posenc_context *context,
 /* A batch of `repeats` calls of the operation (copy false) or of its copy; seconds per call. */
 static double time_batch(bench_workload *w, bool copy, uint32_t repeats, posenc_status *status)
 {
-    double start = bench_now();
+    double start = posenc__seconds_now();
     for (uint32_t r = 0; r < repeats && *status == POSENC_OK; r++)
         *status = copy ? workload_copy(w) : workload_call(w);
-    return (bench_now() - start) / repeats;
+    return (posenc__seconds_now() - start) / repeats;
 }
 
 static void spread_of(double *values, uint32_t n, double *median, double *p10, double *p90)
@@ -570,9 +558,9 @@ static posenc_status time_first_call(const posenc_device_info *info, const bench
                                      size_t error_size)
 {
     posenc_context *context = NULL;
-    double start = bench_now();
+    double start = posenc__seconds_now();
     posenc_status status = open_device(info, options, cache_dir, pipeline_cache, &context);
-    *context_seconds = bench_now() - start;
+    *context_seconds = posenc__seconds_now() - start;
     if (status != POSENC_OK) {
         const char *detail = posenc_thread_last_error();
         snprintf(error, error_size, "%s: %s", posenc_status_name(status),
@@ -583,9 +571,9 @@ static posenc_status time_first_call(const posenc_device_info *info, const bench
     bench_workload w;
     status = workload_prepare(&w, context, &bench_cases[0], &unused);
     if (status == POSENC_OK) {
-        start = bench_now();
+        start = posenc__seconds_now();
         status = workload_call(&w);
-        *op_seconds = bench_now() - start;
+        *op_seconds = posenc__seconds_now() - start;
     }
     if (status != POSENC_OK)
         copy_error(error, error_size, context, status);

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "data.h"
@@ -54,13 +53,6 @@ typedef struct demo_result {
     uint64_t elements;  /* output elements checked */
 } demo_result;
 
-static double demo_now(void)
-{
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int demo_compare_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -96,9 +88,9 @@ static posenc_status demo_time(const demo_op *op, uint32_t runs, double *median)
     posenc_status status = demo_call(op);
     double total = 0.0;
     while (status == POSENC_OK && done < runs) {
-        double start = demo_now();
+        double start = posenc__seconds_now();
         status = demo_call(op);
-        times[done] = demo_now() - start;
+        times[done] = posenc__seconds_now() - start;
         total += times[done++];
         if (done >= 3 && total > 2.0) {
             break;

@@ -100,22 +100,13 @@ struct posenc_context {
  * threads at once on one context: each message is formatted apart and stored whole, under the
  * context's shared_lock, which the caller must not hold. */
 posenc_status posenc__fail(posenc_context *ctx, posenc_status status, const char *format, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+    POSENC__PRINTF_LIKE(3, 4);
 void posenc__log(posenc_context *ctx, posenc_log_level level, const char *format, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+    POSENC__PRINTF_LIKE(3, 4);
 /* Logs through an explicit callback (used before a context exists). */
 void posenc__log_to(posenc_log_fn log, void *user_data, posenc_log_level level,
                     const char *format, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
+    POSENC__PRINTF_LIKE(4, 5);
 /* Empties the message (the context's, under its shared_lock, or this thread's). */
 void posenc__clear_error(posenc_context *ctx);
 

@@ -16,6 +16,18 @@
 #  define POSENC__THREAD_LOCAL _Thread_local
 #endif
 
+/* Marks a printf-like function so that GCC and Clang check its calls. MinGW-w64's "printf"
+ * archetype is msvcrt's (no %zu); its C99 stdio (__USE_MINGW_ANSI_STDIO) is "gnu_printf". */
+#if defined(__MINGW32__)
+#  define POSENC__PRINTF_LIKE(format_index, first_arg) \
+      __attribute__((format(gnu_printf, format_index, first_arg)))
+#elif defined(__GNUC__) || defined(__clang__)
+#  define POSENC__PRINTF_LIKE(format_index, first_arg) \
+      __attribute__((format(printf, format_index, first_arg)))
+#else
+#  define POSENC__PRINTF_LIKE(format_index, first_arg)
+#endif
+
 /* Runs `fn` exactly once per process, whichever thread gets there first; the others wait. */
 typedef struct posenc__once {
     void *opaque[8];
@@ -31,6 +43,35 @@ bool posenc__mutex_init(posenc__mutex *mutex);
 void posenc__mutex_destroy(posenc__mutex *mutex);
 void posenc__mutex_lock(posenc__mutex *mutex);
 void posenc__mutex_unlock(posenc__mutex *mutex);
+
+/* ---- threads, condition variables, atomics and time (platform_threads.c) ---- */
+
+/* A thread running fn(arg). The object must stay at one address until posenc__thread_join. */
+typedef struct posenc__thread {
+    void *opaque[4];
+} posenc__thread;
+/* False when the system could not start one. */
+bool posenc__thread_start(posenc__thread *thread, void (*fn)(void *arg), void *arg);
+void posenc__thread_join(posenc__thread *thread);
+/* A number naming the calling thread, distinct among the threads alive at one time. */
+uint64_t posenc__thread_id(void);
+
+/* A condition variable used with a posenc__mutex (pthread_cond_t, CONDITION_VARIABLE). */
+typedef struct posenc__condition {
+    void *opaque[8];
+} posenc__condition;
+bool posenc__condition_init(posenc__condition *condition);
+void posenc__condition_destroy(posenc__condition *condition);
+/* Releases `mutex`, sleeps until woken (spurious wake-ups happen), takes `mutex` again. */
+void posenc__condition_wait(posenc__condition *condition, posenc__mutex *mutex);
+void posenc__condition_wake_one(posenc__condition *condition);
+void posenc__condition_wake_all(posenc__condition *condition);
+
+/* Seconds on a monotonic clock with an unspecified origin (clock_gettime(CLOCK_MONOTONIC),
+ * QueryPerformanceCounter): for intervals, never for dates. */
+double posenc__seconds_now(void);
+/* Sleeps the calling thread for about `seconds`. */
+void posenc__sleep_seconds(double seconds);
 
 /* dlopen/dlsym/dlclose, or their Windows equivalents. NULL on failure. */
 void *posenc__library_open(const char *name);

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Variant names in shaders/variants.cmake, by posenc_cl_kernel_id. */
 static const char *const variant_names[POSENC_CL_KERNEL_COUNT] = {
@@ -28,13 +27,7 @@ static const char *const variant_names[POSENC_CL_KERNEL_COUNT] = {
 /* Work-items per work-group when the kernel and device allow it. */
 #define PREFERRED_LOCAL_SIZE 256
 
-static double now_ms(void)
-{
-    struct timespec t;
-    if (timespec_get(&t, TIME_UTC) != TIME_UTC)
-        return 0.0;
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
+static double now_ms(void) { return posenc__seconds_now() * 1e3; }
 
 /* The cache key: everything that makes a binary valid for this build. */
 static int cache_key(const posenc_context *ctx, const char *source, const char *options,

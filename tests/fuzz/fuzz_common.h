@@ -12,7 +12,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Prints "fuzz target: broken promise: MESSAGE" and aborts. */
 void fuzz_fail(const char *format, ...)
-#if defined(__GNUC__)
+#if defined(__MINGW32__)
+    __attribute__((format(gnu_printf, 1, 2), noreturn))
+#elif defined(__GNUC__) || defined(__clang__)
     __attribute__((format(printf, 1, 2), noreturn))
 #endif
     ;

@@ -1,0 +1,18 @@
+# SPDX-License-Identifier: MIT
+# Cross-compiles for 64-bit Windows with MinGW-w64 (Debian: gcc-mingw-w64-x86-64); the tests run
+# under wine (Debian: wine, wine64) through CMAKE_CROSSCOMPILING_EMULATOR.
+set(CMAKE_SYSTEM_NAME Windows)
+set(CMAKE_SYSTEM_PROCESSOR AMD64)
+
+set(CMAKE_C_COMPILER x86_64-w64-mingw32-gcc)
+set(CMAKE_RC_COMPILER x86_64-w64-mingw32-windres)
+set(CMAKE_FIND_ROOT_PATH /usr/x86_64-w64-mingw32)
+set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
+set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
+
+find_program(POSENC_WINE NAMES wine64 wine)
+if(POSENC_WINE)
+  set(CMAKE_CROSSCOMPILING_EMULATOR "${POSENC_WINE}")
+endif()
