@@ -130,9 +130,9 @@ static void engine_create(engine *e)
     uint32_t count = 1;
     VkResult result = vkEnumeratePhysicalDevices(e->instance, &count, &e->physical);
     if ((result != VK_SUCCESS && result != VK_INCOMPLETE) || count == 0) {
-        /* 77: "skipped" for CTest, except in CI, which provides a device (lavapipe). */
+        /* 77: "skipped" for CTest, unless the build requires Vulkan devices (CI: lavapipe). */
         fprintf(stderr, "no Vulkan device\n");
-        exit(getenv("CI") && *getenv("CI") ? 1 : 77);
+        exit(77);
     }
     VkQueueFamilyProperties families[16];
     count = 16;

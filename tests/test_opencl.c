@@ -6,10 +6,11 @@
  *   tensors misaligned against each other in one memory are either handled or refused cleanly;
  * - the copy roofline, in place and write only, on a device buffer and on wrapped memory.
  * The operations themselves are covered by the tests every device runs. Skipped without an
- * OpenCL device, except under CI (the environment variable CI set), where that is a failure.
+ * OpenCL device, unless POSENC_TEST_REQUIRE_DEVICES names opencl: then that is a failure.
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 
+#include "required_devices.h"
 #include "test_common.h"
 
 #include "core/roofline.h"
@@ -205,15 +206,7 @@ int main(void)
 {
     const char *reason = "";
     if (posenc_backend_status(POSENC_BACKEND_OPENCL, &reason) != POSENC_OK) {
-        const char *ci = getenv("CI");
-        if (ci && ci[0]) {
-            fprintf(stderr, "CI is set but the OpenCL backend is unavailable (%s): the OpenCL "
-                            "tests would be skipped. CI must provide a device (PoCL).\n",
-                    reason);
-            return EXIT_FAILURE;
-        }
-        printf("OpenCL unavailable (%s): skipped\n", reason);
-        return TEST_SKIP_CODE;
+        return test_device_absent("test_opencl", "opencl", reason);
     }
     uint32_t count = 0, opencl_devices = 0;
     CHECK_OK(posenc_device_count(&count));

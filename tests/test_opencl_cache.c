@@ -9,11 +9,12 @@
  * - $XDG_CACHE_HOME/posenc is the default directory;
  * - two processes building the same entry at once leave one whole, loadable entry.
  * Observed through the library's log messages and the files themselves. Where no OpenCL device
- * is present the test is skipped, except under CI (the environment variable CI set), where a
- * skipped OpenCL test is a failure: CI has PoCL.
+ * is present the test is skipped, unless POSENC_TEST_REQUIRE_DEVICES names opencl (the Linux
+ * presets, which CI runs with PoCL): then it fails.
  */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, setenv, posix_spawn */
 
+#include "required_devices.h"
 #include "test_common.h"
 
 #include "core/kernels.h"
@@ -508,15 +509,7 @@ int main(int argc, char **argv)
     if (!found) {
         const char *reason = "";
         posenc_backend_status(POSENC_BACKEND_OPENCL, &reason);
-        const char *ci = getenv("CI");
-        if (ci && ci[0]) {
-            fprintf(stderr, "CI is set but no OpenCL device is present (%s): the OpenCL tests "
-                            "would be skipped. CI must provide one (PoCL: pocl-opencl-icd).\n",
-                    reason);
-            return EXIT_FAILURE;
-        }
-        printf("no OpenCL device (%s): skipped\n", reason);
-        return TEST_SKIP_CODE;
+        return test_device_absent("test_opencl_cache", "opencl", reason);
     }
 
     posenc_device_info info;

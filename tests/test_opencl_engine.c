@@ -12,14 +12,15 @@
  *   blocked command does not block posenc's synchronous calls (no clFinish on the queue);
  * - enqueues from 4 threads on one context, and from 2 while 2 others wrap, create and destroy
  *   buffers on it.
- * Skipped without an OpenCL device, except under CI (the environment variable CI set), where
- * that is a failure.
+ * Skipped without an OpenCL device, unless POSENC_TEST_REQUIRE_DEVICES names opencl: then that
+ * is a failure.
  */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 
 #include <posenc/posenc_opencl.h>
 
 #include "reference.h"
+#include "required_devices.h"
 #include "test_common.h"
 
 #include <math.h>
@@ -1126,15 +1127,7 @@ static void test_wrap_while_enqueueing(cl_device_id device)
 
 static int unavailable(const char *reason)
 {
-    const char *ci = getenv("CI");
-    if (ci && ci[0]) {
-        fprintf(stderr, "CI is set but there is no OpenCL device (%s): the engine tests would be "
-                        "skipped. CI must provide a device (PoCL).\n",
-                reason);
-        return EXIT_FAILURE;
-    }
-    printf("OpenCL unavailable (%s): skipped\n", reason);
-    return TEST_SKIP_CODE;
+    return test_device_absent("test_opencl_engine", "opencl", reason);
 }
 
 int main(void)

@@ -6,8 +6,9 @@
  * recorded before another frequency table was used, four threads recording at once, buffers
  * wrapped, made and destroyed on other threads while others record, the push-descriptor and
  * the descriptor-pool paths, and synchronous and asynchronous calls on the caller's queue. A
- * machine without a Vulkan device skips it, except when CI is set. */
+ * machine without a Vulkan device skips it, unless POSENC_TEST_REQUIRE_DEVICES names vulkan. */
 #include "reference.h"
+#include "required_devices.h"
 #include "test_common.h"
 
 #define VK_NO_PROTOTYPES
@@ -1252,16 +1253,7 @@ int main(void)
     bool present = engine_instance(&probe, &reason);
     if (!present) {
         engine_destroy(&probe);
-        const char *ci = getenv("CI");
-        if (ci && *ci) {
-            fprintf(stderr,
-                    "test_vulkan_engine: CI is set but no Vulkan device is present (%s); install "
-                    "a Vulkan driver (mesa-vulkan-drivers provides lavapipe)\n",
-                    reason);
-            return 1;
-        }
-        printf("test_vulkan_engine: no Vulkan device (%s): skipped\n", reason);
-        return TEST_SKIP_CODE;
+        return test_device_absent("test_vulkan_engine", "vulkan", reason);
     }
     run_engine(true, true);
     run_engine(false, false);
