@@ -2,7 +2,11 @@
 # Runs one command and checks its exit code and output: the command-line tool's tests.
 #   cmake -DEXPECT_RC=N [-DSTDOUT_REGEX=R] [-DSTDOUT_CONTAINS=a|b|c] [-DSTDERR_REGEX=R]
 #         [-DANY_STDERR=ON] [-DFRESH_DIR=D [-DCOPY_IN=a|b] [-DUNCHANGED=ON]
-#         [-DEXPECT_FILES=a|b]] -P run_check.cmake -- COMMAND ARGS...
+#         [-DEXPECT_FILES=a|b]] [-DWRAPPER=w|args] [-DEMULATOR=e|args]
+#         -P run_check.cmake -- COMMAND ARGS...
+# COMMAND is a program of this build: in a cross build it runs under EMULATOR (the build's
+# CMAKE_CROSSCOMPILING_EMULATOR, its list separated by '|': qemu-aarch64, wine). WRAPPER is a
+# host program that runs it (file_size_limit.sh): WRAPPER, then EMULATOR, then COMMAND.
 # STDOUT_CONTAINS lists literal texts, separated by '|', that stdout must all contain.
 # A failing command (EXPECT_RC != 0) must print exactly one line on stderr, matching
 # STDERR_REGEX; ANY_STDERR=ON relaxes the one-line rule where a device runtime may add its own
@@ -23,6 +27,12 @@ endforeach()
 if(NOT command)
   message(FATAL_ERROR "run_check.cmake: no command after --")
 endif()
+foreach(prefix EMULATOR WRAPPER)
+  if(DEFINED ${prefix} AND NOT "${${prefix}}" STREQUAL "")
+    string(REPLACE "|" ";" words "${${prefix}}")
+    list(PREPEND command ${words})
+  endif()
+endforeach()
 if(NOT DEFINED EXPECT_RC)
   set(EXPECT_RC 0)
 endif()
