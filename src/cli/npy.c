@@ -42,6 +42,28 @@ size_t cli_npy_dtype_size(cli_npy_dtype dtype)
     return (unsigned)dtype < NPY_DTYPE_COUNT ? npy_dtypes[dtype].size : 0;
 }
 
+/* .npy data is in the byte order its descr declares; arrays in memory are in the host's. */
+static bool npy_host_is_little_endian(void)
+{
+    const uint16_t one = 1;
+    unsigned char first;
+    memcpy(&first, &one, 1);
+    return first == 1;
+}
+
+/* Reverses the bytes of each of `count` elements of `element_size` bytes. */
+static void npy_swap_bytes(void *data, uint64_t count, size_t element_size)
+{
+    unsigned char *p = data;
+    for (uint64_t i = 0; i < count; i++, p += element_size) {
+        for (size_t lo = 0, hi = element_size - 1; lo < hi; lo++, hi--) {
+            unsigned char byte = p[lo];
+            p[lo] = p[hi];
+            p[hi] = byte;
+        }
+    }
+}
+
 static void npy_error(char *error, size_t error_size, const char *format, ...)
 {
     if (!error || error_size == 0) {
@@ -131,6 +153,7 @@ typedef struct npy_parser {
     const char *end;
     char *error;
     size_t error_size;
+    bool big_endian; /* the descr's byte order: '>' */
 } npy_parser;
 
 static void npy_skip_space(npy_parser *ps)
@@ -271,21 +294,29 @@ static int npy_parse_descr(npy_parser *ps, cli_npy_array *array)
         npy_error(ps->error, ps->error_size, "header: 'descr' is not a dtype string");
         return -1;
     }
+    /* The table's descrs are little-endian; '>' is the same type in big-endian order. numpy
+     * writes '|' only for 1-byte types and never '=', which would not say which order the file
+     * holds, so neither is accepted for these types. */
     for (unsigned i = 0; i < NPY_DTYPE_COUNT; i++) {
-        if (strcmp(descr, npy_dtypes[i].descr) == 0) {
+        if (descr[0] == '\0' || strcmp(descr + 1, npy_dtypes[i].descr + 1) != 0) {
+            continue;
+        }
+        if (descr[0] == '<' || descr[0] == '>') {
             array->dtype = (cli_npy_dtype)i;
+            ps->big_endian = descr[0] == '>';
             return 0;
         }
-    }
-    if (descr[0] == '>') {
-        npy_error(ps->error, ps->error_size,
-                  "big-endian data ('%s') is not supported: save it with .astype('<%s')", descr,
-                  descr + 1);
-        return -1;
+        if (descr[0] == '|' || descr[0] == '=') {
+            npy_error(ps->error, ps->error_size,
+                      "dtype '%s': byte order '%c' does not say little- or big-endian "
+                      "(expected '<%s' or '>%s')",
+                      descr, descr[0], descr + 1, descr + 1);
+            return -1;
+        }
     }
     npy_error(ps->error, ps->error_size,
               "unsupported dtype '%s' (expected '<f4', '<f2', '<u2' (bf16 words), '<i4', "
-              "'<i8' or '<f8')",
+              "'<i8' or '<f8', or the same with '>')",
               descr);
     return -1;
 }
@@ -402,18 +433,20 @@ static int npy_parse_prefix(const unsigned char *prefix, uint64_t total_size, si
 }
 
 /* The header dict, then the shape checked against the `available` bytes that follow it: they
- * must be exactly the data. Sets everything in `array` but the data. */
+ * must be exactly the data. Sets everything in `array` but the data, and `swap` when the data's
+ * byte order is not the host's. */
 static int npy_parse_layout(const char *header, uint64_t header_size, uint64_t available,
-                            cli_npy_array *array, char *error, size_t error_size)
+                            cli_npy_array *array, bool *swap, char *error, size_t error_size)
 {
     if (memchr(header, '\0', (size_t)header_size)) {
         npy_error(error, error_size, "header is not text");
         return -1;
     }
-    npy_parser ps = {header, header + header_size, error, error_size};
+    npy_parser ps = {header, header + header_size, error, error_size, false};
     if (npy_parse_header(&ps, array) != 0) {
         return -1;
     }
+    *swap = ps.big_endian == npy_host_is_little_endian();
 
     size_t element_size = cli_npy_dtype_size(array->dtype);
     int64_t count = cli_npy_count(array->ndim, array->shape, element_size);
@@ -492,8 +525,9 @@ static int npy_read_file(FILE *file, cli_npy_array *array, char *error, size_t e
         npy_error(error, error_size, "truncated header");
         return -1;
     }
+    bool swap = false;
     int rc = npy_parse_layout(header, header_size, file_size - prefix_size - header_size, array,
-                              error, error_size);
+                              &swap, error, error_size);
     free(header);
     if (rc != 0 || npy_alloc_data(array, error, error_size) != 0) {
         return -1;
@@ -502,6 +536,9 @@ static int npy_read_file(FILE *file, cli_npy_array *array, char *error, size_t e
     if (data_size > 0 && fread(array->data, 1, data_size, file) != data_size) {
         npy_error(error, error_size, "read error");
         return -1;
+    }
+    if (swap) {
+        npy_swap_bytes(array->data, array->count, cli_npy_dtype_size(array->dtype));
     }
     return 0;
 }
@@ -534,10 +571,12 @@ int cli_npy_parse(const void *bytes, size_t size, cli_npy_array *array, char *er
     const unsigned char *file = bytes;
     size_t prefix_size;
     uint64_t header_size;
+    bool swap = false;
     memset(array, 0, sizeof *array);
     if (npy_parse_prefix(file, size, &prefix_size, &header_size, error, error_size) != 0 ||
         npy_parse_layout((const char *)file + prefix_size, header_size,
-                         size - prefix_size - header_size, array, error, error_size) != 0 ||
+                         size - prefix_size - header_size, array, &swap, error,
+                         error_size) != 0 ||
         npy_alloc_data(array, error, error_size) != 0) {
         cli_npy_free(array);
         return -1;
@@ -545,11 +584,37 @@ int cli_npy_parse(const void *bytes, size_t size, cli_npy_array *array, char *er
     if (array->data) {
         memcpy(array->data, file + prefix_size + header_size,
                (size_t)array->count * cli_npy_dtype_size(array->dtype));
+        if (swap) {
+            npy_swap_bytes(array->data, array->count, cli_npy_dtype_size(array->dtype));
+        }
     }
     return 0;
 }
 
 /* ---- writing ---- */
+
+/* Writes `count` elements in little-endian order, as the header's descr ('<') declares: as they
+ * are on a little-endian host, byte-swapped through a small buffer on a big-endian one. */
+static bool npy_write_data(FILE *file, const void *data, uint64_t count, size_t element_size)
+{
+    if (npy_host_is_little_endian()) {
+        return fwrite(data, element_size, (size_t)count, file) == (size_t)count;
+    }
+    unsigned char buffer[4096];
+    size_t per_chunk = sizeof buffer / element_size;
+    const unsigned char *p = data;
+    while (count > 0) {
+        size_t n = count < per_chunk ? (size_t)count : per_chunk;
+        memcpy(buffer, p, n * element_size);
+        npy_swap_bytes(buffer, n, element_size);
+        if (fwrite(buffer, element_size, n, file) != n) {
+            return false;
+        }
+        p += n * element_size;
+        count -= n;
+    }
+    return true;
+}
 
 int cli_npy_write_stream(FILE *file, const cli_npy_array *array, int major_version,
                          char *error, size_t error_size)
@@ -600,8 +665,7 @@ int cli_npy_write_stream(FILE *file, const cli_npy_array *array, int major_versi
 
     bool ok = fwrite(prefix, 1, prefix_size, file) == prefix_size &&
               fwrite(header, 1, header_size, file) == header_size &&
-              (count == 0 || fwrite(array->data, element_size, (size_t)count, file) ==
-                                 (size_t)count);
+              (count == 0 || npy_write_data(file, array->data, (uint64_t)count, element_size));
     if (!ok) {
         npy_error(error, error_size, "write error: %s", strerror(errno));
         return -1;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Reading and writing NumPy .npy files (format versions 1.0, 2.0 and 3.0, little-endian, C order,
- * up to 4 dimensions). numpy has no bf16, so bf16 data travels as '<u2' raw bf16 words. Data is
- * copied as is: the host is assumed little-endian, like every platform posenc targets. */
+/* Reading and writing NumPy .npy files (format versions 1.0, 2.0 and 3.0, C order, up to 4
+ * dimensions). numpy has no bf16, so bf16 data travels as '<u2' raw bf16 words. Files are read in
+ * the byte order their descr declares ('<' or '>') and written little-endian ('<'); arrays in
+ * memory are in the host's order. */
 #ifndef POSENC_CLI_NPY_H
 #define POSENC_CLI_NPY_H
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Writes the .npy inputs of the command-line tests into a directory: every malformed case of
- * bad_npy.c as bad_<name>.npy, and small valid files (positions, tables, wrong dtypes). */
+ * bad_npy.c as bad_<name>.npy, and small valid files (positions, tables, wrong dtypes, and
+ * big-endian copies of some, as a big-endian machine's numpy writes them). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "bad_npy.h"
+#include "convert.h"
 #include "npy.h"
 
 static const char *directory;
@@ -24,6 +26,45 @@ static void write_array(const char *name, cli_npy_dtype dtype, uint32_t ndim,
     array.count = (uint64_t)cli_npy_count(ndim, shape, cli_npy_dtype_size(dtype));
     if (cli_npy_write(path, &array, major_version, error, sizeof error) != 0) {
         fprintf(stderr, "make_test_npy: %s: %s\n", path, error);
+        failures++;
+    }
+}
+
+/* Rewrites `name`.npy, as written above ('<'), as the same array in big-endian order ('>'):
+ * its descr's byte order flipped and every element's bytes reversed. */
+static void make_big_endian(const char *name, size_t element_size)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.npy", directory, name);
+    static unsigned char bytes[1 << 16];
+    FILE *file = fopen(path, "rb");
+    size_t size = file ? fread(bytes, 1, sizeof bytes, file) : 0;
+    if (file) {
+        fclose(file);
+    }
+    if (size < 10 || size == sizeof bytes || bytes[6] != 1) {
+        fprintf(stderr, "make_test_npy: %s: not a small format 1.0 file\n", path);
+        failures++;
+        return;
+    }
+    size_t data = 10 + ((size_t)bytes[8] | (size_t)bytes[9] << 8);
+    char *order = memchr(bytes + 10, '<', data - 10);
+    if (!order || (size - data) % element_size != 0) {
+        fprintf(stderr, "make_test_npy: %s: no '<' in its descr\n", path);
+        failures++;
+        return;
+    }
+    *order = '>';
+    for (size_t at = data; at < size; at += element_size) {
+        for (size_t lo = at, hi = at + element_size - 1; lo < hi; lo++, hi--) {
+            unsigned char byte = bytes[lo];
+            bytes[lo] = bytes[hi];
+            bytes[hi] = byte;
+        }
+    }
+    file = fopen(path, "wb");
+    if (!file || fwrite(bytes, 1, size, file) != size || fclose(file) != 0) {
+        fprintf(stderr, "make_test_npy: cannot write %s\n", path);
         failures++;
     }
 }
@@ -63,11 +104,17 @@ int main(int argc, char **argv)
     int64_t too_big[2] = {0, (int64_t)INT32_MAX + 1};
     const int64_t two[1] = {2};
     write_array("positions_i64_too_big", CLI_NPY_I64, 1, two, too_big, 1);
+    write_array("positions_i32_be", CLI_NPY_I32, 1, tokens, positions, 1);
+    make_big_endian("positions_i32_be", 4);
+    write_array("positions_i64_be", CLI_NPY_I64, 1, tokens, positions64, 1);
+    make_big_endian("positions_i64_be", 8);
 
     /* Diffusion-style float timesteps, and a [batch 2, rows 8] position grid. */
     const float timesteps[4] = {0.0f, 250.5f, 999.0f, 1000.0f};
     const int64_t four[1] = {4};
     write_array("timesteps_f32", CLI_NPY_F32, 1, four, timesteps, 1);
+    write_array("timesteps_f32_be", CLI_NPY_F32, 1, four, timesteps, 1);
+    make_big_endian("timesteps_f32_be", 4);
     const int64_t grid_shape[2] = {2, 8};
     write_array("positions_grid", CLI_NPY_I32, 2, grid_shape, positions, 1);
 
@@ -106,6 +153,17 @@ int main(int argc, char **argv)
     const int64_t q_shape[4] = {1, 8, 2, 16};
     write_array("q_v2", CLI_NPY_F32, 4, q_shape, q, 2);
     write_array("q_i32", CLI_NPY_I32, 4, q_shape, q_int, 1);
+    /* q in f32 and f16, each also big-endian. */
+    uint16_t q_f16[256];
+    for (int i = 0; i < 256; i++) {
+        q_f16[i] = cli_f32_to_f16(q[i]);
+    }
+    write_array("q_f32_le", CLI_NPY_F32, 4, q_shape, q, 1);
+    write_array("q_f32_be", CLI_NPY_F32, 4, q_shape, q, 1);
+    make_big_endian("q_f32_be", 4);
+    write_array("q_f16_le", CLI_NPY_F16, 4, q_shape, q_f16, 1);
+    write_array("q_f16_be", CLI_NPY_F16, 4, q_shape, q_f16, 1);
+    make_big_endian("q_f16_be", 2);
 
     /* Heads-first files (HF transformers' [batch, heads, tokens, head_dim]): q with 2 batches,
      * 3 heads, 5 tokens, k with 2 heads, and the same k tokens-first; q also as 3-D

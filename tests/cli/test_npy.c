@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit test of the command-line tool's .npy reader and writer: round trips of every dtype,
- * rank and format version, numpy's header variants and every malformed file of bad_npy.c (read
- * from files and parsed from memory), and the f16/bf16 conversions.
+ * rank and format version, numpy's header variants, files of either byte order, every malformed
+ * file of bad_npy.c (read from files and parsed from memory), and the f16/bf16 conversions.
  * Usage: test_npy [SCRATCH_DIRECTORY]. */
 #include <math.h>
 #include <stdbool.h>
@@ -138,6 +138,130 @@ static void test_header_variants(void)
     }
 }
 
+/* A .npy file made by hand, format 1.0, of `count` elements of `size` bytes from `bits`, each
+ * stored most significant byte first when `big_endian`, else least significant first: a file
+ * as a machine of that byte order writes it, whatever this host's order. */
+static size_t npy_by_hand(unsigned char *bytes, const char *descr, const uint64_t *bits,
+                          size_t count, size_t size, bool big_endian)
+{
+    char dict[128];
+    int text = snprintf(dict, sizeof dict,
+                        "{'descr': '%s', 'fortran_order': False, 'shape': (%zu,), }", descr,
+                        count);
+    size_t header = (10 + (size_t)text + 1 + 63) / 64 * 64 - 10;
+    memcpy(bytes, "\x93NUMPY\x01\x00", 8);
+    bytes[8] = (unsigned char)(header & 0xff);
+    bytes[9] = (unsigned char)(header >> 8);
+    memcpy(bytes + 10, dict, (size_t)text);
+    memset(bytes + 10 + text, ' ', header - (size_t)text);
+    bytes[10 + header - 1] = '\n';
+    unsigned char *data = bytes + 10 + header;
+    for (size_t i = 0; i < count; i++) {
+        for (size_t b = 0; b < size; b++) {
+            size_t shift = 8 * (big_endian ? size - 1 - b : b);
+            data[i * size + b] = (unsigned char)(bits[i] >> shift);
+        }
+    }
+    return 10 + header + count * size;
+}
+
+/* Element `i` of `array` as an unsigned integer of its size, in this host's order. */
+static uint64_t element_bits(const cli_npy_array *array, size_t i)
+{
+    const unsigned char *p = (const unsigned char *)array->data;
+    switch (cli_npy_dtype_size(array->dtype)) {
+    case 2: {
+        uint16_t v;
+        memcpy(&v, p + i * 2, 2);
+        return v;
+    }
+    case 4: {
+        uint32_t v;
+        memcpy(&v, p + i * 4, 4);
+        return v;
+    }
+    default: {
+        uint64_t v;
+        memcpy(&v, p + i * 8, 8);
+        return v;
+    }
+    }
+}
+
+/* Files are read in the byte order their descr declares, '<' or '>', from a file and from
+ * memory, for every dtype; they are written as '<' with the least significant byte first. */
+static void test_byte_order(void)
+{
+    static const struct {
+        const char *type; /* the descr without its byte order */
+        cli_npy_dtype dtype;
+        size_t size;
+        uint64_t bits[3];
+        double values[3];
+    } cases[] = {
+        {"f4", CLI_NPY_F32, 4, {0x3fc00000u, 0xc0000000u, 0x4b3c614eu}, {1.5, -2.0, 12345678.0}},
+        {"f2", CLI_NPY_F16, 2, {0x3c00u, 0xc000u, 0x0001u}, {1.0, -2.0, 0x1p-24}},
+        {"u2", CLI_NPY_BF16, 2, {0x3f80u, 0xbf80u, 0x4120u}, {1.0, -1.0, 10.0}},
+        {"i4", CLI_NPY_I32, 4, {1u, 0xfffffffeu, 0x12345678u}, {1.0, -2.0, 305419896.0}},
+        {"i8", CLI_NPY_I64, 8, {1u, UINT64_C(0xfffffffffffffffe), UINT64_C(0x123456789abc)},
+         {1.0, -2.0, 20015998343868.0}},
+        {"f8", CLI_NPY_F64, 8,
+         {UINT64_C(0x3ff8000000000000), UINT64_C(0xc00c000000000000), UINT64_C(0x4059000000000000)},
+         {1.5, -3.5, 100.0}},
+    };
+    char path[1024], error[256];
+    scratch_path(path, sizeof path, "byte_order");
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (int big = 0; big <= 1; big++) {
+            char descr[8];
+            snprintf(descr, sizeof descr, "%c%s", big ? '>' : '<', cases[c].type);
+            unsigned char bytes[256];
+            size_t size = npy_by_hand(bytes, descr, cases[c].bits, 3, cases[c].size, big);
+            write_bytes(path, bytes, size);
+            cli_npy_array from_file, from_memory;
+            CHECK(cli_npy_read(path, &from_file, error, sizeof error) == 0);
+            CHECK(cli_npy_parse(bytes, size, &from_memory, error, sizeof error) == 0);
+            const cli_npy_array *arrays[2] = {&from_file, &from_memory};
+            for (int a = 0; a < 2; a++) {
+                const cli_npy_array *array = arrays[a];
+                CHECK(array->dtype == cases[c].dtype && array->count == 3);
+                for (size_t i = 0; i < 3 && array->count == 3; i++) {
+                    if (element_bits(array, i) != cases[c].bits[i] ||
+                        cli_npy_element(array, i) != cases[c].values[i]) {
+                        failures++;
+                        fprintf(stderr, "'%s' element %zu (from %s): %g, expected %g\n", descr, i,
+                                a ? "memory" : "a file", cli_npy_element(array, i),
+                                cases[c].values[i]);
+                    }
+                }
+            }
+            /* Written back: '<', least significant byte first, whatever it was read as. */
+            if (from_file.count == 3) {
+                CHECK(cli_npy_write(path, &from_file, 1, error, sizeof error) == 0);
+                unsigned char little[256], written[256];
+                size_t expected_size = npy_by_hand(little, "", cases[c].bits, 3, cases[c].size,
+                                                   false);
+                FILE *file = fopen(path, "rb");
+                size_t got = file ? fread(written, 1, sizeof written, file) : 0;
+                if (file) {
+                    fclose(file);
+                }
+                size_t data_size = 3 * cases[c].size;
+                char want_descr[32];
+                snprintf(want_descr, sizeof want_descr, "'descr': '<%s'", cases[c].type);
+                CHECK(got >= data_size + 10 && got <= sizeof written);
+                CHECK(got >= data_size && memcmp(written + got - data_size,
+                                                 little + expected_size - data_size,
+                                                 data_size) == 0);
+                written[got < sizeof written ? got : sizeof written - 1] = '\0';
+                CHECK(strstr((const char *)written + 10, want_descr) != NULL);
+            }
+            cli_npy_free(&from_file);
+            cli_npy_free(&from_memory);
+        }
+    }
+}
+
 static void test_malformed(void)
 {
     char path[1024], error[256];
@@ -238,6 +362,7 @@ int main(int argc, char **argv)
     }
     test_round_trips();
     test_header_variants();
+    test_byte_order();
     test_malformed();
     test_sizes();
     test_conversions();

@@ -120,6 +120,9 @@ static void npy_seeds(void)
         {"no_spaces", "{'descr':'<f4','fortran_order':False,'shape':(1,2)}", 8},
         {"tabs_newlines", "{\t'descr' :\n'<f4' ,'fortran_order':False,'shape':( 2 , ) , }", 8},
         {"positions_mrope", "{'descr': '<i8', 'fortran_order': False, 'shape': (4, 3), }", 96},
+        {"big_endian_f32", "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", 24},
+        {"big_endian_i64", "{'descr': '>i8', 'fortran_order': False, 'shape': (4, 3), }", 96},
+        {"native_order", "{'descr': '=f4', 'fortran_order': False, 'shape': (2,), }", 8},
         {"repeated_key", "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, "
                          "'shape': (1,), }", 4},
         {"text_after_dict", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), } x", 4},
