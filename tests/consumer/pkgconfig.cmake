@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 # Builds tests/consumer/project/main.c against the installed posenc with the flags pkg-config
 # gives, as a user would with `cc main.c $(pkg-config --cflags --libs posenc)`, and runs it.
-#   cmake -DPKG_CONFIG=... -DCC=... -DCFLAGS=... -DPREFIX=... -DSOURCE=... -DBINARY=... -P
+#   cmake -DPKG_CONFIG=... -DCC=... -DCFLAGS=... -DPREFIX=... -DSOURCE=... -DBINARY=...
+#         [-DEMULATOR=e|args] -P
+# EMULATOR: what runs a cross build's program (its list separated by '|': qemu-aarch64 -L ...).
 cmake_minimum_required(VERSION 3.20)
 foreach(var PKG_CONFIG CC PREFIX SOURCE BINARY)
   if(NOT DEFINED ${var})
@@ -36,7 +38,8 @@ endif()
 # pkg-config gives no run path: point the loader at the installed library.
 get_filename_component(libdir "${pc_dir}" DIRECTORY)
 set(ENV{LD_LIBRARY_PATH} "${libdir}:$ENV{LD_LIBRARY_PATH}")
-execute_process(COMMAND "${BINARY}/consumer" RESULT_VARIABLE result)
+string(REPLACE "|" ";" emulator "${EMULATOR}")
+execute_process(COMMAND ${emulator} "${BINARY}/consumer" RESULT_VARIABLE result)
 if(NOT result EQUAL 0)
   message(FATAL_ERROR "the consumer program failed (${result})")
 endif()
