@@ -8,8 +8,6 @@
  * The operations themselves are covered by the tests every device runs. Skipped without an
  * OpenCL device, except under CI (the environment variable CI set), where that is a failure.
  */
-#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
-
 #include "test_common.h"
 
 #include "core/roofline.h"
@@ -18,7 +16,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define CHECK_MESSAGE(text, needle)                                                          \
     do {                                                                                     \
@@ -36,9 +33,8 @@ static void test_larger_than_one_allocation(posenc_context *ctx, const posenc_de
     if (span > (UINT64_C(1) << 40) || span > SIZE_MAX)
         return;
     size_t bytes = (size_t)span + 4096;
-    unsigned char *memory = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (memory == MAP_FAILED) {
+    unsigned char *memory = posenc__memory_map(bytes);
+    if (!memory) {
         printf("    (no address space for a %llu-byte view: not checked)\n",
                (unsigned long long)span);
         return;
@@ -66,7 +62,7 @@ static void test_larger_than_one_allocation(posenc_context *ctx, const posenc_de
     CHECK_MESSAGE(posenc_context_last_error(ctx), "out");
     printf("    a %llu-byte host view: %s\n", (unsigned long long)span,
            posenc_context_last_error(ctx));
-    munmap(memory, bytes);
+    posenc__memory_unmap(memory, bytes);
 
     /* The context still works afterwards. */
     float q[2][16];
@@ -205,7 +201,7 @@ int main(void)
 {
     const char *reason = "";
     if (posenc_backend_status(POSENC_BACKEND_OPENCL, &reason) != POSENC_OK) {
-        const char *ci = getenv("CI");
+        const char *ci = posenc__env_get("CI");
         if (ci && ci[0]) {
             fprintf(stderr, "CI is set but the OpenCL backend is unavailable (%s): the OpenCL "
                             "tests would be skipped. CI must provide a device (PoCL).\n",
