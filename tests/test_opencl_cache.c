@@ -473,6 +473,7 @@ static void test_two_writers(const char *self)
 
 int main(int argc, char **argv)
 {
+    argv = posenc__utf8_arguments(argc, argv); /* the child's directory argument */
     uint32_t count = 0;
     bool found = false;
     CHECK_OK(posenc_device_count(&count));
@@ -504,7 +505,10 @@ int main(int argc, char **argv)
     CHECK_OK(posenc_device_get(device_index, &info));
     printf("OpenCL device %u: %s (%s)\n", backend_index, info.name, info.driver);
 
-    if (!posenc__temp_directory_create("posenc-cl-cache", root, sizeof root)) {
+    /* A name outside any ANSI code page, as a user profile on Windows may have: every path the
+     * cache takes goes through the UTF-8 platform calls. */
+    static const char prefix[] = "posenc-cl-cache-\xc3\xa9t\xc3\xa9-\xe6\x97\xa5\xe6\x9c\xac";
+    if (!posenc__temp_directory_create(prefix, root, sizeof root)) {
         fprintf(stderr, "cannot create a temporary directory\n");
         return EXIT_FAILURE;
     }
