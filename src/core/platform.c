@@ -25,6 +25,7 @@
 #  include <dlfcn.h>
 #  include <pthread.h>
 #  include <sched.h>
+#  include <signal.h>
 #  include <spawn.h>
 #  include <sys/mman.h>
 #  include <sys/wait.h>
@@ -446,6 +447,39 @@ bool posenc__is_terminal(FILE *stream)
            (mode & ENABLE_VIRTUAL_TERMINAL_PROCESSING);
 #else
     return isatty(fileno(stream)) != 0;
+#endif
+}
+
+/* ---- the alternate signal stack ---- */
+
+void posenc__signal_stack_save(posenc__signal_stack *saved)
+{
+    saved->saved = false;
+#if !defined(_WIN32)
+    stack_t current;
+    if (sigaltstack(NULL, &current) == 0) {
+        saved->sp = current.ss_sp;
+        saved->size = current.ss_size;
+        saved->flags = current.ss_flags;
+        saved->saved = true;
+    }
+#endif
+}
+
+void posenc__signal_stack_restore(const posenc__signal_stack *saved)
+{
+#if !defined(_WIN32)
+    stack_t current;
+    if (!saved->saved || sigaltstack(NULL, &current) != 0 || (current.ss_flags & SS_ONSTACK))
+        return;
+    if (current.ss_sp == saved->sp && current.ss_size == saved->size &&
+        (current.ss_flags & SS_DISABLE) == (saved->flags & SS_DISABLE))
+        return;
+    stack_t previous = {.ss_sp = saved->sp, .ss_size = saved->size,
+                        .ss_flags = saved->flags & SS_DISABLE};
+    sigaltstack(&previous, NULL);
+#else
+    (void)saved;
 #endif
 }
 

@@ -122,6 +122,20 @@ void posenc__cpu_field(const char *key, const char *fallback, char *out, size_t 
  * GetLogicalProcessorInformationEx, sysctl on macOS); 0 for a level the OS does not tell. */
 void posenc__cpu_caches(uint64_t *l1d, uint64_t *l2, uint64_t *l3);
 
+/* The calling thread's alternate signal stack, kept across calls that may install another:
+ * LLVM (inside PoCL and other OpenCL drivers) installs a stack of its own on the thread that
+ * first compiles, and that thread is the caller's. Putting the caller's back keeps the library
+ * from changing the thread's signal state (and keeps AddressSanitizer, which frees the stack it
+ * installed when the thread exits, from freeing LLVM's). No-op outside POSIX. */
+typedef struct posenc__signal_stack {
+    void *sp;
+    size_t size;
+    int flags;
+    bool saved;
+} posenc__signal_stack;
+void posenc__signal_stack_save(posenc__signal_stack *saved);
+void posenc__signal_stack_restore(const posenc__signal_stack *saved);
+
 /* Sends what is written to `stream`'s file descriptor (stdout, stderr) to `target`'s instead,
  * until posenc__stream_restore; both flushed first. Returns what to restore, -1 on failure. */
 int posenc__stream_redirect(FILE *stream, FILE *target);
