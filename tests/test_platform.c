@@ -156,6 +156,21 @@ static void test_environment(void)
     CHECK(posenc__env_unset(VARIABLE));
     CHECK(posenc__env_get(VARIABLE) == NULL);
     CHECK(!posenc__env_get_path(VARIABLE, value, sizeof value));
+
+    /* The kernel caches' default folder, read as UTF-8. */
+#if defined(_WIN32)
+    const char *cache_variable = "LOCALAPPDATA", *cache_value = VALUE;
+#else
+    const char *cache_variable = "XDG_CACHE_HOME", *cache_value = "/tmp/" NAME;
+#endif
+    char saved[1024];
+    bool was_set = posenc__env_get_path(cache_variable, saved, sizeof saved);
+    CHECK(posenc__env_set(cache_variable, cache_value));
+    CHECK(posenc__user_cache_directory(value, sizeof value) && strcmp(value, cache_value) == 0);
+    if (was_set)
+        posenc__env_set(cache_variable, saved);
+    else
+        posenc__env_unset(cache_variable);
     printf("  environment: ok\n");
 }
 

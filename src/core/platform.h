@@ -159,6 +159,18 @@ void posenc__memory_unmap(void *memory, size_t bytes);
 /* Every path is UTF-8, converted to UTF-16 for the wide-character calls on Windows, where the
  * narrow ones would read it in the ANSI code page. */
 
+/* The separator the system's own paths use ('\\' on Windows, where '/' is accepted too). */
+#if defined(_WIN32)
+#  define POSENC__PATH_SEPARATOR '\\'
+#else
+#  define POSENC__PATH_SEPARATOR '/'
+#endif
+
+/* The folder for this user's caches: %LOCALAPPDATA% on Windows; else $XDG_CACHE_HOME when it is
+ * absolute (the XDG spec ignores relative ones), else ~/Library/Caches on macOS and ~/.cache
+ * elsewhere. False when the environment does not tell or the path does not fit. */
+bool posenc__user_cache_directory(char *out, size_t size);
+
 /* fopen. NULL with errno set on failure. */
 FILE *posenc__file_open(const char *path, const char *mode);
 /* remove: a file (or an empty directory on POSIX). False with errno set on failure. */

@@ -193,6 +193,25 @@ bool posenc__directory_list(const char *path, void (*visit)(const char *name, vo
 #endif
 }
 
+bool posenc__user_cache_directory(char *out, size_t size)
+{
+#if defined(_WIN32)
+    return posenc__env_get_path("LOCALAPPDATA", out, size);
+#else
+    if (posenc__env_get_path("XDG_CACHE_HOME", out, size) && out[0] == '/')
+        return true;
+    char home[4096];
+    if (!posenc__env_get_path("HOME", home, sizeof home))
+        return false;
+#  if defined(__APPLE__)
+    int n = snprintf(out, size, "%s/Library/Caches", home);
+#  else
+    int n = snprintf(out, size, "%s/.cache", home);
+#  endif
+    return n > 0 && (size_t)n < size;
+#endif
+}
+
 /* ---- temporary directories ---- */
 
 bool posenc__temp_directory_create(const char *prefix, char *path, size_t size)

@@ -12,11 +12,7 @@
 
 /* Paths are UTF-8 throughout, opened through core/platform.h (wide-character calls on
  * Windows), so a cache under a user profile with a non-ASCII name works. */
-#if defined(_WIN32)
-#  define SEPARATOR '\\'
-#else
-#  define SEPARATOR '/'
-#endif
+#define SEPARATOR POSENC__PATH_SEPARATOR
 
 #define MAGIC "POSENCCL"
 #define FORMAT_VERSION 1u
@@ -47,22 +43,7 @@ bool posenc_cl_cache_dir(const char *configured, char *out, size_t size)
         return n > 0 && (size_t)n < size;
     }
     char base[POSENC_CL_CACHE_PATH_MAX];
-#if defined(_WIN32)
-    return posenc__env_get_path("LOCALAPPDATA", base, sizeof base) &&
-           join(out, size, base, "posenc");
-#else
-    /* The XDG spec ignores relative paths. */
-    if (posenc__env_get_path("XDG_CACHE_HOME", base, sizeof base) && base[0] == '/')
-        return join(out, size, base, "posenc");
-    char home[POSENC_CL_CACHE_PATH_MAX];
-    if (!posenc__env_get_path("HOME", home, sizeof home))
-        return false;
-#  if defined(__APPLE__)
-    return join(out, size, home, "Library/Caches/posenc");
-#  else
-    return join(out, size, home, ".cache/posenc");
-#  endif
-#endif
+    return posenc__user_cache_directory(base, sizeof base) && join(out, size, base, "posenc");
 }
 
 bool posenc_cl_cache_path(const char *dir, const char *key, char *out, size_t size)
