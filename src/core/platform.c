@@ -31,9 +31,12 @@
 #  include <sys/wait.h>
 #  include <unistd.h>
 #  if defined(__APPLE__)
+#    include <crt_externs.h> /* a shared library has no direct `environ` there */
 #    include <sys/sysctl.h>
-#  endif
+#    define environ (*_NSGetEnviron())
+#  else
 extern char **environ;
+#  endif
 #endif
 
 _Static_assert(sizeof(posenc__once) >= sizeof(void *) * 8, "once storage");
