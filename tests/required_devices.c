@@ -10,7 +10,7 @@
 
 bool test_device_required(const char *backend)
 {
-    const char *list = getenv("POSENC_TEST_REQUIRE_DEVICES");
+    const char *list = posenc__env_get("POSENC_TEST_REQUIRE_DEVICES");
     size_t length = strlen(backend);
     while (list && *list) {
         size_t word = strcspn(list, ",; ");

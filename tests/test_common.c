@@ -48,7 +48,7 @@ posenc_context *test_context_for_device(uint32_t index)
  * registrations in CMakeLists.txt): there is nothing to test, so the test is skipped. */
 static void skip_unsupported_cpu_variant(void)
 {
-    const char *variant = getenv("POSENC_CPU_VARIANT");
+    const char *variant = posenc__env_get("POSENC_CPU_VARIANT");
     if (!variant || !*variant)
         return;
     posenc_context_desc desc = {
@@ -73,7 +73,7 @@ unsigned test_for_each_device(test_device_fn fn)
         fprintf(stderr, "posenc_device_count failed: %s\n", posenc_thread_last_error());
         return 0;
     }
-    const char *only = getenv("POSENC_TEST_BACKEND");
+    const char *only = posenc__env_get("POSENC_TEST_BACKEND");
     unsigned ran = 0;
     for (uint32_t i = 0; i < count; i++) {
         posenc_device_info info;

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared test helpers: checks that count failures, and a loop over every device present. */
+/* Shared test helpers: checks that count failures, and a loop over every device present. The
+ * tests reach the operating system (threads, environment, files, processes) through the
+ * library's platform layer, core/platform.h, as the library does. */
 #ifndef POSENC_TEST_COMMON_H
 #define POSENC_TEST_COMMON_H
 
 #include <posenc/posenc.h>
+
+#include "core/platform.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 

@@ -24,8 +24,6 @@
  * magnitudes summed, as test_sinusoidal.c). The kernels' own sin/cos are held to
  * SINCOS_UNITS * 2^-24 and the angle addition to ROTATE_UNITS * 2^-24: the bounds cpu_simd.h
  * derives the promise from. */
-#define _POSIX_C_SOURCE 200809L
-
 #include "core/angle.h"
 #include "core/half.h"
 #include "core/internal.h"
@@ -94,9 +92,9 @@ static posenc_status create_cpu_context(const char *variant, uint32_t threads,
                                         posenc_context **context)
 {
     if (variant)
-        setenv("POSENC_CPU_VARIANT", variant, 1);
+        posenc__env_set("POSENC_CPU_VARIANT", variant);
     else
-        unsetenv("POSENC_CPU_VARIANT");
+        posenc__env_unset("POSENC_CPU_VARIANT");
     posenc_context_desc desc = {
         .backend = POSENC_BACKEND_CPU,
         .flags = POSENC_CONTEXT_NO_FALLBACK | POSENC_CONTEXT_IGNORE_ENV,
@@ -104,7 +102,7 @@ static posenc_status create_cpu_context(const char *variant, uint32_t threads,
     };
     *context = NULL;
     posenc_status status = posenc_context_create(&desc, context);
-    unsetenv("POSENC_CPU_VARIANT");
+    posenc__env_unset("POSENC_CPU_VARIANT");
     return status;
 }
 

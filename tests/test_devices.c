@@ -2,17 +2,13 @@
 /* Devices and contexts: enumeration, backend status, device selection (descriptor, selector
  * strings, POSENC_DEVICE), posenc_device_choose against posenc_context_create, the log callback,
  * silence without one, and independent contexts on concurrent threads. */
-#define _POSIX_C_SOURCE 200809L
-
 #include "test_common.h"
 
 #include <ctype.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define TWO_PI 6.283185307179586476925287
 
@@ -87,25 +83,24 @@ typedef struct enumeration_result {
     posenc_device_info info[8];
 } enumeration_result;
 
-static void *enumerate_thread(void *arg)
+static void enumerate_thread(void *arg)
 {
     enumeration_result *r = arg;
     r->status = posenc_device_count(&r->count);
     for (uint32_t i = 0; r->status == POSENC_OK && i < r->count && i < 8; i++)
         if (posenc_device_get(i, &r->info[i]) != POSENC_OK)
             r->status = POSENC_INTERNAL;
-    return NULL;
 }
 
 static void test_first_use_from_threads(void)
 {
     enumeration_result results[4];
-    pthread_t threads[4];
+    posenc__thread threads[4];
     memset(results, 0, sizeof results);
     for (int i = 0; i < 4; i++)
-        CHECK(pthread_create(&threads[i], NULL, enumerate_thread, &results[i]) == 0);
+        CHECK(posenc__thread_start(&threads[i], enumerate_thread, &results[i]));
     for (int i = 0; i < 4; i++)
-        pthread_join(threads[i], NULL);
+        posenc__thread_join(&threads[i]);
     for (int i = 0; i < 4; i++) {
         CHECK_OK(results[i].status);
         CHECK(results[i].count == results[0].count);
@@ -540,28 +535,29 @@ static void test_environment(void)
     if (native_cpu_index == UINT32_MAX)
         return;
     const uint32_t cpu = native_cpu_index;
-    char *saved = getenv("POSENC_DEVICE") ? strdup(getenv("POSENC_DEVICE")) : NULL;
+    const char *previous = posenc__env_get("POSENC_DEVICE");
+    char *saved = previous ? posenc__strdup(previous) : NULL;
 
-    unsetenv("POSENC_DEVICE");
+    posenc__env_unset("POSENC_DEVICE");
     posenc_context_desc plain = {0};
     posenc_device_info unset_pick;
     CHECK(CHOOSE_AND_CREATE(&plain, &unset_pick) == POSENC_OK);
 
-    setenv("POSENC_DEVICE", "", 1); /* empty means unset */
+    posenc__env_set("POSENC_DEVICE", ""); /* empty means unset */
     posenc_device_info empty_pick;
     if (CHOOSE_AND_CREATE(&plain, &empty_pick) == POSENC_OK)
         CHECK(same_device(&empty_pick, &unset_pick));
     else
         CHECK(0 && "an empty POSENC_DEVICE is ignored");
 
-    setenv("POSENC_DEVICE", "cpu", 1);
+    posenc__env_set("POSENC_DEVICE", "cpu");
     EXPECT_DEVICE(&plain, cpu);
     EXPECT_DEVICE(NULL, cpu);
-    setenv("POSENC_DEVICE", "cpu:0", 1);
+    posenc__env_set("POSENC_DEVICE", "cpu:0");
     EXPECT_DEVICE(&plain, cpu);
     char fragment[64];
     cpu_name_fragment(fragment, sizeof fragment, 1);
-    setenv("POSENC_DEVICE", fragment, 1);
+    posenc__env_set("POSENC_DEVICE", fragment);
     posenc_device_info chosen;
     if (CHOOSE_AND_CREATE(&plain, &chosen) == POSENC_OK)
         CHECK(contains_ignoring_case(chosen.name, fragment));
@@ -571,18 +567,18 @@ static void test_environment(void)
         char full[32];
         snprintf(full, sizeof full, "%s:%u", posenc_backend_name(devices[i].backend),
                  devices[i].backend_index);
-        setenv("POSENC_DEVICE", full, 1);
+        posenc__env_set("POSENC_DEVICE", full);
         EXPECT_DEVICE(&plain, i);
     }
 
     /* A variable that matches nothing is an error, not a silent fallback, and says where the
      * selector came from. */
-    setenv("POSENC_DEVICE", "nosuchdevice", 1);
+    posenc__env_set("POSENC_DEVICE", "nosuchdevice");
     EXPECT_NOT_FOUND(&plain, "POSENC_DEVICE");
     EXPECT_NOT_FOUND(NULL, "POSENC_DEVICE");
-    setenv("POSENC_DEVICE", "cpu:5", 1);
+    posenc__env_set("POSENC_DEVICE", "cpu:5");
     EXPECT_NOT_FOUND(&plain, "POSENC_DEVICE");
-    setenv("POSENC_DEVICE", "vulkan:7", 1);
+    posenc__env_set("POSENC_DEVICE", "vulkan:7");
     expect_not_found_(&plain, POSENC_DEVICE_NOT_FOUND,
                       backend_available(POSENC_BACKEND_VULKAN) == POSENC_OK
                           ? POSENC_DEVICE_NOT_FOUND
@@ -590,7 +586,7 @@ static void test_environment(void)
                       "POSENC_DEVICE", __LINE__);
 
     /* ...but it is ignored with IGNORE_ENV, an explicit backend or an explicit device. */
-    setenv("POSENC_DEVICE", "nosuchdevice", 1);
+    posenc__env_set("POSENC_DEVICE", "nosuchdevice");
     posenc_context_desc d = {.flags = POSENC_CONTEXT_IGNORE_ENV};
     if (CHOOSE_AND_CREATE(&d, &chosen) == POSENC_OK)
         CHECK(same_device(&chosen, &unset_pick));
@@ -602,10 +598,10 @@ static void test_environment(void)
     EXPECT_DEVICE(&d, cpu);
 
     if (saved) {
-        setenv("POSENC_DEVICE", saved, 1);
+        posenc__env_set("POSENC_DEVICE", saved);
         free(saved);
     } else {
-        unsetenv("POSENC_DEVICE");
+        posenc__env_unset("POSENC_DEVICE");
     }
 }
 
@@ -615,7 +611,7 @@ static void test_environment(void)
 typedef struct log_record {
     int calls;
     int bad;
-    pthread_t thread;
+    uint64_t thread;
 } log_record;
 
 static void record_log(posenc_log_level level, const char *message, void *user_data)
@@ -626,7 +622,7 @@ static void record_log(posenc_log_level level, const char *message, void *user_d
         r->bad++;
     if (!message || !message[0])
         r->bad++;
-    if (!pthread_equal(pthread_self(), r->thread))
+    if (posenc__thread_id() != r->thread)
         r->bad++;
 }
 
@@ -634,7 +630,7 @@ static void test_log(void)
 {
     /* Context creation on every device tells the log something (at least at DEBUG/INFO). */
     for (uint32_t i = 0; i < device_count; i++) {
-        log_record record = {.thread = pthread_self()};
+        log_record record = {.thread = posenc__thread_id()};
         char full[32];
         snprintf(full, sizeof full, "%s:%u", posenc_backend_name(devices[i].backend),
                  devices[i].backend_index);
@@ -677,11 +673,9 @@ static void test_silence(void)
     CHECK(capture != NULL);
     if (!capture)
         return;
-    fflush(stdout);
-    fflush(stderr);
-    int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
-    dup2(fileno(capture), STDOUT_FILENO);
-    dup2(fileno(capture), STDERR_FILENO);
+    int saved_out = posenc__stream_redirect(stdout, capture);
+    int saved_err = posenc__stream_redirect(stderr, capture);
+    CHECK(saved_out >= 0 && saved_err >= 0);
 
     posenc_status statuses[6];
     posenc_context *ctx = NULL;
@@ -704,12 +698,8 @@ static void test_silence(void)
     statuses[5] = buffer ? posenc_buffer_download(buffer, 8, q, 16) : POSENC_INTERNAL;
     posenc_context_destroy(ctx);
 
-    fflush(stdout);
-    fflush(stderr);
-    dup2(saved_out, STDOUT_FILENO);
-    dup2(saved_err, STDERR_FILENO);
-    close(saved_out);
-    close(saved_err);
+    posenc__stream_restore(stdout, saved_out);
+    posenc__stream_restore(stderr, saved_err);
 
     CHECK_STATUS(statuses[0], POSENC_DEVICE_NOT_FOUND);
     CHECK_OK(statuses[1]);
@@ -751,7 +741,7 @@ static void worker_fail(worker *w, const char *what)
         snprintf(w->first_failure, sizeof w->first_failure, "%s", what);
 }
 
-static void *worker_main(void *arg)
+static void worker_main(void *arg)
 {
     worker *w = arg;
     test_rng rng = {(uint64_t)w->id * 7919 + 17};
@@ -808,7 +798,6 @@ static void *worker_main(void *arg)
                 worker_fail(w, "device count changed");
         }
     }
-    return NULL;
 }
 
 static uint32_t device_index_of(const posenc_device_info *info)
@@ -837,11 +826,11 @@ static void test_two_threads(posenc_context *ctx, const posenc_device_info *info
         {.ctx = ctx, .id = 0, .iterations = iterations, .theta = 10000},
         {.ctx = second, .id = 1, .iterations = iterations, .theta = 500000},
     };
-    pthread_t threads[2];
+    posenc__thread threads[2];
     for (int i = 0; i < 2; i++)
-        CHECK(pthread_create(&threads[i], NULL, worker_main, &workers[i]) == 0);
+        CHECK(posenc__thread_start(&threads[i], worker_main, &workers[i]));
     for (int i = 0; i < 2; i++)
-        pthread_join(threads[i], NULL);
+        posenc__thread_join(&threads[i]);
     for (int i = 0; i < 2; i++) {
         if (workers[i].failures) {
             test_failures++;

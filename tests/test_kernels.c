@@ -17,7 +17,6 @@
 #include "core/kernels.h"
 #include "reference.h"
 
-#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -527,10 +526,21 @@ typedef struct cl_api {
     cl_int (*ReleaseContext)(cl_handle);
 } cl_api;
 
+#if defined(_WIN32)
+#  define OPENCL_LOADER "OpenCL.dll"
+#  define VULKAN_LOADER "vulkan-1.dll"
+#elif defined(__APPLE__)
+#  define OPENCL_LOADER "/System/Library/Frameworks/OpenCL.framework/OpenCL"
+#  define VULKAN_LOADER "libvulkan.1.dylib"
+#else
+#  define OPENCL_LOADER "libOpenCL.so.1"
+#  define VULKAN_LOADER "libvulkan.so.1"
+#endif
+
 /* dlsym's object pointer into a function pointer, without a cast ISO C leaves undefined. */
 #define LOAD_SYMBOL(library, prefix, table, name, ok)                                          \
     do {                                                                                       \
-        void *symbol_ = dlsym(library, prefix #name);                                          \
+        void *symbol_ = posenc__library_symbol(library, prefix #name);                         \
         ok = ok && symbol_ != NULL;                                                            \
         memcpy(&(table)->name, &symbol_, sizeof symbol_);                                      \
     } while (0)
@@ -538,7 +548,7 @@ typedef struct cl_api {
 static bool cl_load(cl_api *cl)
 {
     memset(cl, 0, sizeof *cl);
-    cl->library = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+    cl->library = posenc__library_open(OPENCL_LOADER);
     if (!cl->library)
         return false;
     bool ok = true;
@@ -564,7 +574,7 @@ static bool cl_load(cl_api *cl)
     if (!ok) {
         fprintf(stderr, "libOpenCL.so.1 lacks an OpenCL 1.2 entry point\n");
         test_failures++;
-        dlclose(cl->library);
+        posenc__library_close(cl->library);
         cl->library = NULL;
     }
     return ok;
@@ -1066,16 +1076,16 @@ static void check_vulkan_runs(void)
 {
     if (!posenc__spirv_enabled())
         return;
-    void *library = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *library = posenc__library_open(VULKAN_LOADER);
     if (!library) {
-        printf("SPIR-V kernels: libvulkan.so.1 not loadable, not run\n");
+        printf("SPIR-V kernels: " VULKAN_LOADER " not loadable, not run\n");
         return;
     }
     vk_api vk = {0};
     PFN_vkGetInstanceProcAddr get_proc = NULL;
     PFN_vkCreateInstance create_instance = NULL;
     bool ok = true;
-    void *symbol = dlsym(library, "vkGetInstanceProcAddr");
+    void *symbol = posenc__library_symbol(library, "vkGetInstanceProcAddr");
     memcpy(&get_proc, &symbol, sizeof symbol);
     if (get_proc)
         create_instance = (PFN_vkCreateInstance)get_proc(VK_NULL_HANDLE, "vkCreateInstance");

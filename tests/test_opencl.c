@@ -8,8 +8,6 @@
  * The operations themselves are covered by the tests every device runs. Skipped without an
  * OpenCL device, unless POSENC_TEST_REQUIRE_DEVICES names opencl: then that is a failure.
  */
-#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
-
 #include "required_devices.h"
 #include "test_common.h"
 
@@ -19,7 +17,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define CHECK_MESSAGE(text, needle)                                                          \
     do {                                                                                     \
@@ -37,9 +34,8 @@ static void test_larger_than_one_allocation(posenc_context *ctx, const posenc_de
     if (span > (UINT64_C(1) << 40) || span > SIZE_MAX)
         return;
     size_t bytes = (size_t)span + 4096;
-    unsigned char *memory = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (memory == MAP_FAILED) {
+    unsigned char *memory = posenc__memory_map(bytes);
+    if (!memory) {
         printf("    (no address space for a %llu-byte view: not checked)\n",
                (unsigned long long)span);
         return;
@@ -67,7 +63,7 @@ static void test_larger_than_one_allocation(posenc_context *ctx, const posenc_de
     CHECK_MESSAGE(posenc_context_last_error(ctx), "out");
     printf("    a %llu-byte host view: %s\n", (unsigned long long)span,
            posenc_context_last_error(ctx));
-    munmap(memory, bytes);
+    posenc__memory_unmap(memory, bytes);
 
     /* The context still works afterwards. */
     float q[2][16];

@@ -12,8 +12,6 @@
  * is present the test is skipped, unless POSENC_TEST_REQUIRE_DEVICES names opencl (the Linux
  * presets, which CI runs with PoCL): then it fails.
  */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp, setenv, posix_spawn */
-
 #include "required_devices.h"
 #include "test_common.h"
 
@@ -21,17 +19,16 @@
 #include "opencl/cl_internal.h"
 #include "reference.h"
 
-#include <dirent.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-extern char **environ;
+/* The variable whose folder holds the default cache directory (cl_cache.c). */
+#if defined(_WIN32)
+#  define CACHE_HOME "LOCALAPPDATA"
+#else
+#  define CACHE_HOME "XDG_CACHE_HOME"
+#endif
 
 /* ---------------------------------------------------------------------------------------------
  * Log capture
@@ -58,7 +55,7 @@ static void capture(posenc_log_level level, const char *message, void *user_data
     }
     if (strstr(message, "binary cache not written"))
         log->unwritten++;
-    if (getenv("POSENC_TEST_VERBOSE"))
+    if (posenc__env_get("POSENC_TEST_VERBOSE"))
         printf("      log: %s\n", message);
 }
 
@@ -69,45 +66,49 @@ static char root[512];        /* this run's temporary directory */
 static uint32_t device_index; /* the OpenCL device under test, in posenc_device_get order */
 static uint32_t backend_index;
 
+typedef struct entry_count {
+    const char *dir;
+    unsigned n;
+    char *last;
+    size_t size;
+} entry_count;
+
+static void count_entry(const char *name, void *user)
+{
+    entry_count *count = user;
+    size_t length = strlen(name);
+    if (strncmp(name, "opencl-", 7) == 0 && length > 4 && strcmp(name + length - 4, ".bin") == 0) {
+        count->n++;
+        if (count->last)
+            snprintf(count->last, count->size, "%s/%s", count->dir, name);
+    }
+}
+
 static unsigned count_entries(const char *dir, char *last, size_t size)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    unsigned n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t length = strlen(e->d_name);
-        if (strncmp(e->d_name, "opencl-", 7) == 0 && length > 4 &&
-            strcmp(e->d_name + length - 4, ".bin") == 0) {
-            n++;
-            if (last)
-                snprintf(last, size, "%s/%s", dir, e->d_name);
-        }
+    entry_count count = {.dir = dir, .last = last, .size = size};
+    posenc__directory_list(dir, count_entry, &count);
+    return count.n;
+}
+
+static void fail_on_temporary(const char *name, void *user)
+{
+    (void)user;
+    if (strstr(name, ".tmp")) {
+        test_failures++;
+        fprintf(stderr, "temporary file left in the cache: %s\n", name);
     }
-    closedir(d);
-    return n;
 }
 
 /* Fails the test when a temporary file is left behind. */
 static void check_no_temporaries(const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strstr(e->d_name, ".tmp")) {
-            test_failures++;
-            fprintf(stderr, "temporary file left in the cache: %s\n", e->d_name);
-        }
-    }
-    closedir(d);
+    posenc__directory_list(dir, fail_on_temporary, NULL);
 }
 
 static unsigned char *read_file(const char *path, size_t *size)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = posenc__file_open(path, "rb");
     if (!f)
         return NULL;
     fseek(f, 0, SEEK_END);
@@ -125,34 +126,11 @@ static unsigned char *read_file(const char *path, size_t *size)
 
 static bool write_file(const char *path, const void *data, size_t size)
 {
-    FILE *f = fopen(path, "wb");
+    FILE *f = posenc__file_open(path, "wb");
     if (!f)
         return false;
     bool ok = fwrite(data, 1, size, f) == size;
     return fclose(f) == 0 && ok;
-}
-
-static void remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) {
-        remove(dir);
-        return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-            remove_tree(path);
-        else
-            remove(path);
-    }
-    closedir(d);
-    rmdir(dir);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -203,13 +181,10 @@ static log_capture run_rope(const char *cache_dir, double *milliseconds)
         .q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, shape),
         .position_offset = 1000,
     };
-    struct timespec start, end;
-    timespec_get(&start, TIME_UTC);
+    double start = posenc__seconds_now();
     posenc_status status = posenc_rope(ctx, &rope);
-    timespec_get(&end, TIME_UTC);
     if (milliseconds)
-        *milliseconds = (double)(end.tv_sec - start.tv_sec) * 1e3 +
-                        (double)(end.tv_nsec - start.tv_nsec) * 1e-6;
+        *milliseconds = (posenc__seconds_now() - start) * 1e3;
     CHECK_OK(status);
     if (status != POSENC_OK)
         fprintf(stderr, "  rope: %s\n", posenc_context_last_error(ctx));
@@ -250,19 +225,19 @@ static void test_cold_and_warm(const char *dir)
     CHECK(cold.built == 1 && cold.loaded == 0);
     CHECK(count_entries(dir, entry, sizeof entry) == 1);
     check_no_temporaries(dir);
-    struct stat before;
-    CHECK(stat(entry, &before) == 0);
+    int64_t before = 0;
+    CHECK(posenc__file_modified(entry, &before));
     size_t size_before = 0;
     unsigned char *bytes_before = read_file(entry, &size_before);
     CHECK(bytes_before != NULL && size_before > 32);
 
-    sleep(1); /* a rewrite would show in the modification time */
+    posenc__sleep_seconds(1.1); /* a rewrite would show in the modification time */
     log_capture warm = run_rope(dir, &warm_ms);
     CHECK(warm.loaded == 1 && warm.built == 0 && warm.ignored == 0);
     CHECK(count_entries(dir, NULL, 0) == 1);
-    struct stat after;
-    CHECK(stat(entry, &after) == 0);
-    CHECK(after.st_mtime == before.st_mtime);
+    int64_t after = 0;
+    CHECK(posenc__file_modified(entry, &after));
+    CHECK(after == before);
     size_t size_after = 0;
     unsigned char *bytes_after = read_file(entry, &size_after);
     CHECK(bytes_after && size_after == size_before &&
@@ -325,7 +300,7 @@ static void test_damaged_entries(const char *dir)
     expect_rebuilt(dir, "empty");
 
     CHECK(write_file(entry, good, size)); /* one byte more than the header says */
-    FILE *f = fopen(entry, "ab");
+    FILE *f = posenc__file_open(entry, "ab");
     CHECK(f && fputc(0, f) == 0);
     if (f)
         fclose(f);
@@ -336,6 +311,22 @@ static void test_damaged_entries(const char *dir)
 }
 
 /* A changed source or changed options get a new key, a new file, and a build from source. */
+typedef struct other_entry {
+    const char *dir;
+    char *path;
+    size_t size;
+} other_entry;
+
+/* An entry of the directory other than `entry`, into found->path. */
+static void find_other_entry(const char *name, void *user)
+{
+    other_entry *found = user;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", found->dir, name);
+    if (strncmp(name, "opencl-", 7) == 0 && strcmp(path, entry) != 0)
+        snprintf(found->path, found->size, "%s", path);
+}
+
 static void test_changed_source(const char *dir)
 {
     const posenc__cl_kernel *variant = posenc__cl_kernel_find("rope_f32");
@@ -401,16 +392,8 @@ static void test_changed_source(const char *dir)
 
     /* An entry copied over another key's file is refused for the key it does not carry. */
     char other[1024] = "";
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (strncmp(e->d_name, "opencl-", 7) == 0 && strcmp(path, entry) != 0)
-            snprintf(other, sizeof other, "%s", path);
-    }
-    if (d)
-        closedir(d);
+    other_entry found = {.dir = dir, .path = other, .size = sizeof other};
+    posenc__directory_list(dir, find_other_entry, &found);
     size_t size = 0;
     unsigned char *foreign = other[0] ? read_file(other, &size) : NULL;
     CHECK(foreign != NULL);
@@ -434,26 +417,25 @@ static void test_unwritable(void)
     printf("  unwritable cache directory: op ok, cache skipped\n");
 }
 
-/* cache_dir unset: $XDG_CACHE_HOME/posenc. */
+/* cache_dir unset: $XDG_CACHE_HOME/posenc (%LOCALAPPDATA%\\posenc on Windows). */
 static void test_default_directory(void)
 {
     char xdg[600], dir[700];
     snprintf(xdg, sizeof xdg, "%s/xdg", root);
     snprintf(dir, sizeof dir, "%s/posenc", xdg);
-    const char *saved = getenv("XDG_CACHE_HOME");
-    char *saved_copy = saved ? strdup(saved) : NULL;
-    setenv("XDG_CACHE_HOME", xdg, 1);
+    char saved[1024];
+    bool was_set = posenc__env_get_path(CACHE_HOME, saved, sizeof saved);
+    posenc__env_set(CACHE_HOME, xdg);
     log_capture log = run_rope(NULL, NULL);
     log_capture again = run_rope(NULL, NULL);
-    if (saved_copy)
-        setenv("XDG_CACHE_HOME", saved_copy, 1);
+    if (was_set)
+        posenc__env_set(CACHE_HOME, saved);
     else
-        unsetenv("XDG_CACHE_HOME");
-    free(saved_copy);
+        posenc__env_unset(CACHE_HOME);
     CHECK(log.built + log.loaded == 1);
     CHECK(again.loaded == 1 && again.built == 0);
     CHECK(count_entries(dir, NULL, 0) == 1);
-    printf("  default directory: $XDG_CACHE_HOME/posenc\n");
+    printf("  default directory: $" CACHE_HOME "/posenc\n");
 }
 
 /* Child mode: one op with the given cache directory; exit 0 when it worked. */
@@ -469,20 +451,19 @@ static void test_two_writers(const char *self)
     for (int round = 0; round < 2; round++) {
         char dir[600];
         snprintf(dir, sizeof dir, "%s/race%d", root, round);
-        pid_t pids[2] = {0, 0};
+        posenc__process children[2];
+        bool started[2] = {false, false};
         for (int i = 0; i < 2; i++) {
-            char *argv[] = {(char *)self, (char *)"--child", dir, NULL};
-            if (posix_spawn(&pids[i], self, NULL, NULL, argv, environ) != 0) {
+            const char *argv[] = {self, "--child", dir, NULL};
+            started[i] = posenc__process_start(&children[i], argv);
+            if (!started[i]) {
                 test_failures++;
-                fprintf(stderr, "posix_spawn %s failed\n", self);
-                pids[i] = 0;
+                fprintf(stderr, "starting %s failed\n", self);
             }
         }
-        for (int i = 0; i < 2; i++) {
-            int wstatus = 0;
-            if (pids[i] && waitpid(pids[i], &wstatus, 0) == pids[i])
-                CHECK(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
-        }
+        for (int i = 0; i < 2; i++)
+            if (started[i])
+                CHECK(posenc__process_wait(&children[i]) == 0);
         CHECK(count_entries(dir, NULL, 0) == 1);
         check_no_temporaries(dir);
         log_capture log = run_rope(dir, NULL);
@@ -493,6 +474,7 @@ static void test_two_writers(const char *self)
 
 int main(int argc, char **argv)
 {
+    argv = posenc__utf8_arguments(argc, argv); /* the child's directory argument */
     uint32_t count = 0;
     bool found = false;
     CHECK_OK(posenc_device_count(&count));
@@ -516,10 +498,11 @@ int main(int argc, char **argv)
     CHECK_OK(posenc_device_get(device_index, &info));
     printf("OpenCL device %u: %s (%s)\n", backend_index, info.name, info.driver);
 
-    const char *tmp = getenv("TMPDIR");
-    snprintf(root, sizeof root, "%s/posenc-cl-cache-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    if (!mkdtemp(root)) {
-        fprintf(stderr, "mkdtemp(%s) failed\n", root);
+    /* A name outside any ANSI code page, as a user profile on Windows may have: every path the
+     * cache takes goes through the UTF-8 platform calls. */
+    static const char prefix[] = "posenc-cl-cache-\xc3\xa9t\xc3\xa9-\xe6\x97\xa5\xe6\x9c\xac";
+    if (!posenc__temp_directory_create(prefix, root, sizeof root)) {
+        fprintf(stderr, "cannot create a temporary directory\n");
         return EXIT_FAILURE;
     }
     char dir[600];
@@ -535,7 +518,7 @@ int main(int argc, char **argv)
     test_two_writers(argv[0]);
 
     if (!test_failures)
-        remove_tree(root);
+        posenc__remove_tree(root);
     else
         printf("cache files kept in %s\n", root);
     return test_finish("test_opencl_cache");

@@ -15,8 +15,6 @@
  * Skipped without an OpenCL device, unless POSENC_TEST_REQUIRE_DEVICES names opencl: then that
  * is a failure.
  */
-#define _POSIX_C_SOURCE 200809L /* nanosleep */
-
 #include <posenc/posenc_opencl.h>
 
 #include "reference.h"
@@ -24,10 +22,8 @@
 #include "test_common.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define CHECK_MESSAGE(text, needle)                                                          \
     do {                                                                                     \
@@ -174,7 +170,7 @@ static cl_uint settled(counted kind, void *object, cl_uint expected)
 {
     cl_uint count = references(kind, object);
     for (int i = 0; i < 200 && count != expected; i++) {
-        nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
+        posenc__sleep_seconds(5e-3);
         count = references(kind, object);
     }
     return count;
@@ -188,11 +184,7 @@ static cl_int execution_status(cl_event event)
     return status;
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec t = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
-}
+static void sleep_ms(long ms) { posenc__sleep_seconds((double)ms * 1e-3); }
 
 /* ---- Data and the float64 reference ---------------------------------------------------------- */
 
@@ -816,7 +808,7 @@ typedef struct worker {
 static double worker_theta(int index) { return 10000.0 + 1000.0 * index; }
 static double worker_base(int index) { return 10000.0 + 7.0 * index; }
 
-static void *worker_run(void *argument)
+static void worker_run(void *argument)
 {
     worker *w = argument;
     if (w->wrap_in_thread[0]) {
@@ -824,7 +816,7 @@ static void *worker_run(void *argument)
         for (int i = 0; i < 3; i++) {
             if (posenc_cl_buffer_wrap(w->ctx, w->wrap_in_thread[i], wrapped[i]) != POSENC_OK) {
                 w->failures++;
-                return NULL;
+                return;
             }
         }
     }
@@ -856,7 +848,6 @@ static void *worker_run(void *argument)
         }
         w->events[w->event_count++] = event;
     }
-    return NULL;
 }
 
 /* Worker t's results, read back: every rotated slice (mems[1]) and table (mems[2]) of its
@@ -912,15 +903,15 @@ static void test_threads(cl_device_id device)
         }
     }
     if (ready) {
-        pthread_t threads[THREADS];
+        posenc__thread threads[THREADS];
         int started = 0;
         for (; started < THREADS; started++) {
-            if (pthread_create(&threads[started], NULL, worker_run, &workers[started]) != 0)
+            if (!posenc__thread_start(&threads[started], worker_run, &workers[started]))
                 break;
         }
         CHECK(started == THREADS);
         for (int t = 0; t < started; t++)
-            pthread_join(threads[t], NULL);
+            posenc__thread_join(&threads[t]);
         for (int t = 0; t < THREADS; t++) {
             CHECK(workers[t].failures == 0);
             if (workers[t].event_count)
@@ -981,7 +972,7 @@ static void churn_check_message(churner *c)
         churn_failed(c, "a message that no call wrote whole");
 }
 
-static void *churn_run(void *argument)
+static void churn_run(void *argument)
 {
     churner *c = argument;
     posenc_rope_desc no_work = {0};
@@ -1018,7 +1009,6 @@ static void *churn_run(void *argument)
         posenc_buffer_destroy(made);
         posenc_buffer_destroy(view);
     }
-    return NULL;
 }
 
 static void read_churn_messages(posenc_context *ctx, churn_messages *messages)
@@ -1076,17 +1066,17 @@ static void test_wrap_while_enqueueing(cl_device_id device)
     }
     if (ready) {
         /* Interleaved, so that each kind starts while the other runs. */
-        pthread_t threads[WORKERS + CHURNERS];
+        posenc__thread threads[WORKERS + CHURNERS];
         bool started[WORKERS + CHURNERS] = {false};
         for (int i = 0; i < WORKERS + CHURNERS; i++) {
-            started[i] = pthread_create(&threads[i], NULL, i % 2 ? churn_run : worker_run,
-                                        i % 2 ? (void *)&churners[i / 2]
-                                              : (void *)&workers[i / 2]) == 0;
+            started[i] = posenc__thread_start(&threads[i], i % 2 ? churn_run : worker_run,
+                                              i % 2 ? (void *)&churners[i / 2]
+                                                    : (void *)&workers[i / 2]);
             CHECK(started[i]);
         }
         for (int i = 0; i < WORKERS + CHURNERS; i++) {
             if (started[i])
-                pthread_join(threads[i], NULL);
+                posenc__thread_join(&threads[i]);
         }
         for (int c = 0; c < CHURNERS; c++) {
             if (churners[c].failures) {

@@ -10,8 +10,6 @@
  * A machine without a Vulkan device skips this test, unless POSENC_TEST_REQUIRE_DEVICES names
  * vulkan (the Linux presets, which CI runs with lavapipe): then a skip would hide the backend, and
  * the test fails. */
-#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv, strdup */
-
 #include "reference.h"
 #include "required_devices.h"
 #include "test_common.h"
@@ -21,7 +19,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define MIB (UINT64_C(1) << 20)
 /* Devices whose binding limit is above this are not given tensors larger than it. */
@@ -300,7 +297,7 @@ static posenc_context *context_with(uint32_t index, const char *cache_path, pose
 
 static long file_size(const char *path)
 {
-    FILE *file = fopen(path, "rb");
+    FILE *file = posenc__file_open(path, "rb");
     if (!file)
         return -1;
     long size = -1;
@@ -315,7 +312,7 @@ static long file_size(const char *path)
 static bool cache_header(const char *path)
 {
     uint32_t words[2] = {0, 0};
-    FILE *file = fopen(path, "rb");
+    FILE *file = posenc__file_open(path, "rb");
     if (!file)
         return false;
     size_t got = fread(words, sizeof words[0], 2, file);
@@ -335,8 +332,9 @@ static void test_pipeline_cache(uint32_t index)
     /* Per process: test_vulkan and its reruns (test_vulkan_vulkan_fallbacks) may run at the
      * same time in the same directory. */
     char path[64];
-    snprintf(path, sizeof path, "test_vulkan_pipeline_%ld.cache", (long)getpid());
-    remove(path);
+    snprintf(path, sizeof path, "test_vulkan_pipeline_%llu.cache",
+             (unsigned long long)posenc__process_id());
+    posenc__file_remove(path);
     posenc_context *ctx = context_with(index, path, test_count_warnings, NULL);
     if (!ctx)
         return;
@@ -352,7 +350,7 @@ static void test_pipeline_cache(uint32_t index)
     }
     CHECK(file_size(path) >= saved);
 
-    FILE *file = fopen(path, "wb"); /* a cache of some other device: ignored */
+    FILE *file = posenc__file_open(path, "wb"); /* a cache of some other device: ignored */
     if (file) {
         static const char junk[64] = "not a pipeline cache";
         fwrite(junk, 1, sizeof junk, file);
@@ -364,7 +362,7 @@ static void test_pipeline_cache(uint32_t index)
         posenc_context_destroy(ctx);
     }
     CHECK(cache_header(path));
-    remove(path);
+    posenc__file_remove(path);
 
     /* A path that cannot be written: the context still works and says so at destruction. */
     int warnings = 0;
@@ -392,18 +390,18 @@ static void test_instance_layers(uint32_t index)
         printf("    VK_INSTANCE_LAYERS: the Khronos validation layer is not installed, skipped\n");
         return;
     }
-    const char *saved = getenv("VK_INSTANCE_LAYERS");
-    char *restore = saved ? strdup(saved) : NULL;
-    setenv("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation", 1);
+    const char *saved = posenc__env_get("VK_INSTANCE_LAYERS");
+    char *restore = saved ? posenc__strdup(saved) : NULL;
+    posenc__env_set("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation");
     posenc_context *ctx = context_with(index, NULL, test_count_warnings, NULL);
     if (ctx) {
         small_rope(ctx);
         posenc_context_destroy(ctx);
     }
     if (restore)
-        setenv("VK_INSTANCE_LAYERS", restore, 1);
+        posenc__env_set("VK_INSTANCE_LAYERS", restore);
     else
-        unsetenv("VK_INSTANCE_LAYERS");
+        posenc__env_unset("VK_INSTANCE_LAYERS");
     free(restore);
     printf("    VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation: ok\n");
 }

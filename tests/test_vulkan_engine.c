@@ -14,9 +14,7 @@
 #define VK_NO_PROTOTYPES
 #include <posenc/posenc_vulkan.h>
 
-#include <dlfcn.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,17 +77,25 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL count_messages(
     return VK_FALSE;
 }
 
+#if defined(_WIN32)
+#  define VULKAN_LOADER "vulkan-1.dll"
+#elif defined(__APPLE__)
+#  define VULKAN_LOADER "libvulkan.1.dylib"
+#else
+#  define VULKAN_LOADER "libvulkan.so.1"
+#endif
+
 static PFN_vkGetInstanceProcAddr load_loader(const char **reason)
 {
     static void *library;
     if (!library)
-        library = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+        library = posenc__library_open(VULKAN_LOADER);
     if (!library) {
-        *reason = "libvulkan.so.1 not found";
+        *reason = VULKAN_LOADER " not found";
         return NULL;
     }
     PFN_vkGetInstanceProcAddr gipa;
-    void *symbol = dlsym(library, "vkGetInstanceProcAddr");
+    void *symbol = posenc__library_symbol(library, "vkGetInstanceProcAddr");
     memcpy(&gipa, &symbol, sizeof gipa);
     return gipa;
 }
@@ -607,14 +613,14 @@ typedef struct thread_job {
     bool ok;
 } thread_job;
 
-static void *record_in_thread(void *argument)
+static void record_in_thread(void *argument)
 {
     thread_job *job = argument;
     if (job->wrap_in_thread && !rope_wrap_quietly(job->ctx, job->w, job->wrap_in_thread))
-        return NULL;
+        return;
     job->commands = begin_commands(job->e, job->pool);
     if (!job->commands)
-        return NULL;
+        return;
     host_to_compute(job->e, job->commands);
     /* Recordings with tables of their own first, for more chances to overlap with the other
      * threads; then the one that counts, which overwrites what they wrote. */
@@ -634,7 +640,6 @@ static void *record_in_thread(void *argument)
     }
     compute_to_host(job->e, job->commands);
     job->ok = job->e->EndCommandBuffer(job->commands) == VK_SUCCESS && job->ok;
-    return NULL;
 }
 
 static void test_threads(engine *e, posenc_context *ctx)
@@ -642,7 +647,7 @@ static void test_threads(engine *e, posenc_context *ctx)
     arena a;
     CHECK(arena_create(e, &a, THREADS * 4 * SLOT));
     thread_job jobs[THREADS];
-    pthread_t threads[THREADS];
+    posenc__thread threads[THREADS];
     bool started[THREADS] = {false};
     for (int i = 0; i < THREADS && a.bytes; i++) {
         jobs[i] = (thread_job){.e = e, .ctx = ctx, .w = calloc(1, sizeof(rope_work))};
@@ -653,12 +658,12 @@ static void test_threads(engine *e, posenc_context *ctx)
         rope_fill(jobs[i].w, &a, 50 + (uint64_t)i);
         jobs[i].pool = make_pool(e);
         if (rope_wrap(ctx, jobs[i].w, &a))
-            started[i] = pthread_create(&threads[i], NULL, record_in_thread, &jobs[i]) == 0;
+            started[i] = posenc__thread_start(&threads[i], record_in_thread, &jobs[i]);
         CHECK(started[i]);
     }
     for (int i = 0; i < THREADS; i++) {
         if (started[i])
-            pthread_join(threads[i], NULL);
+            posenc__thread_join(&threads[i]);
     }
     for (int i = 0; i < THREADS && a.bytes; i++) {
         CHECK(jobs[i].ok);
@@ -717,7 +722,7 @@ static void churn_check_message(churn_job *job)
         churn_failed(job, "a message that no call wrote whole");
 }
 
-static void *churn_in_thread(void *argument)
+static void churn_in_thread(void *argument)
 {
     churn_job *job = argument;
     posenc_rope_desc no_work = {0};
@@ -757,7 +762,6 @@ static void *churn_in_thread(void *argument)
         posenc_buffer_destroy(made);
         posenc_buffer_destroy(view);
     }
-    return NULL;
 }
 
 static void read_churn_messages(posenc_context *ctx, VkBuffer buffer, churn_messages *messages)
@@ -785,7 +789,7 @@ static void test_wrap_while_recording(engine *e, posenc_context *ctx)
     read_churn_messages(ctx, a.buffer, &messages);
     thread_job recorders[RECORDERS];
     churn_job churners[CHURNERS];
-    pthread_t threads[RECORDERS + CHURNERS];
+    posenc__thread threads[RECORDERS + CHURNERS];
     bool started[RECORDERS + CHURNERS] = {false};
     for (int i = 0; i < RECORDERS; i++) {
         recorders[i] = (thread_job){.e = e, .ctx = ctx, .w = calloc(1, sizeof(rope_work)),
@@ -803,13 +807,13 @@ static void test_wrap_while_recording(engine *e, posenc_context *ctx)
     /* Interleaved, so that each kind starts while the other runs. */
     for (int i = 0; i < RECORDERS + CHURNERS; i++) {
         void *job = i % 2 ? (void *)&churners[i / 2] : (void *)&recorders[i / 2];
-        started[i] = pthread_create(&threads[i], NULL, i % 2 ? churn_in_thread : record_in_thread,
-                                    job) == 0;
+        started[i] = posenc__thread_start(&threads[i],
+                                          i % 2 ? churn_in_thread : record_in_thread, job);
         CHECK(started[i]);
     }
     for (int i = 0; i < RECORDERS + CHURNERS; i++) {
         if (started[i])
-            pthread_join(threads[i], NULL);
+            posenc__thread_join(&threads[i]);
     }
     for (int i = 0; i < CHURNERS; i++) {
         if (churners[i].failures) {
@@ -923,7 +927,7 @@ static void test_calls_on_queue(engine *e, posenc_context *ctx)
  * outlives the context (the validation layer reports a second destruction).
  */
 typedef struct allocation_count {
-    pthread_mutex_t lock;
+    posenc__mutex lock;
     long live, total;
 } allocation_count;
 
@@ -948,10 +952,10 @@ static void *VKAPI_CALL count_allocation(void *user, size_t size, size_t alignme
                    ~(uintptr_t)(alignment - 1);
     block_header header = {raw, size};
     memcpy((void *)(at - sizeof header), &header, sizeof header);
-    pthread_mutex_lock(&count->lock);
+    posenc__mutex_lock(&count->lock);
     count->live++;
     count->total++;
-    pthread_mutex_unlock(&count->lock);
+    posenc__mutex_unlock(&count->lock);
     return (void *)at;
 }
 
@@ -963,9 +967,9 @@ static void VKAPI_CALL count_free(void *user, void *memory)
     block_header header;
     memcpy(&header, (unsigned char *)memory - sizeof header, sizeof header);
     free(header.raw);
-    pthread_mutex_lock(&count->lock);
+    posenc__mutex_lock(&count->lock);
     count->live--;
-    pthread_mutex_unlock(&count->lock);
+    posenc__mutex_unlock(&count->lock);
 }
 
 static void *VKAPI_CALL count_reallocation(void *user, void *original, size_t size,
@@ -990,7 +994,7 @@ static void *VKAPI_CALL count_reallocation(void *user, void *original, size_t si
 static void test_allocator_and_cache(engine *e, VkCommandPool pool)
 {
     allocation_count count = {.live = 0};
-    pthread_mutex_init(&count.lock, NULL);
+    posenc__mutex_init(&count.lock);
     VkAllocationCallbacks callbacks = {
         .pUserData = &count,
         .pfnAllocation = count_allocation,
@@ -1043,7 +1047,7 @@ static void test_allocator_and_cache(engine *e, VkCommandPool pool)
     CHECK(count.total > 0);  /* posenc's objects went through the callbacks */
     CHECK(count.live == 0);  /* and all were freed with the context */
     e->DestroyPipelineCache(e->device, cache, NULL); /* still the caller's */
-    pthread_mutex_destroy(&count.lock);
+    posenc__mutex_destroy(&count.lock);
 }
 
 /* ---------------------------------------------------------------------------------------------

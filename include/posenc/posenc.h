@@ -256,6 +256,7 @@ typedef struct posenc_context_desc {
     uint32_t num_threads;    /* CPU worker threads; default: the cores this process may use */
     posenc_log_fn log;       /* default: silent */
     void *log_user_data;
+    /* The two paths are UTF-8 on every system, Windows included. */
     const char *cache_dir;   /* kernel binary cache; default $XDG_CACHE_HOME/posenc */
     const char *pipeline_cache_path; /* Vulkan pipeline cache file to load and save; default none */
     posenc_vulkan_external vulkan;   /* default: posenc creates everything */

@@ -3,20 +3,10 @@
  * copy of the same bytes on the same device (the backend's roofline kernel), and the first-call
  * latency of each device (context creation, first operation including kernel builds, with a cold
  * and a warm kernel cache on GPU backends). Text or --json. */
-#if !defined(_WIN32)
-#  define _XOPEN_SOURCE 700 /* clock_gettime, isatty, mkdtemp, nftw */
-#endif
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#if !defined(_WIN32)
-#  include <ftw.h>
-#  include <unistd.h>
-#endif
 
 #include "cli.h"
 #include "core/roofline.h"
@@ -173,49 +163,10 @@ static double quantile(const double *sorted, uint32_t n, double q)
     return sorted[i] + (at - i) * (sorted[i + 1] - sorted[i]);
 }
 
-/* "32K" / "1024K" / "32M" as sysfs writes cache sizes. */
-static uint64_t parse_size(const char *text)
-{
-    char *end = NULL;
-    unsigned long long value = strtoull(text, &end, 10);
-    if (end && (*end == 'K' || *end == 'k'))
-        value *= 1024;
-    else if (end && (*end == 'M' || *end == 'm'))
-        value *= 1024 * 1024;
-    return value;
-}
-
 static bench_caches bench_read_caches(void)
 {
     bench_caches caches = {0};
-#if defined(__linux__)
-    for (int index = 0; index < 8; index++) {
-        char path[128], level[16] = "", type[32] = "", size[32] = "";
-        const char *fields[3] = {"level", "type", "size"};
-        char *values[3] = {level, type, size};
-        size_t sizes[3] = {sizeof level, sizeof type, sizeof size};
-        bool ok = true;
-        for (int f = 0; f < 3 && ok; f++) {
-            snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", index,
-                     fields[f]);
-            FILE *file = fopen(path, "r");
-            ok = file && fgets(values[f], (int)sizes[f], file);
-            if (file)
-                fclose(file);
-        }
-        if (!ok)
-            break;
-        uint64_t bytes = parse_size(size);
-        if (strncmp(type, "Instruction", 11) == 0)
-            continue;
-        if (atoi(level) == 1)
-            caches.l1d = bytes;
-        else if (atoi(level) == 2)
-            caches.l2 = bytes;
-        else if (atoi(level) == 3)
-            caches.l3 = bytes;
-    }
-#endif
+    posenc__cpu_caches(&caches.l1d, &caches.l2, &caches.l3);
     return caches;
 }
 
@@ -239,38 +190,10 @@ static const char *bench_regime(const bench_caches *caches, const posenc_device_
     return caches->l3 ? "DRAM" : "?";
 }
 
-#if !defined(_WIN32)
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-#endif
-
 /* A fresh empty directory for a cold kernel cache; false where that is not possible. */
 static bool bench_make_temp_dir(char *path, size_t size)
 {
-#if !defined(_WIN32)
-    const char *tmp = getenv("TMPDIR");
-    snprintf(path, size, "%s/posenc-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    return mkdtemp(path) != NULL;
-#else
-    (void)path;
-    (void)size;
-    return false;
-#endif
-}
-
-static void bench_remove_dir(const char *path)
-{
-#if !defined(_WIN32)
-    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-#else
-    (void)path;
-#endif
+    return posenc__temp_directory_create("posenc-bench", path, size);
 }
 
 /* ---- progress on a terminal ---- */
@@ -831,9 +754,7 @@ static int bench_parse(int argc, char **argv, bench_options *options)
     options->warmup = options->quick ? 1 : 3;
     options->sample_seconds = options->quick ? 0.5e-3 : 2e-3;
     options->min_row_seconds = options->quick ? 0.0 : 0.25;
-#if !defined(_WIN32)
-    options->progress = isatty(fileno(stderr));
-#endif
+    options->progress = posenc__is_terminal(stderr);
     return -1;
 }
 
@@ -973,7 +894,7 @@ int cli_bench_main(int argc, char **argv)
         fflush(stdout);
         posenc_context_destroy(context);
         if (have_dir)
-            bench_remove_dir(dir);
+            posenc__remove_tree(dir);
     }
     if (options.json)
         printf("\n ],\n \"ok\": %s}\n", any_failed ? "false" : "true");

@@ -338,7 +338,7 @@ static void demo_print_device(const demo_options *o, const posenc_device_info *i
     uint32_t index = 0;
     const char *reason = NULL;
     posenc_status status = posenc_device_choose(&desc, &index, &reason);
-    const char *env = getenv("POSENC_DEVICE");
+    const char *env = posenc__env_get("POSENC_DEVICE");
     if (o->device) {
         printf("  why: --device ");
         cli_put_escaped(stdout, o->device);

@@ -34,6 +34,7 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
+    argv = posenc__utf8_arguments(argc, argv); /* file names reach the platform layer in UTF-8 */
     if (argc < 2) {
         return cli_fail(NULL, CLI_EXIT_USAGE, "missing command (see posenc --help)");
     }

@@ -552,7 +552,7 @@ int cli_npy_read(const char *path, cli_npy_array *array, char *error, size_t err
         npy_error(error, error_size, "is a directory");
         return -1;
     }
-    FILE *file = fopen(path, "rb");
+    FILE *file = posenc__file_open(path, "rb");
     if (!file) {
         npy_error(error, error_size, "cannot open: %s", strerror(errno));
         return -1;
@@ -688,17 +688,17 @@ int cli_npy_write(const char *path, const cli_npy_array *array, int major_versio
     }
     if (cli_npy_write_stream(file, array, major_version, error, error_size) != 0) {
         fclose(file);
-        remove(temp_path);
+        posenc__file_remove(temp_path);
         return -1;
     }
     if (!posenc__file_commit(file)) {
         npy_error(error, error_size, "write error: %s", strerror(errno));
-        remove(temp_path);
+        posenc__file_remove(temp_path);
         return -1;
     }
     if (!posenc__file_replace(temp_path, path)) {
         npy_error(error, error_size, "cannot replace: %s", strerror(errno));
-        remove(temp_path);
+        posenc__file_remove(temp_path);
         return -1;
     }
     return 0;

@@ -53,7 +53,7 @@ int cli_outputs_check(const cli_outputs *outputs)
 static void outputs_remove(char (*temp_paths)[OUTPUTS_PATH_MAX], unsigned from, unsigned to)
 {
     for (unsigned i = from; i < to; i++) {
-        remove(temp_paths[i]);
+        posenc__file_remove(temp_paths[i]);
     }
 }
 
@@ -76,12 +76,12 @@ int cli_outputs_write(const cli_outputs *outputs)
             fclose(file);
             rc = cli_fail(outputs->command, CLI_EXIT_FAILURE, "%s %s: %s (no output written)",
                           o->flag, o->path, error);
-            remove(temp_paths[i]);
+            posenc__file_remove(temp_paths[i]);
         } else if (!posenc__file_commit(file)) {
             rc = cli_fail(outputs->command, CLI_EXIT_FAILURE,
                           "%s %s: write error: %s (no output written)", o->flag, o->path,
                           strerror(errno));
-            remove(temp_paths[i]);
+            posenc__file_remove(temp_paths[i]);
         }
         if (rc) {
             outputs_remove(temp_paths, 0, i);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Operating-system services for POSIX and Windows. */
+/* Operating-system services for POSIX and Windows: run-once, mutexes, the environment, dynamic
+ * loading, processor and memory facts, memory mappings and child processes. */
 #if !defined(_WIN32)
-#  define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#  define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT, setenv, MAP_ANONYMOUS */
 #endif
 
 #include "core/platform.h"
@@ -17,13 +18,25 @@
 
 #if defined(_WIN32)
 #  include <windows.h>
+#  include <shellapi.h>
 #  include <io.h>
 #  include <process.h>
 #else
 #  include <dlfcn.h>
 #  include <pthread.h>
 #  include <sched.h>
+#  include <signal.h>
+#  include <spawn.h>
+#  include <sys/mman.h>
+#  include <sys/wait.h>
 #  include <unistd.h>
+#  if defined(__APPLE__)
+#    include <crt_externs.h> /* a shared library has no direct `environ` there */
+#    include <sys/sysctl.h>
+#    define environ (*_NSGetEnviron())
+#  else
+extern char **environ;
+#  endif
 #endif
 
 _Static_assert(sizeof(posenc__once) >= sizeof(void *) * 8, "once storage");
@@ -52,7 +65,13 @@ void posenc__mutex_destroy(posenc__mutex *mutex) { (void)mutex; }
 void posenc__mutex_lock(posenc__mutex *mutex) { AcquireSRWLockExclusive((PSRWLOCK)mutex); }
 void posenc__mutex_unlock(posenc__mutex *mutex) { ReleaseSRWLockExclusive((PSRWLOCK)mutex); }
 
-void *posenc__library_open(const char *name) { return (void *)LoadLibraryA(name); }
+void *posenc__library_open(const char *name)
+{
+    wchar_t *wide = posenc__utf8_to_wide(name);
+    HMODULE library = wide ? LoadLibraryW(wide) : NULL;
+    free(wide);
+    return (void *)library;
+}
 void *posenc__library_symbol(void *library, const char *name)
 {
     return (void *)GetProcAddress((HMODULE)library, name);
@@ -211,108 +230,392 @@ void posenc__aligned_free(void *memory)
 #endif
 }
 
-/* ---- files replaced in one step ---- */
+/* ---- the environment ---- */
 
-FILE *posenc__temp_file_create(const char *destination, char *temp_path, size_t temp_path_size)
+const char *posenc__env_get(const char *name) { return getenv(name); }
+
+bool posenc__env_get_path(const char *name, char *out, size_t size)
 {
-    /* A name no other writer uses: the process id and a per-thread address and counter. The
-     * exclusive creation refuses an existing file, so a clash is retried, never shared. */
-    static POSENC__THREAD_LOCAL unsigned counter;
 #if defined(_WIN32)
-    unsigned long process = (unsigned long)_getpid();
+    /* The process's own (wide) block, which _wputenv_s updates too: the C runtime's narrow copy
+     * holds the value in the ANSI code page, where a non-ASCII path may not survive. */
+    wchar_t *wide_name = posenc__utf8_to_wide(name);
+    if (!wide_name)
+        return false;
+    DWORD length = GetEnvironmentVariableW(wide_name, NULL, 0);
+    wchar_t *wide_value = length ? malloc((size_t)length * sizeof *wide_value) : NULL;
+    bool ok = wide_value && GetEnvironmentVariableW(wide_name, wide_value, length) == length - 1;
+    char *value = ok ? posenc__wide_to_utf8(wide_value) : NULL;
+    free(wide_name);
+    free(wide_value);
 #else
-    unsigned long process = (unsigned long)getpid();
+    const char *value = getenv(name);
 #endif
-    for (int attempt = 0; attempt < 64; attempt++) {
-        int n = snprintf(temp_path, temp_path_size, "%s.%lu-%llx-%u.tmp", destination, process,
-                         (unsigned long long)(uintptr_t)&counter, counter++);
-        if (n <= 0 || (size_t)n >= temp_path_size) {
-            errno = ENAMETOOLONG;
-            return NULL;
+    bool fits = value && *value && strlen(value) < size;
+    if (fits)
+        posenc__copy_string(out, size, value);
+#if defined(_WIN32)
+    free(value);
+#endif
+    return fits;
+}
+
+#if defined(_WIN32)
+/* _wputenv_s updates the C runtime's environment (narrow and wide) and the process's block. */
+static bool put_environment(const char *name, const char *value)
+{
+    wchar_t *wide_name = posenc__utf8_to_wide(name);
+    wchar_t *wide_value = wide_name ? posenc__utf8_to_wide(value) : NULL;
+    errno_t error = wide_value ? _wputenv_s(wide_name, wide_value) : errno;
+    free(wide_name);
+    free(wide_value);
+    errno = error;
+    return error == 0;
+}
+#endif
+
+bool posenc__env_set(const char *name, const char *value)
+{
+#if defined(_WIN32)
+    return put_environment(name, value);
+#else
+    return setenv(name, value, 1) == 0;
+#endif
+}
+
+bool posenc__env_unset(const char *name)
+{
+#if defined(_WIN32)
+    return put_environment(name, "");
+#else
+    return unsetenv(name) == 0;
+#endif
+}
+
+char **posenc__utf8_arguments(int argc, char **argv)
+{
+#if defined(_WIN32)
+    int count = 0;
+    wchar_t **wide = CommandLineToArgvW(GetCommandLineW(), &count);
+    if (!wide || count != argc) {
+        LocalFree(wide);
+        return argv;
+    }
+    char **utf8 = calloc((size_t)count + 1, sizeof *utf8);
+    for (int i = 0; utf8 && i < count; i++) {
+        utf8[i] = posenc__wide_to_utf8(wide[i]);
+        if (!utf8[i]) {
+            while (i-- > 0)
+                free(utf8[i]);
+            free(utf8);
+            utf8 = NULL;
         }
-#if defined(_WIN32)
-        int fd = _open(temp_path, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY | _O_NOINHERIT,
-                       _S_IREAD | _S_IWRITE);
+    }
+    LocalFree(wide);
+    return utf8 ? utf8 : argv;
 #else
-        int flags = O_WRONLY | O_CREAT | O_EXCL;
-#  if defined(O_CLOEXEC)
-        flags |= O_CLOEXEC;
-#  endif
-        /* 0666 less the umask, as fopen would create it. */
-        int fd = open(temp_path, flags, 0666);
+    (void)argc;
+    return argv;
 #endif
-        if (fd < 0) {
-            if (errno == EEXIST)
+}
+
+uint64_t posenc__process_id(void)
+{
+#if defined(_WIN32)
+    return (uint64_t)GetCurrentProcessId();
+#else
+    return (uint64_t)getpid();
+#endif
+}
+
+/* ---- processor caches and the terminal ---- */
+
+#if defined(__linux__)
+/* "32K", "1024K", "32M" as in sysfs. */
+static uint64_t parse_cache_size(const char *text)
+{
+    char *end = NULL;
+    unsigned long long value = strtoull(text, &end, 10);
+    if (end && (*end == 'K' || *end == 'k'))
+        value *= 1024;
+    else if (end && (*end == 'M' || *end == 'm'))
+        value *= 1024 * 1024;
+    return value;
+}
+#endif
+
+#if defined(__APPLE__)
+static uint64_t sysctl_size(const char *name)
+{
+    int64_t value = 0;
+    size_t size = sizeof value;
+    return sysctlbyname(name, &value, &size, NULL, 0) == 0 && value > 0 ? (uint64_t)value : 0;
+}
+#endif
+
+void posenc__cpu_caches(uint64_t *l1d, uint64_t *l2, uint64_t *l3)
+{
+    uint64_t sizes[4] = {0};
+#if defined(__linux__)
+    for (int index = 0; index < 8; index++) {
+        char path[128], level[16] = "", type[32] = "", size[32] = "";
+        const char *fields[3] = {"level", "type", "size"};
+        char *values[3] = {level, type, size};
+        size_t lengths[3] = {sizeof level, sizeof type, sizeof size};
+        bool ok = true;
+        for (int f = 0; f < 3 && ok; f++) {
+            snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", index,
+                     fields[f]);
+            FILE *file = fopen(path, "r");
+            ok = file && fgets(values[f], (int)lengths[f], file);
+            if (file)
+                fclose(file);
+        }
+        if (!ok)
+            break;
+        int n = atoi(level);
+        if (strncmp(type, "Instruction", 11) != 0 && n >= 1 && n <= 3)
+            sizes[n] = parse_cache_size(size);
+    }
+#elif defined(_WIN32)
+    DWORD bytes = 0;
+    GetLogicalProcessorInformation(NULL, &bytes);
+    SYSTEM_LOGICAL_PROCESSOR_INFORMATION *entries = bytes ? malloc(bytes) : NULL;
+    if (entries && GetLogicalProcessorInformation(entries, &bytes)) {
+        /* One entry per cache instance; the first of each level stands for all. */
+        for (DWORD i = 0; i < bytes / sizeof *entries; i++) {
+            const CACHE_DESCRIPTOR *cache = &entries[i].Cache;
+            if (entries[i].Relationship != RelationCache || cache->Type == CacheInstruction)
                 continue;
-            return NULL;
+            if (cache->Level >= 1 && cache->Level <= 3 && !sizes[cache->Level])
+                sizes[cache->Level] = cache->Size;
         }
-#if defined(_WIN32)
-        FILE *file = _fdopen(fd, "wb");
-#else
-        FILE *file = fdopen(fd, "wb");
-#endif
-        if (!file) {
-            int saved = errno;
-#if defined(_WIN32)
-            _close(fd);
-#else
-            close(fd);
-#endif
-            remove(temp_path);
-            errno = saved;
-        }
-        return file;
     }
-    errno = EEXIST;
-    return NULL;
+    free(entries);
+#elif defined(__APPLE__)
+    sizes[1] = sysctl_size("hw.l1dcachesize");
+    sizes[2] = sysctl_size("hw.l2cachesize");
+    sizes[3] = sysctl_size("hw.l3cachesize");
+#endif
+    *l1d = sizes[1];
+    *l2 = sizes[2];
+    *l3 = sizes[3];
 }
 
-bool posenc__file_commit(FILE *file)
+int posenc__stream_redirect(FILE *stream, FILE *target)
 {
-    bool ok = fflush(file) == 0;
-    int saved = errno;
+    fflush(stream);
+    fflush(target);
 #if defined(_WIN32)
-    ok = ok && _commit(_fileno(file)) == 0;
+    int saved = _dup(_fileno(stream));
+    if (saved >= 0 && _dup2(_fileno(target), _fileno(stream)) != 0) {
+        _close(saved);
+        saved = -1;
+    }
 #else
-    ok = ok && fsync(fileno(file)) == 0;
+    int saved = dup(fileno(stream));
+    if (saved >= 0 && dup2(fileno(target), fileno(stream)) < 0) {
+        close(saved);
+        saved = -1;
+    }
 #endif
+    return saved;
+}
+
+void posenc__stream_restore(FILE *stream, int saved)
+{
+    if (saved < 0)
+        return;
+    fflush(stream);
+#if defined(_WIN32)
+    _dup2(saved, _fileno(stream));
+    _close(saved);
+#else
+    dup2(saved, fileno(stream));
+    close(saved);
+#endif
+}
+
+#if defined(_WIN32) && !defined(ENABLE_VIRTUAL_TERMINAL_PROCESSING)
+#  define ENABLE_VIRTUAL_TERMINAL_PROCESSING 0x0004
+#endif
+
+bool posenc__is_terminal(FILE *stream)
+{
+#if defined(_WIN32)
+    /* A console shows escape sequences as text unless it was switched to interpret them. */
+    DWORD mode = 0;
+    HANDLE handle = (HANDLE)_get_osfhandle(_fileno(stream));
+    return _isatty(_fileno(stream)) && GetConsoleMode(handle, &mode) &&
+           (mode & ENABLE_VIRTUAL_TERMINAL_PROCESSING);
+#else
+    return isatty(fileno(stream)) != 0;
+#endif
+}
+
+/* ---- the alternate signal stack ---- */
+
+void posenc__signal_stack_save(posenc__signal_stack *saved)
+{
+    saved->saved = false;
+#if !defined(_WIN32)
+    stack_t current;
+    if (sigaltstack(NULL, &current) == 0) {
+        saved->sp = current.ss_sp;
+        saved->size = current.ss_size;
+        saved->flags = current.ss_flags;
+        saved->saved = true;
+    }
+#endif
+}
+
+void posenc__signal_stack_restore(const posenc__signal_stack *saved)
+{
+#if !defined(_WIN32)
+    stack_t current;
+    if (!saved->saved || sigaltstack(NULL, &current) != 0 || (current.ss_flags & SS_ONSTACK))
+        return;
+    if (current.ss_sp == saved->sp && current.ss_size == saved->size &&
+        (current.ss_flags & SS_DISABLE) == (saved->flags & SS_DISABLE))
+        return;
+    stack_t previous = {.ss_sp = saved->sp, .ss_size = saved->size,
+                        .ss_flags = saved->flags & SS_DISABLE};
+    sigaltstack(&previous, NULL);
+#else
+    (void)saved;
+#endif
+}
+
+/* ---- memory mappings ---- */
+
+void *posenc__memory_map(size_t bytes)
+{
+#if defined(_WIN32)
+    return VirtualAlloc(NULL, bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+#else
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#  if defined(MAP_NORESERVE)
+    flags |= MAP_NORESERVE;
+#  endif
+    void *memory = mmap(NULL, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+    return memory == MAP_FAILED ? NULL : memory;
+#endif
+}
+
+void posenc__memory_unmap(void *memory, size_t bytes)
+{
+    if (!memory)
+        return;
+#if defined(_WIN32)
+    (void)bytes;
+    VirtualFree(memory, 0, MEM_RELEASE);
+#else
+    munmap(memory, bytes);
+#endif
+}
+
+/* ---- child processes ---- */
+
+#if defined(_WIN32)
+/* One argument as the C runtime's command-line parser reads it back: quoted where it holds
+ * blanks or quotes, a quote escaped with a backslash and backslashes before one doubled. */
+static size_t quote_argument(const char *argument, char *out)
+{
+    size_t n = 0;
+    bool quote = !*argument || strpbrk(argument, " \t\n\v\"") != NULL;
+    if (quote && out)
+        out[n] = '"';
+    n += quote;
+    for (const char *c = argument;; c++) {
+        size_t backslashes = 0;
+        while (*c == '\\') {
+            backslashes++;
+            c++;
+        }
+        /* Backslashes are literal unless a quote (this argument's or the closing one) follows. */
+        size_t copies = *c == '"' || (!*c && quote) ? 2 * backslashes : backslashes;
+        for (size_t b = 0; b < copies; b++, n++)
+            if (out)
+                out[n] = '\\';
+        if (!*c)
+            break;
+        if (*c == '"') {
+            if (out)
+                out[n] = '\\';
+            n++;
+        }
+        if (out)
+            out[n] = *c;
+        n++;
+    }
+    if (quote && out)
+        out[n] = '"';
+    return n + quote;
+}
+#endif
+
+bool posenc__process_start(posenc__process *process, const char *const *argv)
+{
+    memset(process, 0, sizeof *process);
+#if defined(_WIN32)
+    size_t length = 1;
+    for (size_t i = 0; argv[i]; i++)
+        length += quote_argument(argv[i], NULL) + 1;
+    char *line = malloc(length);
+    if (!line)
+        return false;
+    size_t at = 0;
+    for (size_t i = 0; argv[i]; i++) {
+        if (i)
+            line[at++] = ' ';
+        at += quote_argument(argv[i], line + at);
+    }
+    line[at] = '\0';
+    wchar_t *wide_line = posenc__utf8_to_wide(line);
+    wchar_t *wide_program = posenc__utf8_to_wide(argv[0]);
+    free(line);
+    STARTUPINFOW startup = {.cb = sizeof startup};
+    PROCESS_INFORMATION info;
+    bool ok = wide_line && wide_program &&
+              CreateProcessW(wide_program, wide_line, NULL, NULL, FALSE, 0, NULL, NULL, &startup,
+                             &info);
+    free(wide_line);
+    free(wide_program);
     if (!ok)
-        saved = errno;
-    if (fclose(file) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
-    errno = saved;
-    return ok;
-}
-
-bool posenc__file_replace(const char *from, const char *to)
-{
-#if defined(_WIN32)
-    if (MoveFileExA(from, to, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH))
-        return true;
-    switch (GetLastError()) {
-    case ERROR_FILE_NOT_FOUND:
-    case ERROR_PATH_NOT_FOUND: errno = ENOENT; break;
-    case ERROR_ACCESS_DENIED:
-    case ERROR_SHARING_VIOLATION: errno = EACCES; break;
-    case ERROR_NOT_SAME_DEVICE: errno = EXDEV; break;
-    case ERROR_DISK_FULL: errno = ENOSPC; break;
-    default: errno = EIO; break;
-    }
-    return false;
+        return false;
+    CloseHandle(info.hThread);
+    process->opaque[0] = info.hProcess;
+    return true;
 #else
-    return rename(from, to) == 0;
+    pid_t pid;
+    if (posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ) != 0)
+        return false;
+    process->opaque[0] = (void *)(intptr_t)pid;
+    return true;
 #endif
 }
 
-bool posenc__is_directory(const char *path)
+int posenc__process_wait(posenc__process *process)
 {
 #if defined(_WIN32)
-    DWORD attributes = GetFileAttributesA(path);
-    return attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_DIRECTORY);
+    HANDLE handle = process->opaque[0];
+    if (!handle)
+        return -1;
+    DWORD code = 0;
+    bool ok = WaitForSingleObject(handle, INFINITE) == WAIT_OBJECT_0 &&
+              GetExitCodeProcess(handle, &code);
+    CloseHandle(handle);
+    process->opaque[0] = NULL;
+    return ok ? (int)code : -1;
 #else
-    struct stat status;
-    return stat(path, &status) == 0 && S_ISDIR(status.st_mode);
+    pid_t pid = (pid_t)(intptr_t)process->opaque[0];
+    if (pid <= 0)
+        return -1;
+    int status;
+    pid_t waited;
+    while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+    }
+    process->opaque[0] = NULL;
+    return waited == pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 #endif
 }

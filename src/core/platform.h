@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The few operating-system services the library and the command-line tool need: run-once,
- * thread-local storage, dynamic loading, processor and memory counts, files replaced in one
- * step, and small string helpers. */
+/* The operating-system services the library, the command-line tool and the tests need: run-once,
+ * threads, time, the environment, dynamic loading, processor and memory facts, files (paths in
+ * UTF-8 on every system), temporary directories, child processes and small string helpers. */
 #ifndef POSENC_CORE_PLATFORM_H
 #define POSENC_CORE_PLATFORM_H
 
@@ -73,7 +73,39 @@ double posenc__seconds_now(void);
 /* Sleeps the calling thread for about `seconds`. */
 void posenc__sleep_seconds(double seconds);
 
-/* dlopen/dlsym/dlclose, or their Windows equivalents. NULL on failure. */
+#if defined(_WIN32)
+#  include <wchar.h>
+/* UTF-8 to a new UTF-16 string and back (free with free()), for the wide-character Windows
+ * calls. NULL with errno set (EILSEQ for bytes that are not UTF-8, ENOMEM). */
+wchar_t *posenc__utf8_to_wide(const char *utf8);
+char *posenc__wide_to_utf8(const wchar_t *wide);
+#endif
+
+/* ---- the environment (platform.c) ---- */
+
+/* getenv: the value of a variable, NULL when unset. Not for paths on Windows, where it is in the
+ * ANSI code page; use posenc__env_get_path there. */
+const char *posenc__env_get(const char *name);
+/* The value of a variable in UTF-8 (on Windows read from the wide-character environment, so a
+ * path outside the ANSI code page survives) into `out`. False when unset, empty or longer than
+ * size-1 bytes. */
+bool posenc__env_get_path(const char *name, char *out, size_t size);
+/* setenv(name, value, 1) and unsetenv, `value` in UTF-8. On Windows through the C runtime
+ * (_wputenv_s), so that its getenv sees the change too; there an empty value unsets. False with
+ * errno set on failure. */
+bool posenc__env_set(const char *name, const char *value);
+bool posenc__env_unset(const char *name);
+
+/* The program's arguments in UTF-8: `argv` itself on POSIX; on Windows, where main's are in the
+ * ANSI code page, a copy made from the wide-character command line (kept for the life of the
+ * process; `argv` where that fails). */
+char **posenc__utf8_arguments(int argc, char **argv);
+
+/* The calling process's id. */
+uint64_t posenc__process_id(void);
+
+/* dlopen/dlsym/dlclose, or their Windows equivalents (LoadLibraryW: a path in UTF-8). NULL on
+ * failure. */
 void *posenc__library_open(const char *name);
 void *posenc__library_symbol(void *library, const char *name);
 void posenc__library_close(void *library);
@@ -86,9 +118,72 @@ uint64_t posenc__physical_memory(void);
  * `fallback` where the OS does not tell. */
 void posenc__cpu_field(const char *key, const char *fallback, char *out, size_t size);
 
+/* Sizes in bytes of the first processor's level-1 data, level-2 and level-3 caches (Linux sysfs,
+ * GetLogicalProcessorInformationEx, sysctl on macOS); 0 for a level the OS does not tell. */
+void posenc__cpu_caches(uint64_t *l1d, uint64_t *l2, uint64_t *l3);
+
+/* The calling thread's alternate signal stack, kept across calls that may install another:
+ * LLVM (inside PoCL and other OpenCL drivers) installs a stack of its own on the thread that
+ * first compiles, and that thread is the caller's. Putting the caller's back keeps the library
+ * from changing the thread's signal state (and keeps AddressSanitizer, which frees the stack it
+ * installed when the thread exits, from freeing LLVM's). No-op outside POSIX. */
+typedef struct posenc__signal_stack {
+    void *sp;
+    size_t size;
+    int flags;
+    bool saved;
+} posenc__signal_stack;
+void posenc__signal_stack_save(posenc__signal_stack *saved);
+void posenc__signal_stack_restore(const posenc__signal_stack *saved);
+
+/* Sends what is written to `stream`'s file descriptor (stdout, stderr) to `target`'s instead,
+ * until posenc__stream_restore; both flushed first. Returns what to restore, -1 on failure. */
+int posenc__stream_redirect(FILE *stream, FILE *target);
+void posenc__stream_restore(FILE *stream, int saved);
+
+/* Whether `stream` is a terminal that understands ANSI escape sequences. */
+bool posenc__is_terminal(FILE *stream);
+
 /* Memory aligned to `alignment` (a power of two); free with posenc__aligned_free. */
 void *posenc__aligned_alloc(size_t alignment, size_t size);
 void posenc__aligned_free(void *memory);
+
+/* Zeroed read-write pages of their own (mmap, VirtualAlloc), given memory only where touched and
+ * on POSIX without reserving swap for the rest (MAP_NORESERVE), so that a test can make a view
+ * larger than memory. NULL on failure; unmapped with the same size. */
+void *posenc__memory_map(size_t bytes);
+void posenc__memory_unmap(void *memory, size_t bytes);
+
+/* ---- files (platform_files.c) ---- */
+
+/* Every path is UTF-8, converted to UTF-16 for the wide-character calls on Windows, where the
+ * narrow ones would read it in the ANSI code page. */
+
+/* The separator the system's own paths use ('\\' on Windows, where '/' is accepted too). */
+#if defined(_WIN32)
+#  define POSENC__PATH_SEPARATOR '\\'
+#else
+#  define POSENC__PATH_SEPARATOR '/'
+#endif
+
+/* The folder for this user's caches: %LOCALAPPDATA% on Windows; else $XDG_CACHE_HOME when it is
+ * absolute (the XDG spec ignores relative ones), else ~/Library/Caches on macOS and ~/.cache
+ * elsewhere. False when the environment does not tell or the path does not fit. */
+bool posenc__user_cache_directory(char *out, size_t size);
+
+/* fopen. NULL with errno set on failure. */
+FILE *posenc__file_open(const char *path, const char *mode);
+/* remove: a file (or an empty directory on POSIX). False with errno set on failure. */
+bool posenc__file_remove(const char *path);
+/* mkdir with owner-only permissions where the system has them. False with errno set on failure;
+ * EEXIST when something of that name exists. */
+bool posenc__make_directory(const char *path);
+
+/* A new empty directory "<system temporary directory>/<prefix>-<unique>" (TMPDIR, else /tmp;
+ * GetTempPath on Windows), its path into `path`. False with errno set on failure. */
+bool posenc__temp_directory_create(const char *prefix, char *path, size_t size);
+/* Removes `path` and everything below it, not following symbolic links; best effort. */
+void posenc__remove_tree(const char *path);
 
 /* Files replaced in one step: write a temporary file beside the destination, commit it, then
  * rename it over the destination, so that a reader (or a failure half-way) never leaves a
@@ -106,6 +201,26 @@ bool posenc__file_commit(FILE *file);
 bool posenc__file_replace(const char *from, const char *to);
 /* Whether `path` names an existing directory. */
 bool posenc__is_directory(const char *path);
+/* The last modification time of `path` in whole seconds since an epoch. False when it cannot
+ * be read. */
+bool posenc__file_modified(const char *path, int64_t *seconds);
+/* Calls visit(name, user) for each entry of directory `path` but "." and "..", in no given
+ * order (names in UTF-8). False when the directory cannot be read. */
+bool posenc__directory_list(const char *path, void (*visit)(const char *name, void *user),
+                            void *user);
+
+/* ---- child processes ---- */
+
+/* A child process running a program. */
+typedef struct posenc__process {
+    void *opaque[2];
+} posenc__process;
+/* Starts argv[0] (a path in UTF-8, not searched for in PATH) with the arguments argv[1..] up to a
+ * NULL, in this process's environment (posix_spawn, CreateProcessW). False on failure. */
+bool posenc__process_start(posenc__process *process, const char *const *argv);
+/* Waits for the child to end and returns its exit code; -1 where it could not be waited for or
+ * was ended by a signal. */
+int posenc__process_wait(posenc__process *process);
 
 /* Case-insensitive substring search. */
 const char *posenc__strcasestr(const char *haystack, const char *needle);

@@ -171,7 +171,7 @@ posenc_status posenc__select_devices(const posenc_context_desc *desc, uint32_t *
     const char *source = "device";
     if (!text && desc->backend == POSENC_BACKEND_AUTO &&
         !(desc->flags & POSENC_CONTEXT_IGNORE_ENV)) {
-        const char *env = getenv("POSENC_DEVICE");
+        const char *env = posenc__env_get("POSENC_DEVICE");
         if (env && *env) {
             text = env;
             source = "POSENC_DEVICE";

@@ -31,7 +31,7 @@
 static posenc_status resolve_variant(posenc_cpu_variant *variant, bool *forced, char *why,
                                      size_t why_size)
 {
-    const char *name = getenv("POSENC_CPU_VARIANT");
+    const char *name = posenc__env_get("POSENC_CPU_VARIANT");
     posenc_cpu_variant best = posenc_cpu_best_variant();
     *variant = best;
     *forced = name && *name;
@@ -75,7 +75,7 @@ static posenc_status cpu_enumerate(posenc__device_list *list, const char **reaso
     else
         snprintf(info->driver, sizeof info->driver,
                  "posenc native CPU path (none: POSENC_CPU_VARIANT=%.40s cannot run here)",
-                 getenv("POSENC_CPU_VARIANT"));
+                 posenc__env_get("POSENC_CPU_VARIANT"));
     info->memory_bytes = posenc__physical_memory();
     info->unified_memory = true;
     info->fp16_storage = variant != POSENC_CPU_PORTABLE; /* F16C / NEON conversions */

@@ -1,10 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The on-disk OpenCL binary cache (format in cl_cache.h): the directory, and atomic,
  * checksummed entries. */
-#if !defined(_WIN32)
-#  define _POSIX_C_SOURCE 200809L /* mkdir */
-#endif
-
 #include "opencl/cl_cache.h"
 
 #include "core/platform.h"
@@ -14,15 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(_WIN32)
-#  include <direct.h>
-#  define SEPARATOR '\\'
-#else
-#  include <sys/stat.h>
-#  include <sys/types.h>
-#  include <unistd.h>
-#  define SEPARATOR '/'
-#endif
+/* Paths are UTF-8 throughout, opened through core/platform.h (wide-character calls on
+ * Windows), so a cache under a user profile with a non-ASCII name works. */
+#define SEPARATOR POSENC__PATH_SEPARATOR
 
 #define MAGIC "POSENCCL"
 #define FORMAT_VERSION 1u
@@ -52,22 +42,8 @@ bool posenc_cl_cache_dir(const char *configured, char *out, size_t size)
         int n = snprintf(out, size, "%s", configured);
         return n > 0 && (size_t)n < size;
     }
-#if defined(_WIN32)
-    const char *local = getenv("LOCALAPPDATA");
-    return local && local[0] && join(out, size, local, "posenc");
-#else
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    if (xdg && xdg[0] == '/') /* the XDG spec ignores relative paths */
-        return join(out, size, xdg, "posenc");
-    const char *home = getenv("HOME");
-    if (!home || !home[0])
-        return false;
-#  if defined(__APPLE__)
-    return join(out, size, home, "Library/Caches/posenc");
-#  else
-    return join(out, size, home, ".cache/posenc");
-#  endif
-#endif
+    char base[POSENC_CL_CACHE_PATH_MAX];
+    return posenc__user_cache_directory(base, sizeof base) && join(out, size, base, "posenc");
 }
 
 bool posenc_cl_cache_path(const char *dir, const char *key, char *out, size_t size)
@@ -98,7 +74,7 @@ posenc_cl_cache_result posenc_cl_cache_read(const char *path, const char *key,
                                             unsigned char **binary, size_t *size,
                                             const char **why)
 {
-    FILE *file = fopen(path, "rb");
+    FILE *file = posenc__file_open(path, "rb");
     if (!file) {
         *why = "no cache entry";
         return POSENC_CL_CACHE_MISSING;
@@ -146,11 +122,7 @@ posenc_cl_cache_result posenc_cl_cache_read(const char *path, const char *key,
 
 static bool make_directory(const char *path)
 {
-#if defined(_WIN32)
-    return _mkdir(path) == 0 || errno == EEXIST;
-#else
-    return mkdir(path, 0700) == 0 || errno == EEXIST;
-#endif
+    return posenc__make_directory(path) || errno == EEXIST;
 }
 
 /* mkdir -p. */
@@ -217,7 +189,7 @@ bool posenc_cl_cache_write(const char *dir, const char *path, const char *key,
         ok = false;
     }
     if (!ok) {
-        remove(temporary);
+        posenc__file_remove(temporary);
         snprintf(why, why_size, "cannot write %s: %s", path, strerror(write_errno));
     }
     return ok;

@@ -32,10 +32,10 @@ posenc_status posenc_cl_context_init(posenc_context *ctx, const posenc__device *
     cl_context_properties properties[] = {CL_CONTEXT_PLATFORM,
                                           (cl_context_properties)dev->platform, 0};
     cl_int err = CL_SUCCESS;
-    posenc_cl_signal_stack stack;
-    posenc_cl_signal_stack_save(&stack);
+    posenc__signal_stack stack;
+    posenc__signal_stack_save(&stack);
     state->context = cl->CreateContext(properties, 1, &dev->device, NULL, NULL, &err);
-    posenc_cl_signal_stack_restore(&stack);
+    posenc__signal_stack_restore(&stack);
     const char *call = "clCreateContext";
     if (err == CL_SUCCESS && state->context) {
         call = "clCreateCommandQueue";
@@ -175,8 +175,8 @@ posenc_status posenc_cl_context_init_external(posenc_context *ctx,
     cl_device_id device = (cl_device_id)ext->device;
     cl_command_queue queue = (cl_command_queue)ext->queue;
 
-    posenc_cl_signal_stack stack;
-    posenc_cl_signal_stack_save(&stack);
+    posenc__signal_stack stack;
+    posenc__signal_stack_save(&stack);
     bool out_of_order = false;
     posenc_status status = check_handles(ctx, cl, context, device, queue, &out_of_order);
     posenc_cl_context *state = NULL;
@@ -187,7 +187,7 @@ posenc_status posenc_cl_context_init_external(posenc_context *ctx,
     }
     if (status == POSENC_OK)
         status = describe(ctx, state, device);
-    posenc_cl_signal_stack_restore(&stack);
+    posenc__signal_stack_restore(&stack);
     if (status != POSENC_OK) {
         if (state) {
             posenc__mutex_destroy(&state->lock);

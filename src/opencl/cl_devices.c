@@ -293,9 +293,9 @@ posenc_status posenc_cl_enumerate(posenc__device_list *list, const char **reason
     if (!cl)
         return POSENC_BACKEND_UNAVAILABLE;
     /* Platform initialisation may start a driver's compiler (PoCL's LLVM). */
-    posenc_cl_signal_stack stack;
-    posenc_cl_signal_stack_save(&stack);
+    posenc__signal_stack stack;
+    posenc__signal_stack_save(&stack);
     posenc_status status = enumerate_devices(cl, list, reason);
-    posenc_cl_signal_stack_restore(&stack);
+    posenc__signal_stack_restore(&stack);
     return status;
 }

@@ -86,19 +86,9 @@ const posenc_cl_api *posenc_cl_load(const char **reason);
 /* The table once loaded (backend entries run only after a successful load). */
 const posenc_cl_api *posenc_cl_api_get(void);
 
-/* The calling thread's alternate signal stack, kept across calls that may initialise a
- * driver's compiler: LLVM (inside PoCL and other drivers) installs a stack of its own on the
- * thread that first compiles, and that thread is the caller's. Putting the caller's back keeps
- * the library from changing the thread's signal state (and keeps AddressSanitizer, which frees
- * the stack it installed when the thread exits, from freeing LLVM's). No-op outside POSIX. */
-typedef struct posenc_cl_signal_stack {
-    void *sp;
-    size_t size;
-    int flags;
-    bool saved;
-} posenc_cl_signal_stack;
-void posenc_cl_signal_stack_save(posenc_cl_signal_stack *saved);
-void posenc_cl_signal_stack_restore(const posenc_cl_signal_stack *saved);
+/* Calls that may initialise a driver's compiler keep the calling thread's alternate signal
+ * stack with posenc__signal_stack_save / _restore (core/platform.h): LLVM (inside PoCL and
+ * other drivers) installs one of its own on the thread that first compiles. */
 
 /* "CL_OUT_OF_RESOURCES"; "CL error" for a code not in the list. */
 const char *posenc_cl_error_name(cl_int error);

@@ -1,10 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Loading the OpenCL ICD loader at run time into a function table (no link-time dependency),
  * and turning OpenCL error codes into posenc statuses and messages. */
-#if !defined(_WIN32)
-#  define _XOPEN_SOURCE 700 /* sigaltstack */
-#endif
-
 #include "opencl/cl_internal.h"
 
 #include "core/platform.h"
@@ -12,9 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#if !defined(_WIN32)
-#  include <signal.h>
-#endif
 
 static posenc_cl_api api;
 static bool api_loaded;
@@ -83,37 +76,6 @@ const posenc_cl_api *posenc_cl_load(const char **reason)
 }
 
 const posenc_cl_api *posenc_cl_api_get(void) { return api_loaded ? &api : NULL; }
-
-void posenc_cl_signal_stack_save(posenc_cl_signal_stack *saved)
-{
-    saved->saved = false;
-#if !defined(_WIN32)
-    stack_t current;
-    if (sigaltstack(NULL, &current) == 0) {
-        saved->sp = current.ss_sp;
-        saved->size = current.ss_size;
-        saved->flags = current.ss_flags;
-        saved->saved = true;
-    }
-#endif
-}
-
-void posenc_cl_signal_stack_restore(const posenc_cl_signal_stack *saved)
-{
-#if !defined(_WIN32)
-    stack_t current;
-    if (!saved->saved || sigaltstack(NULL, &current) != 0 || (current.ss_flags & SS_ONSTACK))
-        return;
-    if (current.ss_sp == saved->sp && current.ss_size == saved->size &&
-        (current.ss_flags & SS_DISABLE) == (saved->flags & SS_DISABLE))
-        return;
-    stack_t previous = {.ss_sp = saved->sp, .ss_size = saved->size,
-                        .ss_flags = saved->flags & SS_DISABLE};
-    sigaltstack(&previous, NULL);
-#else
-    (void)saved;
-#endif
-}
 
 #define POSENC_CL_ERRORS(X)                                                                       \
     X(CL_DEVICE_NOT_FOUND)                                                                      \

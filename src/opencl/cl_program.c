@@ -208,10 +208,10 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
 posenc_status posenc_cl_program_build(posenc_context *ctx, const char *label, const char *source,
                                       const char *options, cl_program *out)
 {
-    posenc_cl_signal_stack stack;
-    posenc_cl_signal_stack_save(&stack);
+    posenc__signal_stack stack;
+    posenc__signal_stack_save(&stack);
     posenc_status status = program_build(ctx, label, source, options, out);
-    posenc_cl_signal_stack_restore(&stack);
+    posenc__signal_stack_restore(&stack);
     return status;
 }
 

@@ -2,19 +2,11 @@
 /* Ordering and completion of posenc's OpenCL work: the chain of posenc's own
  * commands through events (so out-of-order queues work too), and waits that look at posenc's
  * events only, never at the rest of a queue that may be the caller's. */
-#if !defined(_WIN32)
-#  define _POSIX_C_SOURCE 200809L /* nanosleep, clock_gettime */
-#endif
-
 #include "opencl/cl_internal.h"
 
-#include <stdlib.h>
-#include <time.h>
+#include "core/platform.h"
 
-#if defined(_WIN32)
-#  define WIN32_LEAN_AND_MEAN
-#  include <windows.h>
-#endif
+#include <stdlib.h>
 
 /* Wait lists up to this length are assembled on the stack. */
 #define STACK_WAITS 16
@@ -70,26 +62,9 @@ cl_int posenc_cl_complete(const posenc_cl_api *cl, cl_event event)
     return err;
 }
 
-static uint64_t now_ns(void)
-{
-#if defined(_WIN32)
-    return (uint64_t)GetTickCount64() * 1000000u;
-#else
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-#endif
-}
+static uint64_t now_ns(void) { return (uint64_t)(posenc__seconds_now() * 1e9); }
 
-static void sleep_ns(uint64_t ns)
-{
-#if defined(_WIN32)
-    Sleep((DWORD)(ns / 1000000u));
-#else
-    struct timespec t = {.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
-    nanosleep(&t, NULL);
-#endif
-}
+static void sleep_ns(uint64_t ns) { posenc__sleep_seconds((double)ns * 1e-9); }
 
 /* CL_COMPLETE, a command status still running (> 0), or the negative error that ended it. */
 static cl_int execution_status(const posenc_cl_api *cl, cl_event event, cl_int *error)

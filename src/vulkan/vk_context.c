@@ -16,7 +16,7 @@
  * "push_descriptor" (descriptor sets from pools). */
 bool posenc_vk_disabled(const char *feature)
 {
-    const char *list = getenv("POSENC_VULKAN_DISABLE");
+    const char *list = posenc__env_get("POSENC_VULKAN_DISABLE");
     size_t length = strlen(feature);
     while (list && *list) {
         const char *end = strchr(list, ',');

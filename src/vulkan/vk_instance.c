@@ -132,7 +132,7 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
     }
     /* Layers may also come from VK_INSTANCE_LAYERS, unknown to posenc: their messages go to the
      * log as well, rather than to the layers' default output. */
-    const char *env_layers = getenv("VK_INSTANCE_LAYERS");
+    const char *env_layers = posenc__env_get("VK_INSTANCE_LAYERS");
     bool messenger = log_ctx && (with_layer || (env_layers && *env_layers)) &&
                      has_extension(extensions, extension_count,
                                    VK_EXT_DEBUG_UTILS_EXTENSION_NAME);

@@ -78,7 +78,7 @@ posenc_status posenc_vk_pipeline(posenc_context *ctx, posenc_vk_kernel kernel,
 /* The file's bytes, or NULL when it cannot be read (absent: a first run). */
 static void *read_file(const char *path, size_t *size)
 {
-    FILE *file = fopen(path, "rb");
+    FILE *file = posenc__file_open(path, "rb");
     if (!file)
         return NULL;
     void *data = NULL;
@@ -174,7 +174,7 @@ void posenc_vk_pipeline_cache_save(posenc_context *ctx)
         saved = posenc__file_commit(file) && saved;
         saved = saved && posenc__file_replace(temporary, path);
         if (!saved)
-            remove(temporary);
+            posenc__file_remove(temporary);
     }
     if (!saved)
         posenc__log(ctx, POSENC_LOG_WARNING, "vulkan: could not save the pipeline cache to %s",
