@@ -9,7 +9,8 @@
 # LEFT_OUT: headers of backends this build does not have (their functions are then absent).
 # ELF: the dynamic symbol table through `nm -D`. PE: the export table through GNU objdump (MinGW)
 # or dumpbin (MSVC). The import library, where given, must exist, differ from the static
-# library and (read with nm, where given) hold an import of every public function.
+# library and (read with nm, where given) hold an import of every public function; the static
+# library (read with GNU objdump) must hold no export directive.
 cmake_minimum_required(VERSION 3.20)
 
 foreach(var LIBRARY FORMAT INCLUDE_DIR)
@@ -215,6 +216,27 @@ if(DEFINED IMPORT_LIBRARY)
         string(APPEND problems "  the import library has no import of ${name}\n")
       endif()
     endforeach()
+  endif()
+endif()
+
+# ---- the static library (Windows): no export directives ---------------------------------------
+# Objects compiled with dllexport carry "-export:name" linker directives (section .drectve), and
+# a program linking them would export the API itself. GNU objdump shows the sections in hex.
+if(DEFINED STATIC_LIBRARY AND OBJDUMP)
+  execute_process(COMMAND "${OBJDUMP}" -s -j .drectve "${STATIC_LIBRARY}"
+    OUTPUT_VARIABLE listing ERROR_QUIET)
+  string(REGEX MATCHALL "\n [0-9a-f]+ [0-9a-f]+( [0-9a-f]+)*" rows "${listing}")
+  set(hex "")
+  foreach(row IN LISTS rows)
+    string(REGEX REPLACE "^\n [0-9a-f]+ " "" row "${row}")
+    string(REPLACE " " "" row "${row}")
+    string(APPEND hex "${row}")
+  endforeach()
+  # "-export:" and "/export:", in either case.
+  string(TOLOWER "${hex}" hex)
+  if(hex MATCHES "(2d|2f)(6578706f72743a|4558504f52543a)")
+    string(APPEND problems "  the static library ${STATIC_LIBRARY} carries export directives "
+                           "(objects compiled with dllexport)\n")
   endif()
 endif()
 
