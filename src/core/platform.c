@@ -78,13 +78,6 @@ void *posenc__library_symbol(void *library, const char *name)
 }
 void posenc__library_close(void *library) { FreeLibrary((HMODULE)library); }
 
-uint32_t posenc__cpu_count(void)
-{
-    SYSTEM_INFO info;
-    GetSystemInfo(&info);
-    return info.dwNumberOfProcessors ? (uint32_t)info.dwNumberOfProcessors : 1;
-}
-
 uint64_t posenc__physical_memory(void)
 {
     MEMORYSTATUSEX status = {.dwLength = sizeof status};
@@ -124,20 +117,6 @@ void posenc__mutex_unlock(posenc__mutex *mutex) { pthread_mutex_unlock((pthread_
 void *posenc__library_open(const char *name) { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
 void *posenc__library_symbol(void *library, const char *name) { return dlsym(library, name); }
 void posenc__library_close(void *library) { dlclose(library); }
-
-uint32_t posenc__cpu_count(void)
-{
-#  if defined(__linux__)
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0)
-            return (uint32_t)n;
-    }
-#  endif
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (uint32_t)n : 1;
-}
 
 uint64_t posenc__physical_memory(void)
 {

@@ -44,7 +44,8 @@ void posenc__mutex_destroy(posenc__mutex *mutex);
 void posenc__mutex_lock(posenc__mutex *mutex);
 void posenc__mutex_unlock(posenc__mutex *mutex);
 
-/* ---- threads, condition variables, atomics and time (platform_threads.c) ---- */
+/* ---- threads, condition variables and time (platform_threads.c; posenc__cpu_count is there
+ * too, atomics are in core/atomics.h) ---- */
 
 /* A thread running fn(arg). The object must stay at one address until posenc__thread_join. */
 typedef struct posenc__thread {
@@ -55,6 +56,10 @@ bool posenc__thread_start(posenc__thread *thread, void (*fn)(void *arg), void *a
 void posenc__thread_join(posenc__thread *thread);
 /* A number naming the calling thread, distinct among the threads alive at one time. */
 uint64_t posenc__thread_id(void);
+/* Called by thread `index` of a pool (0: the caller) when it starts: on Windows before 11, with
+ * more than 64 logical processors, moves it to a processor group round-robin, since the system
+ * keeps a process's threads in one group. A no-op elsewhere. */
+void posenc__thread_spread(uint32_t index);
 
 /* A condition variable used with a posenc__mutex (pthread_cond_t, CONDITION_VARIABLE). */
 typedef struct posenc__condition {

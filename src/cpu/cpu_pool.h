@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The CPU backend's thread pool: worker threads started with the context and reused by every
  * call. A job runs as `count` parts, part 0 on the calling thread; the call returns when all are
- * done. Without POSIX threads (Windows builds) the parts run one after another on the caller. */
+ * done. The same pool runs on POSIX and Windows (cpu_pool.c, over core/platform.h). */
 #ifndef POSENC_CPU_POOL_H
 #define POSENC_CPU_POOL_H
 
