@@ -2,7 +2,7 @@
 /* Operating-system services for POSIX and Windows: run-once, mutexes, the environment, dynamic
  * loading, processor and memory facts, memory mappings and child processes. */
 #if !defined(_WIN32)
-#  define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT, setenv, MAP_ANONYMOUS */
+#  define _GNU_SOURCE /* setenv, MAP_ANONYMOUS, MAP_NORESERVE */
 #endif
 
 #include "core/platform.h"
@@ -24,7 +24,6 @@
 #else
 #  include <dlfcn.h>
 #  include <pthread.h>
-#  include <sched.h>
 #  include <signal.h>
 #  include <spawn.h>
 #  include <sys/mman.h>
