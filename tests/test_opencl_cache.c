@@ -13,6 +13,9 @@
  * skipped OpenCL test is a failure: CI has PoCL.
  */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, setenv, posix_spawn */
+#if defined(__APPLE__)
+#  define _DARWIN_C_SOURCE /* macOS declares mkdtemp only with its own extensions visible */
+#endif
 
 #include "test_common.h"
 

@@ -6,6 +6,9 @@
 #if !defined(_WIN32)
 #  define _XOPEN_SOURCE 700 /* clock_gettime, isatty, mkdtemp, nftw */
 #endif
+#if defined(__APPLE__)
+#  define _DARWIN_C_SOURCE /* macOS declares mkdtemp only with its own extensions visible */
+#endif
 
 #include <math.h>
 #include <stdio.h>
@@ -173,6 +176,7 @@ static double quantile(const double *sorted, uint32_t n, double q)
     return sorted[i] + (at - i) * (sorted[i + 1] - sorted[i]);
 }
 
+#if defined(__linux__)
 /* "32K" / "1024K" / "32M" as sysfs writes cache sizes. */
 static uint64_t parse_size(const char *text)
 {
@@ -184,6 +188,7 @@ static uint64_t parse_size(const char *text)
         value *= 1024 * 1024;
     return value;
 }
+#endif
 
 static bench_caches bench_read_caches(void)
 {
