@@ -21,19 +21,22 @@ if [[ -z "${POSENC_LIPO:-}" ]]; then
 fi
 
 build() {
-    local name=$1 target=$2
-    shift 2
+    local name=$1
+    shift
     echo "== macOS $name"
-    cmake -S "$source_dir" -B "$work_dir/$name" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    # No build type: unoptimized, the quickest to compile; the checks are the compiler's.
+    cmake -S "$source_dir" -B "$work_dir/$name" "${generator[@]}" -DCMAKE_BUILD_TYPE= \
         --toolchain "$source_dir/cmake/toolchains/zig-macos.cmake" -DPOSENC_WERROR=ON "$@" \
         >"$work_dir/$name.configure.log" || { cat "$work_dir/$name.configure.log"; exit 1; }
-    cmake --build "$work_dir/$name" -j "$jobs" ${target:+--target "$target"}
+    cmake --build "$work_dir/$name" -j "$jobs"
 }
 
 mkdir -p "$work_dir"
-build arm64 "" -DCMAKE_OSX_ARCHITECTURES=arm64
-build x86_64 "" -DCMAKE_OSX_ARCHITECTURES=x86_64 -DPOSENC_BUILD_TESTS=OFF \
+build arm64 -DCMAKE_OSX_ARCHITECTURES=arm64
+build x86_64 -DCMAKE_OSX_ARCHITECTURES=x86_64 -DPOSENC_BUILD_TESTS=OFF \
     -DPOSENC_BUILD_EXAMPLES=OFF
-# Only the shared library: its objects are fat (one slice per architecture, as Apple clang
-# makes them), which zig links; a static archive of fat objects needs Apple's libtool.
-build universal posenc "-DCMAKE_OSX_ARCHITECTURES=arm64;x86_64"
+# The libraries only: their objects are fat (one slice per architecture, as Apple clang makes
+# them), which zig links into the shared library, but linking a program against an archive of
+# fat objects needs Apple's toolchain.
+build universal "-DCMAKE_OSX_ARCHITECTURES=arm64;x86_64" -DPOSENC_BUILD_CLI=OFF \
+    -DPOSENC_BUILD_TESTS=OFF -DPOSENC_BUILD_EXAMPLES=OFF
