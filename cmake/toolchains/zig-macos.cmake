@@ -3,10 +3,10 @@
 # stubs, no SDK): arm64 by default, or the slices in CMAKE_OSX_ARCHITECTURES ("arm64;x86_64": a
 # universal build, joined with llvm-lipo). The result is built, not run: there is no emulator.
 set(CMAKE_SYSTEM_NAME Darwin)
-set(CMAKE_SYSTEM_PROCESSOR arm64)
 set(CMAKE_OSX_ARCHITECTURES arm64 CACHE STRING "macOS slices to build")
-# No SDK (zig brings the headers); "macosx" names the SDK without a path, which CMake then
-# neither passes as -isysroot nor searches for per-slice sysroots.
+list(GET CMAKE_OSX_ARCHITECTURES 0 CMAKE_SYSTEM_PROCESSOR)
+# No SDK (zig brings the headers). "macosx" names one without a path: CMake then looks for no
+# per-slice sysroots, and tools/zig-macos-cc drops the -isysroot macosx it passes.
 set(CMAKE_OSX_SYSROOT macosx CACHE STRING "the macOS SDK: none, zig brings the headers")
 
 set(CMAKE_C_COMPILER "${CMAKE_CURRENT_LIST_DIR}/../../tools/zig-macos-cc")
