@@ -13,6 +13,8 @@ foreach(dir src include shaders tests cmake examples tools python)
   endforeach()
   list(APPEND patterns "${SOURCE_DIR}/${dir}/CMakeLists.txt")
 endforeach()
+# tools/ holds scripts without an extension too (zig-macos-cc).
+list(APPEND patterns "${SOURCE_DIR}/tools/*")
 file(GLOB_RECURSE files LIST_DIRECTORIES false ${patterns})
 list(APPEND files "${SOURCE_DIR}/CMakeLists.txt" "${SOURCE_DIR}/.ci/run")
 set(missing "")

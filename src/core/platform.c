@@ -37,6 +37,10 @@
 extern char **environ;
 #  endif
 #endif
+#if defined(__APPLE__)
+#  include <sys/types.h>
+#  include <sys/sysctl.h>
+#endif
 
 _Static_assert(sizeof(posenc__once) >= sizeof(void *) * 8, "once storage");
 
@@ -149,6 +153,17 @@ void posenc__cpu_field(const char *key, const char *fallback, char *out, size_t 
         break;
     }
     fclose(f);
+#elif defined(__APPLE__)
+    /* The sysctl behind each /proc/cpuinfo field asked for; Apple silicon has no vendor entry. */
+    const char *name = strcmp(key, "model name") == 0  ? "machdep.cpu.brand_string"
+                       : strcmp(key, "vendor_id") == 0 ? "machdep.cpu.vendor"
+                                                       : NULL;
+    char value[256];
+    size_t length = sizeof value - 1;
+    if (name && sysctlbyname(name, value, &length, NULL, 0) == 0 && length > 0) {
+        value[length] = '\0';
+        posenc__copy_string(out, size, value);
+    }
 #endif
 }
 

@@ -17,10 +17,14 @@ static bool api_loaded;
 #  define POSENC_CL_LIBRARY_HINT "OpenCL.dll"
 static const char *const library_names[] = {"OpenCL.dll"};
 #elif defined(__APPLE__)
-#  define POSENC_CL_LIBRARY_HINT "the OpenCL framework"
+/* Apple's framework where the system has it (it has no ICD loader: Apple's own devices only),
+ * else an ICD loader on the dyld search paths (ocl-icd or the Khronos one, for PoCL). */
+#  define POSENC_CL_LIBRARY_HINT "the OpenCL framework or libOpenCL.dylib"
 static const char *const library_names[] = {
     "/System/Library/Frameworks/OpenCL.framework/OpenCL",
     "OpenCL.framework/OpenCL",
+    "libOpenCL.1.dylib",
+    "libOpenCL.dylib",
 };
 #else
 #  define POSENC_CL_LIBRARY_HINT "libOpenCL.so.1 or libOpenCL.so"

@@ -15,11 +15,16 @@ static struct {
     bool ok;
 } state;
 
+/* Tried in this order (docs/backends.md). macOS: a loader shipped with the application (in the
+ * run paths of the program or of libposenc) before the system's, found through the dyld search
+ * paths (the LunarG SDK's /usr/local/lib among them) or at Homebrew's arm64 prefix, which no
+ * default search path covers; MoltenVK itself, loaded directly as a Vulkan implementation, last. */
 static const char *const library_names[] = {
 #if defined(_WIN32)
     "vulkan-1.dll",
 #elif defined(__APPLE__)
-    "libvulkan.1.dylib", "libvulkan.dylib", "libMoltenVK.dylib",
+    "@rpath/libvulkan.1.dylib", "libvulkan.1.dylib", "libvulkan.dylib",
+    "/opt/homebrew/lib/libvulkan.1.dylib", "libMoltenVK.dylib",
 #else
     "libvulkan.so.1", "libvulkan.so",
 #endif

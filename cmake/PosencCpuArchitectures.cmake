@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: MIT
+# The CPU architectures one build compiles for, which decide its CPU kernel variants: each slice
+# of CMAKE_OSX_ARCHITECTURES on Apple (a universal binary has several), else CMAKE_SYSTEM_PROCESSOR.
+function(posenc_cpu_architectures out)
+  if(APPLE AND CMAKE_OSX_ARCHITECTURES)
+    set(processors ${CMAKE_OSX_ARCHITECTURES})
+  else()
+    set(processors ${CMAKE_SYSTEM_PROCESSOR})
+  endif()
+  set(architectures)
+  foreach(processor IN LISTS processors)
+    if(processor MATCHES "^(x86_64|AMD64|amd64|x64)$" AND CMAKE_SIZEOF_VOID_P EQUAL 8)
+      list(APPEND architectures x86_64)
+    elseif(processor MATCHES "^(aarch64|arm64|arm64e|ARM64)$")
+      list(APPEND architectures arm64)
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES architectures)
+  set(${out} "${architectures}" PARENT_SCOPE)
+endfunction()
