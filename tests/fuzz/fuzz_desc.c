@@ -558,7 +558,7 @@ static posenc_context *open_context(void)
     };
     posenc_context *ctx = NULL;
     posenc_status status = posenc_context_create(&desc, &ctx);
-    const char *variant = getenv("POSENC_CPU_VARIANT");
+    const char *variant = posenc__env_get("POSENC_CPU_VARIANT");
     if (status == POSENC_UNSUPPORTED && variant && variant[0]) {
         /* As the other tests: a kernel variant this machine cannot run is skipped. */
         fprintf(stderr, "skipped: %s\n", posenc_thread_last_error());
@@ -569,15 +569,26 @@ static posenc_context *open_context(void)
     return ctx;
 }
 
+static posenc_context *warm, *cold;
+
+/* At exit: the contexts' worker threads are joined, not cut off mid-spin by the process's end
+ * (wine, which ends them with signals, then sometimes reports the process killed). */
+static void close_contexts(void)
+{
+    posenc_context_destroy(cold);
+    posenc_context_destroy(warm);
+    cold = warm = NULL;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* Made once and kept: `warm` keeps its frequency cache from input to input, `cold` has
      * it emptied before each call, so a cache that answers for the wrong descriptor shows as a
      * difference between the two. Each lends the other its buffers for the foreign views. */
-    static posenc_context *warm, *cold;
     if (!warm) {
         warm = open_context();
         cold = open_context();
+        atexit(close_contexts);
     }
     desc_case c;
     desc_decode(data, size, &c);
@@ -602,7 +613,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* POSENC_FUZZ_VERBOSE=1 shows what each input does (to see what a corpus covers). */
     static int verbose = -1;
     if (verbose < 0) {
-        const char *env = getenv("POSENC_FUZZ_VERBOSE");
+        const char *env = posenc__env_get("POSENC_FUZZ_VERBOSE");
         verbose = env && env[0] && strcmp(env, "0") != 0;
     }
     if (verbose)
