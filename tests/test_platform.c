@@ -177,9 +177,27 @@ static void test_environment(void)
 static void test_child(const char *self)
 {
     CHECK(posenc__env_set(VARIABLE, VALUE));
-    const char *argv[2 + CHILD_ARGUMENTS + 1] = {self, "--child"};
+    /* A Linux cross build runs under qemu-user, which does not follow into a child: the test
+     * then gets the emulator's command (comma-separated) to start its child with. */
+    enum { LAUNCHER_WORDS = 8 };
+    char launcher[1024] = "";
+    const char *given = posenc__env_get("POSENC_TEST_CHILD_LAUNCHER");
+    posenc__copy_string(launcher, sizeof launcher, given ? given : "");
+    const char *argv[LAUNCHER_WORDS + 2 + CHILD_ARGUMENTS + 1] = {0};
+    size_t words = 0;
+    for (char *word = launcher; *word && words < LAUNCHER_WORDS;) {
+        argv[words++] = word;
+        char *comma = strchr(word, ',');
+        if (!comma)
+            break;
+        *comma = '\0';
+        word = comma + 1;
+    }
+    size_t program = words;
+    argv[words++] = self;
+    argv[words++] = "--child";
     for (size_t i = 0; i < CHILD_ARGUMENTS; i++)
-        argv[2 + i] = child_arguments[i];
+        argv[words++] = child_arguments[i];
     posenc__process child;
     CHECK(posenc__process_start(&child, argv));
     CHECK(posenc__process_wait(&child) == CHILD_OK);
@@ -187,7 +205,7 @@ static void test_child(const char *self)
     /* A program that is not there is not started. */
     char missing[1100];
     snprintf(missing, sizeof missing, "%s-missing", self);
-    argv[0] = missing;
+    argv[program] = missing;
     posenc__process absent;
     bool started = posenc__process_start(&absent, argv);
     /* posix_spawn may report the failure only through the child's exit status (127). */
