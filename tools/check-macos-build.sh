@@ -12,7 +12,9 @@ jobs=${POSENC_CHECK_JOBS:-2}
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 if [[ -z "${POSENC_LIPO:-}" ]]; then
-    for lipo in llvm-lipo llvm-lipo-15 llvm-lipo-14 lipo; do
+    # llvm-lipo, else the newest versioned one (Debian's llvm package: llvm-lipo-NN).
+    versioned=$(compgen -c llvm-lipo- | sort -t- -k3 -n -r | head -n 1 || true)
+    for lipo in llvm-lipo $versioned lipo; do
         if command -v "$lipo" >/dev/null; then
             export POSENC_LIPO=$lipo
             break
@@ -40,3 +42,13 @@ build x86_64 -DCMAKE_OSX_ARCHITECTURES=x86_64 -DPOSENC_BUILD_TESTS=OFF \
 # fat objects needs Apple's toolchain.
 build universal "-DCMAKE_OSX_ARCHITECTURES=arm64;x86_64" -DPOSENC_BUILD_CLI=OFF \
     -DPOSENC_BUILD_TESTS=OFF -DPOSENC_BUILD_EXAMPLES=OFF
+
+# The universal library really holds both slices.
+universal_library=$(find "$work_dir/universal" -name 'libposenc.*.dylib' -type f | head -n 1)
+archs=$("$POSENC_LIPO" -archs "$universal_library")
+case " $archs " in
+*" arm64 "*" x86_64 "* | *" x86_64 "*" arm64 "*) ;;
+*) echo "check-macos-build: $universal_library holds '$archs', not arm64 and x86_64" >&2; exit 1 ;;
+esac
+echo "macOS build check passed: arm64 (library, backends, CLI, tests, examples), x86_64" \
+     "(library, CLI) and a universal library ($archs), warnings as errors"

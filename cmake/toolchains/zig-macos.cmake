@@ -10,8 +10,10 @@ list(GET CMAKE_OSX_ARCHITECTURES 0 CMAKE_SYSTEM_PROCESSOR)
 set(CMAKE_OSX_SYSROOT macosx CACHE STRING "the macOS SDK: none, zig brings the headers")
 
 set(CMAKE_C_COMPILER "${CMAKE_CURRENT_LIST_DIR}/../../tools/zig-macos-cc")
-find_program(CMAKE_AR NAMES llvm-ar llvm-ar-15 llvm-ar-14)
-find_program(CMAKE_RANLIB NAMES llvm-ranlib llvm-ranlib-15 llvm-ranlib-14)
+find_program(CMAKE_AR NAMES llvm-ar llvm-ar-19 llvm-ar-18 llvm-ar-17 llvm-ar-16 llvm-ar-15
+                             llvm-ar-14)
+find_program(CMAKE_RANLIB NAMES llvm-ranlib llvm-ranlib-19 llvm-ranlib-18 llvm-ranlib-17
+                                 llvm-ranlib-16 llvm-ranlib-15 llvm-ranlib-14)
 find_program(CMAKE_INSTALL_NAME_TOOL NAMES llvm-install-name-tool llvm-install-name-tool-15
              llvm-install-name-tool-14)
 # No macOS root on this machine: nothing of the build machine's /usr is taken for the target's (the
