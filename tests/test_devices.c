@@ -745,7 +745,7 @@ static void worker_main(void *arg)
 {
     worker *w = arg;
     test_rng rng = {(uint64_t)w->id * 7919 + 17};
-    static _Thread_local float q[T_ELEMS], q_in[T_ELEMS];
+    static POSENC__THREAD_LOCAL float q[T_ELEMS], q_in[T_ELEMS];
     for (int it = 0; it < w->iterations; it++) {
         for (int i = 0; i < T_ELEMS; i++)
             q[i] = q_in[i] = (float)test_rng_uniform(&rng, -1.0, 1.0);

@@ -214,10 +214,10 @@ void posenc__thread_spread(uint32_t index) { (void)index; }
 #if defined(_WIN32)
 double posenc__seconds_now(void)
 {
-    static LARGE_INTEGER frequency; /* constant after boot; a racing first write stores the same */
-    LARGE_INTEGER now;
-    if (frequency.QuadPart == 0)
-        QueryPerformanceFrequency(&frequency);
+    /* The frequency is fixed at boot and reading it is cheap: asked each time, so that no
+     * shared variable is written from several threads. */
+    LARGE_INTEGER frequency, now;
+    QueryPerformanceFrequency(&frequency);
     QueryPerformanceCounter(&now);
     return (double)now.QuadPart / (double)frequency.QuadPart;
 }
