@@ -46,9 +46,12 @@ build universal "-DCMAKE_OSX_ARCHITECTURES=arm64;x86_64" -DPOSENC_BUILD_CLI=OFF 
 # The universal library really holds both slices.
 universal_library=$(find "$work_dir/universal" -name 'libposenc.*.dylib' -type f | head -n 1)
 archs=$("$POSENC_LIPO" -archs "$universal_library")
-case " $archs " in
-*" arm64 "*" x86_64 "* | *" x86_64 "*" arm64 "*) ;;
-*) echo "check-macos-build: $universal_library holds '$archs', not arm64 and x86_64" >&2; exit 1 ;;
-esac
+for arch in arm64 x86_64; do
+    if [[ " $archs " != *" $arch "* ]]; then
+        echo "check-macos-build: $universal_library holds '$archs', no $arch" >&2
+        exit 1
+    fi
+done
+archs=$(echo $archs)
 echo "macOS build check passed: arm64 (library, backends, CLI, tests, examples), x86_64" \
      "(library, CLI) and a universal library ($archs), warnings as errors"
