@@ -20,6 +20,17 @@ foreach(var LIBRARY FORMAT INCLUDE_DIR)
 endforeach()
 string(REPLACE "|" ";" LEFT_OUT "${LEFT_OUT}")
 
+# Runs a listing tool (the command after `out_var`) and returns its output; fails naming it.
+function(run_listing out_var)
+  execute_process(COMMAND ${ARGN} OUTPUT_VARIABLE listing ERROR_VARIABLE errors
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    string(JOIN " " command ${ARGN})
+    message(FATAL_ERROR "${command} failed (${rc}): ${errors}")
+  endif()
+  set(${out_var} "${listing}" PARENT_SCOPE)
+endfunction()
+
 # ---- the declared API: every file-scope function declaration of the public headers ----------
 # The headers are plain C: with comments, preprocessor lines and brace bodies (struct, enum and
 # static inline function bodies) gone, each remaining `;`-separated piece is a declaration.
@@ -112,11 +123,7 @@ if(FORMAT STREQUAL "ELF")
   if(NOT NM)
     message(FATAL_ERROR "exports.cmake: reading an ELF library needs -DNM=")
   endif()
-  execute_process(COMMAND "${NM}" -D --defined-only "${LIBRARY}"
-    OUTPUT_VARIABLE listing ERROR_VARIABLE errors RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${NM} -D ${LIBRARY} failed (${rc}): ${errors}")
-  endif()
+  run_listing(listing "${NM}" -D --defined-only "${LIBRARY}")
   string(REGEX MATCHALL "[^\n]+" lines "${listing}")
   foreach(line IN LISTS lines)
     # "<value> <type> <name>[@version]". Absolute symbols (A: _edata, _end, __bss_start from
@@ -133,11 +140,7 @@ elseif(FORMAT STREQUAL "PE")
   if(OBJDUMP)
     # GNU objdump -p: the "[Ordinal/Name Pointer] Table" lists one "\t[  n] name" line per
     # export (newer binutils put "+base[  m] hint" before the name), up to a blank line.
-    execute_process(COMMAND "${OBJDUMP}" -p "${LIBRARY}"
-      OUTPUT_VARIABLE listing ERROR_VARIABLE errors RESULT_VARIABLE rc)
-    if(NOT rc EQUAL 0)
-      message(FATAL_ERROR "${OBJDUMP} -p ${LIBRARY} failed (${rc}): ${errors}")
-    endif()
+    run_listing(listing "${OBJDUMP}" -p "${LIBRARY}")
     string(FIND "${listing}" "[Ordinal/Name Pointer] Table" table)
     if(table EQUAL -1)
       message(FATAL_ERROR "${OBJDUMP} -p ${LIBRARY}: no export table")
@@ -154,11 +157,7 @@ elseif(FORMAT STREQUAL "PE")
     endforeach()
   elseif(DUMPBIN)
     # dumpbin /exports: "ordinal hint RVA name" rows ("name = other" for forwarders).
-    execute_process(COMMAND "${DUMPBIN}" /nologo /exports "${LIBRARY}"
-      OUTPUT_VARIABLE listing ERROR_VARIABLE errors RESULT_VARIABLE rc)
-    if(NOT rc EQUAL 0)
-      message(FATAL_ERROR "${DUMPBIN} /exports ${LIBRARY} failed (${rc}): ${errors}")
-    endif()
+    run_listing(listing "${DUMPBIN}" /nologo /exports "${LIBRARY}")
     string(REGEX MATCHALL "\n +[0-9]+ +[0-9A-Fa-f]+ [0-9A-Fa-f]+ [^\n ]+" lines "${listing}")
     foreach(line IN LISTS lines)
       if(line MATCHES " ([^ ]+)$")
@@ -206,11 +205,7 @@ if(DEFINED IMPORT_LIBRARY)
                            "${IMPORT_LIBRARY}\n")
   elseif(NM)
     # Each import is a __imp_<name> symbol (the pointer a dllimport call goes through).
-    execute_process(COMMAND "${NM}" "${IMPORT_LIBRARY}"
-      OUTPUT_VARIABLE listing ERROR_VARIABLE errors RESULT_VARIABLE rc)
-    if(NOT rc EQUAL 0)
-      message(FATAL_ERROR "${NM} ${IMPORT_LIBRARY} failed (${rc}): ${errors}")
-    endif()
+    run_listing(listing "${NM}" "${IMPORT_LIBRARY}")
     foreach(name IN LISTS declared)
       if(NOT listing MATCHES " __imp_${name}\n")
         string(APPEND problems "  the import library has no import of ${name}\n")
