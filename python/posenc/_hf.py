@@ -259,7 +259,9 @@ def scaling_from_hf(obj: Any, *, head_dim: Optional[int] = None,
     kind = _HF_TYPES[kind]
     for key in rope:
         if key not in _COMMON_KEYS and key not in _TYPE_KEYS[kind]:
-            raise ValueError(f"{key}: posenc cannot honour this key of rope_type {kind!r}")
+            hint = (" (a posenc field name: pass a posenc form as scaling= directly)"
+                    if key in SCALING_FIELDS else "")
+            raise ValueError(f"{key}: posenc cannot honour this key of rope_type {kind!r}{hint}")
 
     theta = rope.get("rope_theta")  # transformers >= 5; wins over the config's
     if theta is None:

@@ -225,6 +225,8 @@ def test_factor_rules():
     ({"rope_type": "default", "mrope_interleaved": True}, {}, "mrope_section"),
     ({"rope_type": "default", "attention_factor": 2.0}, {}, "attention_factor"),
     ({"factor": 2.0}, {}, "rope_type"),
+    ({"type": "yarn", "factor": 4.0, "original_max_positions": 4096}, {},
+     "original_max_positions.*posenc form"),
     ({"hidden_size": 64, "num_attention_heads": 2, "rope_scaling": "linear"}, {},
      "rope_scaling"),
     ({"head_dim": 64, "partial_rotary_factor": 0.25 + 1 / 64, "rope_theta": 1e4}, {},
