@@ -126,3 +126,18 @@ def test_positions_out_of_int32(qk):
     q, _ = qk
     with pytest.raises(posenc.InvalidArgument, match="positions"):
         _untouched([q], lambda: posenc.rope(q, positions=np.array([0, 1, 2, 2**31])))
+
+
+def test_stub_classes_exist():
+    import pathlib
+    import re
+    stub = pathlib.Path(posenc.__file__).with_suffix(".pyi")
+    if not stub.exists():
+        pytest.skip("no stub beside the package")
+    names = re.findall(r"^class (\w+)", stub.read_text(), re.M)
+    assert len(names) > 10
+    for name in names:
+        assert isinstance(getattr(posenc, name), type), name
+    errors = {n for n in vars(posenc) if isinstance(getattr(posenc, n), type)
+              and issubclass(getattr(posenc, n), posenc.Error)}
+    assert errors <= set(names), errors - set(names)

@@ -188,3 +188,31 @@ def test_torch_tensors():
     posenc.rope(q)
     exact, scale = _expect(q0, np.arange(4.0)[None], "float32")
     check(q.numpy(), exact, scale, "float32")
+
+
+def test_threads_share_the_default_context(rng):
+    import threading
+    arrays = [_data(rng, (1, 64, 4, 32), np.float32) for _ in range(8)]
+    before = [a.copy() for a in arrays]
+    errors = []
+
+    def work(a):
+        try:
+            for _ in range(20):
+                posenc.rope(a, offset=5)
+                posenc.rope(a, offset=5, inverse=True)
+            posenc.rope(a, offset=5)
+        except Exception as e:  # reported below: a thread's exception would be lost
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in arrays]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    positions = np.arange(5.0, 69.0)[None]
+    for a, b in zip(arrays, before):
+        exact, scale = _expect(b, positions, "float32")
+        # 41 rotations accumulate rounding: bound each by the f32 promise
+        check(a, exact, 41 * scale, "float32")
