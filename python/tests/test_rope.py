@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import posenc
-from _reference import check, rope as ref_rope
+from _reference import check, inv_freq, rope as ref_rope, sincos
 
 
 def _data(rng, shape, dtype):
@@ -216,3 +216,33 @@ def test_threads_share_the_default_context(rng):
         exact, scale = _expect(b, positions, "float32")
         # 41 rotations accumulate rounding: bound each by the f32 promise
         check(a, exact, 41 * scale, "float32")
+
+
+@pytest.mark.parametrize("kind", ["mrope", "mrope_interleaved"])
+def test_mrope_with_equal_components_is_1d(rng, kind):
+    # Text tokens of Qwen2-VL carry t = h = w: M-RoPE then reduces to plain RoPE.
+    q = _data(rng, (1, 6, 2, 32), np.float32)
+    a, b = q.copy(), q.copy()
+    pos = np.arange(40, 46, dtype=np.int32)
+    posenc.rope(a, positions=np.stack([pos] * 3, axis=-1), multimodal=kind,
+                mrope_section=(4, 6, 6))
+    posenc.rope(b, positions=pos)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_mrope_components_differ(rng):
+    q = _data(rng, (1, 3, 1, 16), np.float32)
+    q0 = q.copy()
+    pos = np.array([[1, 50, 900], [2, 60, 800], [3, 70, 700]], np.int32)  # [tokens, (t, h, w)]
+    posenc.rope(q, positions=pos, multimodal="mrope", mrope_section=(2, 3, 3))
+    # frequency j reads t for j < 2, h for 2 <= j < 5, w after (posenc.h)
+    component = np.array([0, 0, 1, 1, 1, 2, 2, 2])
+    out = q0.astype(np.float64).copy()
+    freq = inv_freq(16)
+    for t in range(3):
+        s, c = sincos(pos[t, component].astype(np.float64), freq)
+        a, b = q0[0, t, 0, :8].astype(np.float64), q0[0, t, 0, 8:].astype(np.float64)
+        out[0, t, 0, :8] = a * c - b * s
+        out[0, t, 0, 8:] = a * s + b * c
+    _, scale = ref_rope(q0.astype(np.float64), np.zeros((1, 3)))
+    check(q, out, scale, "float32")
