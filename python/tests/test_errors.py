@@ -141,3 +141,14 @@ def test_stub_classes_exist():
     errors = {n for n in vars(posenc) if isinstance(getattr(posenc, n), type)
               and issubclass(getattr(posenc, n), posenc.Error)}
     assert errors <= set(names), errors - set(names)
+
+
+def test_hf_form_without_reader(qk):
+    # A dict in HF transformers' form goes to posenc._hf; without it, a clear error.
+    import importlib.util
+    if importlib.util.find_spec("posenc._hf") is not None:
+        pytest.skip("the HF reader is present: its own tests cover this")
+    q, k = qk
+    hf = {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}
+    with pytest.raises(posenc.InvalidArgument, match="posenc form"):
+        _untouched([q, k], lambda: posenc.rope(q, k, scaling=hf))
