@@ -57,6 +57,9 @@ _HF_ONLY_KEYS = {"rope_type", "original_max_position_embeddings", "rope_theta",
                  "max_position_embeddings", "partial_rotary_factor", "mrope_section",
                  "attention_factor", "mrope_interleaved", "truncate"}
 
+_PLAIN_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float16)})
+_POSITION_DTYPES = frozenset({np.dtype(np.int32), np.dtype(np.float32)})
+
 _default_lock = threading.Lock()
 _default: Context | None = None
 
@@ -77,6 +80,8 @@ def default_context() -> Context:
     """The process's shared Context, created on first use (the best device, or the one the
     POSENC_DEVICE variable names). Calls on it from several threads take turns."""
     global _default
+    if _default is not None:  # made once; the lock is only for the first calls racing
+        return _default
     with _default_lock:
         if _default is None:
             _default = Context()
@@ -110,6 +115,8 @@ def _buffer(obj):
     16-bit pattern: numpy cannot export ml_dtypes' bfloat16 through the buffer protocol."""
     if obj is None:
         return None, False
+    if type(obj) is np.ndarray and obj.dtype in _PLAIN_DTYPES:
+        return obj, False
     if isinstance(obj, np.ndarray):
         bf16 = _bfloat16()
         if bf16 is not False and obj.dtype == bf16:
@@ -131,8 +138,9 @@ def _buffer(obj):
 def _positions(positions):
     """int32 and float32 arrays as they are; other integers (Python lists, int64) checked and
     converted; float64 only when every value is exact in float32."""
-    if positions is None:
-        return None
+    if positions is None or (type(positions) is np.ndarray
+                             and positions.dtype in _POSITION_DTYPES):
+        return positions
     module = type(positions).__module__ or ""
     if module.startswith("torch"):
         positions = positions.detach().cpu().numpy()
@@ -178,6 +186,9 @@ def _scaling(scaling, head_dim, rotary_dim):
 
 
 def _name(table, value, what):
+    known = table.get(value) if isinstance(value, str) else None
+    if known is not None:
+        return known
     if value is None:
         return 0
     if isinstance(value, int):
@@ -214,19 +225,23 @@ def rope(q, k=None, *, positions=None, offset=0, theta=10000.0, style="neox", ro
     """
     if context is None:
         context = default_context()
-    head_dim = q.shape[-1] if hasattr(q, "shape") and len(q.shape) else None
-    form, extras = _scaling(scaling, head_dim, rotary_dim)
-    if attention_factor is None:
-        attention_factor = extras.get("attention_factor")
-    if mrope_section is None:
-        mrope_section = extras.get("mrope_section")
-    if multimodal is None:
-        multimodal = extras.get("multimodal")
-    if rotary_dim is None:
-        rotary_dim = extras.get("rotary_dim")
-    arrays = [_buffer(a) for a in (q, k, out, k_out)]
-    bf16 = any(flag for _, flag in arrays)
-    (bq, _), (bk, _), (bq_out, _), (bk_out, _) = arrays
+    form = None
+    if scaling is not None:
+        head_dim = q.shape[-1] if hasattr(q, "shape") and len(q.shape) else None
+        form, extras = _scaling(scaling, head_dim, rotary_dim)
+        if attention_factor is None:
+            attention_factor = extras.get("attention_factor")
+        if mrope_section is None:
+            mrope_section = extras.get("mrope_section")
+        if multimodal is None:
+            multimodal = extras.get("multimodal")
+        if rotary_dim is None:
+            rotary_dim = extras.get("rotary_dim")
+    bq, bf16_q = _buffer(q)
+    bk, bf16_k = _buffer(k)
+    bq_out, bf16_q_out = _buffer(out)
+    bk_out, bf16_k_out = _buffer(k_out)
+    bf16 = bf16_q or bf16_k or bf16_q_out or bf16_k_out
     if mrope_section is not None:
         mrope_section = tuple(int(s) for s in mrope_section)
     _posenc.rope(
