@@ -246,3 +246,12 @@ def test_mrope_components_differ(rng):
         out[0, t, 0, 8:] = a * s + b * c
     _, scale = ref_rope(q0.astype(np.float64), np.zeros((1, 3)))
     check(q, out, scale, "float32")
+
+
+def test_bhtd_three_dims(rng):
+    q = _data(rng, (4, 6, 16), np.float32)  # [heads, tokens, dim]
+    a = q.copy()
+    posenc.rope(a, layout="bhtd", offset=2)
+    b = np.ascontiguousarray(q.transpose(1, 0, 2))
+    posenc.rope(b, offset=2)
+    np.testing.assert_array_equal(a.transpose(1, 0, 2), b)
