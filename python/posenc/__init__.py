@@ -1,0 +1,319 @@
+# SPDX-License-Identifier: MIT
+# posenc for Python: RoPE and sinusoidal position encodings applied to numpy (and torch CPU)
+# arrays in place with no copy, by the posenc C library (posenc._posenc, stable ABI).
+"""Transformer position encodings (RoPE, sinusoidal) on CPU, Vulkan and OpenCL devices.
+
+The arrays are used where they are: any strides, f32, f16, and bf16 (``ml_dtypes.bfloat16``
+numpy arrays, or torch CPU tensors). Calls release the GIL while they work. Failures raise
+:class:`posenc.Error` subclasses carrying ``.status`` (``"POSENC_INVALID_SHAPE"``) and the
+library's message naming the argument at fault; a failed call writes nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from . import _posenc
+from ._posenc import Context, Error, InputError, DeviceFailure, HostError
+
+__version__ = _posenc.version()
+
+# Every status class the extension made from the library's status list (InvalidShape, ...).
+_ERRORS = {
+    name: obj
+    for name, obj in vars(_posenc).items()
+    if isinstance(obj, type) and issubclass(obj, Error)
+}
+globals().update(_ERRORS)
+
+__all__ = [
+    "rope",
+    "sinusoidal",
+    "devices",
+    "default_context",
+    "Context",
+    "version",
+    *sorted(_ERRORS),
+]
+
+_STYLES = {"neox": 0, "gptj": 1}
+_MULTIMODAL = {
+    "none": 0,
+    "1d": 0,
+    "mrope": 1,
+    "mrope_interleaved": 2,
+    "vision_2d": 3,
+    "vision_2d_pixtral": 4,
+    "pixtral": 4,
+}
+_SINUSOIDAL_LAYOUTS = {"interleaved": 0, "sin_cos": 1, "cos_sin": 2}
+_SCALING_TYPES = {"none", "linear", "ntk", "dynamic_ntk", "dynamic-ntk", "yarn", "llama3",
+                  "longrope"}
+# Keys that only HF transformers' rope_scaling / rope_parameters dicts use: a dict with any of
+# them is read as HF's, even when its "type" is also a posenc name ({"type": "yarn", ...}).
+_HF_ONLY_KEYS = {"rope_type", "original_max_position_embeddings", "rope_theta",
+                 "max_position_embeddings", "partial_rotary_factor", "mrope_section",
+                 "attention_factor", "mrope_interleaved", "truncate"}
+
+_PLAIN_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float16)})
+_POSITION_DTYPES = frozenset({np.dtype(np.int32), np.dtype(np.float32)})
+
+_default_lock = threading.Lock()
+_default: Context | None = None
+
+
+def version() -> str:
+    """The version of the posenc C library in this package."""
+    return _posenc.version()
+
+
+def devices() -> list[dict]:
+    """Every device of every available backend (Vulkan, OpenCL, then the CPU), as dicts with
+    name, backend, index, selector ("vulkan:0"), kind ("discrete GPU", "CPU", ...), vendor,
+    driver, memory_bytes and the device's capabilities."""
+    return _posenc.devices()
+
+
+def default_context() -> Context:
+    """The process's shared Context, created on first use (the best device, or the one the
+    POSENC_DEVICE variable names). Calls on it from several threads take turns."""
+    global _default
+    if _default is not None:  # made once; the lock is only for the first calls racing
+        return _default
+    with _default_lock:
+        if _default is None:
+            _default = Context()
+        return _default
+
+
+def _error(name: str, status: str, message: str) -> Error:
+    error = _ERRORS[name](message)
+    error.status = "POSENC_" + status
+    error.code = {"INVALID_ARGUMENT": -100, "INVALID_SHAPE": -101,
+                  "INVALID_DTYPE": -102}[status]
+    return error
+
+
+_bf16_dtype = None
+
+
+def _bfloat16():
+    global _bf16_dtype
+    if _bf16_dtype is None:
+        try:
+            import ml_dtypes
+            _bf16_dtype = np.dtype(ml_dtypes.bfloat16)
+        except ImportError:
+            _bf16_dtype = False
+    return _bf16_dtype
+
+
+def _buffer(obj):
+    """(object with the buffer protocol, is_bf16) for an array argument. bf16 travels as its
+    16-bit pattern: numpy cannot export ml_dtypes' bfloat16 through the buffer protocol."""
+    if obj is None:
+        return None, False
+    if type(obj) is np.ndarray and obj.dtype in _PLAIN_DTYPES:
+        return obj, False
+    if isinstance(obj, np.ndarray):
+        bf16 = _bfloat16()
+        if bf16 is not False and obj.dtype == bf16:
+            return obj.view(np.uint16), True
+        return obj, False
+    module = type(obj).__module__ or ""
+    if module.startswith("torch"):
+        import torch
+        if obj.device.type != "cpu":
+            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                         f"a torch tensor on {obj.device} (only CPU tensors are accepted)")
+        tensor = obj.detach()
+        if tensor.dtype == torch.bfloat16:
+            return tensor.view(torch.int16).numpy().view(np.uint16), True
+        return tensor.numpy(), False
+    return obj, False
+
+
+def _positions(positions):
+    """int32 and float32 arrays as they are; other integers (Python lists, int64) checked and
+    converted; float64 only when every value is exact in float32."""
+    if positions is None or (type(positions) is np.ndarray
+                             and positions.dtype in _POSITION_DTYPES):
+        return positions
+    module = type(positions).__module__ or ""
+    if module.startswith("torch"):
+        positions = positions.detach().cpu().numpy()
+    array = np.asarray(positions)
+    if array.dtype in (np.int32, np.float32):
+        return positions if isinstance(positions, np.ndarray) else array
+    if np.issubdtype(array.dtype, np.integer):
+        if array.size and (array.min() < -2**31 or array.max() > 2**31 - 1):
+            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                         "positions: a value is outside int32")
+        return array.astype(np.int32)
+    if np.issubdtype(array.dtype, np.floating):
+        converted = array.astype(np.float32)
+        if not np.array_equal(converted.astype(array.dtype), array, equal_nan=True):
+            raise _error("InvalidDtype", "INVALID_DTYPE",
+                         f"positions: {array.dtype} values that float32 cannot hold exactly; "
+                         "pass int32 or float32")
+        return converted
+    raise _error("InvalidDtype", "INVALID_DTYPE",
+                 f"positions: dtype {array.dtype} is not int32 or float32")
+
+
+def _is_posenc_form(scaling) -> bool:
+    return (isinstance(scaling, dict) and "type" in scaling
+            and (isinstance(scaling["type"], int) or scaling["type"] in _SCALING_TYPES)
+            and not (_HF_ONLY_KEYS & set(scaling)))
+
+
+def _scaling(scaling, head_dim, rotary_dim):
+    """(posenc-form dict or None, extras from an HF config: attention_factor, mrope_section,
+    ...)."""
+    if scaling is None or _is_posenc_form(scaling):
+        return scaling, {}
+    try:
+        from ._hf import scaling_from_hf
+    except ImportError:
+        raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                     "scaling: not in posenc form ({'type': 'linear'|'ntk'|'dynamic_ntk'|"
+                     "'yarn'|'llama3'|'longrope', field: value, ...}), and this package has "
+                     "no HF reader") from None
+    form, extras = scaling_from_hf(scaling, head_dim=head_dim, rotary_dim=rotary_dim)
+    return form, dict(extras or {})
+
+
+def _name(table, value, what):
+    known = table.get(value) if isinstance(value, str) else None
+    if known is not None:
+        return known
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    key = str(value).lower().replace("-", "_")
+    if key not in table:
+        raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                     f"{what}: '{value}' is not one of {', '.join(sorted(table))}")
+    return table[key]
+
+
+def rope(q, k=None, *, positions=None, offset=0, theta=10000.0, style="neox", rotary_dim=None,
+         inverse=False, scaling=None, multimodal=None, mrope_section=None, layout="bthd",
+         out=None, k_out=None, attention_factor=None, context=None):
+    """Rotary position embedding of q (and k) of one attention layer.
+
+    q: [batch, tokens, heads, head_dim] ("bthd"), [batch, heads, tokens, head_dim] ("bhtd",
+    HF's), [tokens, heads, head_dim] (or [heads, tokens, head_dim] with "bhtd"),
+    [tokens, head_dim] or [head_dim]; any strides (a slice of a fused qkv array works); f32,
+    f16 or bf16. k likewise, with its own head count (grouped-query attention).
+    Rotated in place unless ``out`` (for q) / ``k_out`` (for k) are given.
+
+    positions: int32 or float32 [tokens] or [batch, tokens] (multimodal kinds: a component
+    axis innermost); default ``offset + token index``. theta: the frequency base. style:
+    "neox" (half split, HF/Llama) or "gptj" (interleaved pairs). rotary_dim: leading dims
+    rotated (default head_dim). inverse: rotate back. scaling: a dict in posenc form
+    ({"type": "yarn", "factor": 4.0, "original_max_positions": 4096, ...}, the fields of C's
+    posenc_rope_scaling) or, where the HF reader is present, an HF rope_scaling dict or
+    config. multimodal: None, "mrope", "mrope_interleaved", "vision_2d", "pixtral", with
+    mrope_section (t, h, w). attention_factor: scales cos and sin (default 1 or the
+    scaling's own). context: a posenc.Context (default: default_context()).
+
+    Returns the array written for q, or (q, k) when k is given.
+    """
+    if context is None:
+        context = default_context()
+    form = None
+    if scaling is not None:
+        head_dim = q.shape[-1] if hasattr(q, "shape") and len(q.shape) else None
+        form, extras = _scaling(scaling, head_dim, rotary_dim)
+        if attention_factor is None:
+            attention_factor = extras.get("attention_factor")
+        if mrope_section is None:
+            mrope_section = extras.get("mrope_section")
+        if multimodal is None:
+            multimodal = extras.get("multimodal")
+        if rotary_dim is None:
+            rotary_dim = extras.get("rotary_dim")
+    bq, bf16_q = _buffer(q)
+    bk, bf16_k = _buffer(k)
+    bq_out, bf16_q_out = _buffer(out)
+    bk_out, bf16_k_out = _buffer(k_out)
+    bf16 = bf16_q or bf16_k or bf16_q_out or bf16_k_out
+    if mrope_section is not None:
+        mrope_section = tuple(int(s) for s in mrope_section)
+    _posenc.rope(
+        context, bq, k=bk, q_out=bq_out, k_out=bk_out, positions=_positions(positions),
+        offset=int(offset), theta=float(theta), style=_name(_STYLES, style, "style"),
+        rotary_dim=int(rotary_dim or 0), inverse=bool(inverse),
+        attention_factor=float(attention_factor or 0.0), scaling=form,
+        multimodal=_name(_MULTIMODAL, multimodal, "multimodal"), mrope_section=mrope_section,
+        layout=layout, bf16=bf16)
+    q_written = q if out is None else out
+    if k is None:
+        return q_written
+    return q_written, (k if k_out is None else k_out)
+
+
+def _new_array(shape, dtype):
+    if isinstance(dtype, str) and dtype.lower() in ("bfloat16", "bf16"):
+        bf16 = _bfloat16()
+        if bf16 is False:
+            raise _error("InvalidDtype", "INVALID_DTYPE",
+                         "dtype: bfloat16 arrays need the ml_dtypes package")
+        return np.empty(shape, bf16)
+    names = {"f32": np.float32, "float32": np.float32, "f16": np.float16,
+             "float16": np.float16}
+    return np.empty(shape, names.get(dtype, dtype) if isinstance(dtype, str) else dtype)
+
+
+def sinusoidal(out=None, *, positions=None, rows=None, d_model=None, batch=None, offset=0,
+               x=None, layout="interleaved", base=10000.0, freq_shift=0.0, position_scale=1.0,
+               input_scale=1.0, output_scale=1.0, dtype="float32", context=None):
+    """Sinusoidal position encodings (Vaswani et al.; diffusion timestep embeddings).
+
+    Writes ``out[b, r, :] = x[b, r, :] * input_scale + output_scale * PE(p)`` (without x: the
+    table ``output_scale * PE(p)``), p the position of row r: ``positions`` (int32 or float32
+    [rows] or [batch, rows]) times position_scale, or ``offset + r``. PE(p) holds d_model
+    values at frequencies ``base ** (-i / (d_model/2 - freq_shift))``; layout "interleaved"
+    (sin, cos, sin, cos, ...), "sin_cos" ([sin | cos], diffusers) or "cos_sin".
+
+    out: [rows, d_model] or [batch, rows, d_model], f32/f16/bf16, any strides; when None a
+    new numpy array of ``dtype`` is made, its shape from positions, x, or rows/d_model/batch.
+    x may be out itself (in place). Returns out.
+    """
+    if context is None:
+        context = default_context()
+    for name, value in (("position_scale", position_scale), ("input_scale", input_scale),
+                        ("output_scale", output_scale)):
+        if value == 0:
+            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                         f"{name}: 0 is not supported (posenc reads 0 as the default, 1)")
+    positions = _positions(positions)
+    if out is None:
+        if x is not None:
+            shape = tuple(x.shape)
+        else:
+            if d_model is None:
+                raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                             "d_model: required when neither out nor x is given")
+            if positions is not None:
+                lead = tuple(positions.shape)
+            elif rows is not None:
+                lead = (int(rows),) if batch is None else (int(batch), int(rows))
+            else:
+                raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                             "rows: required when neither out, x nor positions is given")
+            shape = lead + (int(d_model),)
+        out = _new_array(shape, dtype)
+    bout, bf16_out = _buffer(out)
+    bx, bf16_x = _buffer(x)
+    _posenc.sinusoidal(
+        context, bout, x=bx, positions=positions, offset=int(offset),
+        layout=_name(_SINUSOIDAL_LAYOUTS, layout, "layout"), base=float(base),
+        freq_shift=float(freq_shift), position_scale=float(position_scale),
+        input_scale=float(input_scale), output_scale=float(output_scale),
+        bf16=bf16_out or bf16_x)
+    return out

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* Declarations shared by the files of the posenc._posenc extension module (stable ABI). */
+#ifndef POSENC_PYTHON_PYPOSENC_H
+#define POSENC_PYTHON_PYPOSENC_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <posenc/posenc.h>
+
+/* errors.c: posenc.Error and one subclass per status, made from POSENC_STATUS_LIST. */
+int pyposenc_errors_init(PyObject *module);
+/* Raises the class of `status` with `message` (or the status's own text when empty). */
+void pyposenc_raise(posenc_status status, const char *message);
+/* The same with a printf-style message. Returns NULL, for `return pyposenc_raisef(...)`. */
+PyObject *pyposenc_raisef(posenc_status status, const char *format, ...);
+
+/* context.c: the Context type. Calls on one context are serialised by its lock, taken with the
+ * GIL released, because posenc needs a context to itself during an operation. */
+typedef struct pyposenc_context {
+    PyObject_HEAD
+    posenc_context *context;
+    PyThread_type_lock lock;
+} pyposenc_context;
+
+int pyposenc_context_init(PyObject *module);
+/* The posenc context of a Context object, or NULL with an exception set. */
+pyposenc_context *pyposenc_context_check(PyObject *object);
+/* Builds the dict that describes a device (devices(), Context.device). */
+PyObject *pyposenc_device_dict(const posenc_device_info *info);
+
+/* tensors.c: Python buffers as posenc tensor views. */
+typedef struct pyposenc_view {
+    Py_buffer buffer;
+    int held;
+} pyposenc_view;
+
+enum pyposenc_kind {
+    PYPOSENC_DATA,      /* f32, f16, or bf16 (as uint16 with the bf16 hint) */
+    PYPOSENC_POSITIONS, /* i32 or f32 */
+};
+
+/* Fills `tensor` from `object` (None leaves it absent). `name` names the argument in errors;
+ * `writable` refuses read-only memory; `bf16` reads 16-bit unsigned integers as bf16.
+ * Returns 0, or -1 with a posenc.Error set. */
+int pyposenc_view_get(PyObject *object, const char *name, enum pyposenc_kind kind,
+                      int writable, int bf16, pyposenc_view *view, posenc_tensor *tensor);
+void pyposenc_view_release(pyposenc_view *view);
+/* Swaps dims `a` and `b` of a tensor (the heads and tokens of a [b, h, t, d] view). */
+void pyposenc_tensor_swap(posenc_tensor *tensor, uint32_t a, uint32_t b);
+
+/* scaling.c: a dict in posenc form to posenc_rope_scaling. The arrays it points to are owned by
+ * `storage` (free with pyposenc_scaling_free). */
+typedef struct pyposenc_scaling_storage {
+    double *arrays[3];
+} pyposenc_scaling_storage;
+
+int pyposenc_scaling_parse(PyObject *dict, posenc_rope_scaling *scaling,
+                           pyposenc_scaling_storage *storage);
+void pyposenc_scaling_free(pyposenc_scaling_storage *storage);
+
+/* ops.c: the operations. */
+PyObject *pyposenc_rope(PyObject *module, PyObject *args, PyObject *kwargs);
+PyObject *pyposenc_sinusoidal(PyObject *module, PyObject *args, PyObject *kwargs);
+
+#endif

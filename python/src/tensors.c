@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* Python buffers (numpy arrays, memoryviews) as posenc tensor views: format to dtype, byte
+ * strides as they are, with the checks posenc cannot make on a bare pointer (read-only memory,
+ * negative or broadcast strides). */
+#include "pyposenc.h"
+
+#include <string.h>
+
+/* The element type a buffer format names: native or little-endian, as posenc reads memory. */
+static posenc_dtype format_dtype(const char *format, Py_ssize_t itemsize, enum pyposenc_kind kind,
+                                 int bf16)
+{
+    if (!format) {
+        format = "B";
+    }
+    if (*format == '@' || *format == '=' || *format == '<') {
+        format++;
+    }
+    if (format[0] == '\0' || format[1] != '\0') {
+        return POSENC_DTYPE_DEFAULT;
+    }
+    char c = format[0];
+    if (c == 'f' && itemsize == 4) {
+        return POSENC_DTYPE_F32;
+    }
+    if (kind == PYPOSENC_DATA) {
+        if (c == 'e' && itemsize == 2) {
+            return POSENC_DTYPE_F16;
+        }
+        if (bf16 && (c == 'H' || c == 'h') && itemsize == 2) {
+            return POSENC_DTYPE_BF16;
+        }
+    } else if ((c == 'i' || c == 'l') && itemsize == 4) {
+        return POSENC_DTYPE_I32;
+    }
+    return POSENC_DTYPE_DEFAULT;
+}
+
+void pyposenc_view_release(pyposenc_view *view)
+{
+    if (view->held) {
+        PyBuffer_Release(&view->buffer);
+        view->held = 0;
+    }
+}
+
+void pyposenc_tensor_swap(posenc_tensor *tensor, uint32_t a, uint32_t b)
+{
+    int64_t shape = tensor->shape[a];
+    int64_t stride = tensor->strides[a];
+    tensor->shape[a] = tensor->shape[b];
+    tensor->strides[a] = tensor->strides[b];
+    tensor->shape[b] = shape;
+    tensor->strides[b] = stride;
+}
+
+int pyposenc_view_get(PyObject *object, const char *name, enum pyposenc_kind kind,
+                      int writable, int bf16, pyposenc_view *view, posenc_tensor *tensor)
+{
+    memset(tensor, 0, sizeof *tensor);
+    view->held = 0;
+    if (object == Py_None) {
+        return 0;
+    }
+    /* Asked without PyBUF_WRITABLE, so that read-only memory gets posenc's own error naming
+     * the argument rather than a BufferError. */
+    if (PyObject_GetBuffer(object, &view->buffer, PyBUF_STRIDES | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        pyposenc_raisef(POSENC_INVALID_ARGUMENT,
+                        "%s: the object does not expose its memory (buffer protocol); pass a "
+                        "numpy array",
+                        name);
+        return -1;
+    }
+    view->held = 1;
+    Py_buffer *b = &view->buffer;
+    posenc_dtype dtype = format_dtype(b->format, b->itemsize, kind, bf16);
+    if (dtype == POSENC_DTYPE_DEFAULT) {
+        pyposenc_raisef(POSENC_INVALID_DTYPE, "%s: element format '%s' (%zd bytes) is not %s",
+                        name, b->format ? b->format : "B", b->itemsize,
+                        kind == PYPOSENC_DATA ? "float32, float16 or bfloat16"
+                                              : "int32 or float32");
+        goto fail;
+    }
+    if (writable && b->readonly) {
+        pyposenc_raisef(POSENC_INVALID_ARGUMENT, "%s: the array is read-only", name);
+        goto fail;
+    }
+    if (b->ndim < 1 || b->ndim > POSENC_MAX_DIMS) {
+        pyposenc_raisef(POSENC_INVALID_SHAPE, "%s: %d dims; 1 to %d are accepted", name, b->ndim,
+                        POSENC_MAX_DIMS);
+        goto fail;
+    }
+    tensor->host = b->buf;
+    tensor->dtype = dtype;
+    tensor->ndim = (uint32_t)b->ndim;
+    int64_t packed = b->itemsize;
+    for (int d = b->ndim - 1; d >= 0; d--) {
+        int64_t size = b->shape[d];
+        int64_t stride = b->strides ? b->strides[d] : packed;
+        if (size == 0) {
+            pyposenc_raisef(POSENC_INVALID_SHAPE, "%s: dim %d has size 0", name, d);
+            goto fail;
+        }
+        if (size == 1) {
+            /* Never stepped along: any stride fits, and numpy's may be 0 or anything. */
+            stride = packed;
+        } else if (stride < 0) {
+            pyposenc_raisef(POSENC_INVALID_LAYOUT,
+                            "%s: dim %d has a negative stride (%lld bytes); posenc takes "
+                            "positive strides: pass a copy (numpy.ascontiguousarray)",
+                            name, d, (long long)stride);
+            goto fail;
+        } else if (stride == 0) {
+            pyposenc_raisef(POSENC_INVALID_LAYOUT,
+                            "%s: dim %d has stride 0 (a broadcast view); pass a copy", name, d);
+            goto fail;
+        }
+        tensor->shape[d] = size;
+        tensor->strides[d] = stride;
+        packed = stride * size;
+    }
+    return 0;
+fail:
+    pyposenc_view_release(view);
+    memset(tensor, 0, sizeof *tensor);
+    return -1;
+}
