@@ -170,19 +170,17 @@ def _is_posenc_form(scaling) -> bool:
 
 
 def _scaling(scaling, head_dim, rotary_dim):
-    """(posenc-form dict or None, extras from an HF config: attention_factor, mrope_section,
-    ...)."""
+    """(posenc-form dict or None, what an HF config also sets: theta, rotary_dim, multimodal,
+    mrope_section, attention_factor)."""
     if scaling is None or _is_posenc_form(scaling):
         return scaling, {}
+    from ._hf import scaling_from_hf
     try:
-        from ._hf import scaling_from_hf
-    except ImportError:
-        raise _error("InvalidArgument", "INVALID_ARGUMENT",
-                     "scaling: not in posenc form ({'type': 'linear'|'ntk'|'dynamic_ntk'|"
-                     "'yarn'|'llama3'|'longrope', field: value, ...}), and this package has "
-                     "no HF reader") from None
-    form, extras = scaling_from_hf(scaling, head_dim=head_dim, rotary_dim=rotary_dim)
-    return form, dict(extras or {})
+        hf = scaling_from_hf(scaling, head_dim=head_dim, rotary_dim=rotary_dim)
+    except ValueError as error:
+        raise _error("InvalidArgument", "INVALID_ARGUMENT", f"scaling: {error}") from None
+    extras = {key: value for key, value in hf.items() if key != "scaling" and value is not None}
+    return hf["scaling"], extras
 
 
 def _name(table, value, what):
@@ -200,7 +198,7 @@ def _name(table, value, what):
     return table[key]
 
 
-def rope(q, k=None, *, positions=None, offset=0, theta=10000.0, style="neox", rotary_dim=None,
+def rope(q, k=None, *, positions=None, offset=0, theta=None, style="neox", rotary_dim=None,
          inverse=False, scaling=None, multimodal=None, mrope_section=None, layout="bthd",
          out=None, k_out=None, attention_factor=None, context=None):
     """Rotary position embedding of q (and k) of one attention layer.
@@ -212,12 +210,14 @@ def rope(q, k=None, *, positions=None, offset=0, theta=10000.0, style="neox", ro
     Rotated in place unless ``out`` (for q) / ``k_out`` (for k) are given.
 
     positions: int32 or float32 [tokens] or [batch, tokens] (multimodal kinds: a component
-    axis innermost); default ``offset + token index``. theta: the frequency base. style:
+    axis innermost); default ``offset + token index``. theta: the frequency base (default
+    10000, or an HF config's rope_theta). style:
     "neox" (half split, HF/Llama) or "gptj" (interleaved pairs). rotary_dim: leading dims
     rotated (default head_dim). inverse: rotate back. scaling: a dict in posenc form
     ({"type": "yarn", "factor": 4.0, "original_max_positions": 4096, ...}, the fields of C's
-    posenc_rope_scaling) or, where the HF reader is present, an HF rope_scaling dict or
-    config. multimodal: None, "mrope", "mrope_interleaved", "vision_2d", "pixtral", with
+    posenc_rope_scaling) or an HF transformers rope_scaling / rope_parameters dict or model
+    config, as HF stores it (docs/python-hf.md); what the config says of theta, rotary_dim,
+    M-RoPE and the attention factor applies unless given here. multimodal: None, "mrope", "mrope_interleaved", "vision_2d", "pixtral", with
     mrope_section (t, h, w). attention_factor: scales cos and sin (default 1 or the
     scaling's own). context: a posenc.Context (default: default_context()).
 
@@ -237,6 +237,10 @@ def rope(q, k=None, *, positions=None, offset=0, theta=10000.0, style="neox", ro
             multimodal = extras.get("multimodal")
         if rotary_dim is None:
             rotary_dim = extras.get("rotary_dim")
+        if theta is None:
+            theta = extras.get("theta")
+    if theta is None:
+        theta = 10000.0
     bq, bf16_q = _buffer(q)
     bk, bf16_k = _buffer(k)
     bq_out, bf16_q_out = _buffer(out)

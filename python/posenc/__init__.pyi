@@ -51,13 +51,13 @@ _Multimodal = Literal["none", "mrope", "mrope_interleaved", "vision_2d", "pixtra
 
 @overload
 def rope(q: _A, k: None = None, *, positions: Any = None, offset: int = 0,
-         theta: float = 10000.0, style: _Style = "neox", rotary_dim: int | None = None,
+         theta: float | None = None, style: _Style = "neox", rotary_dim: int | None = None,
          inverse: bool = False, scaling: Mapping[str, Any] | Any | None = None,
          multimodal: _Multimodal = None, mrope_section: Sequence[int] | None = None,
          layout: Literal["bthd", "bhtd"] = "bthd", out: _A | None = None, k_out: None = None,
          attention_factor: float | None = None, context: Context | None = None) -> _A: ...
 @overload
-def rope(q: _A, k: _B, *, positions: Any = None, offset: int = 0, theta: float = 10000.0,
+def rope(q: _A, k: _B, *, positions: Any = None, offset: int = 0, theta: float | None = None,
          style: _Style = "neox", rotary_dim: int | None = None, inverse: bool = False,
          scaling: Mapping[str, Any] | Any | None = None, multimodal: _Multimodal = None,
          mrope_section: Sequence[int] | None = None,

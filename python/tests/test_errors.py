@@ -143,12 +143,24 @@ def test_stub_classes_exist():
     assert errors <= set(names), errors - set(names)
 
 
-def test_hf_form_without_reader(qk):
-    # A dict in HF transformers' form goes to posenc._hf; without it, a clear error.
-    import importlib.util
-    if importlib.util.find_spec("posenc._hf") is not None:
-        pytest.skip("the HF reader is present: its own tests cover this")
+def test_hf_scaling_end_to_end(qk):
+    # An HF dict or config reaches the same call as the posenc form it maps to, its rope_theta
+    # included; a key posenc cannot honour is an InvalidArgument naming it, arrays untouched.
     q, k = qk
-    hf = {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}
-    with pytest.raises(posenc.InvalidArgument, match="posenc form"):
-        _untouched([q, k], lambda: posenc.rope(q, k, scaling=hf))
+    hf = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 8192}
+    config = {"rope_scaling": hf, "rope_theta": 500000.0, "max_position_embeddings": 131072,
+              "head_dim": q.shape[-1]}
+    form = {"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+            "original_max_positions": 8192}
+    positions = np.array([0, 7, 9000, 2**31 - 1], np.int32)
+    from_hf = posenc.rope(q.copy(), k.copy(), positions=positions, scaling=config)
+    direct = posenc.rope(q.copy(), k.copy(), positions=positions, scaling=form, theta=500000.0)
+    for a, b in zip(from_hf, direct):
+        np.testing.assert_array_equal(a, b)
+    plain = posenc.rope(q.copy(), k.copy(), positions=positions, scaling=form)
+    assert not np.array_equal(plain[0], direct[0])  # the config's theta really applied
+
+    bad = dict(hf, short_mscale=1.0)
+    with pytest.raises(posenc.InvalidArgument, match="short_mscale"):
+        _untouched([q, k], lambda: posenc.rope(q, k, scaling=bad))
