@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _posenc
 from ._posenc import Context, Error, InputError, DeviceFailure, HostError
+from ._posenc import rope_plain as _rope_plain
 
 __version__ = _posenc.version()
 
@@ -223,6 +224,18 @@ def rope(q, k=None, *, positions=None, offset=0, theta=None, style="neox", rotar
 
     Returns the array written for q, or (q, k) when k is given.
     """
+    # The common call (arrays, maybe offset, every other option at its default) goes straight
+    # to C: a decode step's work is well under a microsecond, so each lookup here shows. The
+    # chained `is` holds only when all these options are None. rope_plain answers
+    # NotImplemented, having written nothing, for what only the general path handles (bf16,
+    # torch, lists...), and gives the same bits as the general path where it does the call.
+    if (positions is theta is rotary_dim is scaling is multimodal is mrope_section is out
+            is k_out is attention_factor is None and inverse is False and style == "neox"
+            and layout == "bthd"):
+        if context is None:
+            context = _default if _default is not None else default_context()
+        if _rope_plain(context, q, k, offset) is None:
+            return q if k is None else (q, k)
     if context is None:
         context = default_context()
     form = None

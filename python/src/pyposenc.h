@@ -42,7 +42,10 @@ enum pyposenc_kind {
 
 /* Fills `tensor` from `object` (None leaves it absent). `name` names the argument in errors;
  * `writable` refuses read-only memory; `bf16` reads 16-bit unsigned integers as bf16.
- * Returns 0, or -1 with a posenc.Error set. */
+ * Returns 0, or a negative value with a posenc.Error set: PYPOSENC_NOT_PLAIN when the object
+ * has no buffer or an element format outside the kind (what the Python layer may still convert:
+ * bf16, torch), -1 for the other faults. */
+#define PYPOSENC_NOT_PLAIN (-2)
 int pyposenc_view_get(PyObject *object, const char *name, enum pyposenc_kind kind,
                       int writable, int bf16, pyposenc_view *view, posenc_tensor *tensor);
 void pyposenc_view_release(pyposenc_view *view);
@@ -61,6 +64,20 @@ void pyposenc_scaling_free(pyposenc_scaling_storage *storage);
 
 /* ops.c: the operations. */
 PyObject *pyposenc_rope(PyObject *module, PyObject *args, PyObject *kwargs);
+/* rope_plain(context, q, k, offset): rope with every other option at its default, for the
+ * Python layer's common call. Returns None when done, NotImplemented (nothing written, no
+ * error) when q or k is not a plain f32/f16 buffer or offset is not a C int, so that the
+ * caller takes the general path, which converts or raises as it always does. */
+PyObject *pyposenc_rope_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* The descriptor of rope_plain's call, the same as the general path makes for those defaults
+ * (so that both give the same bits). */
+void pyposenc_rope_plain_desc(posenc_rope_desc *desc, int offset);
+/* Runs one rope call on the context, the GIL released; -1 with the error raised on failure. */
+int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc);
+
+/* bench.c: _bench_c_rope(context, q, k, offset, calls) -> seconds per posenc_rope call, timed
+ * in C on the buffers rope_plain would use (the C side of `python -m posenc bench`). */
+PyObject *pyposenc_bench_c_rope(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *pyposenc_sinusoidal(PyObject *module, PyObject *args, PyObject *kwargs);
 
 #endif

@@ -70,7 +70,7 @@ int pyposenc_view_get(PyObject *object, const char *name, enum pyposenc_kind kin
                         "%s: the object does not expose its memory (buffer protocol); pass a "
                         "numpy array",
                         name);
-        return -1;
+        return PYPOSENC_NOT_PLAIN;
     }
     view->held = 1;
     Py_buffer *b = &view->buffer;
@@ -80,7 +80,9 @@ int pyposenc_view_get(PyObject *object, const char *name, enum pyposenc_kind kin
                         name, b->format ? b->format : "B", b->itemsize,
                         kind == PYPOSENC_DATA ? "float32, float16 or bfloat16"
                                               : "int32 or float32");
-        goto fail;
+        pyposenc_view_release(view);
+        memset(tensor, 0, sizeof *tensor);
+        return PYPOSENC_NOT_PLAIN;
     }
     if (writable && b->readonly) {
         pyposenc_raisef(POSENC_INVALID_ARGUMENT, "%s: the array is read-only", name);
