@@ -6,29 +6,49 @@
 #include <limits.h>
 #include <string.h>
 
-/* Runs one operation on the context with the GIL released; on failure raises the status's
- * class with the context's message, read on this thread right after the call. */
+/* At most this many elements in q and k together, rope_plain keeps the GIL: the work (about
+ * 2 us at this size on one core) then costs no more than dropping and taking back the GIL,
+ * as numpy keeps it for its small loops. */
+#define SMALL_CALL_ELEMENTS 16384
+
+/* posenc's status and the context's message of one call made on `self->context`, its lock
+ * held. */
+static posenc_status call_locked(pyposenc_context *self, const posenc_rope_desc *rope,
+                                 const posenc_sinusoidal_desc *sinusoidal, char *message,
+                                 size_t size)
+{
+    if (!self->context) {
+        PyOS_snprintf(message, size, "context: the Context is closed");
+        return POSENC_INVALID_ARGUMENT;
+    }
+    posenc_status status = rope ? posenc_rope(self->context, rope)
+                                : posenc_sinusoidal(self->context, sinusoidal);
+    if (status != POSENC_OK) {
+        PyOS_snprintf(message, size, "%s", posenc_context_last_error(self->context));
+    }
+    return status;
+}
+
+/* Runs one operation on the context with the GIL released (or, for a small call when the
+ * context is free at once, held); on failure raises the status's class with the context's
+ * message, read on this thread right after the call. A small call never waits for the lock
+ * with the GIL held: another thread's long call on the context would stall every thread. */
 static int run(pyposenc_context *self, const posenc_rope_desc *rope,
-               const posenc_sinusoidal_desc *sinusoidal)
+               const posenc_sinusoidal_desc *sinusoidal, int small)
 {
     posenc_status status;
     char message[1024];
     message[0] = '\0';
-    Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    if (!self->context) {
-        status = POSENC_INVALID_ARGUMENT;
-        PyOS_snprintf(message, sizeof message, "context: the Context is closed");
+    if (small && PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+        status = call_locked(self, rope, sinusoidal, message, sizeof message);
+        PyThread_release_lock(self->lock);
     } else {
-        status = rope ? posenc_rope(self->context, rope)
-                      : posenc_sinusoidal(self->context, sinusoidal);
-        if (status != POSENC_OK) {
-            PyOS_snprintf(message, sizeof message, "%s",
-                          posenc_context_last_error(self->context));
-        }
+        Py_BEGIN_ALLOW_THREADS
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        status = call_locked(self, rope, sinusoidal, message, sizeof message);
+        PyThread_release_lock(self->lock);
+        Py_END_ALLOW_THREADS
     }
-    PyThread_release_lock(self->lock);
-    Py_END_ALLOW_THREADS
     if (status != POSENC_OK) {
         pyposenc_raise(status, message);
         return -1;
@@ -36,9 +56,18 @@ static int run(pyposenc_context *self, const posenc_rope_desc *rope,
     return 0;
 }
 
+static int64_t elements(const posenc_tensor *tensor)
+{
+    int64_t n = tensor->ndim ? 1 : 0;
+    for (uint32_t d = 0; d < tensor->ndim; d++) {
+        n *= tensor->shape[d];
+    }
+    return n;
+}
+
 int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc)
 {
-    return run(self, desc, NULL);
+    return run(self, desc, NULL, 0);
 }
 
 /* [b, h, t, d] or [h, t, d] to posenc's [b, t, h, d] / [t, h, d], by strides. */
@@ -105,7 +134,7 @@ static PyObject *rope_on_buffers(pyposenc_context *self, posenc_rope_desc *desc,
         heads_first(&desc->k);
         heads_first(&desc->k_out);
     }
-    if (run(self, desc, NULL) == 0) {
+    if (run(self, desc, NULL, 0) == 0) {
         result = Py_NewRef(Py_None);
     }
 done:
@@ -197,7 +226,9 @@ PyObject *pyposenc_rope_plain(PyObject *module, PyObject *const *args, Py_ssize_
     if (got == PYPOSENC_NOT_PLAIN) {
         PyErr_Clear();
         result = Py_NewRef(Py_NotImplemented);
-    } else if (got == 0 && run(self, &desc, NULL) == 0) {
+    } else if (got == 0 &&
+               run(self, &desc, NULL,
+                   elements(&desc.q) + elements(&desc.k) <= SMALL_CALL_ELEMENTS) == 0) {
         result = Py_NewRef(Py_None);
     }
     pyposenc_view_release(&views[0]);
@@ -240,7 +271,7 @@ PyObject *pyposenc_sinusoidal(PyObject *module, PyObject *args, PyObject *kwargs
                           &desc.positions) < 0) {
         goto done;
     }
-    if (run(self, NULL, &desc) == 0) {
+    if (run(self, NULL, &desc, 0) == 0) {
         result = Py_NewRef(Py_None);
     }
 done:
