@@ -218,7 +218,8 @@ def rope(q, k=None, *, positions=None, offset=0, theta=None, style="neox", rotar
     ({"type": "yarn", "factor": 4.0, "original_max_positions": 4096, ...}, the fields of C's
     posenc_rope_scaling) or an HF transformers rope_scaling / rope_parameters dict or model
     config, as HF stores it (docs/python-hf.md); what the config says of theta, rotary_dim,
-    M-RoPE and the attention factor applies unless given here. multimodal: None, "mrope", "mrope_interleaved", "vision_2d", "pixtral", with
+    M-RoPE and the attention factor applies unless given here. multimodal: None, "mrope",
+    "mrope_interleaved", "vision_2d", "pixtral", with
     mrope_section (t, h, w). attention_factor: scales cos and sin (default 1 or the
     scaling's own). context: a posenc.Context (default: default_context()).
 
