@@ -30,9 +30,15 @@ pyposenc_context *pyposenc_context_check(PyObject *object);
 PyObject *pyposenc_device_dict(const posenc_device_info *info);
 
 /* tensors.c: Python buffers as posenc tensor views. */
+struct pyposenc_dl_managed;
+
 typedef struct pyposenc_view {
     Py_buffer buffer;
     int held;
+    /* An object without the buffer protocol but with __dlpack__: the capsule and the tensor
+     * taken from it, whose deleter runs at release. */
+    PyObject *capsule;
+    struct pyposenc_dl_managed *managed;
 } pyposenc_view;
 
 enum pyposenc_kind {
@@ -49,8 +55,20 @@ enum pyposenc_kind {
 int pyposenc_view_get(PyObject *object, const char *name, enum pyposenc_kind kind,
                       int writable, int bf16, pyposenc_view *view, posenc_tensor *tensor);
 void pyposenc_view_release(pyposenc_view *view);
+/* Fills `tensor` with dims and byte strides (NULL: packed row-major), refusing what posenc
+ * cannot take on a bare pointer (no dims, size 0, negative or zero strides). 0 or -1. */
+int pyposenc_tensor_fill(const char *name, posenc_dtype dtype, void *host, int ndim,
+                         const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                         posenc_tensor *tensor);
 /* Swaps dims `a` and `b` of a tensor (the heads and tokens of a [b, h, t, d] view). */
 void pyposenc_tensor_swap(posenc_tensor *tensor, uint32_t a, uint32_t b);
+
+/* dlpack.c: `object.__dlpack__()` as a tensor view of CPU memory: f32, f16, bf16 (or, for
+ * positions, i32, f32), any strides. Returns 0 with the view holding the tensor, or
+ * PYPOSENC_NOT_PLAIN with a posenc.Error set. */
+int pyposenc_dlpack_get(PyObject *object, const char *name, enum pyposenc_kind kind,
+                        pyposenc_view *view, posenc_tensor *tensor);
+void pyposenc_dlpack_release(pyposenc_view *view);
 
 /* scaling.c: a dict in posenc form to posenc_rope_scaling. The arrays it points to are owned by
  * `storage` (free with pyposenc_scaling_free). */
