@@ -85,7 +85,8 @@ int pyposenc_dlpack_get(PyObject *object, const char *name, enum pyposenc_kind k
     posenc_dtype dtype = dl_dtype(dl->dtype, kind);
     if (dtype == POSENC_DTYPE_DEFAULT) {
         pyposenc_raisef(POSENC_INVALID_DTYPE,
-                        "%s: DLPack type code %u, %u bits, %u lanes is not %s", name, dl->dtype.code, dl->dtype.bits, dl->dtype.lanes,
+                        "%s: DLPack type code %u, %u bits, %u lanes is not %s", name,
+                        dl->dtype.code, dl->dtype.bits, dl->dtype.lanes,
                         kind == PYPOSENC_DATA ? "float32, float16 or bfloat16"
                                               : "int32 or float32");
         pyposenc_dlpack_release(view);
