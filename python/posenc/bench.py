@@ -157,7 +157,8 @@ def _case(title, tokens, q_heads, kv_heads, head_dim, calls, rounds, torch, out)
         medians[name] = statistics.median(values)
         out(f"  {name:32} " + " ".join(_us(v) for v in
                                         (medians[name], min(values), max(values))))
-    return medians
+    fastest = {name: min(values) for name, values in times.items()}
+    return medians, fastest
 
 
 def _us(seconds):
@@ -185,12 +186,15 @@ def main(argv=None, out=print) -> int:
     decode = _case("decode", 1, 32, 8, 128, args.decode_calls, args.rounds, torch, out)
     prefill = _case("prefill", args.prefill_tokens, 32, 8, 128, args.prefill_calls,
                     args.rounds, torch, out)
-    overhead = decode["posenc from Python"] - decode["posenc_rope from C"]
-    ratio = prefill["posenc_rope from C"] / prefill["posenc from Python"]
-    decode_ok = overhead * 1e6 <= DECODE_TARGET_US
-    prefill_ok = ratio >= PREFILL_TARGET
-    out(f"\ndecode Python overhead: {overhead * 1e6:.2f} us (target <= {DECODE_TARGET_US} us): "
-        + ("met" if decode_ok else "NOT met"))
-    out(f"prefill C time / Python time: {ratio:.3f} (target >= {PREFILL_TARGET}): "
-        + ("met" if prefill_ok else "NOT met"))
+    py, c = "posenc from Python", "posenc_rope from C"
+    out("")
+    # Medians are the verdict; the fastest rounds show what a quiet machine gives, where other
+    # work made the medians wander.
+    for label, index in (("medians", 0), ("fastest rounds", 1)):
+        overhead = (decode[index][py] - decode[index][c]) * 1e6
+        ratio = prefill[index][c] / prefill[index][py]
+        out(f"{label:>14}: decode Python overhead {overhead:.2f} us (target <= "
+            f"{DECODE_TARGET_US} us: {'met' if overhead <= DECODE_TARGET_US else 'NOT met'}); "
+            f"prefill C/Python {ratio:.3f} (target >= {PREFILL_TARGET}: "
+            f"{'met' if ratio >= PREFILL_TARGET else 'NOT met'})")
     return 0
