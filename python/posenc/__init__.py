@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _posenc
 from ._posenc import Context, Error, InputError, DeviceFailure, HostError
+from ._posenc import rope_plain as _rope_plain
 
 __version__ = _posenc.version()
 
@@ -217,12 +218,25 @@ def rope(q, k=None, *, positions=None, offset=0, theta=None, style="neox", rotar
     ({"type": "yarn", "factor": 4.0, "original_max_positions": 4096, ...}, the fields of C's
     posenc_rope_scaling) or an HF transformers rope_scaling / rope_parameters dict or model
     config, as HF stores it (docs/python-hf.md); what the config says of theta, rotary_dim,
-    M-RoPE and the attention factor applies unless given here. multimodal: None, "mrope", "mrope_interleaved", "vision_2d", "pixtral", with
+    M-RoPE and the attention factor applies unless given here. multimodal: None, "mrope",
+    "mrope_interleaved", "vision_2d", "pixtral", with
     mrope_section (t, h, w). attention_factor: scales cos and sin (default 1 or the
     scaling's own). context: a posenc.Context (default: default_context()).
 
     Returns the array written for q, or (q, k) when k is given.
     """
+    # The common call (arrays, maybe offset, every other option at its default) goes straight
+    # to C: a decode step's work is well under a microsecond, so each lookup here shows. The
+    # chained `is` holds only when all these options are None. rope_plain answers
+    # NotImplemented, having written nothing, for what only the general path handles (bf16,
+    # torch, lists...), and gives the same bits as the general path where it does the call.
+    if (positions is theta is rotary_dim is scaling is multimodal is mrope_section is out
+            is k_out is attention_factor is None and inverse is False and style == "neox"
+            and layout == "bthd"):
+        if context is None:
+            context = _default if _default is not None else default_context()
+        if _rope_plain(context, q, k, offset) is None:
+            return q if k is None else (q, k)
     if context is None:
         context = default_context()
     form = None

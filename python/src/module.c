@@ -65,6 +65,11 @@ static PyMethodDef methods[] = {
      "backend_status(name) -> (available, reason)"},
     {"rope", (PyCFunction)(void (*)(void))pyposenc_rope, METH_VARARGS | METH_KEYWORDS,
      "Low-level RoPE on buffers; see posenc.rope."},
+    {"rope_plain", (PyCFunction)(void (*)(void))pyposenc_rope_plain, METH_FASTCALL,
+     "rope_plain(context, q, k, offset): posenc.rope's call with default options; None, or "
+     "NotImplemented for arrays it leaves to the general path."},
+    {"_bench_c_rope", (PyCFunction)(void (*)(void))pyposenc_bench_c_rope, METH_FASTCALL,
+     "_bench_c_rope(context, q, k, offset, calls) -> seconds per posenc_rope call, timed in C."},
     {"sinusoidal", (PyCFunction)(void (*)(void))pyposenc_sinusoidal,
      METH_VARARGS | METH_KEYWORDS, "Low-level sinusoidal encoding; see posenc.sinusoidal."},
     {NULL, NULL, 0, NULL},

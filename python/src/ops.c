@@ -3,35 +3,71 @@
  * as tensor views with no copy, the work done with the GIL released. */
 #include "pyposenc.h"
 
+#include <limits.h>
 #include <string.h>
 
-/* Runs one operation on the context with the GIL released; on failure raises the status's
- * class with the context's message, read on this thread right after the call. */
+/* At most this many elements in q and k together, rope_plain keeps the GIL: the work (about
+ * 2 us at this size on one core) then costs no more than dropping and taking back the GIL,
+ * as numpy keeps it for its small loops. */
+#define SMALL_CALL_ELEMENTS 16384
+
+/* posenc's status and the context's message of one call made on `self->context`, its lock
+ * held. */
+static posenc_status call_locked(pyposenc_context *self, const posenc_rope_desc *rope,
+                                 const posenc_sinusoidal_desc *sinusoidal, char *message,
+                                 size_t size)
+{
+    if (!self->context) {
+        PyOS_snprintf(message, size, "context: the Context is closed");
+        return POSENC_INVALID_ARGUMENT;
+    }
+    posenc_status status = rope ? posenc_rope(self->context, rope)
+                                : posenc_sinusoidal(self->context, sinusoidal);
+    if (status != POSENC_OK) {
+        PyOS_snprintf(message, size, "%s", posenc_context_last_error(self->context));
+    }
+    return status;
+}
+
+/* Runs one operation on the context with the GIL released (or, for a small call when the
+ * context is free at once, held); on failure raises the status's class with the context's
+ * message, read on this thread right after the call. A small call never waits for the lock
+ * with the GIL held: another thread's long call on the context would stall every thread. */
 static int run(pyposenc_context *self, const posenc_rope_desc *rope,
-               const posenc_sinusoidal_desc *sinusoidal)
+               const posenc_sinusoidal_desc *sinusoidal, int small)
 {
     posenc_status status;
-    char message[1024] = "";
-    Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    if (!self->context) {
-        status = POSENC_INVALID_ARGUMENT;
-        PyOS_snprintf(message, sizeof message, "context: the Context is closed");
+    char message[1024];
+    message[0] = '\0';
+    if (small && PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+        status = call_locked(self, rope, sinusoidal, message, sizeof message);
+        PyThread_release_lock(self->lock);
     } else {
-        status = rope ? posenc_rope(self->context, rope)
-                      : posenc_sinusoidal(self->context, sinusoidal);
-        if (status != POSENC_OK) {
-            PyOS_snprintf(message, sizeof message, "%s",
-                          posenc_context_last_error(self->context));
-        }
+        Py_BEGIN_ALLOW_THREADS
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        status = call_locked(self, rope, sinusoidal, message, sizeof message);
+        PyThread_release_lock(self->lock);
+        Py_END_ALLOW_THREADS
     }
-    PyThread_release_lock(self->lock);
-    Py_END_ALLOW_THREADS
     if (status != POSENC_OK) {
         pyposenc_raise(status, message);
         return -1;
     }
     return 0;
+}
+
+static int64_t elements(const posenc_tensor *tensor)
+{
+    int64_t n = tensor->ndim ? 1 : 0;
+    for (uint32_t d = 0; d < tensor->ndim; d++) {
+        n *= tensor->shape[d];
+    }
+    return n;
+}
+
+int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc)
+{
+    return run(self, desc, NULL, 0);
 }
 
 /* [b, h, t, d] or [h, t, d] to posenc's [b, t, h, d] / [t, h, d], by strides. */
@@ -69,6 +105,43 @@ static int parse_section(PyObject *object, uint32_t section[3])
         section[i] = (uint32_t)v;
     }
     return 0;
+}
+
+/* The arrays of one rope call as views, then the call itself. None leaves a tensor absent. */
+static PyObject *rope_on_buffers(pyposenc_context *self, posenc_rope_desc *desc, PyObject *q,
+                                 PyObject *k, PyObject *q_out, PyObject *k_out,
+                                 PyObject *positions, int bf16, int swap)
+{
+    pyposenc_view views[5] = {{.held = 0}};
+    PyObject *result = NULL;
+    int writes_q = q_out == Py_None;
+    int writes_k = k_out == Py_None;
+    if (pyposenc_view_get(q, "q", PYPOSENC_DATA, writes_q, bf16, &views[0], &desc->q) < 0 ||
+        pyposenc_view_get(q_out, "q_out", PYPOSENC_DATA, 1, bf16, &views[1], &desc->q_out) < 0 ||
+        pyposenc_view_get(k, "k", PYPOSENC_DATA, writes_k, bf16, &views[2], &desc->k) < 0 ||
+        pyposenc_view_get(k_out, "k_out", PYPOSENC_DATA, 1, bf16, &views[3], &desc->k_out) < 0 ||
+        pyposenc_view_get(positions, "positions", PYPOSENC_POSITIONS, 0, 0, &views[4],
+                          &desc->positions) < 0) {
+        goto done;
+    }
+    if (k == Py_None && k_out != Py_None) {
+        pyposenc_raisef(POSENC_INVALID_ARGUMENT, "k_out: given without k");
+        goto done;
+    }
+    if (swap) {
+        heads_first(&desc->q);
+        heads_first(&desc->q_out);
+        heads_first(&desc->k);
+        heads_first(&desc->k_out);
+    }
+    if (run(self, desc, NULL, 0) == 0) {
+        result = Py_NewRef(Py_None);
+    }
+done:
+    for (int i = 0; i < 5; i++) {
+        pyposenc_view_release(&views[i]);
+    }
+    return result;
 }
 
 PyObject *pyposenc_rope(PyObject *module, PyObject *args, PyObject *kwargs)
@@ -116,36 +189,50 @@ PyObject *pyposenc_rope(PyObject *module, PyObject *args, PyObject *kwargs)
     if (pyposenc_scaling_parse(scaling_object, &desc.scaling, &storage) < 0) {
         return NULL;
     }
-    pyposenc_view views[5] = {{.held = 0}};
+    PyObject *result = rope_on_buffers(self, &desc, q, k, q_out, k_out, positions, bf16, swap);
+    pyposenc_scaling_free(&storage);
+    return result;
+}
+
+void pyposenc_rope_plain_desc(posenc_rope_desc *desc, int offset)
+{
+    /* What posenc.rope sends for the defaults: theta 10000, the rest zero. */
+    *desc = (posenc_rope_desc){.position_offset = offset, .theta = 10000.0};
+}
+
+PyObject *pyposenc_rope_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "rope_plain: 4 arguments expected, %zd given", nargs);
+        return NULL;
+    }
+    pyposenc_context *self = pyposenc_context_check(args[0]);
+    if (!self) {
+        return NULL;
+    }
+    int overflow = 0;
+    long offset = PyLong_Check(args[3]) ? PyLong_AsLongAndOverflow(args[3], &overflow) : 0;
+    if (!PyLong_Check(args[3]) || overflow || offset < INT_MIN || offset > INT_MAX) {
+        return Py_NewRef(Py_NotImplemented);
+    }
+    posenc_rope_desc desc;
+    pyposenc_rope_plain_desc(&desc, (int)offset);
+    pyposenc_view views[2] = {{.held = 0}};
     PyObject *result = NULL;
-    int writes_q = q_out == Py_None;
-    int writes_k = k_out == Py_None;
-    if (pyposenc_view_get(q, "q", PYPOSENC_DATA, writes_q, bf16, &views[0], &desc.q) < 0 ||
-        pyposenc_view_get(q_out, "q_out", PYPOSENC_DATA, 1, bf16, &views[1], &desc.q_out) < 0 ||
-        pyposenc_view_get(k, "k", PYPOSENC_DATA, writes_k, bf16, &views[2], &desc.k) < 0 ||
-        pyposenc_view_get(k_out, "k_out", PYPOSENC_DATA, 1, bf16, &views[3], &desc.k_out) < 0 ||
-        pyposenc_view_get(positions, "positions", PYPOSENC_POSITIONS, 0, 0, &views[4],
-                          &desc.positions) < 0) {
-        goto done;
+    int got = pyposenc_view_get(args[1], "q", PYPOSENC_DATA, 1, 0, &views[0], &desc.q);
+    if (got == 0) {
+        got = pyposenc_view_get(args[2], "k", PYPOSENC_DATA, 1, 0, &views[1], &desc.k);
     }
-    if (k == Py_None && k_out != Py_None) {
-        pyposenc_raisef(POSENC_INVALID_ARGUMENT, "k_out: given without k");
-        goto done;
-    }
-    if (swap) {
-        heads_first(&desc.q);
-        heads_first(&desc.q_out);
-        heads_first(&desc.k);
-        heads_first(&desc.k_out);
-    }
-    if (run(self, &desc, NULL) == 0) {
+    if (got == PYPOSENC_NOT_PLAIN) {
+        PyErr_Clear();
+        result = Py_NewRef(Py_NotImplemented);
+    } else if (got == 0 &&
+               run(self, &desc, NULL,
+                   elements(&desc.q) + elements(&desc.k) <= SMALL_CALL_ELEMENTS) == 0) {
         result = Py_NewRef(Py_None);
     }
-done:
-    for (int i = 0; i < 5; i++) {
-        pyposenc_view_release(&views[i]);
-    }
-    pyposenc_scaling_free(&storage);
+    pyposenc_view_release(&views[0]);
+    pyposenc_view_release(&views[1]);
     return result;
 }
 
@@ -184,7 +271,7 @@ PyObject *pyposenc_sinusoidal(PyObject *module, PyObject *args, PyObject *kwargs
                           &desc.positions) < 0) {
         goto done;
     }
-    if (run(self, NULL, &desc) == 0) {
+    if (run(self, NULL, &desc, 0) == 0) {
         result = Py_NewRef(Py_None);
     }
 done:

@@ -30,9 +30,15 @@ pyposenc_context *pyposenc_context_check(PyObject *object);
 PyObject *pyposenc_device_dict(const posenc_device_info *info);
 
 /* tensors.c: Python buffers as posenc tensor views. */
+struct pyposenc_dl_managed;
+
 typedef struct pyposenc_view {
     Py_buffer buffer;
     int held;
+    /* An object without the buffer protocol but with __dlpack__: the capsule and the tensor
+     * taken from it, whose deleter runs at release. */
+    PyObject *capsule;
+    struct pyposenc_dl_managed *managed;
 } pyposenc_view;
 
 enum pyposenc_kind {
@@ -42,12 +48,27 @@ enum pyposenc_kind {
 
 /* Fills `tensor` from `object` (None leaves it absent). `name` names the argument in errors;
  * `writable` refuses read-only memory; `bf16` reads 16-bit unsigned integers as bf16.
- * Returns 0, or -1 with a posenc.Error set. */
+ * Returns 0, or a negative value with a posenc.Error set: PYPOSENC_NOT_PLAIN when the object
+ * has no buffer or an element format outside the kind (what the Python layer may still convert:
+ * bf16, torch), -1 for the other faults. */
+#define PYPOSENC_NOT_PLAIN (-2)
 int pyposenc_view_get(PyObject *object, const char *name, enum pyposenc_kind kind,
                       int writable, int bf16, pyposenc_view *view, posenc_tensor *tensor);
 void pyposenc_view_release(pyposenc_view *view);
+/* Fills `tensor` with dims and byte strides (NULL: packed row-major), refusing what posenc
+ * cannot take on a bare pointer (no dims, size 0, negative or zero strides). 0 or -1. */
+int pyposenc_tensor_fill(const char *name, posenc_dtype dtype, void *host, int ndim,
+                         const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                         posenc_tensor *tensor);
 /* Swaps dims `a` and `b` of a tensor (the heads and tokens of a [b, h, t, d] view). */
 void pyposenc_tensor_swap(posenc_tensor *tensor, uint32_t a, uint32_t b);
+
+/* dlpack.c: `object.__dlpack__()` as a tensor view of CPU memory: f32, f16, bf16 (or, for
+ * positions, i32, f32), any strides. Returns 0 with the view holding the tensor, or
+ * PYPOSENC_NOT_PLAIN with a posenc.Error set. */
+int pyposenc_dlpack_get(PyObject *object, const char *name, enum pyposenc_kind kind,
+                        pyposenc_view *view, posenc_tensor *tensor);
+void pyposenc_dlpack_release(pyposenc_view *view);
 
 /* scaling.c: a dict in posenc form to posenc_rope_scaling. The arrays it points to are owned by
  * `storage` (free with pyposenc_scaling_free). */
@@ -61,6 +82,20 @@ void pyposenc_scaling_free(pyposenc_scaling_storage *storage);
 
 /* ops.c: the operations. */
 PyObject *pyposenc_rope(PyObject *module, PyObject *args, PyObject *kwargs);
+/* rope_plain(context, q, k, offset): rope with every other option at its default, for the
+ * Python layer's common call. Returns None when done, NotImplemented (nothing written, no
+ * error) when q or k is not a plain f32/f16 buffer or offset is not a C int, so that the
+ * caller takes the general path, which converts or raises as it always does. */
+PyObject *pyposenc_rope_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* The descriptor of rope_plain's call, the same as the general path makes for those defaults
+ * (so that both give the same bits). */
+void pyposenc_rope_plain_desc(posenc_rope_desc *desc, int offset);
+/* Runs one rope call on the context, the GIL released; -1 with the error raised on failure. */
+int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc);
+
+/* bench.c: _bench_c_rope(context, q, k, offset, calls) -> seconds per posenc_rope call, timed
+ * in C on the buffers rope_plain would use (the C side of `python -m posenc bench`). */
+PyObject *pyposenc_bench_c_rope(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *pyposenc_sinusoidal(PyObject *module, PyObject *args, PyObject *kwargs);
 
 #endif

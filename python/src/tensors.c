@@ -38,6 +38,7 @@ static posenc_dtype format_dtype(const char *format, Py_ssize_t itemsize, enum p
 
 void pyposenc_view_release(pyposenc_view *view)
 {
+    pyposenc_dlpack_release(view);
     if (view->held) {
         PyBuffer_Release(&view->buffer);
         view->held = 0;
@@ -54,13 +55,59 @@ void pyposenc_tensor_swap(posenc_tensor *tensor, uint32_t a, uint32_t b)
     tensor->strides[b] = stride;
 }
 
+int pyposenc_tensor_fill(const char *name, posenc_dtype dtype, void *host, int ndim,
+                         const int64_t *shape, const int64_t *strides, int64_t itemsize,
+                         posenc_tensor *tensor)
+{
+    if (ndim < 1 || ndim > POSENC_MAX_DIMS) {
+        pyposenc_raisef(POSENC_INVALID_SHAPE, "%s: %d dims; 1 to %d are accepted", name, ndim,
+                        POSENC_MAX_DIMS);
+        return -1;
+    }
+    tensor->host = host;
+    tensor->dtype = dtype;
+    tensor->ndim = (uint32_t)ndim;
+    int64_t packed = itemsize;
+    for (int d = ndim - 1; d >= 0; d--) {
+        int64_t size = shape[d];
+        int64_t stride = strides ? strides[d] : packed;
+        if (size == 0) {
+            pyposenc_raisef(POSENC_INVALID_SHAPE, "%s: dim %d has size 0", name, d);
+            return -1;
+        }
+        if (size == 1) {
+            /* Never stepped along: any stride fits, and numpy's may be 0 or anything. */
+            stride = packed;
+        } else if (stride < 0) {
+            pyposenc_raisef(POSENC_INVALID_LAYOUT,
+                            "%s: dim %d has a negative stride (%lld bytes); posenc takes "
+                            "positive strides: pass a copy (numpy.ascontiguousarray)",
+                            name, d, (long long)stride);
+            return -1;
+        } else if (stride == 0) {
+            pyposenc_raisef(POSENC_INVALID_LAYOUT,
+                            "%s: dim %d has stride 0 (a broadcast view); pass a copy", name, d);
+            return -1;
+        }
+        tensor->shape[d] = size;
+        tensor->strides[d] = stride;
+        packed = stride * size;
+    }
+    return 0;
+}
+
 int pyposenc_view_get(PyObject *object, const char *name, enum pyposenc_kind kind,
                       int writable, int bf16, pyposenc_view *view, posenc_tensor *tensor)
 {
     memset(tensor, 0, sizeof *tensor);
     view->held = 0;
+    view->capsule = NULL;
+    view->managed = NULL;
     if (object == Py_None) {
         return 0;
+    }
+    if (!PyObject_CheckBuffer(object)) {
+        return pyposenc_dlpack_get(object, name, kind, view, tensor);
     }
     /* Asked without PyBUF_WRITABLE, so that read-only memory gets posenc's own error naming
      * the argument rather than a BufferError. */
@@ -70,7 +117,7 @@ int pyposenc_view_get(PyObject *object, const char *name, enum pyposenc_kind kin
                         "%s: the object does not expose its memory (buffer protocol); pass a "
                         "numpy array",
                         name);
-        return -1;
+        return PYPOSENC_NOT_PLAIN;
     }
     view->held = 1;
     Py_buffer *b = &view->buffer;
@@ -80,7 +127,9 @@ int pyposenc_view_get(PyObject *object, const char *name, enum pyposenc_kind kin
                         name, b->format ? b->format : "B", b->itemsize,
                         kind == PYPOSENC_DATA ? "float32, float16 or bfloat16"
                                               : "int32 or float32");
-        goto fail;
+        pyposenc_view_release(view);
+        memset(tensor, 0, sizeof *tensor);
+        return PYPOSENC_NOT_PLAIN;
     }
     if (writable && b->readonly) {
         pyposenc_raisef(POSENC_INVALID_ARGUMENT, "%s: the array is read-only", name);
@@ -91,34 +140,14 @@ int pyposenc_view_get(PyObject *object, const char *name, enum pyposenc_kind kin
                         POSENC_MAX_DIMS);
         goto fail;
     }
-    tensor->host = b->buf;
-    tensor->dtype = dtype;
-    tensor->ndim = (uint32_t)b->ndim;
-    int64_t packed = b->itemsize;
-    for (int d = b->ndim - 1; d >= 0; d--) {
-        int64_t size = b->shape[d];
-        int64_t stride = b->strides ? b->strides[d] : packed;
-        if (size == 0) {
-            pyposenc_raisef(POSENC_INVALID_SHAPE, "%s: dim %d has size 0", name, d);
-            goto fail;
-        }
-        if (size == 1) {
-            /* Never stepped along: any stride fits, and numpy's may be 0 or anything. */
-            stride = packed;
-        } else if (stride < 0) {
-            pyposenc_raisef(POSENC_INVALID_LAYOUT,
-                            "%s: dim %d has a negative stride (%lld bytes); posenc takes "
-                            "positive strides: pass a copy (numpy.ascontiguousarray)",
-                            name, d, (long long)stride);
-            goto fail;
-        } else if (stride == 0) {
-            pyposenc_raisef(POSENC_INVALID_LAYOUT,
-                            "%s: dim %d has stride 0 (a broadcast view); pass a copy", name, d);
-            goto fail;
-        }
-        tensor->shape[d] = size;
-        tensor->strides[d] = stride;
-        packed = stride * size;
+    int64_t shape[POSENC_MAX_DIMS], strides[POSENC_MAX_DIMS];
+    for (int d = 0; d < b->ndim; d++) {
+        shape[d] = b->shape[d];
+        strides[d] = b->strides ? b->strides[d] : 0;
+    }
+    if (pyposenc_tensor_fill(name, dtype, b->buf, b->ndim, shape, b->strides ? strides : NULL,
+                             b->itemsize, tensor) < 0) {
+        goto fail;
     }
     return 0;
 fail:

@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: MIT
+# posenc.rope's common call (arrays, offset, other options at their defaults) takes a shorter
+# path to C: it must give the general path's bits and errors, and `python -m posenc bench` runs.
+import numpy as np
+import pytest
+
+import posenc
+from posenc import _posenc, bench
+
+
+def _pair(rng, dt, tokens):
+    q = rng.standard_normal((2, tokens, 4, 64)).astype(np.float32).astype(dt)
+    k = rng.standard_normal((2, tokens, 2, 64)).astype(np.float32).astype(dt)
+    return q, k
+
+
+@pytest.mark.parametrize("offset", [0, 7, 4095, 2**31 - 8])
+@pytest.mark.parametrize("tokens", [1, 5])
+def test_same_bits_as_general_path(rng, dtype, offset, tokens):
+    name, dt = dtype
+    q, k = _pair(rng, dt, tokens)
+    q0, k0 = q.copy(), k.copy()
+    original = q.copy()
+    # theta given (at its default value) sends the call down the general path.
+    fast_q, fast_k = posenc.rope(q, k, offset=offset)
+    general_q, general_k = posenc.rope(q0, k0, offset=offset, theta=10000.0)
+    assert fast_q is q and fast_k is k
+    if offset or tokens > 1:  # position 0 alone is the identity
+        assert not np.array_equal(q.view(np.uint8), original.view(np.uint8)), name
+    np.testing.assert_array_equal(q.view(np.uint8), q0.view(np.uint8))
+    np.testing.assert_array_equal(k.view(np.uint8), k0.view(np.uint8))
+
+
+def test_fast_path_rotates(rng):
+    q, k = _pair(rng, np.float32, 3)
+    q0 = q.copy()
+    assert _posenc.rope_plain(posenc.default_context(), q, k, 11) is None
+    assert not np.array_equal(q, q0)
+    general = q0.copy()
+    posenc.rope(general, None, offset=11, style="neox", layout="bthd", theta=10000.0)
+    np.testing.assert_array_equal(q, general)
+
+
+def test_q_alone_same_bits(rng):
+    q, _ = _pair(rng, np.float16, 4)
+    q0 = q.copy()
+    assert posenc.rope(q, offset=3) is q
+    posenc.rope(q0, offset=3, rotary_dim=64)
+    np.testing.assert_array_equal(q.view(np.uint16), q0.view(np.uint16))
+
+
+def test_left_to_general_path_untouched(rng):
+    context = posenc.default_context()
+    q, k = _pair(rng, np.float32, 2)
+    q0 = q.copy()
+    for args in ((q.astype(np.float64), None, 0), ([[1.0, 2.0]], None, 0),
+                 (q, k.astype(np.int16), 0), (q, k, 2**40), (q, k, 1.5)):
+        assert _posenc.rope_plain(context, *args) is NotImplemented
+    np.testing.assert_array_equal(q, q0)
+
+
+def test_errors_as_general_path(rng):
+    q, k = _pair(rng, np.float32, 2)
+    q.setflags(write=False)
+    q0 = q.copy()
+    with pytest.raises(posenc.InvalidArgument, match="q: the array is read-only"):
+        posenc.rope(q, k)
+    with pytest.raises(posenc.InvalidArgument, match="q: the array is read-only"):
+        posenc.rope(q, k, theta=10000.0)
+    np.testing.assert_array_equal(q, q0)
+    with pytest.raises(OverflowError):
+        posenc.rope(q0, offset=2**40)
+
+
+def test_bench_runs():
+    lines = []
+    assert bench.main(["--rounds", "1", "--decode-calls", "5", "--prefill-calls", "1",
+                       "--prefill-tokens", "8", "--no-torch"], out=lines.append) == 0
+    text = "\n".join(lines)
+    for row in ("posenc from Python", "posenc_rope from C", "numpy (vectorized f32)",
+                "decode Python overhead", "prefill C/Python"):
+        assert row in text
+
+
+def test_numpy_reference_matches_posenc(rng):
+    # The bench's numpy contender is a real RoPE: it agrees with posenc to float32 rounding.
+    q, k = _pair(rng, np.float32, 6)
+    qn, kn = q.copy(), k.copy()
+    posenc.rope(q, k, offset=9)
+    bench._numpy_rope(64)(qn, kn, 9)
+    np.testing.assert_allclose(qn, q, rtol=0, atol=1e-4)
+    np.testing.assert_allclose(kn, k, rtol=0, atol=1e-4)
