@@ -395,10 +395,10 @@ typedef enum posenc_rope_multimodal {
  * factor. Defaults are the published ones. Fields a type does not use must stay zero. */
 typedef struct posenc_rope_scaling {
     posenc_rope_scaling_type type;    /* default NONE */
-    double factor;                    /* >= 1; default 1. HF configs with both
-                                       * max_position_embeddings and rope_scaling's
-                                       * original_max_position_embeddings (YaRN of DeepSeek-V3,
-                                       * LongRoPE of Phi-3) take their ratio instead */
+    double factor;                    /* >= 1; default 1. HF configs that give no factor
+                                       * but both max_position_embeddings and rope_scaling's
+                                       * original_max_position_embeddings (LongRoPE of Phi-3)
+                                       * take their ratio (docs/python-hf.md) */
     uint32_t original_max_positions;  /* DYNAMIC_NTK, YARN, LLAMA3, LONGROPE: pre-training
                                        * context */
     uint32_t sequence_length;         /* DYNAMIC_NTK, LONGROPE: current length; 0 = from
