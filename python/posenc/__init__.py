@@ -11,13 +11,11 @@ library's message naming the argument at fault; a failed call writes nothing.
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from . import _posenc
 from ._posenc import Context, Error, InputError, DeviceFailure, HostError
-from ._posenc import rope_plain as _rope_plain
+from ._posenc import rope, default_context
 
 __version__ = _posenc.version()
 
@@ -61,10 +59,6 @@ _HF_ONLY_KEYS = {"rope_type", "original_max_position_embeddings", "rope_theta",
 _PLAIN_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float16)})
 _POSITION_DTYPES = frozenset({np.dtype(np.int32), np.dtype(np.float32)})
 
-_default_lock = threading.Lock()
-_default: Context | None = None
-
-
 def version() -> str:
     """The version of the posenc C library in this package."""
     return _posenc.version()
@@ -75,18 +69,6 @@ def devices() -> list[dict]:
     name, backend, index, selector ("vulkan:0"), kind ("discrete GPU", "CPU", ...), vendor,
     driver, memory_bytes and the device's capabilities."""
     return _posenc.devices()
-
-
-def default_context() -> Context:
-    """The process's shared Context, created on first use (the best device, or the one the
-    POSENC_DEVICE variable names). Calls on it from several threads take turns."""
-    global _default
-    if _default is not None:  # made once; the lock is only for the first calls racing
-        return _default
-    with _default_lock:
-        if _default is None:
-            _default = Context()
-        return _default
 
 
 def _error(name: str, status: str, message: str) -> Error:
@@ -199,44 +181,12 @@ def _name(table, value, what):
     return table[key]
 
 
-def rope(q, k=None, *, positions=None, offset=0, theta=None, style="neox", rotary_dim=None,
-         inverse=False, scaling=None, multimodal=None, mrope_section=None, layout="bthd",
-         out=None, k_out=None, attention_factor=None, context=None):
-    """Rotary position embedding of q (and k) of one attention layer.
-
-    q: [batch, tokens, heads, head_dim] ("bthd"), [batch, heads, tokens, head_dim] ("bhtd",
-    HF's), [tokens, heads, head_dim] (or [heads, tokens, head_dim] with "bhtd"),
-    [tokens, head_dim] or [head_dim]; any strides (a slice of a fused qkv array works); f32,
-    f16 or bf16. k likewise, with its own head count (grouped-query attention).
-    Rotated in place unless ``out`` (for q) / ``k_out`` (for k) are given.
-
-    positions: int32 or float32 [tokens] or [batch, tokens] (multimodal kinds: a component
-    axis innermost); default ``offset + token index``. theta: the frequency base (default
-    10000, or an HF config's rope_theta). style:
-    "neox" (half split, HF/Llama) or "gptj" (interleaved pairs). rotary_dim: leading dims
-    rotated (default head_dim). inverse: rotate back. scaling: a dict in posenc form
-    ({"type": "yarn", "factor": 4.0, "original_max_positions": 4096, ...}, the fields of C's
-    posenc_rope_scaling) or an HF transformers rope_scaling / rope_parameters dict or model
-    config, as HF stores it (docs/python-hf.md); what the config says of theta, rotary_dim,
-    M-RoPE and the attention factor applies unless given here. multimodal: None, "mrope",
-    "mrope_interleaved", "vision_2d", "pixtral", with
-    mrope_section (t, h, w). attention_factor: scales cos and sin (default 1 or the
-    scaling's own). context: a posenc.Context (default: default_context()).
-
-    Returns the array written for q, or (q, k) when k is given.
-    """
-    # The common call (arrays, maybe offset, every other option at its default) goes straight
-    # to C: a decode step's work is well under a microsecond, so each lookup here shows. The
-    # chained `is` holds only when all these options are None. rope_plain answers
-    # NotImplemented, having written nothing, for what only the general path handles (bf16,
-    # torch, lists...), and gives the same bits as the general path where it does the call.
-    if (positions is theta is rotary_dim is scaling is multimodal is mrope_section is out
-            is k_out is attention_factor is None and inverse is False and style == "neox"
-            and layout == "bthd"):
-        if context is None:
-            context = _default if _default is not None else default_context()
-        if _rope_plain(context, q, k, offset) is None:
-            return q if k is None else (q, k)
+def _rope_general(q, k=None, *, positions=None, offset=0, theta=None, style="neox",
+                  rotary_dim=None, inverse=False, scaling=None, multimodal=None,
+                  mrope_section=None, layout="bthd", out=None, k_out=None,
+                  attention_factor=None, context=None):
+    """posenc.rope's calls that C does not do alone: options, conversions (bf16, torch, lists),
+    new arrays. posenc.rope (in C) hands them here as they came."""
     if context is None:
         context = default_context()
     form = None
@@ -262,7 +212,7 @@ def rope(q, k=None, *, positions=None, offset=0, theta=None, style="neox", rotar
     bf16 = bf16_q or bf16_k or bf16_q_out or bf16_k_out
     if mrope_section is not None:
         mrope_section = tuple(int(s) for s in mrope_section)
-    _posenc.rope(
+    _posenc.rope_buffers(
         context, bq, k=bk, q_out=bq_out, k_out=bk_out, positions=_positions(positions),
         offset=int(offset), theta=float(theta), style=_name(_STYLES, style, "style"),
         rotary_dim=int(rotary_dim or 0), inverse=bool(inverse),
@@ -273,6 +223,9 @@ def rope(q, k=None, *, positions=None, offset=0, theta=None, style="neox", rotar
     if k is None:
         return q_written
     return q_written, (k if k_out is None else k_out)
+
+
+_posenc._set_rope_general(_rope_general)
 
 
 def _new_array(shape, dtype):

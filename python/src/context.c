@@ -109,6 +109,11 @@ static void context_dealloc(PyObject *object)
     Py_DECREF(type);
 }
 
+PyObject *pyposenc_context_type(void)
+{
+    return context_type;
+}
+
 pyposenc_context *pyposenc_context_check(PyObject *object)
 {
     if (!PyObject_TypeCheck(object, (PyTypeObject *)context_type)) {

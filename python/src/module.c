@@ -58,13 +58,48 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
                            "backend: '%s' is not cpu, vulkan or opencl", name);
 }
 
+/* posenc.rope's documentation; the first line is its signature for inspect and help(). */
+#define ROPE_DOC                                                                                  \
+    "rope($module, q, k=None, *, positions=None, offset=0, theta=None, style='neox', "           \
+    "rotary_dim=None, inverse=False, scaling=None, multimodal=None, mrope_section=None, "         \
+    "layout='bthd', out=None, k_out=None, attention_factor=None, context=None)\n--\n\n"          \
+    "Rotary position embedding of q (and k) of one attention layer.\n\n"                        \
+    "q: [batch, tokens, heads, head_dim] (\"bthd\"), [batch, heads, tokens, head_dim]\n"          \
+    "(\"bhtd\", HF's), [tokens, heads, head_dim] (or [heads, tokens, head_dim] with \"bhtd\"),\n" \
+    "[tokens, head_dim] or [head_dim]; any strides (a slice of a fused qkv array works); f32,\n" \
+    "f16 or bf16. k likewise, with its own head count (grouped-query attention).\n"             \
+    "Rotated in place unless out (for q) / k_out (for k) are given.\n\n"                       \
+    "positions: int32 or float32 [tokens] or [batch, tokens] (multimodal kinds: a component\n"  \
+    "axis innermost); default offset + token index. theta: the frequency base (default\n"       \
+    "10000, or an HF config's rope_theta). style: \"neox\" (half split, HF/Llama) or\n"         \
+    "\"gptj\" (interleaved pairs). rotary_dim: leading dims rotated (default head_dim).\n"      \
+    "inverse: rotate back. scaling: a dict in posenc form ({\"type\": \"yarn\", \"factor\":\n"    \
+    "4.0, \"original_max_positions\": 4096, ...}, the fields of C's posenc_rope_scaling) or\n"  \
+    "an HF transformers rope_scaling / rope_parameters dict or model config, as HF stores it\n" \
+    "(docs/python-hf.md); what the config says of theta, rotary_dim, M-RoPE and the\n"         \
+    "attention factor applies unless given here. multimodal: None, \"mrope\",\n"               \
+    "\"mrope_interleaved\", \"vision_2d\", \"pixtral\", with mrope_section (t, h, w).\n"          \
+    "attention_factor: scales cos and sin (default 1 or the scaling's own). context: a\n"       \
+    "posenc.Context (default: default_context()).\n\n"                                          \
+    "Returns the array written for q, or (q, k) when k is given."
+
+#define DEFAULT_CONTEXT_DOC                                                                       \
+    "default_context()\n--\n\n"                                                                  \
+    "The process's shared Context, made on first use (the best device, or the one the\n"        \
+    "POSENC_DEVICE variable names). Calls on it from several threads take turns."
+
 static PyMethodDef methods[] = {
     {"devices", devices, METH_NOARGS, "Every device of every available backend, as dicts."},
     {"version", version, METH_NOARGS, "The version of the linked posenc library."},
     {"backend_status", backend_status, METH_VARARGS,
      "backend_status(name) -> (available, reason)"},
-    {"rope", (PyCFunction)(void (*)(void))pyposenc_rope, METH_VARARGS | METH_KEYWORDS,
-     "Low-level RoPE on buffers; see posenc.rope."},
+    {"rope", (PyCFunction)(void (*)(void))pyposenc_rope_entry, METH_FASTCALL | METH_KEYWORDS,
+     ROPE_DOC},
+    {"rope_buffers", (PyCFunction)(void (*)(void))pyposenc_rope, METH_VARARGS | METH_KEYWORDS,
+     "Low-level RoPE on buffers, every option explicit; see posenc.rope."},
+    {"default_context", pyposenc_default_context, METH_NOARGS, DEFAULT_CONTEXT_DOC},
+    {"_set_rope_general", pyposenc_set_rope_general, METH_O,
+     "_set_rope_general(function): where posenc.rope sends the calls it does not do in C."},
     {"rope_plain", (PyCFunction)(void (*)(void))pyposenc_rope_plain, METH_FASTCALL,
      "rope_plain(context, q, k, offset): posenc.rope's call with default options; None, or "
      "NotImplemented for arrays it leaves to the general path."},
@@ -91,7 +126,8 @@ PyMODINIT_FUNC PyInit__posenc(void)
     if (!module) {
         return NULL;
     }
-    if (pyposenc_errors_init(module) < 0 || pyposenc_context_init(module) < 0) {
+    if (pyposenc_errors_init(module) < 0 || pyposenc_context_init(module) < 0 ||
+        pyposenc_rope_entry_init(module) < 0) {
         Py_DECREF(module);
         return NULL;
     }

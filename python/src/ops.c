@@ -200,40 +200,52 @@ void pyposenc_rope_plain_desc(posenc_rope_desc *desc, int offset)
     *desc = (posenc_rope_desc){.position_offset = offset, .theta = 10000.0};
 }
 
+int pyposenc_rope_plain_run(PyObject *context, PyObject *q, PyObject *k, PyObject *offset)
+{
+    pyposenc_context *self = pyposenc_context_check(context);
+    if (!self) {
+        return -1;
+    }
+    long value = 0;
+    if (offset) {
+        int overflow = 0;
+        value = PyLong_Check(offset) ? PyLong_AsLongAndOverflow(offset, &overflow) : 0;
+        if (!PyLong_Check(offset) || overflow || value < INT_MIN || value > INT_MAX) {
+            return 0;
+        }
+    }
+    posenc_rope_desc desc;
+    pyposenc_rope_plain_desc(&desc, (int)value);
+    pyposenc_view views[2] = {{.held = 0}};
+    int done = -1;
+    int got = pyposenc_view_get(q, "q", PYPOSENC_DATA, 1, 0, &views[0], &desc.q);
+    if (got == 0) {
+        got = pyposenc_view_get(k, "k", PYPOSENC_DATA, 1, 0, &views[1], &desc.k);
+    }
+    if (got == PYPOSENC_NOT_PLAIN) {
+        PyErr_Clear();
+        done = 0;
+    } else if (got == 0 &&
+               run(self, &desc, NULL,
+                   elements(&desc.q) + elements(&desc.k) <= SMALL_CALL_ELEMENTS) == 0) {
+        done = 1;
+    }
+    pyposenc_view_release(&views[0]);
+    pyposenc_view_release(&views[1]);
+    return done;
+}
+
 PyObject *pyposenc_rope_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 4) {
         PyErr_Format(PyExc_TypeError, "rope_plain: 4 arguments expected, %zd given", nargs);
         return NULL;
     }
-    pyposenc_context *self = pyposenc_context_check(args[0]);
-    if (!self) {
+    int done = pyposenc_rope_plain_run(args[0], args[1], args[2], args[3]);
+    if (done < 0) {
         return NULL;
     }
-    int overflow = 0;
-    long offset = PyLong_Check(args[3]) ? PyLong_AsLongAndOverflow(args[3], &overflow) : 0;
-    if (!PyLong_Check(args[3]) || overflow || offset < INT_MIN || offset > INT_MAX) {
-        return Py_NewRef(Py_NotImplemented);
-    }
-    posenc_rope_desc desc;
-    pyposenc_rope_plain_desc(&desc, (int)offset);
-    pyposenc_view views[2] = {{.held = 0}};
-    PyObject *result = NULL;
-    int got = pyposenc_view_get(args[1], "q", PYPOSENC_DATA, 1, 0, &views[0], &desc.q);
-    if (got == 0) {
-        got = pyposenc_view_get(args[2], "k", PYPOSENC_DATA, 1, 0, &views[1], &desc.k);
-    }
-    if (got == PYPOSENC_NOT_PLAIN) {
-        PyErr_Clear();
-        result = Py_NewRef(Py_NotImplemented);
-    } else if (got == 0 &&
-               run(self, &desc, NULL,
-                   elements(&desc.q) + elements(&desc.k) <= SMALL_CALL_ELEMENTS) == 0) {
-        result = Py_NewRef(Py_None);
-    }
-    pyposenc_view_release(&views[0]);
-    pyposenc_view_release(&views[1]);
-    return result;
+    return Py_NewRef(done ? Py_None : Py_NotImplemented);
 }
 
 PyObject *pyposenc_sinusoidal(PyObject *module, PyObject *args, PyObject *kwargs)

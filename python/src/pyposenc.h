@@ -24,6 +24,8 @@ typedef struct pyposenc_context {
 } pyposenc_context;
 
 int pyposenc_context_init(PyObject *module);
+/* The Context type (borrowed). */
+PyObject *pyposenc_context_type(void);
 /* The posenc context of a Context object, or NULL with an exception set. */
 pyposenc_context *pyposenc_context_check(PyObject *object);
 /* Builds the dict that describes a device (devices(), Context.device). */
@@ -82,16 +84,26 @@ void pyposenc_scaling_free(pyposenc_scaling_storage *storage);
 
 /* ops.c: the operations. */
 PyObject *pyposenc_rope(PyObject *module, PyObject *args, PyObject *kwargs);
-/* rope_plain(context, q, k, offset): rope with every other option at its default, for the
- * Python layer's common call. Returns None when done, NotImplemented (nothing written, no
- * error) when q or k is not a plain f32/f16 buffer or offset is not a C int, so that the
- * caller takes the general path, which converts or raises as it always does. */
+/* rope with every other option at its default: posenc.rope's common call. `offset` NULL
+ * means 0. Returns 1 when done, 0 (nothing written, no error) when q or k is not a plain
+ * f32/f16 buffer or offset is not a C int, so that the caller takes the general path, which
+ * converts or raises as it always does; -1 with an exception set. */
+int pyposenc_rope_plain_run(PyObject *context, PyObject *q, PyObject *k, PyObject *offset);
+/* rope_plain(context, q, k, offset): the same from Python, None when done or NotImplemented. */
 PyObject *pyposenc_rope_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 /* The descriptor of rope_plain's call, the same as the general path makes for those defaults
  * (so that both give the same bits). */
 void pyposenc_rope_plain_desc(posenc_rope_desc *desc, int offset);
 /* Runs one rope call on the context, the GIL released; -1 with the error raised on failure. */
 int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc);
+
+/* rope_entry.c: posenc.rope (the common call in C, the rest handed to the Python layer's
+ * general path, given by _set_rope_general) and default_context(). */
+int pyposenc_rope_entry_init(PyObject *module);
+PyObject *pyposenc_rope_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames);
+PyObject *pyposenc_set_rope_general(PyObject *module, PyObject *function);
+PyObject *pyposenc_default_context(PyObject *module, PyObject *unused);
 
 /* bench.c: _bench_c_rope(context, q, k, offset, calls) -> seconds per posenc_rope call, timed
  * in C on the buffers rope_plain would use (the C side of `python -m posenc bench`). */

@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: MIT
-# posenc.rope's common call (arrays, offset, other options at their defaults) takes a shorter
-# path to C: it must give the general path's bits and errors, and `python -m posenc bench` runs.
+# posenc.rope's common call (arrays, offset, other options at their defaults) is done in C
+# without the Python layer: it must give the general path's bits and errors, hand every other
+# call on as it came, and `python -m posenc bench` runs.
+import inspect
+import sys
+
 import numpy as np
 import pytest
 
@@ -90,3 +94,58 @@ def test_numpy_reference_matches_posenc(rng):
     bench._numpy_rope(64)(qn, kn, 9)
     np.testing.assert_allclose(qn, q, rtol=0, atol=1e-4)
     np.testing.assert_allclose(kn, k, rtol=0, atol=1e-4)
+
+
+def test_signature_is_the_general_paths():
+    # posenc.rope is C; its documented signature must be the one its general path takes.
+    assert str(inspect.signature(posenc.rope)) == str(inspect.signature(posenc._rope_general))
+    assert "Rotary position embedding" in posenc.rope.__doc__
+
+
+def test_keyword_forms_same_bits(rng):
+    q, k = _pair(rng, np.float32, 3)
+    expected_q, expected_k = q.copy(), k.copy()
+    posenc.rope(expected_q, expected_k, offset=4, theta=10000.0)
+    context = posenc.default_context()
+    for call in (lambda a, b: posenc.rope(a, k=b, offset=4),
+                 lambda a, b: posenc.rope(a, b, offset=4, context=context),
+                 lambda a, b: posenc.rope(a, b, context=None, offset=4)):
+        a, b = q.copy(), k.copy()
+        result = call(a, b)
+        assert result[0] is a and result[1] is b
+        np.testing.assert_array_equal(a, expected_q)
+        np.testing.assert_array_equal(b, expected_k)
+
+
+def test_bad_calls_raise_as_python_does(rng):
+    q, _ = _pair(rng, np.float32, 2)
+    q0 = q.copy()
+    with pytest.raises(TypeError, match="rotary"):
+        posenc.rope(q, rotary=8)
+    with pytest.raises(TypeError):
+        posenc.rope()
+    with pytest.raises(TypeError):
+        posenc.rope(q, None, 3)
+    with pytest.raises(TypeError, match="'q'"):
+        posenc.rope(q, q=q)
+    with pytest.raises(TypeError, match="posenc.Context"):
+        posenc.rope(q, context="cpu")
+    np.testing.assert_array_equal(q, q0)
+
+
+def test_default_context_is_one_object():
+    assert posenc.default_context() is posenc.default_context()
+    assert isinstance(posenc.default_context(), posenc.Context)
+
+
+def test_no_reference_leaks(rng):
+    q, k = _pair(rng, np.float32, 1)
+    calls = [lambda: posenc.rope(q, k, offset=1), lambda: posenc.rope(q, offset=1),
+             lambda: posenc.rope(q, k, offset=1, theta=10000.0)]
+    for call in calls:
+        call()
+    before = (sys.getrefcount(q), sys.getrefcount(k))
+    for _ in range(1000):
+        for call in calls:
+            call()
+    assert (sys.getrefcount(q), sys.getrefcount(k)) == before
