@@ -314,6 +314,22 @@ POSENC_API posenc_status posenc_buffer_upload(posenc_buffer *buffer, uint64_t of
 POSENC_API posenc_status posenc_buffer_download(posenc_buffer *buffer, uint64_t offset,
                                                 void *data, uint64_t size);
 
+/* Maps the whole buffer into the host's address space with no copy: `*data` points at its first
+ * byte until posenc_buffer_unmap, for the caller to read and write in place. The map waits for
+ * earlier work that uses the buffer (synchronous calls and submits), so the caller reads their
+ * results. While the buffer is mapped, operations, uploads and downloads that use it are refused
+ * (INVALID_ARGUMENT naming the view): unmap it first. A buffer maps once at a time.
+ * Possible where the host already sees the buffer's memory: every buffer of the CPU backend,
+ * every buffer wrapping host_memory (`*data` is that memory), and buffers on devices with
+ * unified_memory (Vulkan: a host-visible coherent allocation; OpenCL: clEnqueueMapBuffer on
+ * memory allocated for host access). Elsewhere (device-local memory of a discrete GPU, an
+ * engine's wrapped VkBuffer) UNSUPPORTED: use posenc_buffer_upload / download, which stage. */
+POSENC_API posenc_status posenc_buffer_map(posenc_buffer *buffer, void **data);
+/* Ends the mapping: the pointer from posenc_buffer_map is invalid after it, and what the host
+ * wrote is what later work reads. INVALID_ARGUMENT when the buffer is not mapped.
+ * posenc_buffer_destroy unmaps a mapped buffer itself. */
+POSENC_API posenc_status posenc_buffer_unmap(posenc_buffer *buffer);
+
 /* ---------------------------------------------------------------------------------------------
  * Tensor views
  */

@@ -92,6 +92,8 @@ void posenc_buffer_destroy(posenc_buffer *buf)
     if (!buf)
         return;
     posenc_context *ctx = buf->ctx;
+    if (posenc__atomic_load_acquire(&buf->mapped) && ctx->backend->buffer_unmap)
+        (void)ctx->backend->buffer_unmap(ctx, buf, buf->mapped_address);
     unlink_buffer(ctx, buf);
     ctx->backend->buffer_fini(ctx, buf);
     free(buf);
@@ -106,6 +108,9 @@ static posenc_status check_range(posenc_buffer *buf, uint64_t offset, const void
         return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "buffer: is NULL");
     if (!data && size)
         return posenc__fail(buf->ctx, POSENC_INVALID_ARGUMENT, "data: is NULL");
+    if (posenc__atomic_load_acquire(&buf->mapped))
+        return posenc__fail(buf->ctx, POSENC_INVALID_ARGUMENT,
+                            "buffer: is mapped; posenc_buffer_unmap it first");
     if (offset > buf->size || size > buf->size - offset)
         return posenc__fail(buf->ctx, POSENC_OUT_OF_BOUNDS,
                             "offset: range [%llu, %llu + %llu) is past the end of the buffer "
@@ -132,6 +137,58 @@ posenc_status posenc_buffer_download(posenc_buffer *buf, uint64_t offset, void *
     if (status != POSENC_OK || size == 0)
         return status;
     return buf->ctx->backend->buffer_download(buf->ctx, buf, offset, data, size);
+}
+
+posenc_status posenc_buffer_map(posenc_buffer *buf, void **data)
+{
+    if (!buf)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "buffer: is NULL");
+    posenc_context *ctx = buf->ctx;
+    if (!data)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "data: is NULL");
+    if (!ctx->backend->buffer_map)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "buffer: the %s backend cannot map buffers; use "
+                            "posenc_buffer_upload / posenc_buffer_download",
+                            ctx->backend->name);
+    /* Claimed under the lock, mapped outside it: the backend waits for the buffer's work under
+     * its own lock, which is never taken inside shared_lock's. */
+    posenc__mutex_lock(&ctx->shared_lock);
+    bool taken = posenc__atomic_load_relaxed(&buf->mapped) != 0;
+    if (!taken)
+        posenc__atomic_store_release(&buf->mapped, 1);
+    posenc__mutex_unlock(&ctx->shared_lock);
+    if (taken)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "buffer: is already mapped; posenc_buffer_unmap it first");
+    void *address = NULL;
+    posenc_status status = ctx->backend->buffer_map(ctx, buf, &address);
+    if (status != POSENC_OK) {
+        posenc__atomic_store_release(&buf->mapped, 0);
+        return status;
+    }
+    buf->mapped_address = address;
+    posenc__clear_error(ctx);
+    *data = address;
+    return POSENC_OK;
+}
+
+posenc_status posenc_buffer_unmap(posenc_buffer *buf)
+{
+    if (!buf)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "buffer: is NULL");
+    posenc_context *ctx = buf->ctx;
+    if (!posenc__atomic_load_acquire(&buf->mapped))
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "buffer: is not mapped");
+    posenc_status status = POSENC_OK;
+    if (ctx->backend->buffer_unmap)
+        status = ctx->backend->buffer_unmap(ctx, buf, buf->mapped_address);
+    if (status != POSENC_OK)
+        return status;
+    buf->mapped_address = NULL;
+    posenc__atomic_store_release(&buf->mapped, 0);
+    posenc__clear_error(ctx);
+    return POSENC_OK;
 }
 
 static posenc_tensor packed_tensor(posenc_buffer *buffer, void *host, posenc_dtype dtype,

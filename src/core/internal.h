@@ -7,6 +7,7 @@
 #include <posenc/posenc.h>
 
 #include "core/angle.h"
+#include "core/atomics.h"
 #include "core/platform.h"
 
 #include <stdarg.h>
@@ -48,6 +49,10 @@ struct posenc_buffer {
     uint64_t size;
     void *host_memory;   /* wrapped caller memory (borrowed), or NULL */
     void *backend_state; /* owned by the backend */
+    /* 1 while mapped (posenc_buffer_map); changed under ctx->shared_lock, read by the view
+     * checks without it. */
+    posenc__atomic_u32 mapped;
+    void *mapped_address; /* what the backend's buffer_map returned */
     posenc_buffer *prev; /* the context's list of live buffers, freed at context destroy */
     posenc_buffer *next;
 };

@@ -36,6 +36,9 @@ posenc_status posenc__resolve_view(posenc_context *ctx, const posenc_tensor *ten
     if (tensor->buffer && tensor->buffer->ctx != ctx)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                             "%s.buffer: belongs to another context", name);
+    if (tensor->buffer && posenc__atomic_load_acquire(&tensor->buffer->mapped))
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "%s.buffer: is mapped; posenc_buffer_unmap it first", name);
     if (tensor->ndim < 1 || tensor->ndim > max_ndim)
         return posenc__fail(ctx, POSENC_INVALID_SHAPE, "%s.ndim: must be 1..%u, got %u", name,
                             max_ndim, tensor->ndim);

@@ -258,6 +258,14 @@ static void *cpu_buffer_host_address(posenc_context *ctx, posenc_buffer *buf)
     return buf->backend_state;
 }
 
+/* Buffers are host memory, and every operation has returned before the next call starts. */
+static posenc_status cpu_buffer_map(posenc_context *ctx, posenc_buffer *buf, void **data)
+{
+    (void)ctx;
+    *data = buf->backend_state;
+    return POSENC_OK;
+}
+
 typedef struct copy_job {
     const posenc_cpu_kernels *kernels;
     float *data;
@@ -352,6 +360,7 @@ const posenc__backend posenc_cpu_backend = {
     .buffer_upload = cpu_buffer_upload,
     .buffer_download = cpu_buffer_download,
     .buffer_host_address = cpu_buffer_host_address,
+    .buffer_map = cpu_buffer_map,
     .rope = posenc_cpu_rope,
     .sinusoidal = posenc_cpu_sinusoidal,
     .roofline = cpu_roofline,

@@ -17,8 +17,12 @@ posenc_status posenc_cl_buffer_init(posenc_context *ctx, posenc_buffer *buf)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "size: %llu bytes cannot be addressed",
                             (unsigned long long)buf->size);
     cl_int err = CL_SUCCESS;
-    cl_mem mem = state->cl->CreateBuffer(state->context, CL_MEM_READ_WRITE, (size_t)buf->size,
-                                         NULL, &err);
+    /* Memory the host shares is allocated for host access, so that posenc_buffer_map is the
+     * same memory, not a copy (drivers of integrated GPUs map other allocations by copying). */
+    cl_mem_flags flags = CL_MEM_READ_WRITE;
+    if (ctx->device->info.unified_memory)
+        flags |= CL_MEM_ALLOC_HOST_PTR;
+    cl_mem mem = state->cl->CreateBuffer(state->context, flags, (size_t)buf->size, NULL, &err);
     if (err != CL_SUCCESS || !mem) {
         if (mem)
             state->cl->ReleaseMemObject(mem);
@@ -123,4 +127,73 @@ void *posenc_cl_buffer_host_address(posenc_context *ctx, posenc_buffer *buf)
 {
     (void)ctx;
     return buf->host_memory;
+}
+
+typedef struct mapping {
+    cl_mem mem;
+    size_t size;
+    void *address;
+} mapping;
+
+static cl_int enqueue_map(posenc_context *ctx, void *user, cl_uint count, const cl_event *list,
+                          cl_event *event)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    mapping *m = user;
+    cl_int err = CL_SUCCESS;
+    m->address = state->cl->EnqueueMapBuffer(state->queue, m->mem, CL_FALSE,
+                                             CL_MAP_READ | CL_MAP_WRITE, 0, m->size, count, list,
+                                             event, &err);
+    return err;
+}
+
+static cl_int enqueue_unmap(posenc_context *ctx, void *user, cl_uint count, const cl_event *list,
+                            cl_event *event)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    const mapping *m = user;
+    return state->cl->EnqueueUnmapMemObject(state->queue, m->mem, m->address, count, list, event);
+}
+
+/* Wrapped host memory is the caller's own. A device allocation is mapped where the device shares
+ * host memory (allocated with CL_MEM_ALLOC_HOST_PTR, above), after posenc's earlier commands; a
+ * discrete GPU would copy, which posenc_buffer_download already does. */
+posenc_status posenc_cl_buffer_map(posenc_context *ctx, posenc_buffer *buf, void **data)
+{
+    if (buf->host_memory) {
+        *data = buf->host_memory;
+        return POSENC_OK;
+    }
+    if (!ctx->device->info.unified_memory)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "buffer: is in memory of a device that does not share host memory; "
+                            "use posenc_buffer_upload / posenc_buffer_download");
+    posenc_cl_context *state = ctx->backend_state;
+    mapping m = {(cl_mem)buf->backend_state, (size_t)buf->size, NULL};
+    posenc__mutex_lock(&state->lock);
+    cl_event done = NULL;
+    cl_int err = posenc_cl_enqueue_ordered(ctx, 0, NULL, enqueue_map, &m, &done);
+    posenc__mutex_unlock(&state->lock);
+    if (err == CL_SUCCESS)
+        err = posenc_cl_complete(state->cl, done);
+    if (err != CL_SUCCESS)
+        return posenc_cl_fail(ctx, err, "buffer", "clEnqueueMapBuffer");
+    *data = m.address;
+    return POSENC_OK;
+}
+
+posenc_status posenc_cl_buffer_unmap(posenc_context *ctx, posenc_buffer *buf, void *data)
+{
+    if (buf->host_memory)
+        return POSENC_OK;
+    posenc_cl_context *state = ctx->backend_state;
+    mapping m = {(cl_mem)buf->backend_state, (size_t)buf->size, data};
+    posenc__mutex_lock(&state->lock);
+    cl_event done = NULL;
+    cl_int err = posenc_cl_enqueue_ordered(ctx, 0, NULL, enqueue_unmap, &m, &done);
+    posenc__mutex_unlock(&state->lock);
+    if (err == CL_SUCCESS)
+        err = posenc_cl_complete(state->cl, done);
+    return err == CL_SUCCESS ? POSENC_OK
+                             : posenc_cl_fail(ctx, err, "buffer", "clEnqueueUnmapMemObject");
 }

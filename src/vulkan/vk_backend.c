@@ -15,6 +15,7 @@ const posenc__backend posenc_vk_backend = {
     .buffer_upload = posenc_vk_buffer_upload,
     .buffer_download = posenc_vk_buffer_download,
     .buffer_host_address = posenc_vk_buffer_host_address,
+    .buffer_map = posenc_vk_buffer_map,
     .rope = posenc_vk_rope,
     .sinusoidal = posenc_vk_sinusoidal,
     .rope_submit = posenc_vk_rope_submit,

@@ -164,3 +164,29 @@ void *posenc_vk_buffer_host_address(posenc_context *ctx, posenc_buffer *buf)
         return buf->host_memory;
     return state ? state->allocation.mapped : NULL;
 }
+
+/* Unified memory is mapped for the buffer's whole life (host-visible and coherent, so the
+ * mapping needs no flush and no ending); wrapped host memory is the caller's own. Device-local
+ * memory of a discrete GPU, and an engine's wrapped VkBuffer, the host cannot see. */
+posenc_status posenc_vk_buffer_map(posenc_context *ctx, posenc_buffer *buf, void **data)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    posenc_vk_buffer *state = buf->backend_state;
+    if (buf->host_memory) {
+        *data = buf->host_memory;
+        return POSENC_OK;
+    }
+    if (!state->allocation.mapped)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            state->borrowed ? "buffer: wraps a VkBuffer whose memory posenc cannot "
+                                              "map; map it through its own VkDeviceMemory"
+                                            : "buffer: is in device-local memory that the host "
+                                              "cannot see; use posenc_buffer_upload / "
+                                              "posenc_buffer_download");
+    posenc__mutex_lock(&vk->lock);
+    posenc_status status = posenc_vk_wait_serial(ctx, state->last_serial);
+    posenc__mutex_unlock(&vk->lock);
+    if (status == POSENC_OK)
+        *data = state->allocation.mapped;
+    return status;
+}

@@ -479,6 +479,7 @@ posenc_status posenc_vk_buffer_upload(posenc_context *ctx, posenc_buffer *buf, u
 posenc_status posenc_vk_buffer_download(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                         void *data, uint64_t size);
 void *posenc_vk_buffer_host_address(posenc_context *ctx, posenc_buffer *buf);
+posenc_status posenc_vk_buffer_map(posenc_context *ctx, posenc_buffer *buf, void **data);
 
 /* vk_devices.c and vk_context.c */
 posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason);
