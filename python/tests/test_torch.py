@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import posenc
+from posenc import bench
 from _reference import check, rope as ref_rope, sinusoidal as ref_sinusoidal
 
 torch = pytest.importorskip("torch")
@@ -183,3 +184,24 @@ def test_requires_grad_read_only_is_fine():
     expect = q.detach().clone()
     posenc.rope(expect)
     assert torch.equal(out, expect)
+
+
+def test_bench_hf_rope_matches_posenc():
+    # The bench's torch contender is a real RoPE: HF's apply_rotary_pos_emb agrees with posenc
+    # (layout "bhtd", HF's) to float32 rounding of its angles at these small positions.
+    q = torch.randn(1, 4, 6, 64)
+    k = torch.randn(1, 2, 6, 64)
+    qh, kh = q.clone(), k.clone()
+    posenc.rope(q, k, offset=9, layout="bhtd")
+    bench._torch_rope(torch, 64)(qh, kh, 9)
+    torch.testing.assert_close(qh, q, rtol=0, atol=1e-4)
+    torch.testing.assert_close(kh, k, rtol=0, atol=1e-4)
+
+
+def test_bench_reports_torch():
+    lines = []
+    assert bench.main(["--rounds", "1", "--decode-calls", "5", "--prefill-calls", "1",
+                       "--prefill-tokens", "8"], out=lines.append) == 0
+    text = "\n".join(lines)
+    assert f"torch {torch.__version__}" in text
+    assert text.count("torch, HF apply_rotary_pos_emb") == 2  # decode and prefill
