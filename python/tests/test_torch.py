@@ -20,37 +20,37 @@ def _float64(tensor):
 
 
 def _views(kind, dtype):
-    """(tensor q, tensor k, what they are views of, [b, t, h, d] views of q and k, layout)."""
+    """q, k, their [b, t, h, d] views, the layout to pass, and the fused qkv tensor if any."""
     g = torch.Generator().manual_seed(7)
     if kind == "contiguous":
         q = torch.randn(2, 5, 4, 16, generator=g).to(dtype)
         k = torch.randn(2, 5, 2, 16, generator=g).to(dtype)
-        return q, k, (q, k), (q, k), "bthd"
+        return q, k, q, k, "bthd", None
     if kind == "transposed":  # [b, t, h, d] views of [b, h, t, d] memory
         base_q = torch.randn(2, 4, 5, 16, generator=g).to(dtype)
         base_k = torch.randn(2, 2, 5, 16, generator=g).to(dtype)
         q, k = base_q.transpose(1, 2), base_k.transpose(1, 2)
         assert not q.is_contiguous()
-        return q, k, (base_q, base_k), (q, k), "bthd"
+        return q, k, q, k, "bthd", None
     if kind == "bhtd":  # HF's [batch, heads, tokens, head_dim], as layout="bhtd"
         q = torch.randn(2, 4, 5, 16, generator=g).to(dtype)
         k = torch.randn(2, 2, 5, 16, generator=g).to(dtype)
-        return q, k, (q, k), (q.transpose(1, 2), k.transpose(1, 2)), "bhtd"
+        return q, k, q.transpose(1, 2), k.transpose(1, 2), "bhtd", None
     # a fused qkv projection [batch, tokens, (4 + 2 + 2) heads * 16]: q and k are slices of it
     qkv = torch.randn(2, 5, 8 * 16, generator=g).to(dtype)
     q = qkv[..., :64].unflatten(-1, (4, 16))
     k = qkv[..., 64:96].unflatten(-1, (2, 16))
     assert not q.is_contiguous()
-    return q, k, (qkv,), (q, k), "bthd"
+    return q, k, q, k, "bthd", qkv
 
 
 @pytest.mark.parametrize("name", list(DTYPES))
 @pytest.mark.parametrize("kind", ["contiguous", "transposed", "bhtd", "fused qkv"])
 @pytest.mark.parametrize("general", [False, True], ids=["fast", "general"])
 def test_in_place_against_reference(name, kind, general):
-    q, k, bases, (q_bthd, k_bthd), layout = _views(kind, DTYPES[name])
+    q, k, q_bthd, k_bthd, layout, qkv = _views(kind, DTYPES[name])
     before = [_float64(t) for t in (q_bthd, k_bthd)]
-    fused_v = bases[0][..., 96:].clone() if kind == "fused qkv" else None
+    v = qkv[..., 96:].clone() if qkv is not None else None
     pointers = [t.data_ptr() for t in (q, k)]
     # theta=10000.0 is the default, given only to take the general path
     options = {"theta": 10000.0} if general else {}
@@ -61,8 +61,8 @@ def test_in_place_against_reference(name, kind, general):
     for got, orig in zip((q_bthd, k_bthd), before):
         exact, scale = ref_rope(orig, positions)
         check(_float64(got), exact, scale, name)
-    if fused_v is not None:
-        assert torch.equal(bases[0][..., 96:], fused_v)  # v untouched
+    if qkv is not None:
+        assert torch.equal(qkv[..., 96:], v)  # v untouched
 
 
 @pytest.mark.parametrize("name", list(DTYPES))
@@ -149,31 +149,38 @@ def _meta(*shape):
 def test_bad_tensors_untouched(case, error, words):
     q = torch.randn(1, 4, 2, 8)
     k = torch.randn(1, 4, 1, 8)
-    out = torch.zeros(1, 4, 2, 8)
+    watched = []
+
+    def w(tensor):  # its values now, before the call: it must still hold them after
+        watched.append((tensor, tensor.detach().clone()))
+        return tensor
+
+    w(q)
+    w(k)
+
     calls = {
-        "requires grad": lambda: posenc.rope(q.clone().requires_grad_(), k),
-        "requires grad k": lambda: posenc.rope(q, k.clone().requires_grad_()),
-        "requires grad out": lambda: posenc.rope(q, out=torch.zeros_like(q).requires_grad_()),
-        "f64": lambda: posenc.rope(q.double(), k),
-        "int32 k": lambda: posenc.rope(q, k.int()),
+        "requires grad": lambda: posenc.rope(w(q.clone().requires_grad_()), k),
+        "requires grad k": lambda: posenc.rope(q, w(k.clone().requires_grad_())),
+        "requires grad out": lambda: posenc.rope(q, out=w(torch.ones_like(q).requires_grad_())),
+        "f64": lambda: posenc.rope(w(q.double()), k),
+        "int32 k": lambda: posenc.rope(q, w(k.int())),
         "5-D": lambda: posenc.rope(q[None]),
-        "k heads dim": lambda: posenc.rope(q, torch.zeros(1, 4, 1, 6)),
-        "broadcast": lambda: posenc.rope(torch.zeros(1, 1, 2, 8).expand(1, 4, 2, 8)),
-        "other device": lambda: posenc.rope(_meta(1, 4, 2, 8)),
-        "other device out": lambda: posenc.rope(q, out=_meta(1, 4, 2, 8)),
+        "k heads dim": lambda: posenc.rope(q, w(torch.ones(1, 4, 1, 6))),
+        "broadcast": lambda: posenc.rope(w(torch.ones(1, 1, 2, 8)).expand(1, 4, 2, 8)),
+        "other device": lambda: posenc.rope(_meta(1, 4, 2, 8), k),
+        "other device out": lambda: posenc.rope(q, k, out=_meta(1, 4, 2, 8)),
         "positions device": lambda: posenc.rope(q, k, positions=_meta(4)),
         "positions range": lambda: posenc.rope(q, k, positions=torch.tensor([0, 1, 2, 2**40])),
         "positions bf16": lambda: posenc.rope(q, positions=torch.zeros(4, dtype=torch.bfloat16)),
         "positions shape": lambda: posenc.rope(q, k, positions=torch.arange(5)),
-        "sparse": lambda: posenc.rope(q, torch.zeros(4, 8).to_sparse(), theta=500.0),
-        "negated view": lambda: posenc.rope(torch._neg_view(q), theta=500.0),
+        "sparse": lambda: posenc.rope(q, torch.ones(4, 8).to_sparse(), theta=500.0),
+        "negated view": lambda: posenc.rope(torch._neg_view(q), k, theta=500.0),
     }
-    before = [t.clone() for t in (q, k, out)]
     with pytest.raises(error, match=words) as info:
         calls[case]()
     assert isinstance(info.value, posenc.Error) and info.value.status.startswith("POSENC_")
-    for t, b in zip((q, k, out), before):
-        assert torch.equal(t, b)
+    for tensor, values in watched:
+        assert torch.equal(tensor.detach(), values)
 
 
 def test_requires_grad_read_only_is_fine():
