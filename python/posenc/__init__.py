@@ -93,7 +93,7 @@ def _bfloat16():
     return _bf16_dtype
 
 
-def _buffer(obj):
+def _buffer(obj, name, written=False):
     """(object with the buffer protocol, is_bf16) for an array argument. bf16 travels as its
     16-bit pattern: numpy cannot export ml_dtypes' bfloat16 through the buffer protocol."""
     if obj is None:
@@ -107,15 +107,44 @@ def _buffer(obj):
         return obj, False
     module = type(obj).__module__ or ""
     if module.startswith("torch"):
-        import torch
-        if obj.device.type != "cpu":
-            raise _error("InvalidArgument", "INVALID_ARGUMENT",
-                         f"a torch tensor on {obj.device} (only CPU tensors are accepted)")
-        tensor = obj.detach()
-        if tensor.dtype == torch.bfloat16:
-            return tensor.view(torch.int16).numpy().view(np.uint16), True
-        return tensor.numpy(), False
+        return _torch_array(obj, name, written)
     return obj, False
+
+
+def _torch_memory(tensor, name):
+    """Raises for a tensor whose values are not in CPU memory that posenc can address (one on
+    another device, a sparse one)."""
+    import torch
+    if tensor.device.type != "cpu":
+        raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                     f"{name}: a torch tensor on {tensor.device}; only CPU tensors are accepted")
+    if tensor.layout != torch.strided:
+        raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                     f"{name}: a torch tensor of layout {tensor.layout}; only dense (strided) "
+                     "tensors are accepted")
+
+
+def _torch_array(tensor, name, written):
+    """A torch CPU tensor as a numpy array on its memory (bf16 as its 16-bit pattern), or a
+    posenc error naming the argument for one posenc cannot use in place."""
+    import torch
+    _torch_memory(tensor, name)
+    if written and tensor.requires_grad:
+        # autograd cannot see a write made outside it: its gradients would silently be wrong
+        raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                     f"{name}: a torch tensor that requires grad; posenc writes outside autograd, "
+                     f"so pass {name}.detach() or a tensor made under torch.no_grad()")
+    if tensor.is_neg():
+        # the memory holds the values before the pending negation: numpy refuses it too
+        raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                     f"{name}: a torch view with a pending negation; pass "
+                     f"{name}.resolve_neg()")
+    if tensor.dtype == torch.bfloat16:
+        return tensor.detach().view(torch.int16).numpy().view(np.uint16), True
+    if tensor.dtype not in (torch.float32, torch.float16):
+        raise _error("InvalidDtype", "INVALID_DTYPE",
+                     f"{name}: {tensor.dtype} is not float32, float16 or bfloat16")
+    return tensor.detach().numpy(), False
 
 
 def _positions(positions):
@@ -126,7 +155,12 @@ def _positions(positions):
         return positions
     module = type(positions).__module__ or ""
     if module.startswith("torch"):
-        positions = positions.detach().cpu().numpy()
+        _torch_memory(positions, "positions")
+        try:
+            positions = positions.detach().resolve_neg().numpy()
+        except TypeError:  # a dtype numpy lacks (bfloat16, ...)
+            raise _error("InvalidDtype", "INVALID_DTYPE",
+                         f"positions: {positions.dtype} is not int32 or float32") from None
     array = np.asarray(positions)
     if array.dtype in (np.int32, np.float32):
         return positions if isinstance(positions, np.ndarray) else array
@@ -205,10 +239,10 @@ def _rope_general(q, k=None, *, positions=None, offset=0, theta=None, style="neo
             theta = extras.get("theta")
     if theta is None:
         theta = 10000.0
-    bq, bf16_q = _buffer(q)
-    bk, bf16_k = _buffer(k)
-    bq_out, bf16_q_out = _buffer(out)
-    bk_out, bf16_k_out = _buffer(k_out)
+    bq, bf16_q = _buffer(q, "q", written=out is None)
+    bk, bf16_k = _buffer(k, "k", written=k_out is None)
+    bq_out, bf16_q_out = _buffer(out, "q_out", written=True)
+    bk_out, bf16_k_out = _buffer(k_out, "k_out", written=True)
     bf16 = bf16_q or bf16_k or bf16_q_out or bf16_k_out
     if mrope_section is not None:
         mrope_section = tuple(int(s) for s in mrope_section)
@@ -279,8 +313,8 @@ def sinusoidal(out=None, *, positions=None, rows=None, d_model=None, batch=None,
                              "rows: required when neither out, x nor positions is given")
             shape = lead + (int(d_model),)
         out = _new_array(shape, dtype)
-    bout, bf16_out = _buffer(out)
-    bx, bf16_x = _buffer(x)
+    bout, bf16_out = _buffer(out, "out", written=True)
+    bx, bf16_x = _buffer(x, "x")
     _posenc.sinusoidal(
         context, bout, x=bx, positions=positions, offset=int(offset),
         layout=_name(_SINUSOIDAL_LAYOUTS, layout, "layout"), base=float(base),

@@ -64,10 +64,12 @@ def _numpy_rope(head_dim):
 
 
 def _torch_rope(torch, head_dim):
-    """HF transformers' Llama RoPE as written there: LlamaRotaryEmbedding's cos/sin and
-    apply_rotary_pos_emb with rotate_half, on [batch, heads, tokens, head_dim] tensors."""
+    """HF transformers' Llama RoPE as written there: LlamaRotaryEmbedding's cos/sin (its
+    default attention_scaling, 1.0, applied as HF applies it) and apply_rotary_pos_emb with
+    rotate_half, on [batch, heads, tokens, head_dim] tensors."""
     inv_freq = 1.0 / (THETA ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float()
                                 / head_dim))
+    attention_scaling = 1.0
 
     def rotate_half(x):
         x1 = x[..., : x.shape[-1] // 2]
@@ -84,9 +86,14 @@ def _torch_rope(torch, head_dim):
     def call(q, k, offset):
         with torch.no_grad():
             position_ids = torch.arange(offset, offset + q.shape[2])[None, :]
-            freqs = (inv_freq[None, :, None].float() @ position_ids[:, None, :].float())
-            emb = torch.cat((freqs.transpose(1, 2),) * 2, dim=-1)
-            q_embed, k_embed = apply_rotary_pos_emb(q, k, emb.cos(), emb.sin())
+            inv_freq_expanded = inv_freq[None, :, None].float().expand(
+                position_ids.shape[0], -1, 1)
+            position_ids_expanded = position_ids[:, None, :].float()
+            freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
+            emb = torch.cat((freqs, freqs), dim=-1)
+            cos = (emb.cos() * attention_scaling).to(dtype=q.dtype)
+            sin = (emb.sin() * attention_scaling).to(dtype=q.dtype)
+            q_embed, k_embed = apply_rotary_pos_emb(q, k, cos, sin)
             q.copy_(q_embed)  # in place, as the others are
             k.copy_(k_embed)
 
