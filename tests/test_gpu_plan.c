@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* The GPU planning layer on the CPU alone (no device): staging regions, their layout and the
  * element copies back (core/gpu_staging.h); bindings at the 2^32-element limit and the spreading
- * of RoPE heads (core/gpu_plan.h); the frequency-table encoding and the cache's eviction order
+ * of RoPE heads (core/gpu_plan.h); binding windows within a binding's range
+ * (core/gpu_split.h); the frequency-table encoding and the cache's eviction order
  * and bounds (core/gpu_tables.h). */
 #include "test_common.h"
 
 #include "core/gpu_plan.h"
+#include "core/gpu_split.h"
 #include "core/gpu_staging.h"
 #include "core/gpu_tables.h"
 
@@ -235,6 +237,93 @@ static void check_head_split(void)
     CHECK(split.units == 0);
 }
 
+/* The boxes of a split, as the backend sees them. */
+typedef struct boxes_seen {
+    uint32_t count;
+    int64_t cells;  /* cells covered, summed over boxes */
+    int64_t next;   /* dim 0 start the next box must have: boxes come in order, no gaps */
+    bool in_order;
+    posenc__gpu_window windows[8];
+    posenc__gpu_box boxes[8];
+} boxes_seen;
+
+static posenc_status see_box(posenc_context *ctx, const posenc__gpu_box *box,
+                             const posenc__gpu_window *windows, void *user)
+{
+    (void)ctx;
+    boxes_seen *seen = user;
+    seen->in_order = seen->in_order && box->start[0] == seen->next;
+    seen->next = box->start[0] + box->count[0];
+    seen->cells += box->count[0] * box->count[1] * box->count[2];
+    if (seen->count < 8) {
+        seen->windows[seen->count] = windows[0];
+        seen->boxes[seen->count] = *box;
+    }
+    seen->count++;
+    return POSENC_OK;
+}
+
+static uint32_t split_1d(posenc_context *ctx, posenc__gpu_extent extent, int64_t cells,
+                         uint64_t units_per_cell, const posenc__gpu_split_limits *limits,
+                         boxes_seen *seen, posenc_status *status)
+{
+    *seen = (boxes_seen){.in_order = true};
+    uint32_t boxes = 0;
+    *status = posenc__gpu_split(ctx, &extent, 1, (const int64_t[3]){cells, 1, 1},
+                                units_per_cell, limits, see_box, seen, &boxes);
+    return boxes;
+}
+
+static void check_split(posenc_context *ctx)
+{
+    posenc__gpu_split_limits limits = {.binding_bytes = 1024, .alignment = 16,
+                                       .max_units = UINT64_C(1) << 31};
+    posenc__gpu_extent f32 = {.bound = true, .size = 1 << 20, .strides = {4, 0, 0}, .inner = 4,
+                              .element_size = 4, .name = "q"};
+    boxes_seen seen;
+    posenc_status status;
+    /* Exactly one binding's range: one box; one element more: two halves. */
+    CHECK(split_1d(ctx, f32, 256, 1, &limits, &seen, &status) == 1);
+    CHECK_OK(status);
+    CHECK(seen.windows[0].base == 0 && seen.windows[0].range == 1024 && seen.windows[0].first == 0);
+    CHECK(split_1d(ctx, f32, 257, 1, &limits, &seen, &status) == 2);
+    CHECK_OK(status);
+    CHECK(seen.in_order && seen.cells == 257);
+    CHECK(seen.boxes[1].start[0] == 128 && seen.windows[1].base == 512 &&
+          seen.windows[1].range == 129 * 4 && seen.windows[1].first == 0);
+    /* A window starts aligned down from the box's first byte; the kernel indexes from there. */
+    f32.offset = 20;
+    CHECK(split_1d(ctx, f32, 100, 1, &limits, &seen, &status) == 1);
+    CHECK(seen.windows[0].base == 16 && seen.windows[0].first == 1 &&
+          seen.windows[0].range == 404);
+    f32.offset = 0;
+    /* 16-bit elements: the window ends on a whole word, within the allocation. */
+    posenc__gpu_extent f16 = {.bound = true, .size = 6, .strides = {2, 0, 0}, .inner = 2,
+                              .element_size = 2, .name = "k"};
+    CHECK(split_1d(ctx, f16, 3, 1, &limits, &seen, &status) == 1);
+    CHECK(seen.windows[0].range == 6);
+    f16.size = 1000;
+    CHECK(split_1d(ctx, f16, 3, 1, &limits, &seen, &status) == 1);
+    CHECK(seen.windows[0].range == 8);
+    /* Invocations: 3 per cell and at most 16 per box: boxes of 5 cells at most. */
+    limits.max_units = 16;
+    CHECK(split_1d(ctx, f32, 10, 3, &limits, &seen, &status) == 2);
+    CHECK(split_1d(ctx, f32, 11, 3, &limits, &seen, &status) == 3);
+    CHECK(seen.in_order && seen.cells == 11);
+    limits.max_units = UINT64_C(1) << 31;
+    /* One cell larger than a binding may be: refused, naming the view. */
+    posenc__gpu_extent wide = f32;
+    wide.inner = 2000;
+    CHECK(split_1d(ctx, wide, 4, 1, &limits, &seen, &status) == 0);
+    CHECK(status == POSENC_UNSUPPORTED);
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "q: one unit of work spans");
+    /* Absent bindings are never measured. */
+    posenc__gpu_extent absent = wide;
+    absent.bound = false;
+    CHECK(split_1d(ctx, absent, 4, 1, &limits, &seen, &status) == 1);
+    CHECK_OK(status);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Frequency tables
  */
@@ -380,6 +469,7 @@ int main(void)
     check_alignment(ctx);
     check_bindings(ctx);
     check_head_split();
+    check_split(ctx);
     check_encoding();
     check_table_cache(ctx);
     posenc_context_destroy(ctx);
