@@ -156,6 +156,7 @@ static void check_layout_and_import(posenc_context *ctx)
     CHECK(plan.bytes < staged);
     CHECK(plan.upload_bytes == 40 + 20);
     CHECK(plan.download_bytes == 0);
+    CHECK(plan.views[1].position == 0); /* from the imported region's own first byte */
     CHECK(posenc__gpu_stage_has_host(&plan));
 
     posenc__gpu_staging none = {0};

@@ -37,7 +37,8 @@ typedef struct posenc__gpu_staged_view {
     unsigned access;    /* POSENC__GPU_READ | POSENC__GPU_WRITE */
     uint8_t *host;      /* element 0 in host memory; NULL: the view is in device memory */
     uint32_t region;    /* staged views: the region holding it */
-    uint64_t position;  /* staged views: bytes from the staging area's start to element 0 */
+    uint64_t position;  /* staged views: bytes from the staging area's start to element 0;
+                         * in an imported region, from the region's lo */
 } posenc__gpu_staged_view;
 
 typedef struct posenc__gpu_region {
