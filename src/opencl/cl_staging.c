@@ -81,8 +81,10 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
     if (status != POSENC_OK || plan->region_count == 0)
         return status;
 
-    /* A message names the first view of the largest region. */
-    const char *name = plan->views[0].name;
+    /* Messages name the first staged view. */
+    const char *name = "";
+    for (uint32_t i = plan->view_count; i-- > 0;)
+        name = plan->views[i].host ? plan->views[i].name : name;
     status = ensure_staging(ctx, plan->bytes, name);
     for (uint32_t i = 0; i < plan->view_count && status == POSENC_OK; i++) {
         const posenc__gpu_staged_view *v = &plan->views[i];
