@@ -5,6 +5,7 @@
  *   is split into several dispatches: a RoPE on a heads-first q above that size and a packed k,
  *   a sinusoidal table above it in host memory, and the copy roofline over it, checked against
  *   the float64 reference on sampled rows (every row would take minutes on a software device);
+ * - host tensors off their element boundary, realigned in staging;
  * - the pipeline cache file: saved, loaded, a foreign one ignored, an unwritable path reported;
  * - layers named in VK_INSTANCE_LAYERS work together with posenc's own validation.
  * A machine without a Vulkan device skips this test, unless POSENC_TEST_REQUIRE_DEVICES names
@@ -264,6 +265,43 @@ static void test_small_roofline(posenc_context *ctx)
     posenc_buffer_destroy(buffer);
 }
 
+/* Host tensors off their element boundary (f32 two bytes off, f16 and bf16 one byte off) are
+ * realigned in staging: the result is bit for bit the one of the same tensor aligned, and the
+ * bytes around the tensor are left alone. */
+static void test_misaligned_host_memory(posenc_context *ctx)
+{
+    enum { TOKENS = 4, HEADS = 2, DIM = 16, N = TOKENS * HEADS * DIM };
+    const int64_t shape[3] = {TOKENS, HEADS, DIM};
+    const posenc_dtype dtypes[3] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16, POSENC_DTYPE_BF16};
+    for (int d = 0; d < 3; d++) {
+        size_t element = posenc_dtype_size(dtypes[d]);
+        size_t bytes = N * element, skew = element == 4 ? 2 : 1;
+        static uint32_t aligned_words[N], misaligned_words[N + 2];
+        unsigned char *aligned = (unsigned char *)aligned_words;
+        unsigned char *misaligned = (unsigned char *)misaligned_words + skew;
+        for (int i = 0; i < N; i++) {
+            float value = input_value(11, (uint64_t)i);
+            uint16_t half = (uint16_t)(0x3c00u + (uint32_t)i); /* f16 and bf16 alike finite */
+            memcpy(aligned + (size_t)i * element, element == 4 ? (const void *)&value : &half,
+                   element);
+        }
+        memset(misaligned_words, 0x5a, sizeof misaligned_words);
+        memcpy(misaligned, aligned, bytes);
+        posenc_rope_desc desc = {.q = posenc_tensor_of_host(aligned, dtypes[d], 3, shape)};
+        CHECK_OK(posenc_rope(ctx, &desc));
+        desc.q = posenc_tensor_of_host(misaligned, dtypes[d], 3, shape);
+        CHECK_OK(posenc_rope(ctx, &desc));
+        CHECK(memcmp(aligned, misaligned, bytes) == 0);
+        const unsigned char *all = (const unsigned char *)misaligned_words;
+        bool around = true;
+        for (size_t b = 0; b < sizeof misaligned_words; b++) {
+            if (b < skew || b >= skew + bytes)
+                around = around && all[b] == 0x5a;
+        }
+        CHECK(around);
+    }
+}
+
 static void small_rope(posenc_context *ctx)
 {
     float q[4][2][16];
@@ -434,6 +472,7 @@ int main(void)
             printf("    tensors above the binding limit: too large to test on this device\n");
         }
         test_small_roofline(ctx);
+        test_misaligned_host_memory(ctx);
         posenc_context_destroy(ctx);
         test_pipeline_cache(i);
         test_instance_layers(i);

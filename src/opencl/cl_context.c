@@ -220,15 +220,13 @@ void posenc_cl_context_fini(posenc_context *ctx)
     if (state->last)
         cl->ReleaseEvent(state->last);
     posenc_cl_kernels_release(state);
-    for (int i = 0; i < POSENC_CL_SLOTS; i++) {
-        if (state->slots[i].mem)
-            cl->ReleaseMemObject(state->slots[i].mem);
+    if (state->staging.mem)
+        cl->ReleaseMemObject(state->staging.mem);
+    for (int i = 0; i < POSENC__GPU_MAX_TABLES; i++) {
+        if (state->freq_mems[i])
+            cl->ReleaseMemObject(state->freq_mems[i]);
     }
-    for (int i = 0; i < POSENC_CL_FREQ_TABLES; i++) {
-        if (state->freq_tables[i].mem)
-            cl->ReleaseMemObject(state->freq_tables[i].mem);
-    }
-    free(state->freq_words);
+    posenc__gpu_tables_fini(&state->freq_cache);
     cl->ReleaseCommandQueue(state->queue);
     cl->ReleaseContext(state->context);
     if (state->external) {

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Kernel dispatch: arguments, the device copies of frequency tables, and the launch geometry
- * (whole work-groups within CL_KERNEL_WORK_GROUP_SIZE; the kernels loop over the rest). */
+/* Kernel dispatch: arguments, the device copies of the frequency tables core/gpu_tables.h
+ * caches, and the launch geometry (whole work-groups within CL_KERNEL_WORK_GROUP_SIZE; the
+ * kernels loop over the rest). */
 #include "opencl/cl_internal.h"
 
-#include <stdlib.h>
-#include <string.h>
 
 /* Work-groups per compute unit launched at most; each work-item then loops. */
 #define GROUPS_PER_COMPUTE_UNIT 64
@@ -80,71 +79,46 @@ posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kern
     return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, what, "clEnqueueNDRangeKernel");
 }
 
-/* The cache entry to use for table `id`: its own, or the least recently used one. */
-static posenc_cl_freq_table *table_slot(posenc_cl_context *state, uint64_t id, bool *hit)
+/* OpenCL releases a table's memory once the commands already using it are done. */
+static posenc_status evict(posenc_context *ctx, uint32_t slot, void *user)
 {
-    posenc_cl_freq_table *oldest = &state->freq_tables[0];
-    for (int i = 0; i < POSENC_CL_FREQ_TABLES; i++) {
-        posenc_cl_freq_table *t = &state->freq_tables[i];
-        if (id != 0 && t->id == id && t->mem) {
-            *hit = true;
-            return t;
-        }
-        if (!t->mem || (oldest->mem && t->used < oldest->used))
-            oldest = t;
-    }
-    *hit = false;
-    return oldest;
+    (void)user;
+    posenc_cl_context *state = ctx->backend_state;
+    state->cl->ReleaseMemObject(state->freq_mems[slot]);
+    state->freq_mems[slot] = NULL;
+    return POSENC_OK;
 }
 
 posenc_status posenc_cl_freqs_get(posenc_context *ctx, const posenc__freq *freqs,
                                  uint32_t count, uint64_t id, const char *what, cl_mem *mem)
 {
     posenc_cl_context *state = ctx->backend_state;
-    const posenc_cl_api *cl = state->cl;
-    bool hit = false;
-    posenc_cl_freq_table *table = table_slot(state, id, &hit);
-    table->used = ++state->freq_uses;
+    uint32_t slot;
+    bool hit;
+    posenc_status status = posenc__gpu_tables_find(ctx, &state->freq_cache, freqs, count, id,
+                                                   what, evict, NULL, &slot, &hit);
+    if (status != POSENC_OK)
+        return status;
     if (hit) { /* a repeated call (a decode step): the table is on the device */
-        *mem = table->mem;
+        *mem = state->freq_mems[slot];
         return POSENC_OK;
     }
-
-    size_t words = 4 * (size_t)(count ? count : 1);
-    if (words > state->freq_words_capacity) {
-        uint32_t *grown = realloc(state->freq_words, words * sizeof *grown);
-        if (!grown)
-            return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "%s: out of host memory", what);
-        state->freq_words = grown;
-        state->freq_words_capacity = words;
-    }
-    for (uint32_t j = 0; j < count; j++) {
-        state->freq_words[3 * j] = freqs[j].int_turns;
-        state->freq_words[3 * j + 1] = (uint32_t)(freqs[j].frac >> 32);
-        state->freq_words[3 * j + 2] = (uint32_t)freqs[j].frac;
-        state->freq_words[3 * count + j] = freqs[j].component;
-    }
-    if (count == 0)
-        memset(state->freq_words, 0, words * sizeof *state->freq_words);
-
     /* CL_MEM_COPY_HOST_PTR: the words are copied when the buffer is created, so work left
      * running (submits, enqueues on the caller's queue) never reads posenc's host memory, and
      * nothing waits on the queue. */
+    const posenc__gpu_table *table = &state->freq_cache.slots[slot];
     cl_int err = CL_SUCCESS;
-    cl_mem created = cl->CreateBuffer(state->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                                      words * sizeof(uint32_t), state->freq_words, &err);
+    cl_mem created = state->cl->CreateBuffer(
+        state->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+        (size_t)table->word_count * sizeof(uint32_t), table->words, &err);
     if (err != CL_SUCCESS || !created) {
         if (created)
-            cl->ReleaseMemObject(created);
+            state->cl->ReleaseMemObject(created);
+        posenc__gpu_tables_drop(&state->freq_cache, slot);
         return posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_MEM_OBJECT_ALLOCATION_FAILURE : err,
                               what, "clCreateBuffer (frequencies)");
     }
-    /* The table replaced may still be read by queued work: OpenCL releases the memory once
-     * that work is done. */
-    if (table->mem)
-        cl->ReleaseMemObject(table->mem);
-    table->mem = created;
-    table->id = id;
+    state->freq_mems[slot] = created;
     *mem = created;
     return POSENC_OK;
 }

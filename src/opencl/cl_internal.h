@@ -7,6 +7,9 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include "core/gpu_plan.h"
+#include "core/gpu_staging.h"
+#include "core/gpu_tables.h"
 #include "core/internal.h"
 #include "core/platform.h"
 
@@ -152,19 +155,6 @@ typedef struct posenc_cl_slot {
     uint64_t capacity;
 } posenc_cl_slot;
 
-#define POSENC_CL_SLOTS 8
-
-/* A frequency table on the device, keyed by posenc__rope_op.freqs_id (cl_dispatch.c). */
-typedef struct posenc_cl_freq_table {
-    cl_mem mem;
-    uint64_t id;   /* 0: not reusable (the front end gave no id) */
-    uint64_t used; /* the context's use counter when last used: the oldest is replaced */
-} posenc_cl_freq_table;
-
-/* Tables kept per context: RoPE and sinusoidal of a model's layers (usually one of each), and
- * a few more for callers that alternate. */
-#define POSENC_CL_FREQ_TABLES 4
-
 typedef struct posenc_cl_context {
     const posenc_cl_api *cl;
     const posenc_cl_device *device;
@@ -177,11 +167,9 @@ typedef struct posenc_cl_context {
     posenc__mutex lock; /* serialises the state for posenc_cl_enqueue_* on several threads */
     cl_event last;     /* posenc's latest command on the queue (retained), or NULL */
     posenc_cl_kernel kernels[POSENC_CL_KERNEL_COUNT];
-    posenc_cl_freq_table freq_tables[POSENC_CL_FREQ_TABLES];
-    uint64_t freq_uses;
-    uint32_t *freq_words; /* host words of the table being created, grown on demand */
-    size_t freq_words_capacity;
-    posenc_cl_slot slots[POSENC_CL_SLOTS];
+    posenc__gpu_tables freq_cache; /* the frequency tables (cl_dispatch.c) */
+    cl_mem freq_mems[POSENC__GPU_MAX_TABLES]; /* their device copies, slot by slot */
+    posenc_cl_slot staging; /* the staging area of host views (cl_staging.c) */
 } posenc_cl_context;
 
 /* Context state (cl_context.c): on a device posenc found, or on the caller's own objects. */
@@ -245,11 +233,10 @@ uint64_t posenc_cl_launch_size(const posenc_context *ctx, const posenc_cl_kernel
 posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kernel,
                                uint64_t units, const char *what, cl_uint wait_count,
                                const cl_event *wait_list, cl_event *event);
-/* The device copy of a frequency table as (int_turns, frac_hi, frac_lo) words, then each one's
- * position component (which only RoPE reads): from the context's small cache when table `id`
- * (non-zero) is there, else created with the words copied in at creation (no host memory
- * outlives the call). The cache owns `*mem`: replacing an entry releases it, which OpenCL
- * defers until the commands already using it are done. */
+/* The device copy of a frequency table, encoded and cached as core/gpu_tables.h does it; a new
+ * one is created with the words copied in at creation (no host memory outlives the call). The
+ * cache owns `*mem`: evicting an entry releases it, which OpenCL defers until the commands
+ * already using it are done. */
 posenc_status posenc_cl_freqs_get(posenc_context *ctx, const posenc__freq *freqs,
                                  uint32_t count, uint64_t id, const char *what, cl_mem *mem);
 
@@ -274,35 +261,16 @@ typedef struct posenc_cl_binding {
     uint32_t strides[4]; /* elements; 0 for dims of size 1 */
 } posenc_cl_binding;
 
-#define POSENC_CL_MAX_VIEWS 8
-
-typedef struct posenc_cl_staged_view {
-    const posenc__view *view;
-    const char *name;
-    uint8_t *host; /* element 0 in host memory; NULL for a device buffer view */
-    bool written;
-    uint32_t region;
-    posenc_cl_binding *binding;
-} posenc_cl_staged_view;
-
-typedef struct posenc_cl_region {
-    uint8_t *lo, *hi;     /* host byte range */
-    uint64_t slot_offset; /* where `lo` lies in the slot's allocation */
-    bool written;
-    bool upload;
-} posenc_cl_region;
-
+/* The views of one operation and where each one's binding goes. */
 typedef struct posenc_cl_staging {
-    posenc_cl_staged_view views[POSENC_CL_MAX_VIEWS];
-    uint32_t view_count;
-    posenc_cl_region regions[POSENC_CL_MAX_VIEWS];
-    uint32_t region_count;
+    posenc__gpu_staging plan;
+    posenc_cl_binding *bindings[POSENC__GPU_MAX_VIEWS];
 } posenc_cl_staging;
 
-/* Registers a view read (and written when `written`) by the kernel; `binding` is filled by
- * posenc_cl_stage_in. Identical views may be added twice (in place). */
+/* Registers a view the kernel uses as `access` (POSENC__GPU_READ, POSENC__GPU_WRITE);
+ * `binding` is filled by posenc_cl_stage_in. Identical views may be added twice (in place). */
 void posenc_cl_stage_add(posenc_cl_staging *staging, const posenc__view *view, const char *name,
-                         bool written, posenc_cl_binding *binding);
+                         unsigned access, posenc_cl_binding *binding);
 /* Resolves every binding and copies host memory to the device. Nothing is written to the
  * caller's memory. */
 posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging);
@@ -311,8 +279,6 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
  * caller's). */
 posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *staging,
                                   cl_event after);
-/* Whether any view is staged (host memory): such work cannot be left running. */
-bool posenc_cl_stage_has_host(const posenc_cl_staging *staging);
 /* Frees staging allocations that grew unusually large. */
 void posenc_cl_stage_trim(posenc_context *ctx);
 

@@ -48,9 +48,9 @@ static posenc_status roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t 
     };
     posenc_cl_binding data;
     posenc_cl_staging staging = {0};
-    posenc_cl_stage_add(&staging, &view, "buffer", true, &data);
+    posenc_cl_stage_add(&staging, &view, "buffer", POSENC__GPU_WRITE, &data);
     if (!write_only) /* read too: the region is copied in */
-        posenc_cl_stage_add(&staging, &view, "buffer", false, &data);
+        posenc_cl_stage_add(&staging, &view, "buffer", POSENC__GPU_READ, &data);
     status = posenc_cl_stage_in(ctx, &staging);
     if (status != POSENC_OK)
         return status;

@@ -48,16 +48,10 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
     uint64_t heads = (uint64_t)op->q_heads + k_heads;
     uint64_t rows = (uint64_t)op->batch * (uint64_t)op->tokens;
 
-    /* Fewest chunks (most heads sharing one sin/cos) that still fill the device. */
     uint64_t target = (uint64_t)state->device->compute_units * kernel->local_size *
                       UNITS_PER_COMPUTE_UNIT_GROUPS;
-    uint64_t per_chunk = rows * lanes;
-    uint64_t chunks = per_chunk >= target ? 1 : (target + per_chunk - 1) / per_chunk;
-    if (chunks > heads)
-        chunks = heads;
-    uint64_t heads_per_unit = (heads + chunks - 1) / chunks;
-    chunks = (heads + heads_per_unit - 1) / heads_per_unit;
-    uint64_t units = rows * chunks * lanes;
+    posenc__gpu_head_split split = posenc__gpu_split_heads(rows, lanes, heads, target);
+    uint64_t units = split.units;
     if (units > UINT32_MAX || heads > UINT32_MAX || (uint64_t)op->batch > UINT32_MAX ||
         (uint64_t)op->tokens > UINT32_MAX || (uint64_t)op->head_dim > UINT32_MAX)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
@@ -68,16 +62,16 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
 
     posenc_cl_binding q, q_out, k, k_out, positions;
     posenc_cl_staging staging = {0};
-    posenc_cl_stage_add(&staging, &op->q, "q", false, &q);
-    posenc_cl_stage_add(&staging, &op->q_out, "q_out", true, &q_out);
+    posenc_cl_stage_add(&staging, &op->q, "q", POSENC__GPU_READ, &q);
+    posenc_cl_stage_add(&staging, &op->q_out, "q_out", POSENC__GPU_WRITE, &q_out);
     if (op->has_k) {
-        posenc_cl_stage_add(&staging, &op->k, "k", false, &k);
-        posenc_cl_stage_add(&staging, &op->k_out, "k_out", true, &k_out);
+        posenc_cl_stage_add(&staging, &op->k, "k", POSENC__GPU_READ, &k);
+        posenc_cl_stage_add(&staging, &op->k_out, "k_out", POSENC__GPU_WRITE, &k_out);
     }
     if (op->has_positions)
-        posenc_cl_stage_add(&staging, &op->positions, "positions", false, &positions);
+        posenc_cl_stage_add(&staging, &op->positions, "positions", POSENC__GPU_READ, &positions);
     status = posenc_cl_stage_in(ctx, &staging);
-    if (status == POSENC_OK && event && posenc_cl_stage_has_host(&staging))
+    if (status == POSENC_OK && event && posenc__gpu_stage_has_host(&staging.plan))
         status = posenc__fail(ctx, POSENC_INTERNAL, "rope: host memory in work left running");
     cl_mem freqs = NULL;
     if (status == POSENC_OK)
@@ -116,7 +110,7 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
     posenc_cl_arg_u32(&args, (uint32_t)op->q_heads);
     posenc_cl_arg_u32(&args, (uint32_t)k_heads);
     posenc_cl_arg_u32(&args, op->rotary_dim);
-    posenc_cl_arg_u32(&args, (uint32_t)heads_per_unit);
+    posenc_cl_arg_u32(&args, (uint32_t)split.heads_per_unit);
     posenc_cl_arg_u32(&args, (uint32_t)lanes);
     posenc_cl_arg_i32(&args, op->position_offset);
     posenc_cl_arg_u32(&args, flags);

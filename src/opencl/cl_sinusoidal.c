@@ -44,13 +44,13 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
 
     posenc_cl_binding out, x, positions;
     posenc_cl_staging staging = {0};
-    posenc_cl_stage_add(&staging, &op->out, "out", true, &out);
+    posenc_cl_stage_add(&staging, &op->out, "out", POSENC__GPU_WRITE, &out);
     if (op->has_x) /* in place, x is out's own view: both land in the same memory */
-        posenc_cl_stage_add(&staging, &op->x, "x", false, &x);
+        posenc_cl_stage_add(&staging, &op->x, "x", POSENC__GPU_READ, &x);
     if (op->has_positions)
-        posenc_cl_stage_add(&staging, &op->positions, "positions", false, &positions);
+        posenc_cl_stage_add(&staging, &op->positions, "positions", POSENC__GPU_READ, &positions);
     status = posenc_cl_stage_in(ctx, &staging);
-    if (status == POSENC_OK && event && posenc_cl_stage_has_host(&staging))
+    if (status == POSENC_OK && event && posenc__gpu_stage_has_host(&staging.plan))
         status = posenc__fail(ctx, POSENC_INTERNAL,
                               "sinusoidal: host memory in work left running");
     cl_mem freqs = NULL;

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Splitting an operation into dispatches whose bindings each fit in one descriptor range
- * (maxStorageBufferRange: 128 MiB on lavapipe, 4 GiB on many GPUs), and recording a dispatch
- * within maxComputeWorkGroupCount. Each binding is bound at a window of its buffer that starts
- * at an aligned offset at or below the box's first byte; the kernel indexes from there. */
+/* Dispatches: the boxes core/gpu_split.h cuts an operation into, as descriptor ranges within
+ * maxStorageBufferRange, and recording one dispatch within maxComputeWorkGroupCount. */
 #include "vulkan/vk_internal.h"
 
 #include <string.h>
@@ -14,109 +12,34 @@
 #define WINDOW_ALIGNMENT 16
 
 typedef struct split_job {
-    posenc_context *ctx;
     const posenc_vk_binding *bindings;
     uint32_t binding_count;
-    uint64_t units_per_cell;
     uint64_t params_size;
-    uint64_t alignment;
-    uint64_t limit;
     posenc_vk_record_fn record;
     void *user;
-    uint32_t boxes; /* recorded so far */
 } split_job;
 
-/* The window of `binding` for `box`: [base, base + range), with the box origin `first`
- * elements in. */
-static void window_of(const split_job *job, const posenc_vk_binding *binding,
-                      const posenc_vk_box *box, uint64_t *base, uint64_t *range, uint64_t *first)
+/* One box of core/gpu_split.h as descriptor ranges. */
+static posenc_status record_box(posenc_context *ctx, const posenc__gpu_box *box,
+                                const posenc__gpu_window *box_windows, void *user)
 {
-    uint64_t lo = binding->place.offset;
-    uint64_t span = (uint64_t)binding->inner;
-    for (int k = 0; k < 3; k++) {
-        lo += (uint64_t)box->start[k] * (uint64_t)binding->strides[k];
-        span += (uint64_t)(box->count[k] - 1) * (uint64_t)binding->strides[k];
-    }
-    uint64_t unit = binding->element_size < 4 ? 4 : binding->element_size;
-    uint64_t end = (lo + span + unit - 1) / unit * unit;
-    if (end > binding->place.buffer_size)
-        end = binding->place.buffer_size;
-    *base = lo / job->alignment * job->alignment;
-    *range = end - *base;
-    *first = (lo - *base) / binding->element_size;
-}
-
-static posenc_status record_box(split_job *job, const posenc_vk_box *box)
-{
-    posenc_vk_context *vk = job->ctx->backend_state;
+    const split_job *job = user;
+    posenc_vk_context *vk = ctx->backend_state;
     posenc_vk_windows windows;
     for (uint32_t i = 0; i < POSENC_VK_BINDINGS; i++) {
         /* The placeholder: 16 bytes no kernel reads. */
         windows.infos[i] = (VkDescriptorBufferInfo){vk->placeholder.buffer, 0, 16};
         windows.first[i] = 0;
         if (i < job->binding_count && job->bindings[i].place.buffer) {
-            uint64_t base, range, first;
-            window_of(job, &job->bindings[i], box, &base, &range, &first);
-            windows.infos[i] = (VkDescriptorBufferInfo){job->bindings[i].place.buffer, base,
-                                                        range};
-            windows.first[i] = (uint32_t)first;
+            windows.infos[i] = (VkDescriptorBufferInfo){
+                job->bindings[i].place.buffer, box_windows[i].base, box_windows[i].range};
+            windows.first[i] = box_windows[i].first;
         }
     }
     if (job->params_size && vk->table)
         windows.infos[POSENC_VK_BINDINGS - 1] = (VkDescriptorBufferInfo){
             vk->table->memory.buffer, 0, (job->params_size + 15) & ~15ull};
-    job->boxes++;
-    return job->record(job->ctx, box, &windows, job->user);
-}
-
-static posenc_status split(split_job *job, const posenc_vk_box *box)
-{
-    /* The binding whose window is the largest of those too large, if any. */
-    int worst = -1;
-    uint64_t worst_range = 0;
-    for (uint32_t i = 0; i < job->binding_count; i++) {
-        if (!job->bindings[i].place.buffer)
-            continue;
-        uint64_t base, range, first;
-        window_of(job, &job->bindings[i], box, &base, &range, &first);
-        if (range > job->limit && range > worst_range) {
-            worst = (int)i;
-            worst_range = range;
-        }
-    }
-    uint64_t cells = 1;
-    for (int k = 0; k < 3; k++)
-        cells *= (uint64_t)box->count[k];
-    bool too_many = cells > MAX_UNITS / job->units_per_cell;
-    if (worst < 0 && !too_many)
-        return record_box(job, box);
-
-    /* Halve the dim that spans the most of that binding (or the longest dim). */
-    int dim = -1;
-    for (int k = 0; k < 3; k++) {
-        if (box->count[k] < 2)
-            continue;
-        if (dim < 0)
-            dim = k;
-        else if (worst >= 0 ? (box->count[k] - 1) * job->bindings[worst].strides[k] >
-                                  (box->count[dim] - 1) * job->bindings[worst].strides[dim]
-                            : box->count[k] > box->count[dim])
-            dim = k;
-    }
-    if (dim < 0 || (worst >= 0 && job->bindings[worst].strides[dim] == 0))
-        return posenc__fail(job->ctx, POSENC_UNSUPPORTED,
-                            "%s: one unit of work spans %llu bytes, more than one kernel binding "
-                            "may address on this device (maxStorageBufferRange %llu)",
-                            worst >= 0 ? job->bindings[worst].name : "shape",
-                            (unsigned long long)worst_range, (unsigned long long)job->limit);
-    posenc_vk_box half = *box;
-    half.count[dim] = box->count[dim] / 2;
-    posenc_status status = split(job, &half);
-    if (status != POSENC_OK)
-        return status;
-    half.start[dim] = box->start[dim] + half.count[dim];
-    half.count[dim] = box->count[dim] - half.count[dim];
-    return split(job, &half);
+    return job->record(ctx, box, &windows, job->user);
 }
 
 posenc_status posenc_vk_split(posenc_context *ctx, const posenc_vk_binding *bindings,
@@ -125,31 +48,39 @@ posenc_status posenc_vk_split(posenc_context *ctx, const posenc_vk_binding *bind
                               posenc_vk_record_fn record, void *user)
 {
     posenc_vk_context *vk = ctx->backend_state;
-    uint64_t alignment = vk->physical->binding_alignment;
-    if (alignment < WINDOW_ALIGNMENT)
-        alignment = WINDOW_ALIGNMENT;
+    posenc__gpu_split_limits limits = {
+        .binding_bytes = vk->binding_limit,
+        .alignment = vk->physical->binding_alignment,
+        .max_units = MAX_UNITS,
+    };
+    if (limits.alignment < WINDOW_ALIGNMENT)
+        limits.alignment = WINDOW_ALIGNMENT;
     if (params_size > vk->binding_limit)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "rotary_dim: %llu bytes of frequencies are more than one kernel "
                             "binding may address on this device",
                             (unsigned long long)params_size);
-    split_job job = {
-        .ctx = ctx,
-        .bindings = bindings,
-        .binding_count = binding_count,
-        .units_per_cell = units_per_cell ? units_per_cell : 1,
-        .params_size = params_size,
-        .alignment = alignment,
-        .limit = vk->binding_limit,
-        .record = record,
-        .user = user,
-    };
-    posenc_vk_box box = {{0, 0, 0}, {shape[0], shape[1], shape[2]}};
-    posenc_status status = split(&job, &box);
-    if (status == POSENC_OK && job.boxes > 1)
+    posenc__gpu_extent extents[POSENC_VK_BINDINGS] = {{0}};
+    for (uint32_t i = 0; i < binding_count && i < POSENC_VK_BINDINGS; i++) {
+        const posenc_vk_binding *b = &bindings[i];
+        extents[i] = (posenc__gpu_extent){
+            .bound = b->place.buffer != VK_NULL_HANDLE,
+            .offset = b->place.offset,
+            .size = b->place.buffer_size,
+            .strides = {b->strides[0], b->strides[1], b->strides[2]},
+            .inner = b->inner,
+            .element_size = b->element_size,
+            .name = b->name,
+        };
+    }
+    split_job job = {bindings, binding_count, params_size, record, user};
+    uint32_t boxes = 0;
+    posenc_status status = posenc__gpu_split(ctx, extents, binding_count, shape, units_per_cell,
+                                             &limits, record_box, &job, &boxes);
+    if (status == POSENC_OK && boxes > 1)
         posenc__log(ctx, POSENC_LOG_DEBUG,
-                    "vulkan: split into %u dispatches, each binding within %llu bytes", job.boxes,
-                    (unsigned long long)job.limit);
+                    "vulkan: split into %u dispatches, each binding within %llu bytes", boxes,
+                    (unsigned long long)limits.binding_bytes);
     return status;
 }
 

@@ -10,6 +10,10 @@
 #endif
 #include <vulkan/vulkan.h>
 
+#include "core/gpu_plan.h"
+#include "core/gpu_split.h"
+#include "core/gpu_staging.h"
+#include "core/gpu_tables.h"
 #include "core/internal.h"
 #include "core/platform.h"
 
@@ -193,20 +197,13 @@ typedef struct posenc_vk_allocation {
     uint64_t size;
 } posenc_vk_allocation;
 
-/* A frequency table in device memory of its own, written once and never changed, so that any
- * command buffer that binds it stays valid (vk_freqs.c). */
+/* The device copy of a frequency table (vk_freqs.c): memory of its own, written once and
+ * never changed, so that any command buffer that binds it stays valid. Slot i holds table i of
+ * the context's core/gpu_tables.h cache. */
 typedef struct posenc_vk_freq_table {
-    posenc_vk_allocation memory; /* host-visible: uint triplets (int_turns, frac_hi, frac_lo) */
-    uint32_t count;
-    uint64_t id;                 /* the freqs_id it was last matched with */
+    posenc_vk_allocation memory; /* host-visible: the encoded words */
     uint64_t last_serial;        /* the last asynchronous submission that binds it */
-    uint64_t last_use;           /* for eviction: a counter of lookups */
 } posenc_vk_freq_table;
-
-/* Distinct frequency tables a context keeps. On posenc's own device the least recently used
- * table whose work is done makes room; on a caller's device (command buffers posenc cannot
- * see) the tables live as long as the context and one more is UNSUPPORTED. */
-#define POSENC_VK_MAX_FREQ_TABLES 256
 
 /* A descriptor set of the shared layout, written once for one set of bound ranges and reused
  * whenever the same ranges are bound again (the pool path; vk_descriptors.c). */
@@ -262,9 +259,8 @@ typedef struct posenc_vk_context {
     VkDescriptorBufferInfo previous[POSENC_VK_BINDINGS];
     uint32_t dispatches;          /* of the call being recorded */
     posenc_vk_allocation placeholder; /* bound where a kernel has no buffer */
-    posenc_vk_freq_table tables[POSENC_VK_MAX_FREQ_TABLES];
-    uint32_t table_count;
-    uint64_t table_uses;
+    posenc__gpu_tables table_cache;
+    posenc_vk_freq_table tables[POSENC__GPU_MAX_TABLES];
     posenc_vk_freq_table *table;  /* the table of the call being recorded */
     posenc_vk_submission *submissions;
     uint32_t submission_count;
@@ -373,37 +369,25 @@ posenc_vk_place posenc_vk_place_of(const posenc__view *view);
 
 #define POSENC_VK_MAX_VIEWS 6
 
-/* Host-memory views (host tensors, buffers wrapping host memory) copied into the staging
- * buffer for one operation: the byte ranges they span, overlapping ones merged into one copy,
- * and the output views, whose elements alone are copied back. */
+/* Host-memory views (host tensors, buffers wrapping host memory) of one operation in the
+ * staging buffer, as core/gpu_staging.h plans them. */
 typedef struct posenc_vk_staging {
-    struct {
-        uint8_t *host;
-        uint64_t size;
-        uint64_t offset; /* in the staging buffer */
-    } intervals[POSENC_VK_MAX_VIEWS];
-    uint32_t count;
-    struct {
-        const posenc__view *view;
-        uint8_t *host;   /* element 0 in host memory */
-        uint64_t offset; /* element 0 in the staging buffer */
-    } outputs[POSENC_VK_MAX_VIEWS];
-    uint32_t output_count;
+    posenc__gpu_staging plan;
     posenc_vk_allocation temporary; /* used instead of ctx's staging buffer when larger */
 } posenc_vk_staging;
 
-/* Places each view (NULL: absent), copying host-memory ones to the device; `outputs[i]` marks
- * views the operation writes. `names` name the views in messages. */
+/* Places each view (NULL: absent), copying host-memory ones to the device; `access` says how
+ * the kernels use each (POSENC__GPU_READ, POSENC__GPU_WRITE). `names` name the views in
+ * messages. */
 posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *const *views,
-                                    const bool *outputs, const char *const *names,
+                                    const unsigned *access, const char *const *names,
                                     uint32_t count, posenc_vk_place *places,
                                     posenc_vk_staging *staging);
 /* Copies the elements of the outputs back to host memory (when `copy_back`; the bytes between
  * them, such as the v slice of a fused qkv tensor, are left alone) and frees the staging. */
 void posenc_vk_unstage(posenc_context *ctx, posenc_vk_staging *staging, bool copy_back);
-/* vk_freqs.c: makes vk->table the device table of these `count` frequencies (found by `id`, a
- * freqs_id, or by content; else written into a new table): uint triplets (int_turns, frac_hi,
- * frac_lo), then each one's position component (which only RoPE reads). */
+/* vk_freqs.c: makes vk->table the device copy of these `count` frequencies, as encoded and
+ * cached by core/gpu_tables.h (found by `id`, a freqs_id, or by content). */
 posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs, uint32_t count,
                                   uint64_t id);
 void posenc_vk_freqs_fini(posenc_context *ctx);
@@ -418,10 +402,7 @@ typedef struct posenc_vk_binding {
     const char *name;      /* the view's name, for messages */
 } posenc_vk_binding;
 
-typedef struct posenc_vk_box {
-    int64_t start[3];
-    int64_t count[3];
-} posenc_vk_box;
+typedef posenc__gpu_box posenc_vk_box;
 
 /* What one dispatch binds: the descriptor ranges, and the element index of each binding's box
  * origin inside its range. */

@@ -38,13 +38,14 @@ posenc_status posenc_vk_roofline(posenc_context *ctx, posenc_buffer *buf, uint64
         .strides = {(int64_t)bytes, (int64_t)bytes, (int64_t)bytes, 4},
     };
     const posenc__view *views[1] = {&view};
-    const bool outputs[1] = {true};
+    const unsigned access[1] = {write_only ? POSENC__GPU_WRITE
+                                           : POSENC__GPU_READ | POSENC__GPU_WRITE};
     static const char *const names[1] = {"buffer"};
     posenc_vk_context *vk = ctx->backend_state;
     posenc_vk_place place;
     posenc_vk_staging staging;
     posenc__mutex_lock(&vk->lock);
-    posenc_status status = posenc_vk_place_views(ctx, views, outputs, names, 1, &place, &staging);
+    posenc_status status = posenc_vk_place_views(ctx, views, access, names, 1, &place, &staging);
     if (status == POSENC_OK)
         status = posenc_vk_begin(ctx);
     if (status == POSENC_OK) {

@@ -50,11 +50,8 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
     uint64_t rows = (uint64_t)(batch * tokens);
     uint64_t per_row = op->rotary_dim / 2 + job->pass_units;
 
-    uint64_t chunks = (TARGET_INVOCATIONS + rows * per_row - 1) / (rows * per_row);
-    if (chunks > (uint64_t)heads)
-        chunks = (uint64_t)heads;
-    uint64_t per_invocation = ((uint64_t)heads + chunks - 1) / chunks;
-    chunks = ((uint64_t)heads + per_invocation - 1) / per_invocation;
+    posenc__gpu_head_split split =
+        posenc__gpu_split_heads(rows, per_row, (uint64_t)heads, TARGET_INVOCATIONS);
 
     const posenc__view *in = job->in_place ? job->out : job->in;
     rope_push push = {
@@ -71,7 +68,7 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
         .batch = (uint32_t)batch,
         .tokens = (uint32_t)tokens,
         .heads = (uint32_t)heads,
-        .heads_per_invocation = (uint32_t)per_invocation,
+        .heads_per_invocation = (uint32_t)split.heads_per_unit,
         .pairs = op->rotary_dim / 2,
         .head_dim = (uint32_t)op->head_dim,
         /* Absent positions: the box's first token is token start[1]; the front end checked
@@ -90,8 +87,7 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
             element_stride(op->component_stride, 4, op->positions.shape[1]);
         push.flags |= (op->positions.dtype == POSENC_DTYPE_I32 ? 1u : 2u) << POSITIONS_SHIFT;
     }
-    return posenc_vk_dispatch(ctx, job->kernel, windows, &push, sizeof push,
-                              per_row * rows * chunks);
+    return posenc_vk_dispatch(ctx, job->kernel, windows, &push, sizeof push, split.units);
 }
 
 static posenc_vk_kernel rope_kernel(const posenc_vk_context *vk, posenc_dtype dtype)
@@ -182,7 +178,9 @@ posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op)
         op->has_k && !op->k_in_place ? &op->k_out : NULL,
         op->has_positions ? &op->positions : NULL,
     };
-    const bool outputs[VIEWS] = {op->q_in_place, true, op->k_in_place, true, false};
+    enum { R = POSENC__GPU_READ, W = POSENC__GPU_WRITE };
+    const unsigned access[VIEWS] = {op->q_in_place ? R | W : R, W, op->k_in_place ? R | W : R,
+                                    W, R};
     static const char *const names[VIEWS] = {"q", "q_out", "k", "k_out", "positions"};
     posenc_vk_place places[VIEWS];
     posenc_vk_staging staging;
@@ -191,7 +189,7 @@ posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op)
     posenc__mutex_lock(&vk->lock);
     posenc_status status = posenc_vk_set_freqs(ctx, op->freqs, op->rotary_dim / 2, op->freqs_id);
     if (status == POSENC_OK)
-        status = posenc_vk_place_views(ctx, views, outputs, names, VIEWS, places, &staging);
+        status = posenc_vk_place_views(ctx, views, access, names, VIEWS, places, &staging);
     else
         staging = (posenc_vk_staging){0};
     if (status == POSENC_OK)

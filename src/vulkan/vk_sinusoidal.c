@@ -134,7 +134,9 @@ posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal
         op->has_x && !x_in_out ? &op->x : NULL,
         op->has_positions ? &op->positions : NULL,
     };
-    const bool outputs[VIEWS] = {true, false, false};
+    /* x added into out itself: out is read too. */
+    const unsigned access[VIEWS] = {POSENC__GPU_WRITE | (x_in_out ? POSENC__GPU_READ : 0u),
+                                    POSENC__GPU_READ, POSENC__GPU_READ};
     static const char *const names[VIEWS] = {"out", "x", "positions"};
     posenc_vk_place places[VIEWS];
     posenc_vk_staging staging = {0};
@@ -142,7 +144,7 @@ posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal
     posenc__mutex_lock(&vk->lock);
     posenc_status status = posenc_vk_set_freqs(ctx, op->freqs, op->half, op->freqs_id);
     if (status == POSENC_OK)
-        status = posenc_vk_place_views(ctx, views, outputs, names, VIEWS, places, &staging);
+        status = posenc_vk_place_views(ctx, views, access, names, VIEWS, places, &staging);
     if (status == POSENC_OK)
         status = posenc_vk_begin(ctx);
     if (status == POSENC_OK)

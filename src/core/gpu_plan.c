@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* Kernel bindings of views and the spreading of RoPE heads over invocations (gpu_plan.h). */
+#include "core/gpu_plan.h"
+
+#include "core/gpu_staging.h"
+
+posenc_status posenc__gpu_bind(posenc_context *ctx, const char *backend, const char *name,
+                               const posenc__view *view, uint64_t byte_position,
+                               uint64_t element_limit, posenc__gpu_binding *binding)
+{
+    uint64_t element = posenc_dtype_size(view->dtype);
+    if (element_limit > POSENC__GPU_ELEMENT_LIMIT)
+        element_limit = POSENC__GPU_ELEMENT_LIMIT;
+    uint64_t end = (byte_position + posenc__gpu_view_extent(view)) / element;
+    if (end > element_limit)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "%s: the view reaches element %llu of its device allocation; %s "
+                            "kernels index at most %llu elements",
+                            name, (unsigned long long)end, backend,
+                            (unsigned long long)element_limit);
+    binding->offset = (uint32_t)(byte_position / element);
+    for (int k = 0; k < POSENC_MAX_DIMS; k++)
+        binding->strides[k] =
+            view->shape[k] > 1 ? (uint32_t)((uint64_t)view->strides[k] / element) : 0;
+    return POSENC_OK;
+}
+
+posenc__gpu_head_split posenc__gpu_split_heads(uint64_t rows, uint64_t lanes, uint64_t heads,
+                                               uint64_t fill_units)
+{
+    posenc__gpu_head_split split = {0};
+    if (heads == 0 || rows == 0 || lanes == 0)
+        return split;
+    /* Fewest chunks (most heads sharing one sin/cos) that still fill the device. */
+    uint64_t per_chunk = rows * lanes;
+    uint64_t chunks = per_chunk >= fill_units ? 1 : (fill_units + per_chunk - 1) / per_chunk;
+    if (chunks > heads)
+        chunks = heads;
+    split.heads_per_unit = (heads + chunks - 1) / chunks;
+    split.chunks = (heads + split.heads_per_unit - 1) / split.heads_per_unit;
+    split.units = per_chunk * split.chunks;
+    return split;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* GPU planning that is not staging: views as kernels index them (element offsets and strides
+ * in 32-bit words), and how RoPE's heads are spread over invocations to fill a device. */
+#ifndef POSENC_CORE_GPU_PLAN_H
+#define POSENC_CORE_GPU_PLAN_H
+
+#include "core/internal.h"
+
+/* Kernels index the elements of one binding with 32-bit words. */
+#define POSENC__GPU_ELEMENT_LIMIT (UINT64_C(1) << 32)
+
+/* A view as a kernel indexes it from the start of its allocation or window. */
+typedef struct posenc__gpu_binding {
+    uint32_t offset;     /* elements from the start to element 0 */
+    uint32_t strides[4]; /* elements; 0 for dims of size 1, so their strides never matter */
+} posenc__gpu_binding;
+
+/* Binds `view` with element 0 at `byte_position` of its allocation. UNSUPPORTED, naming the
+ * view, when its last element lies at or past `element_limit` (POSENC__GPU_ELEMENT_LIMIT at
+ * most); `backend` names the API in that message. */
+posenc_status posenc__gpu_bind(posenc_context *ctx, const char *backend, const char *name,
+                               const posenc__view *view, uint64_t byte_position,
+                               uint64_t element_limit, posenc__gpu_binding *binding);
+
+/* How RoPE spreads `heads` over invocations: each invocation rotates `heads_per_unit` heads of
+ * one row, so that one sin/cos serves them all, with as many chunks of heads as it takes for
+ * rows x lanes x chunks to reach `fill_units` (the invocations that keep the device busy). */
+typedef struct posenc__gpu_head_split {
+    uint64_t heads_per_unit;
+    uint64_t chunks; /* ceil(heads / heads_per_unit) */
+    uint64_t units;  /* rows * lanes * chunks: the invocations of the work */
+} posenc__gpu_head_split;
+
+posenc__gpu_head_split posenc__gpu_split_heads(uint64_t rows, uint64_t lanes, uint64_t heads,
+                                               uint64_t fill_units);
+
+#endif

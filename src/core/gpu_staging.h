@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/* The staging plan of one GPU operation: which host bytes go to the device, where they lie in
+ * one staging area, what is copied in and what is copied back. Backends only allocate and copy.
+ *
+ * A view whose memory the device cannot address (a host tensor, a buffer wrapping caller
+ * memory) is staged. Host views whose bytes overlap (the q and k slices of one fused qkv array,
+ * an output rotated in place) share one region, copied once. Regions are packed into one staging
+ * area, each placed so that every view in it starts on a multiple of its element size and keeps
+ * its host address modulo 16 where that already was aligned (vector loads). Before the kernel a
+ * region is copied in unless one packed output covers it (the kernel writes every byte); after
+ * it only the elements of written views are copied back, so bytes between them (the v slice,
+ * padding) are never rewritten.
+ *
+ * A backend that can map the caller's memory for the device (unified memory) marks such a region
+ * imported and lays the plan out again: imported regions take no staging bytes and nothing is
+ * copied for them. upload_bytes and download_bytes are what the call copies, in one place. */
+#ifndef POSENC_CORE_GPU_STAGING_H
+#define POSENC_CORE_GPU_STAGING_H
+
+#include "core/internal.h"
+
+/* How a kernel uses a view. */
+#define POSENC__GPU_READ 1u
+#define POSENC__GPU_WRITE 2u
+
+/* Views one operation adds at most (RoPE: q, q_out, k, k_out, positions, with room to spare). */
+#define POSENC__GPU_MAX_VIEWS 8
+/* Regions start on this boundary in the staging area (plus their lead, below 16). */
+#define POSENC__GPU_REGION_ALIGNMENT 256
+/* A staging area at most this large stays with the context for the next call; larger is freed
+ * after the call. */
+#define POSENC__GPU_STAGING_KEEP_BYTES (UINT64_C(64) << 20)
+
+typedef struct posenc__gpu_staged_view {
+    const posenc__view *view;
+    const char *name;   /* in messages */
+    unsigned access;    /* POSENC__GPU_READ | POSENC__GPU_WRITE */
+    uint8_t *host;      /* element 0 in host memory; NULL: the view is in device memory */
+    uint32_t region;    /* staged views: the region holding it */
+    uint64_t position;  /* staged views: bytes from the staging area's start to element 0;
+                         * in an imported region, from the region's lo */
+} posenc__gpu_staged_view;
+
+typedef struct posenc__gpu_region {
+    uint8_t *lo, *hi;   /* the host byte range */
+    uint64_t offset;    /* where `lo` lies in the staging area (not for imported regions) */
+    uint32_t lead;      /* offset modulo 16: puts every view of the region on its elements */
+    bool upload;        /* copied in before the kernel */
+    bool written;       /* some view in it is written: copied back after the kernel */
+    bool whole;         /* one packed output: copied back byte for byte, as one range */
+    bool imported;      /* the device reads and writes the host bytes in place: no copies */
+} posenc__gpu_region;
+
+typedef struct posenc__gpu_staging {
+    posenc__gpu_staged_view views[POSENC__GPU_MAX_VIEWS];
+    uint32_t view_count;
+    posenc__gpu_region regions[POSENC__GPU_MAX_VIEWS];
+    uint32_t region_count;
+    uint64_t bytes;          /* size of the staging area the regions need */
+    uint64_t upload_bytes;   /* host to device before the kernel */
+    uint64_t download_bytes; /* device to host after it (whole regions, or written elements) */
+} posenc__gpu_staging;
+
+/* Adds a view the kernel uses as `access`; `host` is its element 0 when the backend cannot bind
+ * its memory directly (NULL: in device memory, not staged). The same memory may be added twice
+ * (an input and its in-place output). Returns the view's index, which the plan keeps. */
+uint32_t posenc__gpu_stage_add(posenc__gpu_staging *staging, const posenc__view *view,
+                               const char *name, unsigned access, uint8_t *host);
+
+/* Builds the regions and lays them out. UNSUPPORTED (naming the view) when host views sharing
+ * memory are misaligned against each other for their element sizes. */
+posenc_status posenc__gpu_stage_plan(posenc_context *ctx, posenc__gpu_staging *staging);
+
+/* (Re)assigns staging offsets to the regions that are not imported, and the byte counts. */
+void posenc__gpu_stage_layout(posenc__gpu_staging *staging);
+
+/* Whether any view is staged or imported: work that reads host memory cannot be left running. */
+bool posenc__gpu_stage_has_host(const posenc__gpu_staging *staging);
+
+/* Copies region `r`'s host bytes to `area`, the staging area's first byte. */
+void posenc__gpu_stage_copy_in(const posenc__gpu_staging *staging, uint32_t r, uint8_t *area);
+/* Copies back the elements of the written views of region `r` from `region_bytes`, the device
+ * copy of the region's first byte (lo) as the backend sees it mapped. */
+void posenc__gpu_stage_copy_out(const posenc__gpu_staging *staging, uint32_t r,
+                                const uint8_t *region_bytes);
+
+/* Bytes from element 0 to one past the view's last element. */
+uint64_t posenc__gpu_view_extent(const posenc__view *view);
+
+#endif

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* Frequency tables for GPU kernels: the words the kernels read, and the one cache policy every
+ * GPU backend keeps its device copies by.
+ *
+ * Encoding: for each frequency j of `count`, words 3j..3j+2 are (int_turns, frac >> 32,
+ * frac & 0xffffffff); then word 3*count + j is its position component (only RoPE reads it). A
+ * table of no frequencies is four zero words, so that a kernel argument can still be bound.
+ *
+ * Policy: least recently used, bounded in both tables (POSENC__GPU_MAX_TABLES) and bytes
+ * (POSENC__GPU_TABLE_BYTES, one table larger than that is kept alone). An entry is found by the
+ * front end's freqs_id first (no encoding: the decode step of a model's layers), then by the
+ * encoded content, hashed into its cache key and compared word for word; entries hold the words,
+ * so a hit never reads device memory. A small bound keeps device memory bounded for callers
+ * that make many contexts; LRU keeps the tables of a model (one RoPE and one sinusoidal table,
+ * or one per layer with per-layer scaling) while a caller cycles through fewer than the bound. */
+#ifndef POSENC_CORE_GPU_TABLES_H
+#define POSENC_CORE_GPU_TABLES_H
+
+#include "core/internal.h"
+
+#define POSENC__GPU_MAX_TABLES 256
+#define POSENC__GPU_TABLE_BYTES (UINT64_C(4) << 20)
+
+/* Words of the encoded table of `count` frequencies. */
+uint64_t posenc__gpu_freq_words(uint32_t count);
+/* Writes the posenc__gpu_freq_words(count) words of `freqs`. */
+void posenc__gpu_freq_encode(const posenc__freq *freqs, uint32_t count, uint32_t *words);
+/* The cache key of an encoded table: FNV-1a 64 of its words. */
+uint64_t posenc__gpu_freq_key(const uint32_t *words, uint64_t word_count);
+
+typedef struct posenc__gpu_table {
+    uint32_t *words;   /* the encoded table (owned); NULL: a free slot */
+    uint64_t word_count;
+    uint32_t count;    /* frequencies */
+    uint64_t key;
+    uint64_t id;       /* the freqs_id it was last found by (0: none) */
+    uint64_t last_use; /* the cache's use counter at its last lookup */
+} posenc__gpu_table;
+
+/* A backend keeps its device copy of table i in its own slot i. */
+typedef struct posenc__gpu_tables {
+    posenc__gpu_table slots[POSENC__GPU_MAX_TABLES];
+    uint32_t held;    /* slots holding a table */
+    uint64_t bytes;   /* words held, in bytes */
+    uint64_t uses;
+} posenc__gpu_tables;
+
+/* Releases the backend's device copy of slot `slot` before the cache forgets it: OK, or a
+ * status (with the context's error set) when it cannot (its work is still pending on a queue
+ * posenc does not own). */
+typedef posenc_status (*posenc__gpu_evict_fn)(posenc_context *ctx, uint32_t slot, void *user);
+
+/* Finds the table of these `count` frequencies. On a hit `*slot` is its slot and `*hit` true.
+ * On a miss the least recently used tables are evicted (through `evict`) until the new one
+ * fits, and `*slot` holds the new table's words: the backend makes its device copy from them,
+ * or calls posenc__gpu_tables_drop if it cannot. `what` names the call in messages. */
+posenc_status posenc__gpu_tables_find(posenc_context *ctx, posenc__gpu_tables *tables,
+                                      const posenc__freq *freqs, uint32_t count, uint64_t id,
+                                      const char *what, posenc__gpu_evict_fn evict, void *user,
+                                      uint32_t *slot, bool *hit);
+/* Forgets slot `slot` (its device copy is gone or was never made). */
+void posenc__gpu_tables_drop(posenc__gpu_tables *tables, uint32_t slot);
+/* Forgets every table; the backend releases its device copies itself. */
+void posenc__gpu_tables_fini(posenc__gpu_tables *tables);
+
+#endif
