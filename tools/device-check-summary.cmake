@@ -84,6 +84,7 @@ function(format_decimal out value digits)
   set(${out} "${sign}${whole}.${fraction}" PARENT_SCOPE)
 endfunction()
 
+# One line of the summary, given in pieces (no ';' in them: a macro's arguments split there).
 set(text "")
 macro(say)
   string(CONCAT say_line ${ARGV})
@@ -552,7 +553,7 @@ say("bench (${meta_bench_mode}): ratios are RoPE throughput / copy throughput of
 string(APPEND text "${device_text}")
 if(failures)
   string(REPLACE ";" "; " reasons "${failures}")
-  say("result: FAIL: ${reasons}")
+  string(APPEND text "result: FAIL: ${reasons}\n") # not say(): its arguments split at ';'
   set(ok false)
 else()
   say("result: PASS")

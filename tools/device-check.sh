@@ -121,7 +121,6 @@ fi
 if [[ -z $build_dir ]]; then
     build_dir=$source_dir/build/device-check
 fi
-[[ -n $build_dir ]] || die_usage "--build-dir: empty"
 if [[ -z $jobs ]]; then
     jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 fi
@@ -129,14 +128,34 @@ log_dir=$build_dir/device-check
 summary_json=$build_dir/device-check-summary.json
 posenc=$build_dir/posenc
 
-# Prints a command as it would be typed (quoted), then runs it unless this is a dry run.
+# The words of a command as one would type them: single-quoted where the shell would otherwise
+# read something into them.
+shell_words() {
+    local word out=""
+    for word in "$@"; do
+        if [[ $word =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then
+            out+="$word "
+        else
+            out+="'${word//\'/\'\\\'\'}' "
+        fi
+    done
+    printf '%s' "${out% }"
+}
+
+# Prints a command, then runs it unless this is a dry run.
 run() {
-    local quoted
-    printf -v quoted '%q ' "$@"
-    echo "+ ${quoted% }"
+    echo "+ $(shell_words "$@")"
     if ((!dry_run)); then
         "$@"
     fi
+}
+
+# Runs a command (never in a dry run) with its output going to the log file LOG.
+run_logged() {
+    local log=$1
+    shift
+    echo "+ $(shell_words "$@") > $log"
+    "$@" >"$log" 2>&1
 }
 
 # Where the Vulkan loader looks for explicit layer manifests (its Linux search order), and
@@ -147,8 +166,8 @@ validation_layer_installed() {
     for dir in ${VK_LAYER_PATH:-} ${VK_ADD_LAYER_PATH:-}; do
         [[ -n $dir ]] && dirs+=("$dir")
     done
-    for dir in ${XDG_CONFIG_HOME:-$HOME/.config} ${XDG_CONFIG_DIRS:-/etc/xdg} /etc \
-        ${XDG_DATA_HOME:-$HOME/.local/share} ${XDG_DATA_DIRS:-/usr/local/share:/usr/share}; do
+    for dir in ${XDG_CONFIG_HOME:-${HOME:-}/.config} ${XDG_CONFIG_DIRS:-/etc/xdg} /etc \
+        ${XDG_DATA_HOME:-${HOME:-}/.local/share} ${XDG_DATA_DIRS:-/usr/local/share:/usr/share}; do
         [[ -n $dir ]] && dirs+=("$dir/vulkan/explicit_layer.d")
     done
     unset IFS
@@ -157,10 +176,12 @@ validation_layer_installed() {
             return 0
         fi
     done
+    # All of its output first: grep -q would stop reading, and pipefail see vulkaninfo's SIGPIPE.
+    local layers=""
     if command -v vulkaninfo >/dev/null 2>&1; then
-        vulkaninfo 2>/dev/null | grep -q 'VK_LAYER_KHRONOS_validation' && return 0
+        layers=$(vulkaninfo 2>/dev/null || true)
     fi
-    return 1
+    [[ $layers == *VK_LAYER_KHRONOS_validation* ]]
 }
 
 summarize() {
@@ -233,12 +254,12 @@ if ((dry_run)); then
     run "${configure[@]}"
     run cmake --build "$build_dir" -j "$jobs"
 else
-    if ! run "${configure[@]}" >"$log_dir/configure.log" 2>&1; then
+    if ! run_logged "$log_dir/configure.log" "${configure[@]}"; then
         tail -n 30 "$log_dir/configure.log" >&2
         die "configure failed (log: $log_dir/configure.log)"
     fi
     grep -E '^(-- posenc:|CMake Warning)' "$log_dir/configure.log" || true
-    if ! run cmake --build "$build_dir" -j "$jobs" >"$log_dir/build.log" 2>&1; then
+    if ! run_logged "$log_dir/build.log" cmake --build "$build_dir" -j "$jobs"; then
         tail -n 30 "$log_dir/build.log" >&2
         die "build failed (log: $log_dir/build.log)"
     fi
@@ -314,8 +335,7 @@ ctest=(ctest --test-dir "$build_dir" -R "$include" -E "$exclude" -j "$jobs" -V)
 if ((dry_run)); then
     run env ${test_env[@]+"${test_env[@]}"} "${ctest[@]}"
 else
-    echo "+ ${test_env[*]:-} ${ctest[*]} > $log_dir/ctest.log"
-    if env ${test_env[@]+"${test_env[@]}"} "${ctest[@]}" >"$log_dir/ctest.log" 2>&1; then
+    if run_logged "$log_dir/ctest.log" env ${test_env[@]+"${test_env[@]}"} "${ctest[@]}"; then
         echo "tests passed"
     else
         echo "tests FAILED: see $log_dir/ctest.log"
@@ -341,16 +361,19 @@ for i in "${!selectors[@]}"; do
     if ((quick || software[i])); then
         bench+=(--quick)
     fi
-    echo "+ $posenc demo --device $selector --runs 3 > $log_dir/demo-$file_id.txt"
     rc=0
-    "$posenc" demo --device "$selector" --runs 3 >"$log_dir/demo-$file_id.txt" 2>&1 || rc=$?
+    run_logged "$log_dir/demo-$file_id.txt" "$posenc" demo --device "$selector" --runs 3 || rc=$?
     echo "$rc" >"$log_dir/demo-$file_id.rc"
-    grep -E '^(result|posenc demo)' "$log_dir/demo-$file_id.txt" || true
-    echo "+ ${bench[*]} > $log_dir/bench-$file_id.json"
+    tail -n 1 "$log_dir/demo-$file_id.txt"
+    # The JSON alone on stdout; stderr (a runtime's own messages) beside it.
+    echo "+ $(shell_words "${bench[@]}") > $log_dir/bench-$file_id.json"
     rc=0
     "${bench[@]}" >"$log_dir/bench-$file_id.json" 2>"$log_dir/bench-$file_id.err" || rc=$?
     echo "$rc" >"$log_dir/bench-$file_id.rc"
-    echo "bench exit code $rc"
+    if ((rc)); then
+        echo "bench failed (exit code $rc):"
+        tail -n 5 "$log_dir/bench-$file_id.err"
+    fi
 done
 
 # ---- 5. summary ---------------------------------------------------------------------------------
