@@ -213,8 +213,11 @@ if(EXISTS "${LOG_DIR}/ctest.log")
   # tolerance 0.500 over ..."; "NAME: max f32 error: rope 2.72 x 2^-24 |pair|, sinusoidal 1.79
   # x 2^-24 (promise: 8); worst of tolerance 0.500 / 0.500"). Tests run in parallel, so their
   # lines interleave: each is tied to its test by the number ctest -V puts in front.
+  set(result_line "^ *[0-9]+/[0-9]+ Test +#[0-9]+: ")
+  set(device_line "^[0-9]+:   [a-z]+ +.* (ok|FAILED)$")
+  set(error_line "^[0-9]+:     .*error .* x 2\\^-24 .*worst of tolerance ")
   file(STRINGS "${LOG_DIR}/ctest.log" ctest_lines
-       REGEX "^ *[0-9]+/[0-9]+ Test +#[0-9]+: |^[0-9]+:   [a-z]+ +.* (ok|FAILED)$|^[0-9]+:     .*error .* x 2\\^-24 .*worst of tolerance ")
+       REGEX "${result_line}|${device_line}|${error_line}")
   foreach(line IN LISTS ctest_lines)
     if(line MATCHES "^ *[0-9]+/[0-9]+ Test +#[0-9]+: ([^ ]+) [ .]*(.*)$")
       set(test_name "${CMAKE_MATCH_1}")
@@ -507,7 +510,8 @@ if(device_count GREATER 0)
     {\"selector\": ${q_selector}, \"name\": ${q_name}, \"backend\": ${q_backend}, \
 \"type\": ${q_type}, \"driver\": ${q_driver}, \"checked\": ${j_check},
      \"tests\": {\"passed\": ${runs_ok}, \"failed\": ${runs_failed}, \
-\"worst_f32_error_times_2pow24\": ${n_tests_f32}, \"worst_16bit_error_of_tolerance\": ${n_tests_tolerance}},
+\"worst_f32_error_times_2pow24\": ${n_tests_f32}, \
+\"worst_16bit_error_of_tolerance\": ${n_tests_tolerance}},
      \"demo\": {\"state\": ${q_demo}, \"rope_max_error\": ${n_rope_error}, \
 \"rope_x_promise\": ${n_rope_x}, \"sinusoidal_max_error\": ${n_sin_error}, \
 \"sinusoidal_x_promise\": ${n_sin_x}},

@@ -22,8 +22,8 @@ Checks posenc on the GPUs of this machine, in five steps:
      and RoPE throughput / copy throughput (1.0 = as fast as memory allows); writes it as JSON
      to BUILD_DIR/device-check-summary.json, and the logs to BUILD_DIR/device-check/.
 Exits 0 when every test passed, every check on every GPU passed and at least one GPU was
-found; 1 otherwise; 2 on a usage error. About 10 minutes on a GPU (mostly the build), a few
-minutes on software devices.
+found; 1 otherwise; 2 on a usage error. A few minutes, most of them the build: 5 minutes on 2
+busy cores with lavapipe and PoCL, of which 1 for the tests, demos and benches.
 
 A GPU is a Vulkan or OpenCL device whose type (posenc devices) is discrete, integrated or
 virtual GPU. The others are taken for software devices: Mesa's lavapipe (type "software"),
@@ -38,8 +38,10 @@ Needs: bash, a C11 compiler, CMake 3.20 or newer (ninja is used when present), a
               Vulkan backend out, and the summary says which was missing;
   for OpenCL: an ICD loader (libOpenCL.so.1) and driver, and the headers (CL/cl.h;
               opencl-headers); clang (optional) checks the kernels at build time.
-Neither library is linked: posenc loads them at run time. No root is needed, unless
---install-deps is given (apt-get, through sudo when not root).
+posenc loads both libraries at run time; the engine tests and examples link them (the
+development packages libvulkan-dev and ocl-icd-opencl-dev), and are left out without them.
+The Khronos validation layer (vulkan-validationlayers) is used when installed. No root is
+needed, unless --install-deps is given (apt-get, through sudo when not root).
 
 options:
   --build-dir DIR   where to build (default: build/device-check in the source tree); an
@@ -52,7 +54,8 @@ options:
   --cmake-arg ARG   one more argument for the configure step (repeatable), e.g.
                     -DPOSENC_VULKAN_INCLUDE_DIR=/opt/vulkan/include
   --install-deps    first apt-get install the build tools and headers named above
-  --summary-only    only rebuild the summary from the logs of an earlier run in --build-dir
+  --summary-only    only write the summary again from the logs of the last run in
+                    --build-dir, with that run's options
   --dry-run         print what would run, run nothing
   -h, --help        this text
 EOF
@@ -216,8 +219,10 @@ if ((install_deps)); then
         command -v sudo >/dev/null 2>&1 || die "--install-deps: not root, and no sudo"
         sudo=(sudo)
     fi
-    packages=(cmake gcc libc6-dev glslang-tools libvulkan-dev opencl-headers ocl-icd-libopencl1
-        clang)
+    # The validation layer for the tests; ocl-icd-opencl-dev and libvulkan-dev also hold the
+    # libraries the OpenCL and Vulkan examples and engine tests link, as engines do.
+    packages=(cmake gcc libc6-dev ninja-build glslang-tools libvulkan-dev vulkan-validationlayers
+        opencl-headers ocl-icd-opencl-dev clang)
     # glslc (shaderc) is packaged from Debian 12 and Ubuntu 22.04; glslangValidator suffices.
     if apt-cache show glslc >/dev/null 2>&1; then
         packages+=(glslc)
@@ -321,7 +326,8 @@ if ((!dry_run)); then
         >>"$log_dir/configure.log" 2>&1 ||
         die "reconfigure failed (log: $log_dir/configure.log)"
 else
-    echo "+ cmake -S $source_dir -B $build_dir -DPOSENC_TEST_REQUIRE_DEVICES=<backends with a device>"
+    echo "+ cmake -S $source_dir -B $build_dir" \
+        "-DPOSENC_TEST_REQUIRE_DEVICES=<backends with a device>"
 fi
 # Every library test and example, which run on each device present, but not those of the CPU
 # path alone (its kernel variants, thread pool, private kernels) or of the platform layer.
@@ -343,7 +349,7 @@ else
     grep -E '^ *[0-9]+/[0-9]+ Test +#' "$log_dir/ctest.log" | grep -v ' Passed ' || true
 fi
 
-# ---- 4. accuracy and bench on each device ---------------------------------------------------------
+# ---- 4. accuracy and bench on each device -------------------------------------------------------
 step "4. accuracy and bench per device"
 if ((dry_run)); then
     echo "for each GPU device SEL (and software device with --allow-software):"
