@@ -278,6 +278,21 @@ endif()
 
 # ---- each device: its test lines, the demo's accuracy, the bench's ratios ------------------
 
+# Devices of one backend with one name (two cards of a model) print the same test lines: their
+# counts are shared, and said to be.
+if(device_count GREATER 0)
+  math(EXPR last "${device_count} - 1")
+  foreach(d RANGE ${last})
+    json_get(backend "${devices_json}" devices ${d} backend)
+    json_get(name "${devices_json}" devices ${d} name)
+    string(MAKE_C_IDENTIFIER "${backend}_${name}" key)
+    if(NOT DEFINED same_name_${key})
+      set(same_name_${key} 0)
+    endif()
+    math(EXPR same_name_${key} "${same_name_${key}} + 1")
+  endforeach()
+endif()
+
 set(devices_out "")
 set(device_text "")
 set(checked 0)
@@ -455,6 +470,9 @@ if(device_count GREATER 0)
     string(APPEND device_text "${selector}  ${name}  [${role}]\n")
     if(tests_ran)
       set(line "  tests:    ${runs_ok} test programs passed on it, ${runs_failed} failed")
+      if(same_name_${key} GREATER 1)
+        string(APPEND line " (on the ${same_name_${key}} devices of this name together)")
+      endif()
       if(NOT tests_f32 STREQUAL "")
         string(APPEND line "; worst f32 error ${tests_f32} x 2^-24 (promise 8)")
       endif()

@@ -130,6 +130,25 @@ if(EXISTS "${dir}/device-check-summary.json.tmp")
   report("pass: the temporary summary was left behind")
 endif()
 
+# Two Vulkan devices of one name (two cards of a model): the tests' lines name both alike, so
+# their counts are given for the two together, and said to be.
+copy_logs(same_name dir)
+set(logs "${dir}/device-check")
+file(READ "${logs}/devices.json" devices)
+string(REGEX MATCH "\n    {\"index\": 0, \"selector\": \"vulkan:0\"[^}]*}," first "${devices}")
+string(REPLACE "\"vulkan:0\"" "\"vulkan:1\"" second "${first}")
+string(REPLACE "${first}" "${first}${second}" devices "${devices}")
+file(WRITE "${logs}/devices.json" "${devices}")
+foreach(file demo-vulkan-0.txt demo-vulkan-0.rc bench-vulkan-0.json bench-vulkan-0.rc)
+  string(REPLACE "vulkan-0" "vulkan-1" copy "${file}")
+  file(READ "${logs}/${file}" content) # file(COPY_FILE) needs CMake 3.21
+  file(WRITE "${logs}/${copy}" "${content}")
+endforeach()
+expect(same_name 0 ARGS --summary-only --build-dir "${dir}"
+  CONTAINS "vulkan:1  llvmpipe (LLVM 15.0.6, 256 bits)"
+           "16 test programs passed on it, 0 failed (on the 2 devices of this name together)")
+expect_json_length(same_name "${dir}" 3 devices)
+
 # ---- runs that must fail ---------------------------------------------------------------------
 # Software devices alone, without --allow-software: no GPU was found.
 copy_logs(no_gpu dir)
