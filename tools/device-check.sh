@@ -263,7 +263,9 @@ else
         tail -n 30 "$log_dir/configure.log" >&2
         die "configure failed (log: $log_dir/configure.log)"
     fi
-    grep -E '^(-- posenc:|CMake Warning)' "$log_dir/configure.log" || true
+    # posenc's own lines, and each warning (a backend left out, and why) with its message.
+    awk '/^-- posenc:/ { print; next } /^CMake Warning/ { w = 1 } w && /^$/ { w = 0 } w' \
+        "$log_dir/configure.log"
     if ! run_logged "$log_dir/build.log" cmake --build "$build_dir" -j "$jobs"; then
         tail -n 30 "$log_dir/build.log" >&2
         die "build failed (log: $log_dir/build.log)"
@@ -276,7 +278,7 @@ unset POSENC_DEVICE
 
 # ---- 2. devices ---------------------------------------------------------------------------------
 step "2. devices"
-run "$posenc" devices
+run "$posenc" devices || die "posenc devices failed"
 if ((dry_run)); then
     run "$posenc" devices --json
 else
