@@ -149,6 +149,20 @@ expect(same_name 0 ARGS --summary-only --build-dir "${dir}"
            "16 test programs passed on it, 0 failed (on the 2 devices of this name together)")
 expect_json_length(same_name "${dir}" 3 devices)
 
+# A backend the build left out is named with what it lacked, from the build's cache.
+copy_logs(left_out dir)
+alter("${dir}/device-check/devices.json"
+      "{\"backend\": \"vulkan\", \"available\": true, \"reason\": \"\"}"
+      "{\"backend\": \"vulkan\", \"available\": false, \"reason\": \"not compiled in\"}")
+file(WRITE "${dir}/CMakeCache.txt" "POSENC_GLSLC_EXECUTABLE:FILEPATH=/usr/bin/glslc
+POSENC_GLSLANG_EXECUTABLE:FILEPATH=POSENC_GLSLANG_EXECUTABLE-NOTFOUND
+POSENC_VULKAN_INCLUDE_DIR:PATH=POSENC_VULKAN_INCLUDE_DIR-NOTFOUND
+POSENC_OPENCL_INCLUDE_DIR:PATH=/usr/include
+")
+expect(left_out 0 ARGS --summary-only --build-dir "${dir}"
+  CONTAINS "vulkan: unavailable: not compiled in (vulkan/vulkan.h not found, in Debian/Ubuntu's"
+           "opencl: available")
+
 # ---- runs that must fail ---------------------------------------------------------------------
 # Software devices alone, without --allow-software: no GPU was found.
 copy_logs(no_gpu dir)
