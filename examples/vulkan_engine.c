@@ -111,7 +111,14 @@ static void engine_create(engine *e)
                                           .pApplicationInfo = &app,
                                           .enabledExtensionCount = debug ? 1 : 0,
                                           .ppEnabledExtensionNames = &debug_extension};
-    VK_CHECK(vkCreateInstance(&instance_info, NULL, &e->instance));
+    VkResult created = vkCreateInstance(&instance_info, NULL, &e->instance);
+    if (created == VK_ERROR_INCOMPATIBLE_DRIVER) {
+        /* A loader without any driver (VK_ICD_FILENAMES naming none, or a machine whose GPU
+         * driver installs no Vulkan part): no device, as below. */
+        fprintf(stderr, "no Vulkan driver\n");
+        exit(77);
+    }
+    VK_CHECK(created);
     if (debug) {
         PFN_vkCreateDebugUtilsMessengerEXT create =
             (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
