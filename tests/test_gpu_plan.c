@@ -447,11 +447,11 @@ static void check_table_cache(posenc_context *ctx)
                   &slot, &hit));
     CHECK(!hit && tables->held == 1);
 
-    posenc__gpu_tables_drop(tables, slot);
+    posenc__gpu_tables_drop(ctx, tables, slot);
     CHECK(tables->held == 0 && tables->bytes == 0);
     CHECK_OK(find(ctx, tables, 1, 0, 0, &e, &slot, &hit));
     CHECK(!hit && tables->slots[slot].word_count == 4);
-    posenc__gpu_tables_fini(tables);
+    posenc__gpu_tables_fini(ctx, tables);
     CHECK(tables->held == 0);
     free(tables);
 }

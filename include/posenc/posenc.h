@@ -32,6 +32,8 @@
  *   (posenc_vk_cmd_*, posenc_cl_enqueue_*), posenc_context_device and
  *   posenc_context_last_error. An engine may wrap the buffers of a new layer on one thread
  *   while others record.
+ * - posenc_context_stats may run on any thread at any time, with every call on its context
+ *   (not with posenc_context_destroy).
  * - Every other call on a context (posenc_rope, posenc_sinusoidal, the submits and events,
  *   posenc_context_finish, posenc_context_destroy) needs the context to itself: the caller
  *   runs it when no other call on that context runs.
@@ -288,6 +290,42 @@ POSENC_API posenc_status posenc_context_device(const posenc_context *context,
  * whichever of them failed or succeeded last, whole (never a mix of two): read it on the
  * thread that failed, right after the call, to have that call's message in the usual case. */
 POSENC_API const char *posenc_context_last_error(const posenc_context *context);
+
+/* What a context has done and what it holds, for an engine's own accounting. The totals count
+ * from posenc_context_create and are never reset: subtract two readings for an interval. Each
+ * counter is exact when calls run at once on the context; a reading taken while a call runs
+ * may show some of that call's counts and not yet others. */
+typedef struct posenc_stats {
+    /* Totals */
+    uint64_t rope_calls;        /* RoPE operations that succeeded: posenc_rope, posenc_rope_submit,
+                                 * posenc_vk_cmd_rope, posenc_cl_enqueue_rope */
+    uint64_t sinusoidal_calls;  /* the same for the sinusoidal calls */
+    uint64_t staged_bytes;      /* bytes an operation copied between the caller's host memory
+                                 * (host tensors, buffers wrapping host_memory) and staging
+                                 * memory the device reads, both ways; 0 on the CPU backend,
+                                 * and for memory the device uses in place */
+    uint64_t uploaded_bytes;    /* bytes written by posenc_buffer_upload and initial_data */
+    uint64_t downloaded_bytes;  /* bytes read by posenc_buffer_download */
+    uint64_t kernels_built;     /* Vulkan pipelines created; OpenCL programs compiled from
+                                 * source. 0 on the CPU backend */
+    uint64_t kernels_loaded;    /* OpenCL programs made from a binary in the kernel cache
+                                 * (cache_dir) instead (Vulkan pipelines count as built, with
+                                 * or without a pipeline cache) */
+    /* Held now */
+    uint64_t freq_tables;       /* frequency tables kept for later calls: a GPU backend's device
+                                 * tables (at most 256, evicted least recently used), the CPU
+                                 * backend's host tables (its last RoPE and sinusoidal ones) */
+    uint64_t buffer_bytes;      /* sizes of the live buffers posenc_buffer_create allocated
+                                 * (not those wrapping host_memory, nor an engine's wrapped
+                                 * buffers) */
+    uint64_t staging_bytes;     /* staging memory kept between calls (GPU backends; a larger
+                                 * area made for one call is freed after it, uncounted) */
+    uint64_t table_bytes;       /* device memory of the frequency tables (GPU backends) */
+    uint64_t device_bytes;      /* buffer_bytes + staging_bytes + table_bytes */
+} posenc_stats;
+
+/* Fills `*stats` with the context's counters. Reads counters only: no device work, no lock. */
+POSENC_API posenc_status posenc_context_stats(const posenc_context *context, posenc_stats *stats);
 
 /* ---------------------------------------------------------------------------------------------
  * Buffers: memory on the context's device. On the CPU backend and on unified-memory devices a

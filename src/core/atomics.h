@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The few 32-bit atomic operations the CPU thread pool needs, and a CPU pause for spin loops:
- * GCC and Clang __atomic builtins (MinGW included), or MSVC intrinsics, whose C compiler has
- * no <stdatomic.h> without an experimental flag. Private to the library (and its tests). */
+/* The few 32-bit atomic operations the CPU thread pool needs, 64-bit counters for the context's
+ * statistics, and a CPU pause for spin loops: GCC and Clang __atomic builtins (MinGW included),
+ * or MSVC intrinsics, whose C compiler has no <stdatomic.h> without an experimental flag.
+ * Private to the library (and its tests). */
 #ifndef POSENC_CORE_ATOMICS_H
 #define POSENC_CORE_ATOMICS_H
 
@@ -12,6 +13,18 @@
 typedef struct posenc__atomic_u32 {
     volatile uint32_t value;
 } posenc__atomic_u32;
+
+/* A 64-bit counter that several threads add to at once. Aligned to 8 bytes even where uint64_t
+ * is not (32-bit x86), so that its loads and read-modify-writes are single-copy atomic. */
+#if defined(_MSC_VER) && !defined(__clang__)
+typedef struct posenc__atomic_u64 {
+    __declspec(align(8)) volatile uint64_t value;
+} posenc__atomic_u64;
+#else
+typedef struct posenc__atomic_u64 {
+    volatile uint64_t value __attribute__((aligned(8)));
+} posenc__atomic_u64;
+#endif
 
 #if defined(__GNUC__) || defined(__clang__)
 
@@ -39,6 +52,20 @@ static inline uint32_t posenc__atomic_fetch_add(posenc__atomic_u32 *a, uint32_t 
 static inline uint32_t posenc__atomic_fetch_sub(posenc__atomic_u32 *a, uint32_t value)
 {
     return __atomic_fetch_sub(&a->value, value, __ATOMIC_ACQ_REL);
+}
+
+/* Counters: relaxed, since they order nothing; each stays exact under concurrent updates. */
+static inline uint64_t posenc__atomic64_load(const posenc__atomic_u64 *a)
+{
+    return __atomic_load_n(&a->value, __ATOMIC_RELAXED);
+}
+static inline void posenc__atomic64_add(posenc__atomic_u64 *a, uint64_t value)
+{
+    (void)__atomic_fetch_add(&a->value, value, __ATOMIC_RELAXED);
+}
+static inline void posenc__atomic64_sub(posenc__atomic_u64 *a, uint64_t value)
+{
+    (void)__atomic_fetch_sub(&a->value, value, __ATOMIC_RELAXED);
 }
 
 /* Tells the core that this is a spin loop (lets a sibling hyperthread run, saves power). */
@@ -93,6 +120,22 @@ static __forceinline uint32_t posenc__atomic_fetch_add(posenc__atomic_u32 *a, ui
 static __forceinline uint32_t posenc__atomic_fetch_sub(posenc__atomic_u32 *a, uint32_t value)
 {
     return (uint32_t)_InterlockedExchangeAdd((volatile long *)&a->value, -(long)value);
+}
+
+/* A compare-exchange that changes nothing reads all 64 bits at once on 32-bit x86 too, where a
+ * plain volatile load may be split in two; only the statistics read counters, so its cost is
+ * no matter. */
+static __forceinline uint64_t posenc__atomic64_load(const posenc__atomic_u64 *a)
+{
+    return (uint64_t)_InterlockedCompareExchange64((volatile __int64 *)&a->value, 0, 0);
+}
+static __forceinline void posenc__atomic64_add(posenc__atomic_u64 *a, uint64_t value)
+{
+    (void)_InterlockedExchangeAdd64((volatile __int64 *)&a->value, (__int64)value);
+}
+static __forceinline void posenc__atomic64_sub(posenc__atomic_u64 *a, uint64_t value)
+{
+    (void)_InterlockedExchangeAdd64((volatile __int64 *)&a->value, -(__int64)value);
 }
 
 #  if defined(_M_ARM64) || defined(_M_ARM64EC)

@@ -68,6 +68,11 @@ posenc_status posenc_buffer_create(posenc_context *ctx, const posenc_buffer_desc
             return status;
         }
     }
+    if (desc->initial_data)
+        posenc__atomic64_add(&ctx->stats.uploaded_bytes, desc->size);
+    /* Wrapped host memory is the caller's, not posenc's. */
+    buf->counted_bytes = desc->host_memory ? 0 : desc->size;
+    posenc__atomic64_add(&ctx->stats.buffer_bytes, buf->counted_bytes);
     link_buffer(ctx, buf);
     *buffer = buf;
     return POSENC_OK;
@@ -96,6 +101,7 @@ void posenc_buffer_destroy(posenc_buffer *buf)
         (void)ctx->backend->buffer_unmap(ctx, buf, buf->mapped_address);
     unlink_buffer(ctx, buf);
     ctx->backend->buffer_fini(ctx, buf);
+    posenc__atomic64_sub(&ctx->stats.buffer_bytes, buf->counted_bytes);
     free(buf);
 }
 
@@ -127,7 +133,10 @@ posenc_status posenc_buffer_upload(posenc_buffer *buf, uint64_t offset, const vo
     posenc_status status = check_range(buf, offset, data, size);
     if (status != POSENC_OK || size == 0)
         return status;
-    return buf->ctx->backend->buffer_upload(buf->ctx, buf, offset, data, size);
+    status = buf->ctx->backend->buffer_upload(buf->ctx, buf, offset, data, size);
+    if (status == POSENC_OK)
+        posenc__atomic64_add(&buf->ctx->stats.uploaded_bytes, size);
+    return status;
 }
 
 posenc_status posenc_buffer_download(posenc_buffer *buf, uint64_t offset, void *data,
@@ -136,7 +145,10 @@ posenc_status posenc_buffer_download(posenc_buffer *buf, uint64_t offset, void *
     posenc_status status = check_range(buf, offset, data, size);
     if (status != POSENC_OK || size == 0)
         return status;
-    return buf->ctx->backend->buffer_download(buf->ctx, buf, offset, data, size);
+    status = buf->ctx->backend->buffer_download(buf->ctx, buf, offset, data, size);
+    if (status == POSENC_OK)
+        posenc__atomic64_add(&buf->ctx->stats.downloaded_bytes, size);
+    return status;
 }
 
 posenc_status posenc_buffer_map(posenc_buffer *buf, void **data)

@@ -62,6 +62,8 @@ posenc_status posenc_rope_submit(posenc_context *ctx, const posenc_rope_desc *de
         status = ctx->backend->rope_submit(ctx, &op, created ? &created->backend_state : NULL);
     else
         status = ctx->backend->rope(ctx, &op);
+    if (status == POSENC_OK)
+        posenc__atomic64_add(&ctx->stats.rope_calls, 1);
     return publish_event(ctx, status, created, event);
 }
 
@@ -87,6 +89,8 @@ posenc_status posenc_sinusoidal_submit(posenc_context *ctx, const posenc_sinusoi
                                                  created ? &created->backend_state : NULL);
     else
         status = ctx->backend->sinusoidal(ctx, &op);
+    if (status == POSENC_OK)
+        posenc__atomic64_add(&ctx->stats.sinusoidal_calls, 1);
     return publish_event(ctx, status, created, event);
 }
 

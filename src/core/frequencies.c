@@ -25,6 +25,9 @@ static posenc_status reserve(posenc_context *ctx, posenc__freq_cache *cache, uin
     if (!grown)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "frequencies: cannot allocate %u entries",
                             count);
+    /* The CPU kernels read this table itself; GPU backends count their device copies. */
+    if (!cache->freqs && ctx->device->info.native_cpu)
+        posenc__atomic64_add(&ctx->stats.freq_tables, 1);
     cache->freqs = grown;
     cache->capacity = count;
     return POSENC_OK;

@@ -34,21 +34,24 @@ uint64_t posenc__gpu_freq_key(const uint32_t *words, uint64_t word_count)
     return hash;
 }
 
-void posenc__gpu_tables_drop(posenc__gpu_tables *tables, uint32_t slot)
+void posenc__gpu_tables_drop(posenc_context *ctx, posenc__gpu_tables *tables, uint32_t slot)
 {
     posenc__gpu_table *table = &tables->slots[slot];
     if (!table->words)
         return;
     free(table->words);
-    tables->bytes -= table->word_count * sizeof(uint32_t);
+    uint64_t bytes = table->word_count * sizeof(uint32_t);
+    tables->bytes -= bytes;
     tables->held--;
+    posenc__atomic64_sub(&ctx->stats.table_bytes, bytes);
+    posenc__atomic64_sub(&ctx->stats.freq_tables, 1);
     *table = (posenc__gpu_table){0};
 }
 
-void posenc__gpu_tables_fini(posenc__gpu_tables *tables)
+void posenc__gpu_tables_fini(posenc_context *ctx, posenc__gpu_tables *tables)
 {
     for (uint32_t i = 0; i < POSENC__GPU_MAX_TABLES; i++)
-        posenc__gpu_tables_drop(tables, i);
+        posenc__gpu_tables_drop(ctx, tables, i);
 }
 
 static void use(posenc__gpu_tables *tables, uint32_t slot, uint64_t id)
@@ -109,7 +112,7 @@ posenc_status posenc__gpu_tables_find(posenc_context *ctx, posenc__gpu_tables *t
             free(words);
             return status;
         }
-        posenc__gpu_tables_drop(tables, oldest);
+        posenc__gpu_tables_drop(ctx, tables, oldest);
     }
     uint32_t free_slot = 0;
     while (tables->slots[free_slot].words)
@@ -118,6 +121,9 @@ posenc_status posenc__gpu_tables_find(posenc_context *ctx, posenc__gpu_tables *t
         .words = words, .word_count = word_count, .count = count, .key = key, .id = id};
     tables->held++;
     tables->bytes += bytes;
+    /* Counted as the device copy the backend makes now, or drops again if it cannot. */
+    posenc__atomic64_add(&ctx->stats.table_bytes, bytes);
+    posenc__atomic64_add(&ctx->stats.freq_tables, 1);
     use(tables, free_slot, id);
     *slot = free_slot;
     *hit = false;

@@ -58,9 +58,10 @@ posenc_status posenc__gpu_tables_find(posenc_context *ctx, posenc__gpu_tables *t
                                       const posenc__freq *freqs, uint32_t count, uint64_t id,
                                       const char *what, posenc__gpu_evict_fn evict, void *user,
                                       uint32_t *slot, bool *hit);
-/* Forgets slot `slot` (its device copy is gone or was never made). */
-void posenc__gpu_tables_drop(posenc__gpu_tables *tables, uint32_t slot);
+/* Forgets slot `slot` (its device copy is gone or was never made). The context's statistics
+ * count a table from its find to its drop. */
+void posenc__gpu_tables_drop(posenc_context *ctx, posenc__gpu_tables *tables, uint32_t slot);
 /* Forgets every table; the backend releases its device copies itself. */
-void posenc__gpu_tables_fini(posenc__gpu_tables *tables);
+void posenc__gpu_tables_fini(posenc_context *ctx, posenc__gpu_tables *tables);
 
 #endif

@@ -53,6 +53,7 @@ struct posenc_buffer {
      * checks without it. */
     posenc__atomic_u32 mapped;
     void *mapped_address; /* what the backend's buffer_map returned */
+    uint64_t counted_bytes; /* what it adds to ctx->stats.buffer_bytes while alive */
     posenc_buffer *prev; /* the context's list of live buffers, freed at context destroy */
     posenc_buffer *next;
 };
@@ -78,6 +79,23 @@ typedef struct posenc__freq_cache {
     size_t key_capacity;
 } posenc__freq_cache;
 
+/* The counters behind posenc_context_stats (the fields of posenc_stats, device_bytes aside),
+ * counted where the thing happens: atomics, since calls running at once on one context count
+ * into them. */
+typedef struct posenc__stats {
+    posenc__atomic_u64 rope_calls;
+    posenc__atomic_u64 sinusoidal_calls;
+    posenc__atomic_u64 staged_bytes;
+    posenc__atomic_u64 uploaded_bytes;
+    posenc__atomic_u64 downloaded_bytes;
+    posenc__atomic_u64 kernels_built;
+    posenc__atomic_u64 kernels_loaded;
+    posenc__atomic_u64 freq_tables;
+    posenc__atomic_u64 buffer_bytes;
+    posenc__atomic_u64 staging_bytes;
+    posenc__atomic_u64 table_bytes;
+} posenc__stats;
+
 struct posenc_context {
     const posenc__backend *backend;
     const posenc__device *device;
@@ -98,6 +116,7 @@ struct posenc_context {
     posenc__freq_cache sinusoidal_freqs; /* the same for sinusoidal encodings */
     uint64_t freqs_ids;                  /* ids handed out to frequency tables so far */
     char last_error[POSENC__MESSAGE_BYTES]; /* under shared_lock */
+    posenc__stats stats;
 };
 
 /* Sets the error message (the context's, or this thread's when ctx is NULL), logs it at DEBUG

@@ -293,5 +293,9 @@ posenc_status posenc_rope(posenc_context *ctx, const posenc_rope_desc *desc)
 {
     posenc__rope_op op;
     posenc_status status = posenc__rope_prepare(ctx, desc, &op);
-    return status == POSENC_OK ? ctx->backend->rope(ctx, &op) : status;
+    if (status == POSENC_OK)
+        status = ctx->backend->rope(ctx, &op);
+    if (status == POSENC_OK)
+        posenc__atomic64_add(&ctx->stats.rope_calls, 1);
+    return status;
 }

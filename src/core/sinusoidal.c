@@ -113,5 +113,9 @@ posenc_status posenc_sinusoidal(posenc_context *ctx, const posenc_sinusoidal_des
 {
     posenc__sinusoidal_op op;
     posenc_status status = posenc__sinusoidal_prepare(ctx, desc, &op);
-    return status == POSENC_OK ? ctx->backend->sinusoidal(ctx, &op) : status;
+    if (status == POSENC_OK)
+        status = ctx->backend->sinusoidal(ctx, &op);
+    if (status == POSENC_OK)
+        posenc__atomic64_add(&ctx->stats.sinusoidal_calls, 1);
+    return status;
 }

@@ -226,7 +226,7 @@ void posenc_cl_context_fini(posenc_context *ctx)
         if (state->freq_mems[i])
             cl->ReleaseMemObject(state->freq_mems[i]);
     }
-    posenc__gpu_tables_fini(&state->freq_cache);
+    posenc__gpu_tables_fini(ctx, &state->freq_cache);
     cl->ReleaseCommandQueue(state->queue);
     cl->ReleaseContext(state->context);
     if (state->external) {

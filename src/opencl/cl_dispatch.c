@@ -114,7 +114,7 @@ posenc_status posenc_cl_freqs_get(posenc_context *ctx, const posenc__freq *freqs
     if (err != CL_SUCCESS || !created) {
         if (created)
             state->cl->ReleaseMemObject(created);
-        posenc__gpu_tables_drop(&state->freq_cache, slot);
+        posenc__gpu_tables_drop(ctx, &state->freq_cache, slot);
         return posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_MEM_OBJECT_ALLOCATION_FAILURE : err,
                               what, "clCreateBuffer (frequencies)");
     }

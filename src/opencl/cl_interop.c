@@ -142,6 +142,8 @@ posenc_status posenc_cl_enqueue_rope(posenc_context *ctx, const posenc_rope_desc
     posenc__mutex_unlock(&state->lock);
     if (status == POSENC_OK)
         hand_out(state, done, event);
+    if (status == POSENC_OK)
+        posenc__atomic64_add(&ctx->stats.rope_calls, 1);
     return status;
 }
 
@@ -169,5 +171,7 @@ posenc_status posenc_cl_enqueue_sinusoidal(posenc_context *ctx,
     posenc__mutex_unlock(&state->lock);
     if (status == POSENC_OK)
         hand_out(state, done, event);
+    if (status == POSENC_OK)
+        posenc__atomic64_add(&ctx->stats.sinusoidal_calls, 1);
     return status;
 }

@@ -160,6 +160,7 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
                 posenc__log(ctx, POSENC_LOG_DEBUG,
                             "opencl: %s: loaded from the binary cache %s in %.1f ms", label,
                             path, now_ms() - start);
+                posenc__atomic64_add(&ctx->stats.kernels_loaded, 1);
                 free(key);
                 *out = program;
                 return POSENC_OK;
@@ -198,6 +199,7 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
     }
     posenc__log(ctx, POSENC_LOG_INFO, "opencl: %s: built from source in %.1f ms", label,
                 now_ms() - start);
+    posenc__atomic64_add(&ctx->stats.kernels_built, 1);
     if (cached)
         cache_store(ctx, label, program, dir, path, key);
     free(key);

@@ -44,6 +44,7 @@ static posenc_status ensure_staging(posenc_context *ctx, uint64_t bytes, const c
                             (unsigned long long)state->device->max_alloc_bytes);
     if (slot->mem)
         state->cl->ReleaseMemObject(slot->mem);
+    posenc__atomic64_sub(&ctx->stats.staging_bytes, slot->capacity);
     slot->mem = NULL;
     slot->capacity = 0;
     uint64_t capacity = bytes < MIN_STAGING_BYTES ? MIN_STAGING_BYTES : bytes;
@@ -60,6 +61,7 @@ static posenc_status ensure_staging(posenc_context *ctx, uint64_t bytes, const c
     }
     slot->mem = mem;
     slot->capacity = capacity;
+    posenc__atomic64_add(&ctx->stats.staging_bytes, capacity);
     return POSENC_OK;
 }
 
@@ -104,6 +106,8 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
         if (err != CL_SUCCESS)
             status = posenc_cl_fail(ctx, err, name, "clEnqueueWriteBuffer (staging)");
     }
+    if (status == POSENC_OK)
+        posenc__atomic64_add(&ctx->stats.staged_bytes, plan->upload_bytes);
     return status;
 }
 
@@ -147,6 +151,7 @@ static posenc_status copy_out(posenc_context *ctx, posenc_cl_staging *staging, c
         if (err != CL_SUCCESS)
             return posenc_cl_fail(ctx, err, "output", "clEnqueueUnmapMemObject (staging)");
     }
+    posenc__atomic64_add(&ctx->stats.staged_bytes, plan->download_bytes);
     return POSENC_OK;
 }
 
@@ -165,6 +170,7 @@ void posenc_cl_stage_trim(posenc_context *ctx)
     posenc_cl_slot *slot = &state->staging;
     if (slot->mem && slot->capacity > POSENC__GPU_STAGING_KEEP_BYTES) {
         state->cl->ReleaseMemObject(slot->mem);
+        posenc__atomic64_sub(&ctx->stats.staging_bytes, slot->capacity);
         slot->mem = NULL;
         slot->capacity = 0;
     }

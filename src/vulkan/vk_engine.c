@@ -135,6 +135,8 @@ posenc_status posenc_vk_cmd_rope(posenc_context *ctx, VkCommandBuffer command_bu
         begin_recording(vk, command_buffer);
         status = posenc_vk_rope_record(ctx, &op, places);
     }
+    if (status == POSENC_OK)
+        posenc__atomic64_add(&ctx->stats.rope_calls, 1);
     posenc__mutex_unlock(&vk->lock);
     return status;
 }
@@ -165,6 +167,8 @@ posenc_status posenc_vk_cmd_sinusoidal(posenc_context *ctx, VkCommandBuffer comm
         begin_recording(vk, command_buffer);
         status = posenc_vk_sinusoidal_record(ctx, &op, places);
     }
+    if (status == POSENC_OK)
+        posenc__atomic64_add(&ctx->stats.sinusoidal_calls, 1);
     posenc__mutex_unlock(&vk->lock);
     return status;
 }

@@ -44,7 +44,7 @@ posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs
         status = posenc_vk_allocate(ctx, bytes, vk->host_memory_type, true, "rotary_dim",
                                     &table->memory);
         if (status != POSENC_OK) {
-            posenc__gpu_tables_drop(&vk->table_cache, slot);
+            posenc__gpu_tables_drop(ctx, &vk->table_cache, slot);
             return status;
         }
         memcpy(table->memory.mapped, words->words, (size_t)bytes);
@@ -58,5 +58,5 @@ void posenc_vk_freqs_fini(posenc_context *ctx)
     posenc_vk_context *vk = ctx->backend_state;
     for (uint32_t t = 0; t < POSENC__GPU_MAX_TABLES; t++)
         posenc_vk_release(ctx, &vk->tables[t].memory);
-    posenc__gpu_tables_fini(&vk->table_cache);
+    posenc__gpu_tables_fini(ctx, &vk->table_cache);
 }

@@ -99,6 +99,7 @@ posenc_status posenc_vk_reserve(posenc_context *ctx, posenc_vk_allocation *alloc
         status = posenc_vk_allocate(ctx, size, vk->host_memory_type, true, what, &made);
     if (status != POSENC_OK)
         return status;
+    posenc__atomic64_add(&ctx->stats.staging_bytes, made.size - allocation->size); /* grows */
     posenc_vk_release(ctx, allocation);
     *allocation = made;
     return POSENC_OK;

@@ -71,6 +71,7 @@ posenc_status posenc_vk_pipeline(posenc_context *ctx, posenc_vk_kernel kernel,
         posenc_status status = posenc_vk_fail(ctx, result, kernel_names[kernel]);
         return status == POSENC_DEVICE_ERROR ? POSENC_KERNEL_BUILD_FAILED : status;
     }
+    posenc__atomic64_add(&ctx->stats.kernels_built, 1);
     *pipeline = vk->pipelines[kernel];
     return POSENC_OK;
 }

@@ -67,6 +67,7 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
         if (plan->regions[r].upload)
             posenc__gpu_stage_copy_in(plan, r, memory->mapped);
     }
+    posenc__atomic64_add(&ctx->stats.staged_bytes, plan->upload_bytes);
     for (uint32_t i = 0; i < count; i++) {
         if (!views[i])
             continue;
@@ -86,6 +87,8 @@ void posenc_vk_unstage(posenc_context *ctx, posenc_vk_staging *staging, bool cop
             posenc__gpu_stage_copy_out(plan, r,
                                        (const uint8_t *)memory->mapped + plan->regions[r].offset);
     }
+    if (copy_back && plan->region_count)
+        posenc__atomic64_add(&ctx->stats.staged_bytes, plan->download_bytes);
     posenc_vk_release(ctx, &staging->temporary);
     staging->plan.region_count = 0;
 }
