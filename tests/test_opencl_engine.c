@@ -912,6 +912,13 @@ static void test_threads(cl_device_id device)
         CHECK(started == THREADS);
         for (int t = 0; t < started; t++)
             posenc__thread_join(&threads[t]);
+        /* Every enqueue counted once, by threads counting at once; wrapped buffers are the
+         * engine's memory, not posenc's. */
+        posenc_stats stats = {0};
+        CHECK_OK(posenc_context_stats(ctx, &stats));
+        CHECK(stats.rope_calls == (uint64_t)started * ITERATIONS);
+        CHECK(stats.sinusoidal_calls == (uint64_t)started * ITERATIONS);
+        CHECK(stats.buffer_bytes == 0 && stats.staged_bytes == 0);
         for (int t = 0; t < THREADS; t++) {
             CHECK(workers[t].failures == 0);
             if (workers[t].event_count)

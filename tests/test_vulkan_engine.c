@@ -649,6 +649,8 @@ static void test_threads(engine *e, posenc_context *ctx)
     thread_job jobs[THREADS];
     posenc__thread threads[THREADS];
     bool started[THREADS] = {false};
+    posenc_stats before = {0}, after = {0};
+    CHECK_OK(posenc_context_stats(ctx, &before));
     for (int i = 0; i < THREADS && a.bytes; i++) {
         jobs[i] = (thread_job){.e = e, .ctx = ctx, .w = calloc(1, sizeof(rope_work))};
         jobs[i].w->dtype = i % 2 ? POSENC_DTYPE_F16 : POSENC_DTYPE_F32;
@@ -665,6 +667,12 @@ static void test_threads(engine *e, posenc_context *ctx)
         if (started[i])
             posenc__thread_join(&threads[i]);
     }
+    /* Eight recordings a thread, counted exactly by threads counting at once. */
+    CHECK_OK(posenc_context_stats(ctx, &after));
+    uint64_t recorded = 0;
+    for (int i = 0; i < THREADS; i++)
+        recorded += started[i] ? 8 : 0;
+    CHECK(after.rope_calls - before.rope_calls == recorded);
     for (int i = 0; i < THREADS && a.bytes; i++) {
         CHECK(jobs[i].ok);
         if (jobs[i].ok) {
