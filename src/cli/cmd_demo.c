@@ -362,6 +362,23 @@ static void demo_print_device(const demo_options *o, const posenc_device_info *i
     }
 }
 
+/* What the demo cost the context (posenc_context_stats), before the buffers are freed. */
+static void demo_print_stats(posenc_context *context)
+{
+    posenc_stats s;
+    if (posenc_context_stats(context, &s) != POSENC_OK) {
+        return;
+    }
+    printf("counters: %llu rope and %llu sinusoidal calls; %.1f MB staged, %.1f MB uploaded, "
+           "%.1f MB downloaded; %llu kernels built, %llu loaded from the cache; %llu frequency "
+           "tables; %.1f MB held for the device\n",
+           (unsigned long long)s.rope_calls, (unsigned long long)s.sinusoidal_calls,
+           (double)s.staged_bytes / 1e6, (double)s.uploaded_bytes / 1e6,
+           (double)s.downloaded_bytes / 1e6, (unsigned long long)s.kernels_built,
+           (unsigned long long)s.kernels_loaded, (unsigned long long)s.freq_tables,
+           (double)s.device_bytes / 1e6);
+}
+
 static int demo_parse(int argc, char **argv, demo_options *o)
 {
     cli_args args;
@@ -422,6 +439,9 @@ int cli_demo_main(int argc, char **argv)
     rc = demo_rope_section(context, &options, &rope_error);
     if (rc == 0) {
         rc = demo_sinusoidal_section(context, &options, &sinusoidal_error);
+    }
+    if (rc == 0) {
+        demo_print_stats(context);
     }
     posenc_context_destroy(context);
     if (rc) {
