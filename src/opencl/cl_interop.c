@@ -140,10 +140,10 @@ posenc_status posenc_cl_enqueue_rope(posenc_context *ctx, const posenc_rope_desc
     if (status == POSENC_OK)
         status = posenc_cl_rope_run(ctx, &op, num_events_in_wait_list, event_wait_list, &done);
     posenc__mutex_unlock(&state->lock);
-    if (status == POSENC_OK)
+    if (status == POSENC_OK) {
         hand_out(state, done, event);
-    if (status == POSENC_OK)
         posenc__atomic64_add(&ctx->stats.rope_calls, 1);
+    }
     return status;
 }
 
@@ -169,9 +169,9 @@ posenc_status posenc_cl_enqueue_sinusoidal(posenc_context *ctx,
         status = posenc_cl_sinusoidal_run(ctx, &op, num_events_in_wait_list, event_wait_list,
                                           &done);
     posenc__mutex_unlock(&state->lock);
-    if (status == POSENC_OK)
+    if (status == POSENC_OK) {
         hand_out(state, done, event);
-    if (status == POSENC_OK)
         posenc__atomic64_add(&ctx->stats.sinusoidal_calls, 1);
+    }
     return status;
 }
