@@ -143,6 +143,34 @@ static PyObject *context_device(PyObject *object, void *closure)
     return pyposenc_device_dict(&info);
 }
 
+/* No lock: posenc_context_stats may run beside any call on the context, so a reading from one
+ * thread never waits for an operation another thread runs with the GIL released. */
+static PyObject *context_stats(PyObject *object, PyObject *unused)
+{
+    pyposenc_context *self = pyposenc_context_check(object);
+    if (!self) {
+        return NULL;
+    }
+    posenc_stats s;
+    posenc_status status = posenc_context_stats(self->context, &s);
+    if (status != POSENC_OK) {
+        pyposenc_raise(status, posenc_context_last_error(self->context));
+        return NULL;
+    }
+    return Py_BuildValue(
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "rope_calls",
+        (unsigned long long)s.rope_calls, "sinusoidal_calls",
+        (unsigned long long)s.sinusoidal_calls, "staged_bytes",
+        (unsigned long long)s.staged_bytes, "uploaded_bytes",
+        (unsigned long long)s.uploaded_bytes, "downloaded_bytes",
+        (unsigned long long)s.downloaded_bytes, "kernels_built",
+        (unsigned long long)s.kernels_built, "kernels_loaded",
+        (unsigned long long)s.kernels_loaded, "freq_tables", (unsigned long long)s.freq_tables,
+        "buffer_bytes", (unsigned long long)s.buffer_bytes, "staging_bytes",
+        (unsigned long long)s.staging_bytes, "table_bytes", (unsigned long long)s.table_bytes,
+        "device_bytes", (unsigned long long)s.device_bytes);
+}
+
 static PyObject *context_close_method(PyObject *object, PyObject *unused)
 {
     context_close((pyposenc_context *)object);
@@ -164,6 +192,11 @@ static PyObject *context_exit(PyObject *object, PyObject *args)
 static PyMethodDef context_methods[] = {
     {"close", context_close_method, METH_NOARGS,
      "Frees the device context now (it is also freed when the object is)."},
+    {"stats", context_stats, METH_NOARGS,
+     "The context's counters as a dict (posenc_context_stats): totals since the context was\n"
+     "made (rope_calls, sinusoidal_calls, staged_bytes, uploaded_bytes, downloaded_bytes,\n"
+     "kernels_built, kernels_loaded) and what it holds now (freq_tables, buffer_bytes,\n"
+     "staging_bytes, table_bytes, device_bytes)."},
     {"__enter__", context_enter, METH_NOARGS, NULL},
     {"__exit__", context_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
