@@ -11,6 +11,7 @@
 #include "core/gpu_staging.h"
 #include "core/gpu_tables.h"
 #include "core/internal.h"
+#include "core/kernels.h"
 #include "core/platform.h"
 
 /* Every entry point the backend calls, loaded with dlsym: X(name, return type, parameters). */
@@ -131,18 +132,9 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
                                                    const char *platform_name, cl_device_id id,
                                                    posenc__device *out);
 
-/* The embedded kernels a context builds, each on first use (cl_program.c). */
-typedef enum posenc_cl_kernel_id {
-    POSENC_CL_ROPE_F32,
-    POSENC_CL_ROPE_F16,
-    POSENC_CL_ROPE_BF16,
-    POSENC_CL_SINUSOIDAL_F32,
-    POSENC_CL_SINUSOIDAL_F16,
-    POSENC_CL_SINUSOIDAL_BF16,
-    POSENC_CL_COPY,
-    POSENC_CL_KERNEL_COUNT,
-} posenc_cl_kernel_id;
-
+/* The embedded kernels a context builds, each on first use (cl_program.c): the OpenCL C
+ * variants of shaders/variants.cmake, by id (POSENC__CL_ROPE_F32, ...). */
+#define POSENC_CL_KERNEL_COUNT POSENC__CL_VARIANT_COUNT
 typedef struct posenc_cl_kernel {
     cl_program program;
     cl_kernel kernel;
@@ -216,7 +208,7 @@ posenc_status posenc_cl_buffer_unmap(posenc_context *ctx, posenc_buffer *buf, vo
 cl_mem posenc_cl_buffer_mem(const posenc_buffer *buf);
 
 /* The kernel `id`, built (or loaded from the binary cache) on first use. */
-posenc_status posenc_cl_kernel_get(posenc_context *ctx, posenc_cl_kernel_id id,
+posenc_status posenc_cl_kernel_get(posenc_context *ctx, posenc__cl_id id,
                                    const posenc_cl_kernel **kernel);
 /* Builds `source` with `options` for the context's device, through the binary cache. `label`
  * names the program in messages and logs. The caller releases the program. */
@@ -247,9 +239,8 @@ typedef struct posenc_cl_args {
     cl_int error;
 } posenc_cl_args;
 void posenc_cl_arg_mem(posenc_cl_args *args, cl_mem mem);
-void posenc_cl_arg_u32(posenc_cl_args *args, uint32_t value);
-void posenc_cl_arg_i32(posenc_cl_args *args, int32_t value);
-void posenc_cl_arg_f32(posenc_cl_args *args, float value);
+/* A parameter block of posenc_kernel_params.h: `bytes` / 4 arguments of one 4-byte word each. */
+void posenc_cl_arg_words(posenc_cl_args *args, const void *block, size_t bytes);
 
 /* ---- Staging (cl_staging.c) -----------------------------------------------------------------
  * The tensors of one operation bound to device memory: buffer views directly, host views (and

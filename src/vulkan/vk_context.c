@@ -245,7 +245,7 @@ void posenc_vk_destroy_state(posenc_context *ctx, bool save_cache)
         if (save_cache)
             posenc_vk_pipeline_cache_save(ctx);
         const VkAllocationCallbacks *allocator = vk->allocator;
-        for (uint32_t k = 0; k < POSENC_VK_KERNEL_COUNT; k++) {
+        for (uint32_t k = 0; k < POSENC__SPIRV_VARIANT_COUNT; k++) {
             if (vk->pipelines[k])
                 vk->fns.DestroyPipeline(vk->device, vk->pipelines[k], allocator);
         }

@@ -284,7 +284,7 @@ static bool seen_before(const posenc__device_list *list, const posenc_vk_physica
 
 posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason)
 {
-    if (!posenc__spirv_enabled() || !posenc__spirv_find("rope_f32")) {
+    if (!posenc__spirv_enabled() || !posenc__spirv_get(POSENC__SPIRV_ROPE_F32)) {
         *reason = "built without the SPIR-V kernels (no GLSL compiler at build time)";
         return POSENC_BACKEND_UNAVAILABLE;
     }

@@ -40,7 +40,7 @@ static posenc_status check_fields(posenc_context *ctx, const posenc_vulkan_exter
                                 "creates its own device)",
                                 field);
     }
-    if (!posenc__spirv_enabled() || !posenc__spirv_find("rope_f32"))
+    if (!posenc__spirv_enabled() || !posenc__spirv_get(POSENC__SPIRV_ROPE_F32))
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "vulkan: this build has no SPIR-V kernels (no GLSL compiler at build "
                             "time)");

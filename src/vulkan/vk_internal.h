@@ -15,6 +15,7 @@
 #include "core/gpu_staging.h"
 #include "core/gpu_tables.h"
 #include "core/internal.h"
+#include "core/kernels.h"
 #include "core/platform.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -165,22 +166,8 @@ typedef struct posenc_vk_physical {
  * Contexts and buffers
  */
 
-/* The kernels, each created at first use. */
-typedef enum posenc_vk_kernel {
-    POSENC_VK_ROPE_F32,
-    POSENC_VK_ROPE_F16,
-    POSENC_VK_ROPE_BF16,
-    POSENC_VK_ROPE_F16_S16,
-    POSENC_VK_ROPE_BF16_S16,
-    POSENC_VK_SINUSOIDAL_F32,
-    POSENC_VK_SINUSOIDAL_F16,
-    POSENC_VK_SINUSOIDAL_BF16,
-    POSENC_VK_SINUSOIDAL_F16_S16,
-    POSENC_VK_SINUSOIDAL_BF16_S16,
-    POSENC_VK_COPY_U32,
-    POSENC_VK_COPY_U32X4,
-    POSENC_VK_KERNEL_COUNT
-} posenc_vk_kernel;
+/* The kernels, each created at first use: the SPIR-V variants of shaders/variants.cmake. */
+typedef posenc__spirv_id posenc_vk_kernel;
 
 /* Storage buffers of every kernel: set 0, bindings 0-3; push constants up to this size. */
 #define POSENC_VK_BINDINGS 4
@@ -246,7 +233,7 @@ typedef struct posenc_vk_context {
     uint32_t set_count;
     uint32_t set_capacity;
     VkPipelineCache pipeline_cache;
-    VkPipeline pipelines[POSENC_VK_KERNEL_COUNT];
+    VkPipeline pipelines[POSENC__SPIRV_VARIANT_COUNT];
     uint32_t device_memory_type;  /* posenc buffers */
     uint32_t host_memory_type;    /* staging: host-visible, coherent, cached when offered */
     bool unified;                 /* posenc buffers are mapped: no staging copies */
