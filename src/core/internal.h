@@ -43,6 +43,8 @@ posenc_status posenc__registry_backend(posenc_backend kind, const posenc__backen
 /* The backend of `kind` compiled into this build, without enumerating devices (no runtime is
  * loaded); NULL if it was not compiled in. For contexts on caller-owned devices. */
 const posenc__backend *posenc__registry_compiled_backend(posenc_backend kind);
+/* Whether `backend` is one of core/backend_list.h (AUTO is not), compiled in or not. */
+bool posenc__backend_known(posenc_backend backend);
 
 struct posenc_buffer {
     posenc_context *ctx;

@@ -20,7 +20,7 @@ posenc_status posenc__roofline(posenc_context *ctx, posenc_buffer *buffer, uint6
         return posenc__fail(ctx, POSENC_OUT_OF_BOUNDS, "bytes: past the end of the buffer");
     if (!ctx->backend->roofline)
         return posenc__fail(ctx, POSENC_UNSUPPORTED, "roofline: the %s backend has no copy kernel",
-                            ctx->backend->name);
+                            posenc_backend_name(ctx->backend->kind));
     posenc__clear_error(ctx);
     return ctx->backend->roofline(ctx, buffer, offset, bytes, write_only);
 }
@@ -32,7 +32,7 @@ posenc_status posenc__roofline_rope(posenc_context *ctx, const posenc_rope_desc 
     if (!ctx->backend->rope_roofline)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "roofline: the %s backend has no copy shaped like RoPE",
-                            ctx->backend->name);
+                            posenc_backend_name(ctx->backend->kind));
     posenc__rope_op op;
     posenc_status status = posenc__rope_prepare(ctx, desc, &op);
     return status == POSENC_OK ? ctx->backend->rope_roofline(ctx, &op) : status;
@@ -46,7 +46,7 @@ posenc_status posenc__roofline_sinusoidal(posenc_context *ctx, const posenc_sinu
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "roofline: the %s backend has no copy shaped like a sinusoidal "
                             "encoding",
-                            ctx->backend->name);
+                            posenc_backend_name(ctx->backend->kind));
     posenc__sinusoidal_op op;
     posenc_status status = posenc__sinusoidal_prepare(ctx, desc, &op);
     return status == POSENC_OK ? ctx->backend->sinusoidal_roofline(ctx, &op) : status;

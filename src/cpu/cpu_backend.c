@@ -351,7 +351,6 @@ void posenc_cpu_sincos_row(const posenc_cpu_kernels *kernels, const posenc__freq
 
 const posenc__backend posenc_cpu_backend = {
     .kind = POSENC_BACKEND_CPU,
-    .name = "cpu",
     .enumerate = cpu_enumerate,
     .context_init = cpu_context_init,
     .context_fini = cpu_context_fini,

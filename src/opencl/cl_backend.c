@@ -6,7 +6,6 @@
 
 const posenc__backend posenc_opencl_backend = {
     .kind = POSENC_BACKEND_OPENCL,
-    .name = "opencl",
     .enumerate = posenc_cl_enumerate,
     .release_devices = posenc_cl_release_devices,
     .context_init = posenc_cl_context_init,

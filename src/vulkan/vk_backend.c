@@ -5,7 +5,6 @@
 
 const posenc__backend posenc_vk_backend = {
     .kind = POSENC_BACKEND_VULKAN,
-    .name = "vulkan",
     .enumerate = posenc_vk_enumerate,
     .release_devices = posenc_vk_release_devices,
     .context_init = posenc_vk_context_init,
