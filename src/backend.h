@@ -80,19 +80,6 @@ typedef struct posenc__backend {
     /* Waits for all submitted work of the context. */
     posenc_status (*finish)(posenc_context *ctx);
 
-    /* The yardstick of `posenc bench`: a plain copy kernel over `bytes` bytes of `buf` from
-     * `offset`, on the same device and with the same access pattern as the operations:
-     * read and write in place (like an in-place RoPE), or write only (like a table).
-     * Synchronous. Optional: NULL means the benchmark reports no roofline. */
-    posenc_status (*roofline)(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
-                              uint64_t bytes, bool write_only);
-    /* The same yardstick shaped like one operation: a plain copy of exactly the elements `op`
-     * writes (read and written back in place, written only for a table), in the operation's
-     * own order and split over threads, so that the two differ only in their arithmetic.
-     * Synchronous. Optional, each: NULL means the benchmark uses `roofline` over the bytes. */
-    posenc_status (*rope_roofline)(posenc_context *ctx, const posenc__rope_op *op);
-    posenc_status (*sinusoidal_roofline)(posenc_context *ctx, const posenc__sinusoidal_op *op);
-
     /* Creates the context on the caller's own Vulkan or OpenCL objects (desc->vulkan /
      * desc->opencl): borrowed handles, never destroyed; called without enumerate having run
      * (the backend loads nothing it does not need, e.g. no Vulkan loader when the caller gives
@@ -100,6 +87,30 @@ typedef struct posenc__backend {
      * "opencl."), sets ctx->backend_state and points ctx->device at a device record it owns
      * (freed in context_fini). Optional: NULL means such handles are UNSUPPORTED. */
     posenc_status (*context_init_external)(posenc_context *ctx, const posenc_context_desc *desc);
+
+    /* What `posenc bench` measures beside the operations (below). Optional: NULL means the
+     * benchmark reports no roofline and no kernel variant. */
+    const struct posenc__backend_diagnostics *diagnostics;
 } posenc__backend;
+
+/* The diagnostics seam (diagnostics.h, core/diagnostics.c): no operation uses it. Every entry
+ * is optional. */
+typedef struct posenc__backend_diagnostics {
+    /* The yardstick of `posenc bench`: a plain copy kernel over `bytes` bytes of `buf` from
+     * `offset`, on the same device and with the same access pattern as the operations:
+     * read and write in place (like an in-place RoPE), or write only (like a table).
+     * Synchronous. NULL means the benchmark reports no roofline. */
+    posenc_status (*roofline)(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                              uint64_t bytes, bool write_only);
+    /* The same yardstick shaped like one operation: a plain copy of exactly the elements `op`
+     * writes (read and written back in place, written only for a table), in the operation's
+     * own order and split over threads, so that the two differ only in their arithmetic.
+     * Synchronous. NULL, each, means the benchmark uses `roofline` over the bytes. */
+    posenc_status (*rope_roofline)(posenc_context *ctx, const posenc__rope_op *op);
+    posenc_status (*sinusoidal_roofline)(posenc_context *ctx, const posenc__sinusoidal_op *op);
+    /* The kernel variant the context runs, for the report (the CPU backend's instruction set:
+     * "avx2"). NULL when the backend has no such choice. */
+    const char *(*kernel_variant)(const posenc_context *ctx);
+} posenc__backend_diagnostics;
 
 #endif

@@ -9,9 +9,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/roofline.h"
-#include "cpu/cpu_kernels.h"
 #include "device.h"
+#include "diagnostics.h"
 
 static const char bench_help[] =
     "usage: posenc bench [--device SEL]... [--threads N] [--runs N] [--quick] [--json]\n"
@@ -860,7 +859,7 @@ int cli_bench_main(int argc, char **argv)
         posenc_context *context = NULL;
         posenc_status status = open_device(&info, &options, have_dir ? dir : NULL, NULL,
                                            &context);
-        const char *variant = status == POSENC_OK ? posenc_cpu_context_variant(context) : NULL;
+        const char *variant = status == POSENC_OK ? posenc__kernel_variant(context) : NULL;
         for (size_t i = 0; i < CASE_COUNT; i++) {
             if (status != POSENC_OK) {
                 results[i].status = status;

@@ -349,6 +349,13 @@ void posenc_cpu_sincos_row(const posenc_cpu_kernels *kernels, const posenc__freq
     kernels->sincos(turns_hi, count, sin_scale, cos_scale, sin_out, cos_out);
 }
 
+static const posenc__backend_diagnostics cpu_diagnostics = {
+    .roofline = cpu_roofline,
+    .rope_roofline = posenc_cpu_rope_roofline,
+    .sinusoidal_roofline = posenc_cpu_sinusoidal_roofline,
+    .kernel_variant = posenc_cpu_context_variant,
+};
+
 const posenc__backend posenc_cpu_backend = {
     .kind = POSENC_BACKEND_CPU,
     .enumerate = cpu_enumerate,
@@ -362,7 +369,5 @@ const posenc__backend posenc_cpu_backend = {
     .buffer_map = cpu_buffer_map,
     .rope = posenc_cpu_rope,
     .sinusoidal = posenc_cpu_sinusoidal,
-    .roofline = cpu_roofline,
-    .rope_roofline = posenc_cpu_rope_roofline,
-    .sinusoidal_roofline = posenc_cpu_sinusoidal_roofline,
+    .diagnostics = &cpu_diagnostics,
 };

@@ -4,6 +4,10 @@
 #include "backend.h"
 #include "opencl/cl_internal.h"
 
+static const posenc__backend_diagnostics cl_diagnostics = {
+    .roofline = posenc_cl_roofline,
+};
+
 const posenc__backend posenc_opencl_backend = {
     .kind = POSENC_BACKEND_OPENCL,
     .enumerate = posenc_cl_enumerate,
@@ -24,6 +28,6 @@ const posenc__backend posenc_opencl_backend = {
     .event_wait = posenc_cl_submit_event_wait,
     .event_release = posenc_cl_submit_event_release,
     .finish = posenc_cl_finish,
-    .roofline = posenc_cl_roofline,
     .context_init_external = posenc_cl_context_init_external,
+    .diagnostics = &cl_diagnostics,
 };
