@@ -9,8 +9,9 @@
 
 #define MIN_STAGING_BYTES 4096
 /* Host regions smaller than this are copied, not imported: making and releasing a buffer costs
- * more than copying a few pages (measured on PoCL, see docs/benchmarks.md). */
-#define IMPORT_MIN_BYTES (UINT64_C(64) << 10)
+ * more than copying less than a page. On PoCL a decode step's q (16 KiB) and k (4 KiB) were
+ * both faster imported (see docs/benchmarks.md). */
+#define IMPORT_MIN_BYTES (UINT64_C(4) << 10)
 
 void posenc_cl_stage_add(posenc_cl_staging *staging, const posenc__view *view, const char *name,
                          unsigned access, posenc_cl_binding *binding)
@@ -155,7 +156,7 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
 
 /* A map for reading and its unmap, after `after`: what OpenCL requires before the host reads
  * memory a kernel wrote through a CL_MEM_USE_HOST_PTR buffer. No copy where the device shares
- * host memory (the map returns the host address). */
+ * host memory (the map returns the host address), and one wait: the unmap follows the map. */
 static posenc_status sync_host(posenc_context *ctx, cl_mem mem, uint64_t offset, uint64_t size,
                                cl_event after)
 {
@@ -165,15 +166,17 @@ static posenc_status sync_host(posenc_context *ctx, cl_mem mem, uint64_t offset,
     cl_int err = CL_SUCCESS;
     void *mapped = cl->EnqueueMapBuffer(state->queue, mem, CL_FALSE, CL_MAP_READ, (size_t)offset,
                                         (size_t)size, 1, &after, &map, &err);
-    if (err == CL_SUCCESS)
-        err = posenc_cl_complete(cl, map);
-    if (err != CL_SUCCESS || !mapped)
+    if (err != CL_SUCCESS || !mapped) {
+        if (map)
+            posenc_cl_complete(cl, map);
         return posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_MAP_FAILURE : err, "output",
                               "clEnqueueMapBuffer (imported host memory)");
+    }
     cl_event unmapped = NULL;
-    err = cl->EnqueueUnmapMemObject(state->queue, mem, mapped, 0, NULL, &unmapped);
+    err = cl->EnqueueUnmapMemObject(state->queue, mem, mapped, 1, &map, &unmapped);
     if (err == CL_SUCCESS)
         err = posenc_cl_complete(cl, unmapped);
+    posenc_cl_complete(cl, map); /* done by now (or failed with the unmap); released */
     return err == CL_SUCCESS ? POSENC_OK
                              : posenc_cl_fail(ctx, err, "output",
                                               "clEnqueueUnmapMemObject (imported host memory)");

@@ -8,8 +8,9 @@
 #include <string.h>
 
 /* Host regions smaller than this are copied, not imported: creating and freeing an import costs
- * more than copying a few pages (measured on lavapipe, see docs/benchmarks.md). */
-#define IMPORT_MIN_BYTES (UINT64_C(64) << 10)
+ * more than copying a few pages (on lavapipe an 80 KiB RoPE was slower imported, a 160 KiB one
+ * faster; see docs/benchmarks.md). */
+#define IMPORT_MIN_BYTES (UINT64_C(128) << 10)
 
 static uint8_t *host_address(const posenc__view *view)
 {
