@@ -113,40 +113,43 @@ static posenc_context *context_with_log(const posenc_device_info *info, import_l
 }
 
 /* An out-of-place host-tensor call from `lead` bytes past a page boundary, the output followed
- * by guard bytes (odd-sized memory: the call's last page is partly someone else's). Returns
- * whether the output was imported, or -1 when the call failed. */
+ * by guard bytes (odd-sized memory: the call's last page is partly someone else's). The data
+ * goes in and out through memcpy: at an odd lead it is off its float boundary. Returns whether
+ * anything was imported, or -1 when the call failed. */
 static int host_call(posenc_context *ctx, import_log *log, size_t lead)
 {
     size_t bytes = (size_t)N * sizeof(float);
     unsigned char *in_memory = posenc__aligned_alloc(PAGE, lead + bytes + PAGE);
     unsigned char *out_memory = posenc__aligned_alloc(PAGE, lead + bytes + PAGE);
-    if (!in_memory || !out_memory) {
+    float *in = malloc(bytes), *out = malloc(bytes);
+    if (!in_memory || !out_memory || !in || !out) {
         CHECK(!"out of memory");
         posenc__aligned_free(in_memory);
         posenc__aligned_free(out_memory);
+        free(in);
+        free(out);
         return -1;
     }
     memset(in_memory, GUARD, lead + bytes + PAGE);
     memset(out_memory, GUARD, lead + bytes + PAGE);
-    float *in = (float *)(in_memory + lead), *out = (float *)(out_memory + lead);
     fill(in, N, lead + 1);
-    float *copy = malloc(bytes);
-    if (copy)
-        memcpy(copy, in, bytes);
+    memcpy(in_memory + lead, in, bytes);
     posenc_rope_desc desc = {.position_offset = 3};
-    desc.q = posenc_tensor_of_host(in, POSENC_DTYPE_F32, 3, shape);
-    desc.q_out = posenc_tensor_of_host(out, POSENC_DTYPE_F32, 3, shape);
+    desc.q = posenc_tensor_of_host(in_memory + lead, POSENC_DTYPE_F32, 3, shape);
+    desc.q_out = posenc_tensor_of_host(out_memory + lead, POSENC_DTYPE_F32, 3, shape);
     unsigned before = log->imported;
     posenc_status status = posenc_rope(ctx, &desc);
     CHECK_OK(status);
-    if (status == POSENC_OK && copy) {
+    if (status == POSENC_OK) {
+        memcpy(out, out_memory + lead, bytes);
         CHECK(rotated(in, out, HEAD_DIM, 3));
-        CHECK(memcmp(in, copy, bytes) == 0); /* the input is only read */
+        CHECK(memcmp(in_memory + lead, in, bytes) == 0); /* the input is only read */
         CHECK(untouched(out_memory, lead));
         CHECK(untouched(out_memory + lead + bytes, PAGE));
     }
     int imported = status == POSENC_OK ? log->imported > before : -1;
-    free(copy);
+    free(in);
+    free(out);
     posenc__aligned_free(in_memory);
     posenc__aligned_free(out_memory);
     return imported;
@@ -218,8 +221,9 @@ static void reused_memory(posenc_context *ctx)
     }
 }
 
-/* A wrapped host buffer: synchronous calls and downloads see the caller's memory; a submit is
- * accepted exactly when the buffer was imported, and a refused one leaves the memory alone. */
+/* A wrapped host buffer `lead` bytes into a page: synchronous calls and downloads see the
+ * caller's memory; a submit is accepted exactly when the buffer was imported, and a refused
+ * one leaves the memory alone. */
 static void wrapped(posenc_context *ctx, import_log *log, bool import_expected, size_t lead)
 {
     size_t bytes = (size_t)N * sizeof(float);
@@ -232,9 +236,9 @@ static void wrapped(posenc_context *ctx, import_log *log, bool import_expected, 
         free(read);
         return;
     }
-    float *q = (float *)(memory + lead);
-    fill(q, N, 7 + lead);
-    memcpy(copy, q, bytes);
+    unsigned char *q = memory + lead; /* off its float boundary at odd leads: memcpy only */
+    fill(copy, N, 7 + lead);
+    memcpy(q, copy, bytes);
     unsigned imported_before = log->imported;
     posenc_buffer *buffer = NULL;
     posenc_buffer_desc buffer_desc = {.size = bytes, .host_memory = q};
@@ -244,7 +248,8 @@ static void wrapped(posenc_context *ctx, import_log *log, bool import_expected, 
     posenc_rope_desc desc = {.position_offset = 3};
     desc.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, shape);
     CHECK_OK(posenc_rope(ctx, &desc));
-    CHECK(rotated(copy, q, HEAD_DIM, 3));
+    memcpy(read, q, bytes);
+    CHECK(rotated(copy, read, HEAD_DIM, 3));
 
     /* Back to the input, then the same rotation submitted. */
     memcpy(q, copy, bytes);
@@ -299,6 +304,9 @@ static void test_device(const posenc_device_info *info)
      * on CL_DEVICE_MEM_BASE_ADDR_ALIGN, which the region's start aligned down to it gives. */
     imported = host_call(ctx, &log, 4);
     CHECK(imported == (importing ? 1 : 0));
+    /* 2 bytes into a page: off the f32 element boundary, so staged (and realigned there). */
+    imported = host_call(ctx, &log, 2);
+    CHECK(imported == 0);
     /* Small: copied, as importing would cost more than the copy. */
     unsigned before = log.imported;
     float small[2 * HEAD_DIM], small_copy[2 * HEAD_DIM];
@@ -321,6 +329,11 @@ static void test_device(const posenc_device_info *info)
         CHECK(log.staged > staged);
         CHECK(strstr(log.last_staged, "CL_DEVICE_MEM_BASE_ADDR_ALIGN") != NULL);
     }
+    /* Off every element boundary: staged everywhere, the reason logged. */
+    staged = log.staged;
+    wrapped(ctx, &log, false, 2);
+    if (importing)
+        CHECK(log.staged > staged);
     posenc_context_destroy(ctx);
 }
 

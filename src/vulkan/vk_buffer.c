@@ -12,6 +12,9 @@
 #define KEEP_STAGING_BYTES (UINT64_C(64) << 20)
 /* Where no staging buffer of the whole size can be had, transfers go in chunks of this size. */
 #define CHUNK_BYTES (UINT64_C(16) << 20)
+/* Wrapped host memory is imported only from this boundary (the largest element): views start
+ * on their element boundaries within a buffer, so they then do in memory too. */
+#define ELEMENT_ALIGNMENT 4
 
 posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf)
 {
@@ -19,7 +22,13 @@ posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf)
     posenc_vk_buffer *state = calloc(1, sizeof *state);
     if (!state)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "buffer: out of host memory");
-    if (buf->host_memory && vk->host_import) {
+    if (buf->host_memory && vk->host_import &&
+        (uintptr_t)buf->host_memory % ELEMENT_ALIGNMENT != 0) {
+        posenc__log(ctx, POSENC_LOG_DEBUG,
+                    "vulkan: host_memory: %p is staged, not imported: not on a %d-byte boundary, "
+                    "so views would be off their elements",
+                    buf->host_memory, ELEMENT_ALIGNMENT);
+    } else if (buf->host_memory && vk->host_import) {
         /* The caller keeps the memory alive as long as the buffer: one import serves every
          * call, submits and recorded work included. */
         posenc__mutex_lock(&vk->lock);

@@ -29,7 +29,7 @@ static void import_regions(posenc_context *ctx, posenc_vk_staging *staging)
     for (uint32_t r = 0; r < plan->region_count; r++) {
         posenc__gpu_region *region = &plan->regions[r];
         uint64_t size = (uint64_t)(region->hi - region->lo);
-        if (size < IMPORT_MIN_BYTES)
+        if (size < IMPORT_MIN_BYTES || !posenc__gpu_stage_importable(plan, r))
             continue;
         const char *name = "";
         for (uint32_t i = plan->view_count; i-- > 0;)
