@@ -32,6 +32,7 @@ cl_mem posenc_cl_import(posenc_context *ctx, void *host, uint64_t size, const ch
                     "imported: %s%s%s",
                     name, host, (unsigned long long)size,
                     (unsigned long long)state->device->base_alignment, why,
-                    err != CL_SUCCESS ? ": " : "", err != CL_SUCCESS ? posenc_cl_error_name(err) : "");
+                    err != CL_SUCCESS ? ": " : "",
+                    err != CL_SUCCESS ? posenc_cl_error_name(err) : "");
     return mem;
 }
