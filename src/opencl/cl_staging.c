@@ -155,31 +155,60 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
 }
 
 /* A map for reading and its unmap, after `after`: what OpenCL requires before the host reads
- * memory a kernel wrote through a CL_MEM_USE_HOST_PTR buffer. No copy where the device shares
- * host memory (the map returns the host address), and one wait: the unmap follows the map. */
-static posenc_status sync_host(posenc_context *ctx, cl_mem mem, uint64_t offset, uint64_t size,
-                               cl_event after)
+ * memory a kernel wrote through a CL_MEM_USE_HOST_PTR buffer (no copy where the device shares
+ * host memory: the map returns the host address). Their events go to `events`, waited for
+ * together by the caller: the unmap follows the map. */
+static cl_int enqueue_host_sync(posenc_cl_context *state, cl_mem mem, uint64_t offset,
+                                uint64_t size, cl_event after, cl_event *events, uint32_t *count)
 {
-    posenc_cl_context *state = ctx->backend_state;
     const posenc_cl_api *cl = state->cl;
     cl_event map = NULL;
     cl_int err = CL_SUCCESS;
     void *mapped = cl->EnqueueMapBuffer(state->queue, mem, CL_FALSE, CL_MAP_READ, (size_t)offset,
                                         (size_t)size, 1, &after, &map, &err);
-    if (err != CL_SUCCESS || !mapped) {
-        if (map)
-            posenc_cl_complete(cl, map);
-        return posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_MAP_FAILURE : err, "output",
-                              "clEnqueueMapBuffer (imported host memory)");
-    }
+    if (map)
+        events[(*count)++] = map;
+    if (err != CL_SUCCESS || !mapped)
+        return err == CL_SUCCESS ? CL_MAP_FAILURE : err;
     cl_event unmapped = NULL;
     err = cl->EnqueueUnmapMemObject(state->queue, mem, mapped, 1, &map, &unmapped);
-    if (err == CL_SUCCESS)
-        err = posenc_cl_complete(cl, unmapped);
-    posenc_cl_complete(cl, map); /* done by now (or failed with the unmap); released */
+    if (unmapped)
+        events[(*count)++] = unmapped;
+    return err;
+}
+
+/* The host sees what the kernel wrote into imported memory: the written views of imported
+ * wrapped buffers and the written imported regions, mapped and unmapped, then waited for. */
+static posenc_status sync_imported(posenc_context *ctx, posenc_cl_staging *staging,
+                                   cl_event after)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    const posenc__gpu_staging *plan = &staging->plan;
+    cl_event events[4 * POSENC__GPU_MAX_VIEWS];
+    uint32_t count = 0;
+    cl_int err = CL_SUCCESS;
+    for (uint32_t i = 0; i < plan->view_count && err == CL_SUCCESS; i++) {
+        const posenc__gpu_staged_view *v = &plan->views[i];
+        const posenc_buffer *buf = v->view->buffer;
+        if (buf && buf->host_imported && (v->access & POSENC__GPU_WRITE))
+            err = enqueue_host_sync(state, posenc_cl_buffer_mem(buf), v->view->offset,
+                                    posenc__gpu_view_extent(v->view), after, events, &count);
+    }
+    for (uint32_t r = 0; r < plan->region_count && err == CL_SUCCESS; r++) {
+        const posenc__gpu_region *region = &plan->regions[r];
+        if (region->written && region->imported)
+            err = enqueue_host_sync(state, staging->imports[r], staging->import_base[r],
+                                    (uint64_t)(region->hi - region->lo), after, events, &count);
+    }
+    /* Every event is waited for and released, also after a failed enqueue. */
+    for (uint32_t e = 0; e < count; e++) {
+        cl_int waited = posenc_cl_complete(state->cl, events[e]);
+        err = err == CL_SUCCESS ? waited : err;
+    }
     return err == CL_SUCCESS ? POSENC_OK
                              : posenc_cl_fail(ctx, err, "output",
-                                              "clEnqueueUnmapMemObject (imported host memory)");
+                                              "clEnqueueMapBuffer / clEnqueueUnmapMemObject "
+                                              "(imported host memory)");
 }
 
 static posenc_status copy_out(posenc_context *ctx, posenc_cl_staging *staging, cl_event after)
@@ -188,28 +217,13 @@ static posenc_status copy_out(posenc_context *ctx, posenc_cl_staging *staging, c
     const posenc_cl_api *cl = state->cl;
     const posenc__gpu_staging *plan = &staging->plan;
     cl_mem mem = state->staging.mem;
-    for (uint32_t i = 0; i < plan->view_count; i++) {
-        const posenc__gpu_staged_view *v = &plan->views[i];
-        const posenc_buffer *buf = v->view->buffer;
-        if (buf && buf->host_imported && (v->access & POSENC__GPU_WRITE)) {
-            posenc_status status = sync_host(ctx, posenc_cl_buffer_mem(buf), v->view->offset,
-                                             posenc__gpu_view_extent(v->view), after);
-            if (status != POSENC_OK)
-                return status;
-        }
-    }
+    posenc_status status = sync_imported(ctx, staging, after);
+    if (status != POSENC_OK)
+        return status;
     for (uint32_t r = 0; r < plan->region_count; r++) {
         const posenc__gpu_region *region = &plan->regions[r];
-        if (!region->written)
+        if (!region->written || region->imported)
             continue;
-        if (region->imported) {
-            posenc_status status =
-                sync_host(ctx, staging->imports[r], staging->import_base[r],
-                          (uint64_t)(region->hi - region->lo), after);
-            if (status != POSENC_OK)
-                return status;
-            continue;
-        }
         size_t size = (size_t)(region->hi - region->lo);
         cl_int err;
         if (region->whole) { /* one packed output: read it straight into place */
