@@ -33,8 +33,9 @@ typedef struct posenc__backend {
     /* Waits for outstanding work and frees ctx->backend_state. Required. */
     void (*context_fini)(posenc_context *ctx);
 
-    /* Creates buf->backend_state for buf->size bytes; wraps buf->host_memory when it is set.
-     * Required. */
+    /* Creates buf->backend_state for buf->size bytes; wraps buf->host_memory when it is set,
+     * and sets buf->host_imported when the device then uses that memory in place (work left
+     * running may bind such a buffer; others are refused there). Required. */
     posenc_status (*buffer_init)(posenc_context *ctx, posenc_buffer *buf);
     /* Frees buf->backend_state (never the wrapped host memory). Required. */
     void (*buffer_fini)(posenc_context *ctx, posenc_buffer *buf);

@@ -92,7 +92,8 @@ static void devices_print_text(const posenc_device_info *infos, uint32_t count)
                d->native_cpu ? " (posenc's own CPU path)" : "", d->vendor[0] ? d->vendor : "-");
         cli_put_escaped(stdout, d->driver[0] ? d->driver : "-"); /* may quote the environment */
         printf("\n");
-        printf("       memory %s, unified memory %s\n", memory, yes_no(d->unified_memory));
+        printf("       memory %s, unified memory %s, host memory import %s\n", memory,
+               yes_no(d->unified_memory), yes_no(d->host_memory_import));
         printf("       fp16 storage %s, fp16 arithmetic %s, bf16 %s, fp64 %s\n",
                yes_no(d->fp16_storage), yes_no(d->fp16_arithmetic), yes_no(d->bf16),
                yes_no(d->fp64));
@@ -171,9 +172,11 @@ static void devices_print_json(const posenc_device_info *infos, uint32_t count)
         json_string(d->vendor);
         printf(", \"driver\": ");
         json_string(d->driver);
-        printf(",\n     \"memory_bytes\": %llu, \"unified_memory\": %s, \"fp16_storage\": %s, "
+        printf(",\n     \"memory_bytes\": %llu, \"unified_memory\": %s, "
+               "\"host_memory_import\": %s, \"fp16_storage\": %s, "
                "\"fp16_arithmetic\": %s, \"bf16\": %s, \"fp64\": %s,\n",
                (unsigned long long)d->memory_bytes, d->unified_memory ? "true" : "false",
+               d->host_memory_import ? "true" : "false",
                d->fp16_storage ? "true" : "false", d->fp16_arithmetic ? "true" : "false",
                d->bf16 ? "true" : "false", d->fp64 ? "true" : "false");
         printf("     \"compute_units\": %u, \"max_workgroup_size\": %u, \"subgroup_size\": %u, "

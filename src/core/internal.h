@@ -50,6 +50,8 @@ struct posenc_buffer {
     posenc_context *ctx;
     uint64_t size;
     void *host_memory;   /* wrapped caller memory (borrowed), or NULL */
+    bool host_imported;  /* the device uses host_memory in place (set by the backend's
+                          * buffer_init): work left running may bind it */
     void *backend_state; /* owned by the backend */
     /* 1 while mapped (posenc_buffer_map); changed under ctx->shared_lock, read by the view
      * checks without it. */

@@ -78,6 +78,7 @@ static posenc_status cpu_enumerate(posenc__device_list *list, const char **reaso
                  posenc__env_get("POSENC_CPU_VARIANT"));
     info->memory_bytes = posenc__physical_memory();
     info->unified_memory = true;
+    info->host_memory_import = true;
     info->fp16_storage = variant != POSENC_CPU_PORTABLE; /* F16C / NEON conversions */
     info->bf16 = variant == POSENC_CPU_AVX512BF16;
     info->fp64 = true;

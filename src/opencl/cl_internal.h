@@ -113,6 +113,8 @@ typedef struct posenc_cl_device {
     size_t max_work_item_size0;
     uint32_t compute_units;
     uint64_t max_alloc_bytes;
+    uint64_t base_alignment; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes: where an imported
+                              * (CL_MEM_USE_HOST_PTR) buffer may start */
 } posenc_cl_device;
 
 /* Appends every usable OpenCL device of every platform (cl_devices.c). */
@@ -162,6 +164,7 @@ typedef struct posenc_cl_context {
     posenc__gpu_tables freq_cache; /* the frequency tables (cl_dispatch.c) */
     cl_mem freq_mems[POSENC__GPU_MAX_TABLES]; /* their device copies, slot by slot */
     posenc_cl_slot staging; /* the staging area of host views (cl_staging.c) */
+    bool host_import;       /* host memory bound in place (CL_MEM_USE_HOST_PTR) */
 } posenc_cl_context;
 
 /* Context state (cl_context.c): on a device posenc found, or on the caller's own objects. */
@@ -256,6 +259,11 @@ typedef struct posenc_cl_binding {
 typedef struct posenc_cl_staging {
     posenc__gpu_staging plan;
     posenc_cl_binding *bindings[POSENC__GPU_MAX_VIEWS];
+    /* Imported regions: a CL_MEM_USE_HOST_PTR buffer each from an address aligned down to
+     * CL_DEVICE_MEM_BASE_ADDR_ALIGN, and where the region's lo lies in it. Released by the
+     * call that made them: the caller may free that memory once the call returns. */
+    cl_mem imports[POSENC__GPU_MAX_VIEWS];
+    uint64_t import_base[POSENC__GPU_MAX_VIEWS];
 } posenc_cl_staging;
 
 /* Registers a view the kernel uses as `access` (POSENC__GPU_READ, POSENC__GPU_WRITE);
@@ -270,6 +278,13 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
  * caller's). */
 posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *staging,
                                   cl_event after);
+/* Releases the imports of a call that ends without posenc_cl_stage_out (which releases them).
+ * Safe to call twice. */
+void posenc_cl_stage_release(posenc_context *ctx, posenc_cl_staging *staging);
+/* Makes a CL_MEM_USE_HOST_PTR buffer of `size` bytes at `host` (aligned to
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN); NULL, with the reason logged naming `name`, when the memory
+ * is to be staged instead. */
+cl_mem posenc_cl_import(posenc_context *ctx, void *host, uint64_t size, const char *name);
 /* Frees staging allocations that grew unusually large. */
 void posenc_cl_stage_trim(posenc_context *ctx);
 

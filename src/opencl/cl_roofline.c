@@ -54,8 +54,10 @@ static posenc_status roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t 
     if (!write_only) /* read too: the region is copied in */
         posenc_cl_stage_add(&staging, &view, "buffer", POSENC__GPU_READ, &data);
     status = posenc_cl_stage_in(ctx, &staging);
-    if (status != POSENC_OK)
+    if (status != POSENC_OK) {
+        posenc_cl_stage_release(ctx, &staging);
         return status;
+    }
 
     posenc__copy_args params = {
         .offset = data.offset,
@@ -66,8 +68,10 @@ static posenc_status roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t 
     posenc_cl_args args = {.kernel = kernel->kernel};
     posenc_cl_arg_mem(&args, data.mem);
     posenc_cl_arg_words(&args, &params, sizeof params);
-    if (args.error != CL_SUCCESS)
+    if (args.error != CL_SUCCESS) {
+        posenc_cl_stage_release(ctx, &staging);
         return posenc_cl_fail(ctx, args.error, "roofline", "clSetKernelArg");
+    }
     cl_event done = NULL;
     status = posenc_cl_launch(ctx, kernel, copy_units(ctx, words), "roofline", 0, NULL,
                               &done);
@@ -75,6 +79,7 @@ static posenc_status roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t 
         status = posenc_cl_stage_out(ctx, &staging, done);
         posenc_cl_api_get()->ReleaseEvent(done);
     }
+    posenc_cl_stage_release(ctx, &staging); /* when the launch failed */
     posenc_cl_stage_trim(ctx);
     return status;
 }

@@ -72,8 +72,10 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
     if (status == POSENC_OK)
         status = posenc_cl_freqs_get(ctx, op->freqs, (uint32_t)half, op->freqs_id, "rope",
                                      &freqs);
-    if (status != POSENC_OK)
+    if (status != POSENC_OK) {
+        posenc_cl_stage_release(ctx, &staging);
         return status;
+    }
     if (!op->has_k)
         k = k_out = q;
     if (!op->has_positions) /* an unused argument still needs a buffer */
@@ -115,8 +117,10 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
     posenc_cl_arg_mem(&args, positions.mem);
     posenc_cl_arg_mem(&args, freqs);
     posenc_cl_arg_words(&args, &params, sizeof params);
-    if (args.error != CL_SUCCESS)
+    if (args.error != CL_SUCCESS) {
+        posenc_cl_stage_release(ctx, &staging);
         return posenc_cl_fail(ctx, args.error, "rope", "clSetKernelArg");
+    }
 
     if (event) /* left running: the caller waits for *event */
         return posenc_cl_launch(ctx, kernel, units, "rope", wait_count, wait_list, event);
@@ -126,6 +130,7 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
         status = posenc_cl_stage_out(ctx, &staging, done);
         state->cl->ReleaseEvent(done);
     }
+    posenc_cl_stage_release(ctx, &staging); /* when the launch failed */
     posenc_cl_stage_trim(ctx);
     return status;
 }

@@ -52,8 +52,10 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
     if (status == POSENC_OK)
         status = posenc_cl_freqs_get(ctx, op->freqs, op->half, op->freqs_id, "sinusoidal",
                                      &freqs);
-    if (status != POSENC_OK)
+    if (status != POSENC_OK) {
+        posenc_cl_stage_release(ctx, &staging);
         return status;
+    }
     if (!op->has_x)
         x = out;
     if (!op->has_positions) /* an unused argument still needs a buffer */
@@ -91,8 +93,10 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
     posenc_cl_arg_mem(&args, positions.mem);
     posenc_cl_arg_mem(&args, freqs);
     posenc_cl_arg_words(&args, &params, sizeof params);
-    if (args.error != CL_SUCCESS)
+    if (args.error != CL_SUCCESS) {
+        posenc_cl_stage_release(ctx, &staging);
         return posenc_cl_fail(ctx, args.error, "sinusoidal", "clSetKernelArg");
+    }
 
     if (event) /* left running: the caller waits for *event */
         return posenc_cl_launch(ctx, kernel, units, "sinusoidal", wait_count, wait_list, event);
@@ -102,6 +106,7 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
         status = posenc_cl_stage_out(ctx, &staging, done);
         state->cl->ReleaseEvent(done);
     }
+    posenc_cl_stage_release(ctx, &staging); /* when the launch failed */
     posenc_cl_stage_trim(ctx);
     return status;
 }
