@@ -80,9 +80,9 @@ endif()
 message(STATUS "posenc: SPIR-V kernels ${POSENC_SPIRV_KERNELS}, OpenCL C kernels "
                "${POSENC_CL_KERNELS} (build-time check ${POSENC_CL_CHECK})")
 
-# Called from shaders/variants.cmake: one kernel variant, `name` being what the backends look
-# up (unique per language), `source` a file in shaders/, then the preprocessor defines selecting
-# the variant (NAME or NAME=VALUE).
+# Called from shaders/variants.cmake: one kernel variant, `name` giving the id the backends look
+# it up by (unique per language), `source` a file in shaders/, then the preprocessor defines
+# selecting the variant (NAME or NAME=VALUE).
 macro(posenc_kernel_variant name source)
   if("${source}" MATCHES "\\.comp$")
     set(kind spirv)
@@ -97,8 +97,9 @@ macro(posenc_kernel_variant name source)
   if("${name}" IN_LIST posenc_${kind}_variants)
     message(FATAL_ERROR "posenc_kernel_variant(${name}): a ${kind} variant of that name exists")
   endif()
-  if(NOT "${name}" MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
-    message(FATAL_ERROR "posenc_kernel_variant(${name}): names are C identifiers")
+  # Lower case, so that the ids (POSENC__SPIRV_<NAME>) are as distinct as the names.
+  if(NOT "${name}" MATCHES "^[a-z_][a-z0-9_]*$")
+    message(FATAL_ERROR "posenc_kernel_variant(${name}): names are lower-case C identifiers")
   endif()
   list(APPEND posenc_${kind}_variants "${name}")
   list(APPEND posenc_variant_sources "${source}")
@@ -137,8 +138,30 @@ function(posenc_add_kernels target)
     endif()
   endforeach()
   # A change in any header rebuilds every variant of that language: simple, and always right.
+  # *.h headers (posenc_kernel_params.h) are read by both languages and by the C code.
+  file(GLOB shared_headers CONFIGURE_DEPENDS "${src}/*.h")
   file(GLOB glsl_headers CONFIGURE_DEPENDS "${src}/*.glsl")
   file(GLOB cl_headers CONFIGURE_DEPENDS "${src}/*.cl")
+  list(APPEND glsl_headers ${shared_headers})
+  list(APPEND cl_headers ${shared_headers})
+
+  # The ids of every variant, present whether or not a path is on, so that the backends compile
+  # the same either way (a path that is off has an empty table: posenc__spirv_get gives NULL).
+  set(POSENC_SPIRV_IDS "")
+  foreach(name IN LISTS posenc_spirv_variants)
+    string(TOUPPER "${name}" id)
+    string(APPEND POSENC_SPIRV_IDS "    POSENC__SPIRV_${id},\n")
+  endforeach()
+  set(POSENC_CL_IDS "")
+  foreach(name IN LISTS posenc_cl_variants)
+    string(TOUPPER "${name}" id)
+    string(APPEND POSENC_CL_IDS "    POSENC__CL_${id},\n")
+  endforeach()
+  configure_file("${here}/PosencKernelIds.h.in" "${gen}/kernel_ids.h" @ONLY)
+  # kernel_ids.h and the shaders' posenc_kernel_params.h, for the library and its tests.
+  add_library(posenc_kernel_headers INTERFACE)
+  target_include_directories(posenc_kernel_headers INTERFACE "${gen}" "${src}")
+  target_link_libraries(${target} PRIVATE posenc_kernel_headers)
 
   set(generated "")
   set(POSENC_SPIRV_ENABLED 0)

@@ -70,11 +70,8 @@ int posenc_position_from_f32(uint bits, uint2 *fixed_position)
     return 1;
 }
 
-/* The kinds of positions the kernels take (a field of their flags): none (position_offset +
- * index), or one i32 / f32 element per token read as a uint word. */
-#define POSENC_POSITIONS_NONE 0u
-#define POSENC_POSITIONS_I32 1u
-#define POSENC_POSITIONS_F32 2u
+/* The kinds of positions the kernels take: POSENC_POSITIONS_* (a field of their flags). */
+#include "posenc_kernel_params.h"
 
 /* The Q31.32 position in a positions word of `kind` (I32 or F32); 0 for a float position that
  * gives NaN. */

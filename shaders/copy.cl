@@ -7,18 +7,19 @@
  *
  * Arguments:
  *   0  data        global float words
- *   1  offset      first word
- *   2  count       words
- *   3  write_mode  0: read + write in place; 1: write only
- *   4  chunk       0: work-items interleave word by word (GPUs); n: each work-item copies a
- *                  contiguous run of n words (CPU devices)
+ *   1..4  POSENC_COPY_ARGS of posenc_kernel_params.h: offset (the first word), count (words),
+ *         flags (POSENC_COPY_FLAG_WRITE_ONLY, else read + write in place), chunk (0: work-items
+ *         interleave word by word, on GPUs; n: each copies a contiguous run of n words, on CPU
+ *         devices)
  * Global size: any; one dimension (the kernel loops over the rest).
  */
 #pragma OPENCL FP_CONTRACT OFF
 
-kernel void posenc_copy(global float *data, uint offset, uint count, uint write_mode,
-                        uint chunk)
+#include "posenc_kernel_params.h"
+
+kernel void posenc_copy(global float *data POSENC_COPY_ARGS(POSENC_PARAM_ARGUMENT))
 {
+    uint write_mode = flags & POSENC_COPY_FLAG_WRITE_ONLY;
     global float *words = data + offset;
     uint id = (uint)get_global_id(0);
     if (chunk != 0u) {

@@ -19,30 +19,17 @@
  *   4      positions  global i32 or f32 elements as uint; read only with POSITIONS_I32/F32
  *   5      freqs      global uint triplets (int_turns, frac_hi, frac_lo), rotary_dim/2 of them,
  *                     then rotary_dim/2 uints: the position component each frequency uses
- *   6..25  for q, q_out, k, k_out in turn: offset, then strides of batch, token, head, dim;
- *          in elements (0 for dims of size 1)
- *   26..29 positions offset, batch stride, token stride, component stride (elements; batch
- *          stride 0 when the positions are shared by the batch, component stride 0 with one
- *          component)
- *   30..34 batch, tokens, q_heads, k_heads, rotary_dim
- *   35     heads_per_unit   heads a unit handles (the chunk size)
- *   36     lanes            rotary_dim/2, plus head_dim - rotary_dim when a copy is needed
- *   37     position_offset  positions absent: position = position_offset + token (every
- *                           component)
- *   38     flags            bit 0 GPT-J; bits 1-2 positions (0 none, 1 i32, 2 f32); bit 3
- *                           inverse; bit 4 copy q's pass-through dims; bit 5 copy k's
- *   39     attention_factor
+ *   6..39  POSENC_ROPE_ARGS of posenc_kernel_params.h: offsets and strides of the four
+ *          tensors, the positions' layout, the sizes, the chunk size (heads_per_unit), the lanes
+ *          (rotary_dim/2, plus head_dim - rotary_dim when a copy is needed), position_offset
+ *          (positions absent: position = position_offset + token, every component), the
+ *          POSENC_ROPE_FLAG_* flags and attention_factor
  * Every element index, and batch * tokens * chunks * lanes, fits in 32 bits.
  * Global size: any; one dimension (the kernel loops over the rest).
  */
 #include "angle.cl"
 #include "dtype.cl"
-
-#define POSENC_ROPE_GPTJ 1u
-#define POSENC_ROPE_POSITIONS_SHIFT 1u
-#define POSENC_ROPE_INVERSE 8u
-#define POSENC_ROPE_COPY_Q 16u
-#define POSENC_ROPE_COPY_K 32u
+#include "posenc_kernel_params.h"
 
 /* Pass-through dims are copied as bits, so NaN payloads and signed zeros survive. */
 #if defined(POSENC_OUT_F32)
@@ -53,20 +40,8 @@
 
 kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out,
                         global POSENC_OUT_TYPE *k, global POSENC_OUT_TYPE *k_out,
-                        const global uint *positions, const global uint *freqs,
-                        uint q_offset, uint q_stride_batch, uint q_stride_token,
-                        uint q_stride_head, uint q_stride_dim,
-                        uint qo_offset, uint qo_stride_batch, uint qo_stride_token,
-                        uint qo_stride_head, uint qo_stride_dim,
-                        uint k_offset, uint k_stride_batch, uint k_stride_token,
-                        uint k_stride_head, uint k_stride_dim,
-                        uint ko_offset, uint ko_stride_batch, uint ko_stride_token,
-                        uint ko_stride_head, uint ko_stride_dim,
-                        uint positions_offset, uint positions_stride_batch,
-                        uint positions_stride_token, uint positions_stride_component,
-                        uint batch, uint tokens, uint q_heads, uint k_heads, uint rotary_dim,
-                        uint heads_per_unit, uint lanes, int position_offset,
-                        uint flags, float attention_factor)
+                        const global uint *positions,
+                        const global uint *freqs POSENC_ROPE_ARGS(POSENC_PARAM_ARGUMENT))
 {
     uint half_count = rotary_dim >> 1;
     uint total_heads = q_heads + k_heads;
@@ -74,9 +49,9 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
     uint per_row = chunks * lanes;
     uint total = per_row * batch * tokens;
     uint stride = (uint)get_global_size(0);
-    uint positions_kind = (flags >> POSENC_ROPE_POSITIONS_SHIFT) & 3u;
-    uint first_step = (flags & POSENC_ROPE_GPTJ) != 0u ? 2u : 1u;
-    uint second = (flags & POSENC_ROPE_GPTJ) != 0u ? 1u : half_count;
+    uint positions_kind = (flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u;
+    uint first_step = (flags & POSENC_ROPE_FLAG_GPTJ) != 0u ? 2u : 1u;
+    uint second = (flags & POSENC_ROPE_FLAG_GPTJ) != 0u ? 1u : half_count;
 
     /* The step stops at `total` rather than wrap around 2^32. */
     for (uint i = (uint)get_global_id(0); i < total; i = total - i <= stride ? total : i + stride) {
@@ -93,7 +68,8 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
             uint d = rotary_dim + (lane - half_count);
             for (uint h = head_begin; h < head_end; h++) {
                 int is_q = h < q_heads;
-                if ((flags & (is_q ? POSENC_ROPE_COPY_Q : POSENC_ROPE_COPY_K)) == 0u)
+                uint in_place = is_q ? POSENC_ROPE_FLAG_IN_PLACE : POSENC_ROPE_FLAG_K_IN_PLACE;
+                if ((flags & in_place) != 0u)
                     continue;
                 uint hh = is_q ? h : h - q_heads;
                 uint src = is_q ? q_offset + b * q_stride_batch + t * q_stride_token +
@@ -127,7 +103,7 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
             uint3 freq = (uint3)(freqs[3u * lane], freqs[3u * lane + 1u], freqs[3u * lane + 2u]);
             posenc_sincos_turns(posenc_turns(position, freq), &s, &c);
         }
-        if ((flags & POSENC_ROPE_INVERSE) != 0u)
+        if ((flags & POSENC_ROPE_FLAG_INVERSE) != 0u)
             s = -s;
         s = s * attention_factor;
         c = c * attention_factor;

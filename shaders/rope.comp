@@ -20,12 +20,10 @@
 //   2  positions  i32 or f32 elements, as uint words; read only with POSITIONS_I32/F32
 //   3  freqs      uint triplets (int_turns, frac_hi, frac_lo) per pair: turns per position;
 //                 then one uint per pair: the position component it uses (multimodal kinds)
-// Push constants (the Params block, 92 bytes): offsets and strides in elements from the start of
-// each binding (bound at a multiple of 4 bytes, so that 16-bit elements keep their place in a
-// word). The host splits larger work into several dispatches, so that every element index and
-// the invocation count below fit in 32 bits.
-// flags: bit 0 GPT-J style; bits 1-2 the positions (0 none: position_offset + token; 1 i32;
-// 2 f32); bit 3 inverse (rotate by -t); bit 4 in place (read through binding 0).
+// Push constants: POSENC_ROPE_PUSH and the POSENC_ROPE_FLAG_* flags of posenc_kernel_params.h.
+// Offsets and strides are in elements from the start of each binding (bound at a multiple of 4
+// bytes, so that 16-bit elements keep their place in a word). The host splits larger work into
+// several dispatches, so that every element index and the invocation count below fit in 32 bits.
 // Dispatch: local size 64; any number of work groups in x (the kernel loops over the rest).
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -38,6 +36,7 @@
 
 #include "angle.glsl"
 #include "dtype.glsl"
+#include "posenc_kernel_params.h"
 
 layout(local_size_x = 64) in;
 
@@ -48,42 +47,13 @@ layout(std430, set = 0, binding = 3) readonly buffer Freqs { uint freqs[]; };
 
 #include "elements.glsl"
 
-layout(push_constant) uniform Params {
-    uint in_offset;
-    uint in_stride_batch;
-    uint in_stride_token;
-    uint in_stride_head;
-    uint in_stride_dim;
-    uint out_offset;
-    uint out_stride_batch;
-    uint out_stride_token;
-    uint out_stride_head;
-    uint out_stride_dim;
-    uint positions_offset;
-    uint positions_stride_batch;
-    uint positions_stride_token;
-    uint positions_stride_component; // 0 with one component
-    uint batch;
-    uint tokens;
-    uint heads;
-    uint heads_per_invocation;
-    uint pairs;
-    uint head_dim;
-    int position_offset;
-    uint flags;
-    float attention_factor;
-} params;
-
-const uint FLAG_GPTJ = 1u;
-const uint POSITIONS_SHIFT = 1u;
-const uint FLAG_INVERSE = 8u;
-const uint FLAG_IN_PLACE = 16u;
+layout(push_constant) uniform Params { POSENC_ROPE_PUSH(POSENC_PARAM_FIELD) } params;
 
 // The Q31.32 position component `component` of token t of batch b; false for a float
 // position that gives NaN. Absent positions give position_offset + t for every component.
 bool token_position(uint b, uint t, uint component, out uvec2 position)
 {
-    uint kind = (params.flags >> POSITIONS_SHIFT) & 3u;
+    uint kind = (params.flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u;
     position = uvec2(0u, uint(params.position_offset) + t);
     if (kind == POSENC_POSITIONS_NONE)
         return true;
@@ -143,8 +113,8 @@ void copy_dims(uint in_head, uint out_head, uint d)
 
 void main()
 {
-    bool in_place = (params.flags & FLAG_IN_PLACE) != 0u;
-    bool gptj = (params.flags & FLAG_GPTJ) != 0u;
+    bool in_place = (params.flags & POSENC_ROPE_FLAG_IN_PLACE) != 0u;
+    bool gptj = (params.flags & POSENC_ROPE_FLAG_GPTJ) != 0u;
     uint pairs = params.pairs;
     uint pass_units = in_place ? 0u : (params.head_dim - 2u * pairs + 1u) >> 1;
     uint per_row = pairs + pass_units;
@@ -183,7 +153,7 @@ void main()
             uvec3 freq = uvec3(freqs[3u * j], freqs[3u * j + 1u], freqs[3u * j + 2u]);
             posenc_sincos_turns(posenc_turns(position, freq), s, c);
         }
-        if ((params.flags & FLAG_INVERSE) != 0u)
+        if ((params.flags & POSENC_ROPE_FLAG_INVERSE) != 0u)
             s = -s;
         precise float scaled_s = s * params.attention_factor;
         precise float scaled_c = c * params.attention_factor;

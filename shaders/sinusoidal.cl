@@ -15,47 +15,31 @@
  *   2  positions  global i32 or f32 elements, as uint; read only with POSITIONS_I32/F32
  *   3  freqs      global uint triplets (int_turns, frac_hi, frac_lo) per frequency, d_model/2
  *                 of them; the host folds position_scale into them
- *   4..21         the 18 words of sinusoidal.comp's push constants, in order, each 4 bytes:
- *                 offsets and strides in elements, not bytes; every element index, and
+ *   4..21         POSENC_SINUSOIDAL_PARAMS of posenc_kernel_params.h, the words of
+ *                 sinusoidal.comp's push constants, with the POSENC_SINUSOIDAL_* flags: offsets
+ *                 and strides in elements, not bytes; every element index, and
  *                 batch * rows * (d_model/2 + d_model%2), fits in 32 bits.
- * flags: bits 0-1 the layout (posenc_sinusoidal_layout: 0 interleaved, 1 sin|cos, 2 cos|sin);
- * bits 2-3 the positions (0 none: position_offset + row; 1 i32; 2 f32);
- * bit 4 add mode (read x); bit 5 x lives in `out` (in place: read x through `out`).
  * Global size: any; one dimension (the kernel loops over the rest).
  */
 #include "angle.cl"
 #include "dtype.cl"
-
-#define POSENC_LAYOUT_MASK 3u
-#define POSENC_LAYOUT_INTERLEAVED 0u
-#define POSENC_LAYOUT_SIN_COS 1u
-#define POSENC_POSITIONS_SHIFT 2u
-#define POSENC_FLAG_ADD 16u
-#define POSENC_FLAG_X_IN_OUT 32u
+#include "posenc_kernel_params.h"
 
 kernel void posenc_sinusoidal(global POSENC_OUT_TYPE *out,
                               const global POSENC_OUT_TYPE *x,
                               const global uint *positions,
-                              const global uint *freqs,
-                              uint out_offset, uint out_stride_batch, uint out_stride_row,
-                              uint out_stride_col,
-                              uint x_offset, uint x_stride_batch, uint x_stride_row,
-                              uint x_stride_col,
-                              uint positions_offset, uint positions_stride_batch,
-                              uint positions_stride_row,
-                              uint batch, uint rows, uint d_model,
-                              int position_offset, uint flags,
-                              float input_scale, float output_scale)
+                              const global uint *freqs
+                                  POSENC_SINUSOIDAL_PARAMS(POSENC_PARAM_ARGUMENT))
 {
     uint half_count = d_model >> 1;
     uint units = half_count + (d_model & 1u);
     uint total = units * batch * rows;
     uint stride = (uint)get_global_size(0);
-    uint layout_kind = flags & POSENC_LAYOUT_MASK;
-    uint positions_kind = (flags >> POSENC_POSITIONS_SHIFT) & 3u;
-    int add = (flags & POSENC_FLAG_ADD) != 0u;
+    uint layout_kind = flags & POSENC_SINUSOIDAL_FLAG_LAYOUT_MASK;
+    uint positions_kind = (flags >> POSENC_SINUSOIDAL_FLAG_POSITIONS_SHIFT) & 3u;
+    int add = (flags & POSENC_SINUSOIDAL_FLAG_ADD) != 0u;
     const global POSENC_OUT_TYPE *x_source =
-        (flags & POSENC_FLAG_X_IN_OUT) != 0u ? (const global POSENC_OUT_TYPE *)out : x;
+        (flags & POSENC_SINUSOIDAL_FLAG_X_IN_OUT) != 0u ? (const global POSENC_OUT_TYPE *)out : x;
 
     /* The step stops at `total` rather than wrap around 2^32. */
     for (uint i = (uint)get_global_id(0); i < total; i = total - i <= stride ? total : i + stride) {
@@ -91,10 +75,10 @@ kernel void posenc_sinusoidal(global POSENC_OUT_TYPE *out,
         }
 
         uint col_sin = half_count + k, col_cos = k;
-        if (layout_kind == POSENC_LAYOUT_INTERLEAVED) {
+        if (layout_kind == POSENC_SINUSOIDAL_FLAG_LAYOUT_INTERLEAVED) {
             col_sin = 2u * k;
             col_cos = 2u * k + 1u;
-        } else if (layout_kind == POSENC_LAYOUT_SIN_COS) {
+        } else if (layout_kind == POSENC_SINUSOIDAL_FLAG_LAYOUT_SIN_COS) {
             col_sin = k;
             col_cos = half_count + k;
         }

@@ -17,13 +17,11 @@
 //   2  positions  i32 or f32 elements, as uint words; read only with POSITIONS_I32/F32
 //   3  freqs      uint triplets (int_turns, frac_hi, frac_lo) per frequency, d_model/2 of them;
 //                 the host folds position_scale into them
-// Push constants (72 bytes, the Params block below): offsets and strides in elements, not
-// bytes, from the start of each binding (bind at a multiple of 4 bytes, so that 16-bit elements
-// keep their place in a word); every element index, and batch * rows * (d_model/2 + d_model%2),
-// fits in 32 bits.
-// flags: bits 0-1 the layout (posenc_sinusoidal_layout: 0 interleaved, 1 sin|cos, 2 cos|sin);
-// bits 2-3 the positions (0 none: position_offset + row; 1 i32; 2 f32);
-// bit 4 add mode (read x); bit 5 x lives in `out` (in place: read x through binding 0).
+// Push constants: POSENC_SINUSOIDAL_PARAMS and the POSENC_SINUSOIDAL_* flags of
+// posenc_kernel_params.h (sinusoidal.cl takes the same words as arguments). Offsets and strides
+// are in elements, not bytes, from the start of each binding (bind at a multiple of 4 bytes, so
+// that 16-bit elements keep their place in a word); every element index, and
+// batch * rows * (d_model/2 + d_model%2), fits in 32 bits.
 // Dispatch: local size 64; any number of work groups in x (the kernel loops over the rest).
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -36,6 +34,7 @@
 
 #include "angle.glsl"
 #include "dtype.glsl"
+#include "posenc_kernel_params.h"
 
 layout(local_size_x = 64) in;
 
@@ -52,38 +51,12 @@ layout(std430, set = 0, binding = 1) readonly buffer X { float x_values[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Positions { uint positions[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Freqs { uint freqs[]; };
 
-layout(push_constant) uniform Params {
-    uint out_offset;
-    uint out_stride_batch;
-    uint out_stride_row;
-    uint out_stride_col;
-    uint x_offset;
-    uint x_stride_batch;
-    uint x_stride_row;
-    uint x_stride_col;
-    uint positions_offset;
-    uint positions_stride_batch;
-    uint positions_stride_row;
-    uint batch;
-    uint rows;
-    uint d_model;
-    int position_offset;
-    uint flags;
-    float input_scale;
-    float output_scale;
-} params;
-
-const uint LAYOUT_MASK = 3u;
-const uint LAYOUT_INTERLEAVED = 0u;
-const uint LAYOUT_SIN_COS = 1u;
-const uint POSITIONS_SHIFT = 2u;
-const uint FLAG_ADD = 16u;
-const uint FLAG_X_IN_OUT = 32u;
+layout(push_constant) uniform Params { POSENC_SINUSOIDAL_PARAMS(POSENC_PARAM_FIELD) } params;
 
 // The Q31.32 position of row r of batch b; false for a float position that gives NaN.
 bool row_position(uint b, uint r, out uvec2 position)
 {
-    uint kind = (params.flags >> POSITIONS_SHIFT) & 3u;
+    uint kind = (params.flags >> POSENC_SINUSOIDAL_FLAG_POSITIONS_SHIFT) & 3u;
     position = uvec2(0u, uint(params.position_offset) + r);
     if (kind == POSENC_POSITIONS_NONE)
         return true;
@@ -94,7 +67,7 @@ bool row_position(uint b, uint r, out uvec2 position)
 
 float load_x(uint index)
 {
-    bool in_out = (params.flags & FLAG_X_IN_OUT) != 0u;
+    bool in_out = (params.flags & POSENC_SINUSOIDAL_FLAG_X_IN_OUT) != 0u;
 #if SIN_STORAGE16
     // Widened before the choice: selecting between 16-bit values would need Int16.
     return posenc_out_value(in_out ? uint(out_halves[index]) : uint(x_halves[index]));
@@ -112,7 +85,7 @@ float load_x(uint index)
 float column_value(uint b, uint r, uint col, float pe)
 {
     precise float value = params.output_scale * pe;
-    if ((params.flags & FLAG_ADD) != 0u) {
+    if ((params.flags & POSENC_SINUSOIDAL_FLAG_ADD) != 0u) {
         uint index = params.x_offset + b * params.x_stride_batch + r * params.x_stride_row +
                      col * params.x_stride_col;
         precise float scaled_x = load_x(index) * params.input_scale;
@@ -159,13 +132,13 @@ void encode(uint b, uint r, uint k)
         posenc_sincos_turns(posenc_turns(position, freq), s, c);
     }
 
-    uint layout_kind = params.flags & LAYOUT_MASK;
+    uint layout_kind = params.flags & POSENC_SINUSOIDAL_FLAG_LAYOUT_MASK;
     uint col_sin = half_count + k;
     uint col_cos = k;
-    if (layout_kind == LAYOUT_INTERLEAVED) {
+    if (layout_kind == POSENC_SINUSOIDAL_FLAG_LAYOUT_INTERLEAVED) {
         col_sin = 2u * k;
         col_cos = 2u * k + 1u;
-    } else if (layout_kind == LAYOUT_SIN_COS) {
+    } else if (layout_kind == POSENC_SINUSOIDAL_FLAG_LAYOUT_SIN_COS) {
         col_sin = k;
         col_cos = half_count + k;
     }
@@ -175,7 +148,7 @@ void encode(uint b, uint r, uint k)
     uint index_cos = out_index(b, r, col_cos);
 #if POSENC_OUT_16BIT && !SIN_STORAGE16
     // sin and cos filling one whole word: a plain store.
-    if (layout_kind == LAYOUT_INTERLEAVED && params.out_stride_col == 1u &&
+    if (layout_kind == POSENC_SINUSOIDAL_FLAG_LAYOUT_INTERLEAVED && params.out_stride_col == 1u &&
         (index_sin & 1u) == 0u) {
         out_words[index_sin >> 1] = posenc_out_pair_bits(value_sin, value_cos);
         return;

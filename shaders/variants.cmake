@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # Kernel variants compiled and embedded at build time (see cmake/PosencKernels.cmake).
 #   posenc_kernel_variant(<name> <file in shaders/> <define>...)
-# <name> is what a backend looks up (posenc__spirv_find, posenc__cl_kernel_find in
-# src/core/kernels.h); the same name in GLSL and OpenCL C means the same kernel.
+# <name> becomes the id a backend looks the variant up by (POSENC__SPIRV_<NAME>, POSENC__CL_<NAME>
+# in the generated kernel_ids.h; src/core/kernels.h); the same name in GLSL and OpenCL C means
+# the same kernel.
 
 posenc_kernel_variant(sinusoidal_f32  sinusoidal.comp POSENC_OUT_F32)
 posenc_kernel_variant(sinusoidal_f16  sinusoidal.comp POSENC_OUT_F16)

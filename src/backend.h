@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The interface every backend implements. The front end (src/core) applies defaults and
  * validates every descriptor before any entry here runs, so a backend trusts its input.
- * Adding a backend: a folder with a `const posenc__backend` and one line in core/registry.c.
+ * Adding a backend: a folder with a `const posenc__backend` and one line in
+ * core/backend_list.h.
  */
 #ifndef POSENC_BACKEND_H
 #define POSENC_BACKEND_H
@@ -9,8 +10,7 @@
 #include "core/internal.h"
 
 typedef struct posenc__backend {
-    posenc_backend kind;
-    const char *name;
+    posenc_backend kind; /* its name: posenc_backend_name (core/backend_list.h) */
 
     /* Loads the runtime (dlopen) and appends this backend's devices to `list` (empty when
      * called). Called under the registry's lock, once per process unless a listing runs out of
@@ -33,8 +33,9 @@ typedef struct posenc__backend {
     /* Waits for outstanding work and frees ctx->backend_state. Required. */
     void (*context_fini)(posenc_context *ctx);
 
-    /* Creates buf->backend_state for buf->size bytes; wraps buf->host_memory when it is set.
-     * Required. */
+    /* Creates buf->backend_state for buf->size bytes; wraps buf->host_memory when it is set,
+     * and sets buf->host_imported when the device then uses that memory in place (work left
+     * running may bind such a buffer; others are refused there). Required. */
     posenc_status (*buffer_init)(posenc_context *ctx, posenc_buffer *buf);
     /* Frees buf->backend_state (never the wrapped host memory). Required. */
     void (*buffer_fini)(posenc_context *ctx, posenc_buffer *buf);
@@ -80,19 +81,6 @@ typedef struct posenc__backend {
     /* Waits for all submitted work of the context. */
     posenc_status (*finish)(posenc_context *ctx);
 
-    /* The yardstick of `posenc bench`: a plain copy kernel over `bytes` bytes of `buf` from
-     * `offset`, on the same device and with the same access pattern as the operations:
-     * read and write in place (like an in-place RoPE), or write only (like a table).
-     * Synchronous. Optional: NULL means the benchmark reports no roofline. */
-    posenc_status (*roofline)(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
-                              uint64_t bytes, bool write_only);
-    /* The same yardstick shaped like one operation: a plain copy of exactly the elements `op`
-     * writes (read and written back in place, written only for a table), in the operation's
-     * own order and split over threads, so that the two differ only in their arithmetic.
-     * Synchronous. Optional, each: NULL means the benchmark uses `roofline` over the bytes. */
-    posenc_status (*rope_roofline)(posenc_context *ctx, const posenc__rope_op *op);
-    posenc_status (*sinusoidal_roofline)(posenc_context *ctx, const posenc__sinusoidal_op *op);
-
     /* Creates the context on the caller's own Vulkan or OpenCL objects (desc->vulkan /
      * desc->opencl): borrowed handles, never destroyed; called without enumerate having run
      * (the backend loads nothing it does not need, e.g. no Vulkan loader when the caller gives
@@ -100,6 +88,30 @@ typedef struct posenc__backend {
      * "opencl."), sets ctx->backend_state and points ctx->device at a device record it owns
      * (freed in context_fini). Optional: NULL means such handles are UNSUPPORTED. */
     posenc_status (*context_init_external)(posenc_context *ctx, const posenc_context_desc *desc);
+
+    /* What `posenc bench` measures beside the operations (below). Optional: NULL means the
+     * benchmark reports no roofline and no kernel variant. */
+    const struct posenc__backend_diagnostics *diagnostics;
 } posenc__backend;
+
+/* The diagnostics seam (diagnostics.h, core/diagnostics.c): no operation uses it. Every entry
+ * is optional. */
+typedef struct posenc__backend_diagnostics {
+    /* The yardstick of `posenc bench`: a plain copy kernel over `bytes` bytes of `buf` from
+     * `offset`, on the same device and with the same access pattern as the operations:
+     * read and write in place (like an in-place RoPE), or write only (like a table).
+     * Synchronous. NULL means the benchmark reports no roofline. */
+    posenc_status (*roofline)(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                              uint64_t bytes, bool write_only);
+    /* The same yardstick shaped like one operation: a plain copy of exactly the elements `op`
+     * writes (read and written back in place, written only for a table), in the operation's
+     * own order and split over threads, so that the two differ only in their arithmetic.
+     * Synchronous. NULL, each, means the benchmark uses `roofline` over the bytes. */
+    posenc_status (*rope_roofline)(posenc_context *ctx, const posenc__rope_op *op);
+    posenc_status (*sinusoidal_roofline)(posenc_context *ctx, const posenc__sinusoidal_op *op);
+    /* The kernel variant the context runs, for the report (the CPU backend's instruction set:
+     * "avx2"). NULL when the backend has no such choice. */
+    const char *(*kernel_variant)(const posenc_context *ctx);
+} posenc__backend_diagnostics;
 
 #endif

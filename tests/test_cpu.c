@@ -27,9 +27,9 @@
 #include "core/angle.h"
 #include "core/half.h"
 #include "core/internal.h"
-#include "core/roofline.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/cpu_kernels.h"
+#include "diagnostics.h"
 #include "reference.h"
 #include "test_common.h"
 
@@ -130,6 +130,9 @@ static void test_variant_choice(void)
     if (context) {
         const char *best = posenc_cpu_variant_name(posenc_cpu_best_variant());
         CHECK(strcmp(posenc_cpu_context_variant(context), best) == 0);
+        /* What `posenc bench` reports, through the diagnostics seam. */
+        CHECK(posenc__kernel_variant(context) &&
+              strcmp(posenc__kernel_variant(context), best) == 0);
         printf("  default variant: %s\n", best);
         posenc_context_destroy(context);
     }
@@ -156,6 +159,7 @@ static void test_variant_choice(void)
     }
     /* The device contexts of other backends are not CPU contexts. */
     CHECK(posenc_cpu_context_variant(NULL) == NULL);
+    CHECK(posenc__kernel_variant(NULL) == NULL);
 }
 
 /* ---- turns ---- */

@@ -371,6 +371,8 @@ static void test_names(void)
     CHECK(strcmp(posenc_backend_name(POSENC_BACKEND_OPENCL), "opencl") == 0);
     CHECK(posenc_backend_name((posenc_backend)99) != NULL);
     CHECK(posenc_backend_name((posenc_backend)-1) != NULL);
+    /* The first value past the list of backends is no backend. */
+    CHECK(strcmp(posenc_backend_name((posenc_backend)(POSENC_BACKEND_OPENCL + 1)), "unknown") == 0);
 
     CHECK(strcmp(posenc_device_type_name(POSENC_DEVICE_DISCRETE_GPU), "discrete GPU") == 0);
     CHECK(strcmp(posenc_device_type_name(POSENC_DEVICE_INTEGRATED_GPU), "integrated GPU") == 0);
@@ -392,6 +394,10 @@ static void test_context_free_calls(void)
     CHECK(reason != NULL && reason[0] != '\0');
     CHECK_STATUS(posenc_backend_status((posenc_backend)99, &reason), POSENC_INVALID_ARGUMENT);
     CHECK_MESSAGE(posenc_thread_last_error(), "backend");
+    CHECK_STATUS(posenc_backend_status((posenc_backend)(POSENC_BACKEND_OPENCL + 1), &reason),
+                 POSENC_INVALID_ARGUMENT);
+    CHECK(strcmp(reason, "unknown backend") == 0);
+    CHECK_STATUS(posenc_backend_status((posenc_backend)-1, &reason), POSENC_INVALID_ARGUMENT);
 
     CHECK_STATUS(posenc_device_count(NULL), POSENC_INVALID_ARGUMENT);
     CHECK_MESSAGE(posenc_thread_last_error(), "count");

@@ -150,6 +150,8 @@ static void check_layout_and_import(posenc_context *ctx)
     CHECK(plan.upload_bytes == 40 + 20);
     CHECK(plan.download_bytes == 600);
 
+    for (uint32_t r = 0; r < plan.region_count; r++)
+        CHECK(posenc__gpu_stage_importable(&plan, r));
     uint64_t staged = plan.bytes;
     plan.regions[plan.views[1].region].imported = true;
     posenc__gpu_stage_layout(&plan);
@@ -177,6 +179,7 @@ static void check_alignment(posenc_context *ctx)
     posenc__gpu_stage_add(&plan, &odd, "q", POSENC__GPU_READ, odd.host);
     CHECK_OK(posenc__gpu_stage_plan(ctx, &plan));
     CHECK(plan.views[0].position % 4 == 0);
+    CHECK(!posenc__gpu_stage_importable(&plan, 0)); /* in place it would be off by a byte */
 
     posenc__view f32 = packed(base + 1, POSENC_DTYPE_F32, 8);
     posenc__view f16 = packed(base + 4, POSENC_DTYPE_F16, 8);

@@ -15,12 +15,18 @@
 #include "core/angle.h"
 #include "core/half.h"
 #include "core/kernels.h"
+#include "posenc_kernel_params.h"
 #include "reference.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The variants tested here, in the same order in both languages. */
+static const posenc__spirv_id spirv_variants[] = {
+    POSENC__SPIRV_SINUSOIDAL_F32, POSENC__SPIRV_SINUSOIDAL_F16, POSENC__SPIRV_SINUSOIDAL_BF16};
+static const posenc__cl_id cl_variants[] = {POSENC__CL_SINUSOIDAL_F32, POSENC__CL_SINUSOIDAL_F16,
+                                            POSENC__CL_SINUSOIDAL_BF16};
 static const char *const variant_names[] = {"sinusoidal_f32", "sinusoidal_f16",
                                             "sinusoidal_bf16"};
 enum { VARIANT_COUNT = sizeof variant_names / sizeof variant_names[0] };
@@ -126,11 +132,11 @@ static void check_spirv(void)
     if (!posenc__spirv_enabled()) {
         printf("SPIR-V kernels: configured off, skipped\n");
         CHECK(posenc__spirv_count() == 0);
-        CHECK(posenc__spirv_find("sinusoidal_f32") == NULL);
+        CHECK(posenc__spirv_get(POSENC__SPIRV_SINUSOIDAL_F32) == NULL);
         return;
     }
     for (int i = 0; i < VARIANT_COUNT; i++) {
-        const posenc__spirv *spirv = posenc__spirv_find(variant_names[i]);
+        const posenc__spirv *spirv = posenc__spirv_get(spirv_variants[i]);
         CHECK(spirv != NULL);
         if (!spirv)
             continue;
@@ -142,14 +148,17 @@ static void check_spirv(void)
         CHECK(spirv->words[3] < 0x400000u);     /* id bound: sane */
         CHECK(spirv->defines && strstr(spirv->defines, "-DPOSENC_OUT_") != NULL);
     }
+    /* Every variant of shaders/variants.cmake, at its id. */
     size_t count = posenc__spirv_count();
-    CHECK(count >= VARIANT_COUNT);
+    CHECK(count == POSENC__SPIRV_VARIANT_COUNT);
     for (size_t i = 0; i < count; i++) {
         const posenc__spirv *spirv = posenc__spirv_at(i);
-        CHECK(spirv && spirv->words[0] == 0x07230203u && posenc__spirv_find(spirv->name) == spirv);
+        CHECK(spirv && spirv->words[0] == 0x07230203u &&
+              posenc__spirv_get((posenc__spirv_id)i) == spirv);
     }
     CHECK(posenc__spirv_at(count) == NULL);
-    CHECK(posenc__spirv_find("no_such_kernel") == NULL);
+    CHECK(posenc__spirv_get(POSENC__SPIRV_VARIANT_COUNT) == NULL);
+    CHECK(strcmp(posenc__spirv_get(POSENC__SPIRV_ROPE_BF16_S16)->name, "rope_bf16_s16") == 0);
     printf("SPIR-V kernels: %zu variants embedded\n", count);
 }
 
@@ -158,15 +167,16 @@ static void check_cl_sources(void)
     if (!posenc__cl_enabled()) {
         printf("OpenCL C kernels: configured off, skipped\n");
         CHECK(posenc__cl_kernel_count() == 0);
-        CHECK(posenc__cl_kernel_find("sinusoidal_f32") == NULL);
+        CHECK(posenc__cl_kernel_get(POSENC__CL_SINUSOIDAL_F32) == NULL);
         CHECK(posenc__cl_source_find("sinusoidal.cl") == NULL);
         return;
     }
     for (int i = 0; i < VARIANT_COUNT; i++) {
-        const posenc__cl_kernel *kernel = posenc__cl_kernel_find(variant_names[i]);
+        const posenc__cl_kernel *kernel = posenc__cl_kernel_get(cl_variants[i]);
         CHECK(kernel != NULL);
         if (!kernel)
             continue;
+        CHECK(strcmp(kernel->name, variant_names[i]) == 0);
         CHECK(strcmp(kernel->entry, "posenc_sinusoidal") == 0);
         CHECK(strcmp(kernel->source_name, "sinusoidal.cl") == 0);
         CHECK(strstr(kernel->source, "kernel void posenc_sinusoidal(") != NULL);
@@ -176,12 +186,14 @@ static void check_cl_sources(void)
         CHECK(posenc__cl_source_find("sinusoidal.cl") == kernel->source);
     }
     size_t count = posenc__cl_kernel_count();
-    CHECK(count >= VARIANT_COUNT);
+    CHECK(count == POSENC__CL_VARIANT_COUNT);
     for (size_t i = 0; i < count; i++) {
         const posenc__cl_kernel *kernel = posenc__cl_kernel_at(i);
-        CHECK(kernel && posenc__cl_kernel_find(kernel->name) == kernel);
+        CHECK(kernel && posenc__cl_kernel_get((posenc__cl_id)i) == kernel);
     }
     CHECK(posenc__cl_kernel_at(count) == NULL);
+    CHECK(posenc__cl_kernel_get(POSENC__CL_VARIANT_COUNT) == NULL);
+    CHECK(strcmp(posenc__cl_kernel_get(POSENC__CL_COPY_U32)->name, "copy_u32") == 0);
     printf("OpenCL C kernels: %zu variants embedded\n", count);
 }
 
@@ -334,18 +346,31 @@ static void prepare_case(const test_case *test, case_data *data)
         data->freq_words[3 * k + 1] = (uint32_t)(test_freqs[k].frac >> 32);
         data->freq_words[3 * k + 2] = (uint32_t)test_freqs[k].frac;
     }
-    uint32_t flags = (uint32_t)test->layout | (uint32_t)test->positions << 2 |
-                     (test->mode != MODE_TABLE ? 16u : 0u) |
-                     (test->mode == MODE_IN_PLACE ? 32u : 0u);
-    const uint32_t params[PARAM_WORDS] = {
-        OUT_OFFSET, BATCH_STRIDE, ROW_STRIDE, 1,    /* out: offset, strides (elements) */
-        OUT_OFFSET, BATCH_STRIDE, ROW_STRIDE, 1,    /* x */
-        0, ROWS, 1,                                 /* positions: [batch, rows] */
-        BATCH, ROWS, D_MODEL,
-        (uint32_t)position_offset, flags,
-        float_bits(input_scale), float_bits(output_scale),
+    const posenc__sinusoidal_params params = {
+        /* out and x: offset, strides in elements */
+        .out_offset = OUT_OFFSET,
+        .out_stride_batch = BATCH_STRIDE,
+        .out_stride_row = ROW_STRIDE,
+        .out_stride_col = 1,
+        .x_offset = OUT_OFFSET,
+        .x_stride_batch = BATCH_STRIDE,
+        .x_stride_row = ROW_STRIDE,
+        .x_stride_col = 1,
+        .positions_stride_batch = ROWS, /* positions: [batch, rows] */
+        .positions_stride_row = 1,
+        .batch = BATCH,
+        .rows = ROWS,
+        .d_model = D_MODEL,
+        .position_offset = position_offset,
+        .flags = (uint32_t)test->layout |
+                 (uint32_t)test->positions << POSENC_SINUSOIDAL_FLAG_POSITIONS_SHIFT |
+                 (test->mode != MODE_TABLE ? POSENC_SINUSOIDAL_FLAG_ADD : 0u) |
+                 (test->mode == MODE_IN_PLACE ? POSENC_SINUSOIDAL_FLAG_X_IN_OUT : 0u),
+        .input_scale = input_scale,
+        .output_scale = output_scale,
     };
-    memcpy(data->params, params, sizeof params);
+    _Static_assert(sizeof params == sizeof data->params, "the kernels' parameter words");
+    memcpy(data->params, &params, sizeof params);
 
     /* The expected outputs, from the C code step by step; f32 tables are also held to the
      * promise against the exact values. */
@@ -646,7 +671,7 @@ static void cl_run_device(const cl_api *cl, cl_handle device)
         rt.queue = cl->CreateCommandQueue(rt.context, device, 0, &err);
     int before = test_failures;
     for (int v = 0; v < VARIANT_COUNT && err == CL_SUCCESS; v++) {
-        const posenc__cl_kernel *variant = posenc__cl_kernel_find(variant_names[v]);
+        const posenc__cl_kernel *variant = posenc__cl_kernel_get(cl_variants[v]);
         const char *source = variant->source;
         cl_handle program = cl->CreateProgramWithSource(rt.context, 1, &source, NULL, &err);
         if (err == CL_SUCCESS)
@@ -1031,7 +1056,7 @@ static void vk_run_device(const vk_api *vk, VkPhysicalDevice physical)
     vk_runtime rt = {.vk = vk};
     bool ok = queue_family != UINT32_MAX && vk_setup(&rt, physical, queue_family);
     for (int v = 0; v < VARIANT_COUNT && ok; v++) {
-        const posenc__spirv *spirv = posenc__spirv_find(variant_names[v]);
+        const posenc__spirv *spirv = posenc__spirv_get(spirv_variants[v]);
         VkShaderModuleCreateInfo module_info = {
             .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
             .codeSize = spirv->word_count * sizeof spirv->words[0],

@@ -11,7 +11,7 @@
 #include "required_devices.h"
 #include "test_common.h"
 
-#include "core/roofline.h"
+#include "diagnostics.h"
 #include "reference.h"
 
 #include <math.h>

@@ -329,7 +329,7 @@ static void find_other_entry(const char *name, void *user)
 
 static void test_changed_source(const char *dir)
 {
-    const posenc__cl_kernel *variant = posenc__cl_kernel_find("rope_f32");
+    const posenc__cl_kernel *variant = posenc__cl_kernel_get(POSENC__CL_ROPE_F32);
     CHECK(variant != NULL);
     if (!variant)
         return;

@@ -15,7 +15,7 @@
 #include "required_devices.h"
 #include "test_common.h"
 
-#include "core/roofline.h"
+#include "diagnostics.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -215,6 +215,17 @@ static bool engine_device(engine *e, bool push_descriptor, bool storage16)
     storage16 = storage16 && available16.storageBuffer16BitAccess;
     push_descriptor =
         push_descriptor && device_has_extension(e, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    /* With push descriptors, also host memory import where posenc may use it (unified memory:
+     * posenc_device_info.host_memory_import). */
+    bool host_import = false;
+    uint32_t devices = 0;
+    CHECK_OK(posenc_device_count(&devices));
+    for (uint32_t d = 0; d < devices && push_descriptor; d++) {
+        posenc_device_info info;
+        host_import = host_import || (posenc_device_get(d, &info) == POSENC_OK &&
+                                      info.backend == POSENC_BACKEND_VULKAN &&
+                                      info.host_memory_import && strcmp(info.name, e->name) == 0);
+    }
     VkPhysicalDevice16BitStorageFeatures enable16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
         .storageBuffer16BitAccess = VK_TRUE};
@@ -223,14 +234,15 @@ static bool engine_device(engine *e, bool push_descriptor, bool storage16)
                                      .queueFamilyIndex = e->family,
                                      .queueCount = 1,
                                      .pQueuePriorities = &priority};
-    const char *extension = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+    const char *extensions[2] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME,
+                                 VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME};
     VkDeviceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .pNext = storage16 ? &enable16 : NULL,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &queue,
-        .enabledExtensionCount = push_descriptor ? 1 : 0,
-        .ppEnabledExtensionNames = &extension,
+        .enabledExtensionCount = push_descriptor ? (host_import ? 2 : 1) : 0,
+        .ppEnabledExtensionNames = extensions,
     };
     if (e->CreateDevice(e->physical, &info, NULL, &e->device) != VK_SUCCESS)
         return false;
@@ -239,7 +251,8 @@ static bool engine_device(engine *e, bool push_descriptor, bool storage16)
 #undef LOAD_
     e->GetDeviceQueue(e->device, e->family, 0, &e->queue);
     e->features = (push_descriptor ? POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR : 0u) |
-                  (storage16 ? POSENC_VULKAN_FEATURE_16BIT_STORAGE : 0u);
+                  (storage16 ? POSENC_VULKAN_FEATURE_16BIT_STORAGE : 0u) |
+                  (host_import ? POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT : 0u);
     return true;
 }
 
@@ -1136,12 +1149,16 @@ static void test_record_errors(engine *e, posenc_context *ctx, VkCommandPool poo
     posenc_sinusoidal_desc table = {.out = posenc_tensor_of_host(host, POSENC_DTYPE_F32, 2, shape)};
     CHECK_STATUS(posenc_vk_cmd_sinusoidal(ctx, commands, &table), POSENC_INVALID_ARGUMENT);
     CHECK(strstr(posenc_context_last_error(ctx), "out.host") != NULL);
+    /* Wrapped host memory is recorded only where the device imported it (test_record_imported
+     * below). */
     posenc_buffer_desc wrap_host = {.size = sizeof host, .host_memory = host};
     posenc_buffer *wrapped = NULL;
     CHECK_OK(posenc_buffer_create(ctx, &wrap_host, &wrapped));
     desc.q = posenc_tensor_of_buffer(wrapped, POSENC_DTYPE_F32, 2, shape);
-    CHECK_STATUS(posenc_vk_cmd_rope(ctx, commands, &desc), POSENC_UNSUPPORTED);
-    CHECK(strstr(posenc_context_last_error(ctx), "q.buffer") != NULL);
+    if (!(e->features & POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT)) {
+        CHECK_STATUS(posenc_vk_cmd_rope(ctx, commands, &desc), POSENC_UNSUPPORTED);
+        CHECK(strstr(posenc_context_last_error(ctx), "q.buffer") != NULL);
+    }
     posenc_buffer_destroy(wrapped);
     CHECK_STATUS(posenc_vk_cmd_rope(ctx, VK_NULL_HANDLE, &desc), POSENC_INVALID_ARGUMENT);
     CHECK_STATUS(posenc_vk_cmd_rope(NULL, commands, &desc), POSENC_INVALID_ARGUMENT);
@@ -1218,6 +1235,55 @@ static void test_record_only(engine *e, VkCommandPool pool)
 
 /* Everything on one device, made with or without VK_KHR_push_descriptor (the two descriptor
  * paths) and 16-bit storage. */
+/* With POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT, a buffer wrapping page-aligned host memory is
+ * imported and its RoPE recorded into the engine's command buffer; the engine's submission
+ * writes the caller's memory in place (checked against the float64 reference). */
+static void test_record_imported(engine *e, posenc_context *ctx, VkCommandPool pool)
+{
+    enum { Q_ROWS = TOKENS * Q_HEADS };
+    const int64_t shape[3] = {TOKENS, Q_HEADS, HEAD_DIM};
+    float *host = posenc__aligned_alloc(4096, Q_COUNT * sizeof(float));
+    CHECK(host != NULL);
+    if (!host)
+        return;
+    double in[Q_COUNT];
+    test_rng rng = {77};
+    for (int i = 0; i < Q_COUNT; i++)
+        host[i] = (float)(in[i] = (float)test_rng_uniform(&rng, -1.0, 1.0));
+    posenc_buffer_desc wrap_host = {.size = Q_COUNT * sizeof(float), .host_memory = host};
+    posenc_buffer *wrapped = NULL;
+    CHECK_OK(posenc_buffer_create(ctx, &wrap_host, &wrapped));
+    posenc_rope_desc desc = {.position_offset = 5};
+    desc.q = posenc_tensor_of_buffer(wrapped, POSENC_DTYPE_F32, 3, shape);
+    VkCommandBuffer commands = begin_commands(e, pool);
+    host_to_compute(e, commands);
+    CHECK_OK(posenc_vk_cmd_rope(ctx, commands, &desc));
+    compute_to_host(e, commands);
+    CHECK(e->EndCommandBuffer(commands) == VK_SUCCESS);
+    submit_and_wait(e, commands);
+
+    posenc_rope_desc ref_desc = {.theta = 10000.0};
+    double inv_freq[HEAD_DIM / 2], ref[HEAD_DIM];
+    double factor = ref_rope_frequencies(&ref_desc, HEAD_DIM, inv_freq);
+    ref_stats stats = {0};
+    bool ok = true;
+    for (int row = 0; row < Q_ROWS; row++) {
+        ref_rope_head(in + row * HEAD_DIM, ref, HEAD_DIM, HEAD_DIM, POSENC_ROPE_NEOX, inv_freq,
+                      5.0 + row / Q_HEADS, factor, false);
+        for (int j = 0; j < HEAD_DIM / 2; j++) {
+            double a = in[row * HEAD_DIM + j], b = in[row * HEAD_DIM + j + HEAD_DIM / 2];
+            double scale = sqrt(a * a + b * b) > 0.0 ? sqrt(a * a + b * b) : 1.0;
+            ok &= ref_check(&stats, POSENC_DTYPE_F32, host[row * HEAD_DIM + j], ref[j], scale,
+                            0.0);
+            ok &= ref_check(&stats, POSENC_DTYPE_F32, host[row * HEAD_DIM + j + HEAD_DIM / 2],
+                            ref[j + HEAD_DIM / 2], scale, 0.0);
+        }
+    }
+    CHECK(ok);
+    posenc_buffer_destroy(wrapped);
+    posenc__aligned_free(host);
+}
+
 static void run_engine(bool push_descriptor, bool storage16)
 {
     const char *reason = "";
@@ -1243,15 +1309,18 @@ static void run_engine(bool push_descriptor, bool storage16)
         test_wrap_while_recording(&e, ctx);
         test_calls_on_queue(&e, ctx);
         test_record_errors(&e, ctx, pool);
+        if (e.features & POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT)
+            test_record_imported(&e, ctx, pool);
         test_record_only(&e, pool);
         test_allocator_and_cache(&e, pool);
     }
     posenc_context_destroy(ctx);
     if (pool)
         e.DestroyCommandPool(e.device, pool, NULL);
-    printf("  %-40s descriptors %s, f16/bf16 %s: %s\n", e.name,
+    printf("  %-40s descriptors %s, f16/bf16 %s, host memory %s: %s\n", e.name,
            e.features & POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR ? "pushed" : "from pools",
            e.features & POSENC_VULKAN_FEATURE_16BIT_STORAGE ? "16-bit storage" : "packed",
+           e.features & POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT ? "imported" : "staged",
            test_failures == before ? "ok" : "FAILED");
     engine_destroy(&e);
 }

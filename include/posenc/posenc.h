@@ -186,6 +186,12 @@ typedef struct posenc_device_info {
     uint32_t subgroup_size;       /* 0 when unknown or variable */
     uint64_t max_buffer_bytes;    /* largest single buffer allocation */
     uint64_t max_binding_bytes;   /* largest range one kernel binding may address */
+    bool host_memory_import;      /* caller host memory (host tensors, buffers wrapping
+                                   * host_memory) is used in place, not copied through staging,
+                                   * where the device takes it (Vulkan: the pages covering it,
+                                   * VK_EXT_external_memory_host; OpenCL: CL_MEM_USE_HOST_PTR
+                                   * from an address aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN);
+                                   * always on the CPU path */
 } posenc_device_info;
 
 /* Every device of every available backend, in a stable order (Vulkan, OpenCL, CPU). The list is
@@ -215,6 +221,9 @@ typedef enum posenc_vulkan_feature {
     /* the VK_KHR_push_descriptor extension: descriptors pushed into the command buffer
      * (without it: descriptor sets from a pool of posenc's, see posenc_vulkan.h) */
     POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR = 1u << 1,
+    /* the VK_EXT_external_memory_host extension: on a unified-memory device, caller host memory
+     * is imported instead of copied (posenc_device_info.host_memory_import) */
+    POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT = 1u << 2,
 } posenc_vulkan_feature;
 
 /* A caller's own Vulkan objects, for engines that bring their device. All borrowed, not
@@ -337,7 +346,9 @@ typedef struct posenc_buffer_desc {
     uint64_t size;            /* bytes; required (> 0) */
     void *host_memory;        /* wrap this caller memory of `size` bytes instead of allocating.
                                * Borrowed, not freed; must outlive the buffer. The CPU backend uses
-                               * it in place; GPU backends import it or copy at each operation. */
+                               * it in place; GPU backends import it once, at creation, where
+                               * the device has host_memory_import and takes this memory, and
+                               * otherwise copy it at each operation (the log says why). */
     const void *initial_data; /* optional: `size` bytes uploaded at creation */
 } posenc_buffer_desc;
 
@@ -544,7 +555,8 @@ POSENC_API posenc_status posenc_sinusoidal(posenc_context *context,
  * on failure), submits the work and returns without waiting for the device.
  * - Every tensor of a submitted operation must be a posenc_buffer view: host views are
  *   INVALID_ARGUMENT (naming the tensor); use the synchronous call for those. Buffers that wrap
- *   host_memory are UNSUPPORTED on the GPU backends, which copy that memory around each call.
+ *   host_memory are UNSUPPORTED on the GPU backends where they copy that memory around each
+ *   call, and accepted where the device imported it at the buffer's creation.
  * - Work of one context runs in submission order, and posenc_buffer_upload/download on the
  *   context are ordered after it: a download shows the results of every earlier submit.
  *   posenc_buffer_destroy and posenc_context_destroy wait for the work that uses them.

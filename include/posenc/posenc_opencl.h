@@ -88,7 +88,8 @@ POSENC_API posenc_status posenc_cl_buffer_wrap(posenc_context *context, cl_mem m
  * failure), then enqueues the work on the context's queue after the `num_events_in_wait_list`
  * events of `event_wait_list` (and after posenc's previous commands), and returns without
  * waiting or flushing. Every tensor must be a posenc_buffer view (host views are
- * INVALID_ARGUMENT, naming the tensor; buffers wrapping host_memory are UNSUPPORTED). `event`
+ * INVALID_ARGUMENT, naming the tensor; buffers wrapping host_memory are UNSUPPORTED unless
+ * the device imported them at their creation: posenc_device_info.host_memory_import). `event`
  * (optional) receives an event that completes when all of the work is done; release it with
  * clReleaseEvent. An OpenCL error from the enqueue (an invalid wait list, ...) becomes a status
  * with a message naming the call and the error. */

@@ -127,7 +127,9 @@ POSENC_API posenc_status posenc_vk_buffer_wrap(posenc_context *context, VkBuffer
 /* Validates exactly like posenc_rope / posenc_sinusoidal (same errors), then records the work
  * into `command_buffer` (see the synchronization contract above). Every tensor must be a
  * posenc_buffer view (wrapped or created by posenc): host tensors are INVALID_ARGUMENT and
- * buffers wrapping host_memory UNSUPPORTED, naming the tensor. The context must be on the
+ * buffers wrapping host_memory UNSUPPORTED unless imported at their creation (a unified-memory
+ * device with VK_EXT_external_memory_host enabled, given as
+ * POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT), naming the tensor. The context must be on the
  * caller's device (posenc_context_desc.vulkan.device). */
 POSENC_API posenc_status posenc_vk_cmd_rope(posenc_context *context,
                                             VkCommandBuffer command_buffer,

@@ -13,7 +13,8 @@ PyObject *pyposenc_device_dict(const posenc_device_info *info)
     PyOS_snprintf(selector, sizeof selector, "%s:%u", posenc_backend_name(info->backend),
                   info->backend_index);
     return Py_BuildValue(
-        "{s:s,s:s,s:I,s:s,s:s,s:N,s:s,s:s,s:K,s:N,s:N,s:N,s:N,s:N,s:I,s:I,s:I,s:K,s:K}", "name",
+        "{s:s,s:s,s:I,s:s,s:s,s:N,s:s,s:s,s:K,s:N,s:N,s:N,s:N,s:N,s:I,s:I,s:I,s:K,s:K,s:N}",
+        "name",
         info->name, "backend", posenc_backend_name(info->backend), "index", info->backend_index,
         "selector", selector, "kind", posenc_device_type_name(info->type), "native_cpu",
         PyBool_FromLong(info->native_cpu), "vendor", info->vendor, "driver", info->driver,
@@ -23,7 +24,8 @@ PyObject *pyposenc_device_dict(const posenc_device_info *info)
         PyBool_FromLong(info->bf16), "fp64", PyBool_FromLong(info->fp64), "compute_units",
         info->compute_units, "max_workgroup_size", info->max_workgroup_size, "subgroup_size",
         info->subgroup_size, "max_buffer_bytes", (unsigned long long)info->max_buffer_bytes,
-        "max_binding_bytes", (unsigned long long)info->max_binding_bytes);
+        "max_binding_bytes", (unsigned long long)info->max_binding_bytes, "host_memory_import",
+        PyBool_FromLong(info->host_memory_import));
 }
 
 static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)

@@ -3,6 +3,8 @@
  * Python layer (posenc/__init__.py) adds defaults, layouts and array allocation on top. */
 #include "pyposenc.h"
 
+#include "core/backend_list.h"
+
 #include <string.h>
 
 static PyObject *devices(PyObject *module, PyObject *unused)
@@ -44,8 +46,9 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "s", &name)) {
         return NULL;
     }
-    static const posenc_backend backends[] = {POSENC_BACKEND_CPU, POSENC_BACKEND_VULKAN,
-                                              POSENC_BACKEND_OPENCL};
+#define BACKEND_KIND(kind, name, table) POSENC_BACKEND_##kind,
+    static const posenc_backend backends[] = {POSENC__BACKEND_LIST(BACKEND_KIND)};
+#undef BACKEND_KIND
     for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
         if (strcmp(name, posenc_backend_name(backends[i])) == 0) {
             const char *reason = NULL;
@@ -54,8 +57,11 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
                                  status == POSENC_OK ? "" : (reason ? reason : ""));
         }
     }
+#define BACKEND_NAME(kind, name, table) " " name
     return pyposenc_raisef(POSENC_INVALID_ARGUMENT,
-                           "backend: '%s' is not cpu, vulkan or opencl", name);
+                           "backend: '%s' is not one of:" POSENC__BACKEND_LIST(BACKEND_NAME),
+                           name);
+#undef BACKEND_NAME
 }
 
 /* posenc.rope's documentation; the first line is its signature for inspect and help(). */

@@ -14,7 +14,8 @@ def test_devices_describe_themselves():
     listed = posenc.devices()
     assert listed, "the native CPU device is always listed"
     for d in listed:
-        for key in ("name", "backend", "index", "selector", "kind", "memory_bytes"):
+        for key in ("name", "backend", "index", "selector", "kind", "memory_bytes",
+                    "unified_memory", "host_memory_import"):
             assert key in d
         assert d["selector"] == f"{d['backend']}:{d['index']}"
     assert sum(d["native_cpu"] for d in listed) == 1

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_memory.h"
 #include "cli.h"
-#include "core/roofline.h"
-#include "cpu/cpu_kernels.h"
 #include "device.h"
+#include "diagnostics.h"
 
 static const char bench_help[] =
     "usage: posenc bench [--device SEL]... [--threads N] [--runs N] [--quick] [--json]\n"
@@ -37,6 +37,10 @@ static const char bench_help[] =
     "operation runs as fast as memory allows. Backends without a copy kernel show '-' there.\n"
     "First call: context creation, then the first RoPE (decode, f32) including kernel builds;\n"
     "GPU backends twice, with an empty kernel cache directory and again with it filled.\n"
+    "Where the tensors live, on GPU devices with unified memory: the same RoPE (f32, in place,\n"
+    "decode, a 64-token chunk and a prefill) on a device buffer, a page-aligned host tensor and\n"
+    "a buffer wrapping page-aligned host memory, timed in turn in each run; 'vs buffer' is the\n"
+    "device buffer's time / the form's time (1.0: host memory costs nothing extra).\n"
     "\n"
     "flags:\n"
     "  --device SEL   cpu, vulkan, vulkan:1, opencl:0 or a name substring; repeat for more\n"
@@ -698,7 +702,7 @@ static void print_json_device(const posenc_device_info *info, const char *select
         }
         printf("}");
     }
-    printf("]}");
+    printf("]");
 }
 
 /* ---- the command ---- */
@@ -860,7 +864,7 @@ int cli_bench_main(int argc, char **argv)
         posenc_context *context = NULL;
         posenc_status status = open_device(&info, &options, have_dir ? dir : NULL, NULL,
                                            &context);
-        const char *variant = status == POSENC_OK ? posenc_cpu_context_variant(context) : NULL;
+        const char *variant = status == POSENC_OK ? posenc__kernel_variant(context) : NULL;
         for (size_t i = 0; i < CASE_COUNT; i++) {
             if (status != POSENC_OK) {
                 results[i].status = status;
@@ -870,6 +874,15 @@ int cli_bench_main(int argc, char **argv)
             }
             run_case(context, &bench_cases[i], &options, selector, (unsigned)i, &results[i]);
         }
+        bench_memory_row memory_rows[BENCH_MEMORY_ROWS];
+        bool memory = status == POSENC_OK && bench_memory_applies(&info);
+        if (memory) {
+            bench_progress(&options, selector, "host memory", (unsigned)CASE_COUNT,
+                           (unsigned)CASE_COUNT);
+            bench_memory_run(context, options.runs, options.sample_seconds, memory_rows);
+            for (int i = 0; i < BENCH_MEMORY_ROWS; i++)
+                any_failed = any_failed || memory_rows[i].status != POSENC_OK;
+        }
         bench_progress_clear(&options);
         for (size_t i = 0; i < CASE_COUNT; i++)
             any_failed = any_failed || results[i].status != POSENC_OK;
@@ -878,6 +891,9 @@ int cli_bench_main(int argc, char **argv)
         if (options.json) {
             print_json_device(&info, selector, variant, &options, &first, results, &caches,
                               d == 0);
+            if (memory)
+                bench_memory_print_json(memory_rows);
+            printf("}");
         } else {
             print_device_header(&info, selector, variant, &options);
             print_first_call(&first);
@@ -890,6 +906,8 @@ int cli_bench_main(int argc, char **argv)
                     printf("  no copy figures: %s\n", results[i].copy_note);
                     missing_copy = true;
                 }
+            if (memory)
+                bench_memory_print(memory_rows);
         }
         fflush(stdout);
         posenc_context_destroy(context);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/backend_list.h"
 #include "device.h"
 
 static const char devices_help[] =
@@ -20,6 +21,9 @@ static const char devices_help[] =
     "flags:\n"
     "  --json     print one JSON object instead of text\n"
     "  --help     this text\n";
+
+/* The backends in the registry's order, which is the order devices are listed in. */
+#define BACKEND_KIND(kind, name, table) POSENC_BACKEND_##kind,
 
 typedef struct devices_choice {
     posenc_status status;
@@ -88,7 +92,8 @@ static void devices_print_text(const posenc_device_info *infos, uint32_t count)
                d->native_cpu ? " (posenc's own CPU path)" : "", d->vendor[0] ? d->vendor : "-");
         cli_put_escaped(stdout, d->driver[0] ? d->driver : "-"); /* may quote the environment */
         printf("\n");
-        printf("       memory %s, unified memory %s\n", memory, yes_no(d->unified_memory));
+        printf("       memory %s, unified memory %s, host memory import %s\n", memory,
+               yes_no(d->unified_memory), yes_no(d->host_memory_import));
         printf("       fp16 storage %s, fp16 arithmetic %s, bf16 %s, fp64 %s\n",
                yes_no(d->fp16_storage), yes_no(d->fp16_arithmetic), yes_no(d->bf16),
                yes_no(d->fp64));
@@ -97,8 +102,7 @@ static void devices_print_text(const posenc_device_info *infos, uint32_t count)
         printf("       max buffer %s, max binding %s\n", max_buffer, max_binding);
     }
     printf("backends:\n");
-    static const posenc_backend backends[] = {POSENC_BACKEND_VULKAN, POSENC_BACKEND_OPENCL,
-                                              POSENC_BACKEND_CPU};
+    static const posenc_backend backends[] = {POSENC__BACKEND_LIST(BACKEND_KIND)};
     for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
         const char *reason = NULL;
         posenc_status status = posenc_backend_status(backends[i], &reason);
@@ -168,9 +172,11 @@ static void devices_print_json(const posenc_device_info *infos, uint32_t count)
         json_string(d->vendor);
         printf(", \"driver\": ");
         json_string(d->driver);
-        printf(",\n     \"memory_bytes\": %llu, \"unified_memory\": %s, \"fp16_storage\": %s, "
+        printf(",\n     \"memory_bytes\": %llu, \"unified_memory\": %s, "
+               "\"host_memory_import\": %s, \"fp16_storage\": %s, "
                "\"fp16_arithmetic\": %s, \"bf16\": %s, \"fp64\": %s,\n",
                (unsigned long long)d->memory_bytes, d->unified_memory ? "true" : "false",
+               d->host_memory_import ? "true" : "false",
                d->fp16_storage ? "true" : "false", d->fp16_arithmetic ? "true" : "false",
                d->bf16 ? "true" : "false", d->fp64 ? "true" : "false");
         printf("     \"compute_units\": %u, \"max_workgroup_size\": %u, \"subgroup_size\": %u, "
@@ -179,8 +185,7 @@ static void devices_print_json(const posenc_device_info *infos, uint32_t count)
                (unsigned long long)d->max_buffer_bytes, (unsigned long long)d->max_binding_bytes);
     }
     printf("\n  ],\n  \"backends\": [");
-    static const posenc_backend backends[] = {POSENC_BACKEND_VULKAN, POSENC_BACKEND_OPENCL,
-                                              POSENC_BACKEND_CPU};
+    static const posenc_backend backends[] = {POSENC__BACKEND_LIST(BACKEND_KIND)};
     for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
         const char *reason = NULL;
         posenc_status status = posenc_backend_status(backends[i], &reason);

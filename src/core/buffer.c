@@ -162,7 +162,7 @@ posenc_status posenc_buffer_map(posenc_buffer *buf, void **data)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "buffer: the %s backend cannot map buffers; use "
                             "posenc_buffer_upload / posenc_buffer_download",
-                            ctx->backend->name);
+                            posenc_backend_name(ctx->backend->kind));
     /* Claimed under the lock, mapped outside it: the backend waits for the buffer's work under
      * its own lock, which is never taken inside shared_lock's. */
     posenc__mutex_lock(&ctx->shared_lock);

@@ -15,7 +15,7 @@
 /* What posenc_device_choose and posenc_context_create both refuse before choosing. */
 static posenc_status validate_desc(const posenc_context_desc *desc)
 {
-    if ((unsigned)desc->backend > POSENC_BACKEND_OPENCL)
+    if (desc->backend != POSENC_BACKEND_AUTO && !posenc__backend_known(desc->backend))
         return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "backend: unknown value %d",
                             (int)desc->backend);
     if (desc->flags & ~(uint32_t)KNOWN_FLAGS)

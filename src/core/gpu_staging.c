@@ -164,6 +164,17 @@ posenc_status posenc__gpu_stage_plan(posenc_context *ctx, posenc__gpu_staging *s
     return POSENC_OK;
 }
 
+bool posenc__gpu_stage_importable(const posenc__gpu_staging *staging, uint32_t r)
+{
+    for (uint32_t i = 0; i < staging->view_count; i++) {
+        const posenc__gpu_staged_view *v = &staging->views[i];
+        if (v->host && v->region == r &&
+            (uintptr_t)v->host % posenc_dtype_size(v->view->dtype) != 0)
+            return false;
+    }
+    return true;
+}
+
 bool posenc__gpu_stage_has_host(const posenc__gpu_staging *staging)
 {
     for (uint32_t i = 0; i < staging->view_count; i++) {

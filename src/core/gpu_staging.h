@@ -74,6 +74,10 @@ posenc_status posenc__gpu_stage_plan(posenc_context *ctx, posenc__gpu_staging *s
 /* (Re)assigns staging offsets to the regions that are not imported, and the byte counts. */
 void posenc__gpu_stage_layout(posenc__gpu_staging *staging);
 
+/* Whether region `r` may be bound in place (imported): every view in it starts on its element
+ * boundary in host memory, as the kernels index it. Staging realigns the others. */
+bool posenc__gpu_stage_importable(const posenc__gpu_staging *staging, uint32_t r);
+
 /* Whether any view is staged or imported: work that reads host memory cannot be left running. */
 bool posenc__gpu_stage_has_host(const posenc__gpu_staging *staging);
 

@@ -43,11 +43,15 @@ posenc_status posenc__registry_backend(posenc_backend kind, const posenc__backen
 /* The backend of `kind` compiled into this build, without enumerating devices (no runtime is
  * loaded); NULL if it was not compiled in. For contexts on caller-owned devices. */
 const posenc__backend *posenc__registry_compiled_backend(posenc_backend kind);
+/* Whether `backend` is one of core/backend_list.h (AUTO is not), compiled in or not. */
+bool posenc__backend_known(posenc_backend backend);
 
 struct posenc_buffer {
     posenc_context *ctx;
     uint64_t size;
     void *host_memory;   /* wrapped caller memory (borrowed), or NULL */
+    bool host_imported;  /* the device uses host_memory in place (set by the backend's
+                          * buffer_init): work left running may bind it */
     void *backend_state; /* owned by the backend */
     /* 1 while mapped (posenc_buffer_map); changed under ctx->shared_lock, read by the view
      * checks without it. */

@@ -2,9 +2,11 @@
 /* The kernels embedded at build time: SPIR-V words for Vulkan, OpenCL C sources for OpenCL.
  *
  * Variants are listed in shaders/variants.cmake and named there ("sinusoidal_f16"); the same
- * name may exist in both languages. The tables are generated into the build directory
- * (cmake/PosencKernels.cmake). A path configured off (POSENC_VULKAN / POSENC_OPENCL = OFF, or
- * AUTO without the tools) has an empty table: the functions then return 0, false or NULL.
+ * name may exist in both languages. The build generates from that list the ids the backends
+ * look variants up by (kernel_ids.h: POSENC__SPIRV_SINUSOIDAL_F16, POSENC__CL_SINUSOIDAL_F16)
+ * and the tables, into the build directory (cmake/PosencKernels.cmake). A path configured off
+ * (POSENC_VULKAN / POSENC_OPENCL = OFF, or AUTO without the tools) has an empty table: the
+ * functions then return 0, false or NULL.
  * Everything here is immutable data, safe to read from any thread.
  */
 #ifndef POSENC_CORE_KERNELS_H
@@ -13,6 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "kernel_ids.h"
 
 /* One compiled GLSL variant (Vulkan 1.1, SPIR-V 1.3; entry point "main"). */
 typedef struct posenc__spirv {
@@ -39,14 +43,14 @@ bool posenc__spirv_enabled(void);
 size_t posenc__spirv_count(void);
 /* NULL past the end. */
 const posenc__spirv *posenc__spirv_at(size_t index);
-/* By variant name; NULL when absent. */
-const posenc__spirv *posenc__spirv_find(const char *name);
+/* The variant `id`; NULL when the path is off. */
+const posenc__spirv *posenc__spirv_get(posenc__spirv_id id);
 
 /* Whether this build embedded OpenCL C kernels (POSENC_HAVE_CL_KERNELS in the library). */
 bool posenc__cl_enabled(void);
 size_t posenc__cl_kernel_count(void);
 const posenc__cl_kernel *posenc__cl_kernel_at(size_t index);
-const posenc__cl_kernel *posenc__cl_kernel_find(const char *name);
+const posenc__cl_kernel *posenc__cl_kernel_get(posenc__cl_id id);
 /* The source of a file ("sinusoidal.cl"), or NULL. */
 const char *posenc__cl_source_find(const char *source_name);
 

@@ -58,10 +58,12 @@ posenc_status posenc__check_device_views(posenc_context *ctx, const posenc__view
                                 "%s.host: %s needs a posenc_buffer view, not host memory (use "
                                 "the synchronous call for host tensors)",
                                 names[i], call);
-        if (!wrapped_host_ok && view->buffer && view->buffer->host_memory)
+        if (!wrapped_host_ok && view->buffer && view->buffer->host_memory &&
+            !view->buffer->host_imported)
             return posenc__fail(ctx, POSENC_UNSUPPORTED,
                                 "%s.buffer: wraps host_memory, which this device copies at each "
-                                "operation; %s needs a buffer the device owns",
+                                "operation (it could not import it: see the log); %s needs "
+                                "a buffer the device owns",
                                 names[i], call);
     }
     return POSENC_OK;

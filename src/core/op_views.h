@@ -29,8 +29,9 @@ void posenc__sinusoidal_given_views(const posenc__sinusoidal_op *op,
 
 /* Work that outlives the call (submits, commands recorded or enqueued for the caller to run)
  * reads and writes device memory only: a host view is INVALID_ARGUMENT, and, unless
- * `wrapped_host_ok`, a buffer wrapping host_memory is UNSUPPORTED (GPU backends copy that
- * memory around each synchronous call, which they cannot do after work they do not wait for).
+ * `wrapped_host_ok`, a buffer wrapping host_memory that the device did not import is
+ * UNSUPPORTED (GPU backends copy that memory around each synchronous call, which they cannot do
+ * after work they do not wait for).
  * The message names the view and `call`. NULL entries are skipped. */
 posenc_status posenc__check_device_views(posenc_context *ctx, const posenc__view *const *views,
                                          const char *const *names, uint32_t count,

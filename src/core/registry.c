@@ -1,32 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* The backend registry: the one place that lists the backends, and the device list built from
- * them once per process (again after a listing that ran out of host memory). Adding a backend is
- * one line in `backends`. */
+/* The backend registry: the backends of core/backend_list.h built into this library, and the
+ * device list built from them once per process (again after a listing that ran out of host
+ * memory). */
 #include "backend.h"
+#include "core/backend_list.h"
 #include "core/platform.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-extern const posenc__backend posenc_cpu_backend;
-#if defined(POSENC_HAVE_VULKAN_BACKEND)
-extern const posenc__backend posenc_vk_backend;
-#endif
-#if defined(POSENC_HAVE_OPENCL_BACKEND)
-extern const posenc__backend posenc_opencl_backend;
-#endif
+#define DECLARE_TABLE(kind, name, table) extern const posenc__backend table;
+POSENC__BACKEND_LIST(DECLARE_TABLE)
 
-/* Order matters: it is the order of posenc_device_get, and AUTO prefers earlier backends among
- * devices of the same type. The native CPU path comes last. */
-static const posenc__backend *const backends[] = {
-#if defined(POSENC_HAVE_VULKAN_BACKEND)
-    &posenc_vk_backend,
-#endif
-#if defined(POSENC_HAVE_OPENCL_BACKEND)
-    &posenc_opencl_backend,
-#endif
-    &posenc_cpu_backend,
-};
+/* In the list's order, those built in. */
+#define COMPILED_TABLE(kind, name, table) POSENC__IF_##kind(&table)
+static const posenc__backend *const backends[] = {POSENC__BACKEND_LIST(COMPILED_TABLE)};
 
 #define BACKEND_COUNT (sizeof backends / sizeof backends[0])
 
@@ -92,7 +80,7 @@ static posenc_status build_registry(void)
             undo_listing(lists, i);
             return posenc__fail(NULL, POSENC_OUT_OF_MEMORY,
                                 "device list: out of host memory while listing %s devices",
-                                backends[i]->name);
+                                posenc_backend_name(backends[i]->kind));
         }
         if (status != POSENC_OK)
             lists[i].count = 0; /* a failed backend contributes nothing */
@@ -181,7 +169,7 @@ const posenc__backend *posenc__registry_compiled_backend(posenc_backend kind)
 posenc_status posenc_backend_status(posenc_backend backend, const char **reason)
 {
     const char *why = "";
-    if (backend == POSENC_BACKEND_AUTO || (unsigned)backend > POSENC_BACKEND_OPENCL) {
+    if (backend == POSENC_BACKEND_AUTO || !posenc__backend_known(backend)) {
         why = backend == POSENC_BACKEND_AUTO ? "auto is not a backend" : "unknown backend";
         if (reason)
             *reason = why;

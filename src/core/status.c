@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Status names and messages, per-context and per-thread error messages, and logging. */
+#include "core/backend_list.h"
 #include "core/internal.h"
 #include "core/platform.h"
 
@@ -120,13 +121,19 @@ void posenc__log_to(posenc_log_fn log, void *user_data, posenc_log_level level,
 
 const char *posenc_backend_name(posenc_backend backend)
 {
-    switch (backend) {
-    case POSENC_BACKEND_AUTO: return "auto";
-    case POSENC_BACKEND_CPU: return "cpu";
-    case POSENC_BACKEND_VULKAN: return "vulkan";
-    case POSENC_BACKEND_OPENCL: return "opencl";
-    }
-    return "unknown";
+#define BACKEND_NAME(kind, name, table)                                                           \
+    if (backend == POSENC_BACKEND_##kind)                                                         \
+        return name;
+    POSENC__BACKEND_LIST(BACKEND_NAME)
+#undef BACKEND_NAME
+    return backend == POSENC_BACKEND_AUTO ? "auto" : "unknown";
+}
+
+bool posenc__backend_known(posenc_backend backend)
+{
+#define BACKEND_KNOWN(kind, name, table) backend == POSENC_BACKEND_##kind ||
+    return POSENC__BACKEND_LIST(BACKEND_KNOWN) false;
+#undef BACKEND_KNOWN
 }
 
 const char *posenc_device_type_name(posenc_device_type type)

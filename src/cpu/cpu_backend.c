@@ -78,6 +78,7 @@ static posenc_status cpu_enumerate(posenc__device_list *list, const char **reaso
                  posenc__env_get("POSENC_CPU_VARIANT"));
     info->memory_bytes = posenc__physical_memory();
     info->unified_memory = true;
+    info->host_memory_import = true;
     info->fp16_storage = variant != POSENC_CPU_PORTABLE; /* F16C / NEON conversions */
     info->bf16 = variant == POSENC_CPU_AVX512BF16;
     info->fp64 = true;
@@ -349,9 +350,15 @@ void posenc_cpu_sincos_row(const posenc_cpu_kernels *kernels, const posenc__freq
     kernels->sincos(turns_hi, count, sin_scale, cos_scale, sin_out, cos_out);
 }
 
+static const posenc__backend_diagnostics cpu_diagnostics = {
+    .roofline = cpu_roofline,
+    .rope_roofline = posenc_cpu_rope_roofline,
+    .sinusoidal_roofline = posenc_cpu_sinusoidal_roofline,
+    .kernel_variant = posenc_cpu_context_variant,
+};
+
 const posenc__backend posenc_cpu_backend = {
     .kind = POSENC_BACKEND_CPU,
-    .name = "cpu",
     .enumerate = cpu_enumerate,
     .context_init = cpu_context_init,
     .context_fini = cpu_context_fini,
@@ -363,7 +370,5 @@ const posenc__backend posenc_cpu_backend = {
     .buffer_map = cpu_buffer_map,
     .rope = posenc_cpu_rope,
     .sinusoidal = posenc_cpu_sinusoidal,
-    .roofline = cpu_roofline,
-    .rope_roofline = posenc_cpu_rope_roofline,
-    .sinusoidal_roofline = posenc_cpu_sinusoidal_roofline,
+    .diagnostics = &cpu_diagnostics,
 };

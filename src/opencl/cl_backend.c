@@ -4,9 +4,12 @@
 #include "backend.h"
 #include "opencl/cl_internal.h"
 
+static const posenc__backend_diagnostics cl_diagnostics = {
+    .roofline = posenc_cl_roofline,
+};
+
 const posenc__backend posenc_opencl_backend = {
     .kind = POSENC_BACKEND_OPENCL,
-    .name = "opencl",
     .enumerate = posenc_cl_enumerate,
     .release_devices = posenc_cl_release_devices,
     .context_init = posenc_cl_context_init,
@@ -25,6 +28,6 @@ const posenc__backend posenc_opencl_backend = {
     .event_wait = posenc_cl_submit_event_wait,
     .event_release = posenc_cl_submit_event_release,
     .finish = posenc_cl_finish,
-    .roofline = posenc_cl_roofline,
     .context_init_external = posenc_cl_context_init_external,
+    .diagnostics = &cl_diagnostics,
 };

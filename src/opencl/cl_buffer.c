@@ -1,18 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /* OpenCL buffers: a device allocation each, an engine's cl_mem (posenc_cl_buffer_wrap), or the
- * caller's wrapped host memory, which stays the buffer's storage (operations stage it like any
- * host tensor, so it is current after each call on every device, unified memory or not). */
+ * caller's wrapped host memory, which stays the buffer's storage: imported once
+ * (CL_MEM_USE_HOST_PTR) where the device shares host memory and takes its address, and then used
+ * like a device allocation; otherwise staged by operations like any host tensor, so it is
+ * current after each call on every device. */
 #include "opencl/cl_internal.h"
 
 #include <string.h>
 
 posenc_status posenc_cl_buffer_init(posenc_context *ctx, posenc_buffer *buf)
 {
+    posenc_cl_context *state = ctx->backend_state;
     if (buf->host_memory) {
-        buf->backend_state = NULL; /* the caller's memory is the storage */
+        /* NULL: the caller's memory is the storage, staged around each operation */
+        buf->backend_state = state->host_import ? posenc_cl_import(ctx, buf->host_memory,
+                                                                   buf->size, "host_memory")
+                                                : NULL;
+        buf->host_imported = buf->backend_state != NULL;
         return POSENC_OK;
     }
-    posenc_cl_context *state = ctx->backend_state;
     if (buf->size > SIZE_MAX)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "size: %llu bytes cannot be addressed",
                             (unsigned long long)buf->size);
@@ -102,7 +108,7 @@ static posenc_status copy(posenc_context *ctx, posenc_cl_enqueue_fn enqueue, voi
 posenc_status posenc_cl_buffer_upload(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                       const void *data, uint64_t size)
 {
-    if (buf->host_memory) {
+    if (buf->host_memory && !buf->host_imported) {
         memmove((uint8_t *)buf->host_memory + offset, data, (size_t)size);
         return POSENC_OK;
     }
@@ -113,7 +119,7 @@ posenc_status posenc_cl_buffer_upload(posenc_context *ctx, posenc_buffer *buf, u
 posenc_status posenc_cl_buffer_download(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                         void *data, uint64_t size)
 {
-    if (buf->host_memory) {
+    if (buf->host_memory && !buf->host_imported) {
         memmove(data, (const uint8_t *)buf->host_memory + offset, (size_t)size);
         return POSENC_OK;
     }
@@ -160,7 +166,7 @@ static cl_int enqueue_unmap(posenc_context *ctx, void *user, cl_uint count, cons
  * discrete GPU would copy, which posenc_buffer_download already does. */
 posenc_status posenc_cl_buffer_map(posenc_context *ctx, posenc_buffer *buf, void **data)
 {
-    if (buf->host_memory) {
+    if (buf->host_memory && !buf->host_imported) {
         *data = buf->host_memory;
         return POSENC_OK;
     }
@@ -184,7 +190,7 @@ posenc_status posenc_cl_buffer_map(posenc_context *ctx, posenc_buffer *buf, void
 
 posenc_status posenc_cl_buffer_unmap(posenc_context *ctx, posenc_buffer *buf, void *data)
 {
-    if (buf->host_memory)
+    if (buf->host_memory && !buf->host_imported)
         return POSENC_OK;
     posenc_cl_context *state = ctx->backend_state;
     mapping m = {(cl_mem)buf->backend_state, (size_t)buf->size, data};

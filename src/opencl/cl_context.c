@@ -5,6 +5,23 @@
 #include "opencl/cl_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/* Whether host memory is imported: where the device can, unless POSENC_OPENCL_DISABLE (a
+ * comma-separated list) names "host_import", to exercise the staging path on such devices. */
+static bool host_import(const posenc_device_info *info)
+{
+    const char *list = posenc__env_get("POSENC_OPENCL_DISABLE");
+    static const char feature[] = "host_import";
+    while (list && *list) {
+        const char *end = strchr(list, ',');
+        size_t item = end ? (size_t)(end - list) : strlen(list);
+        if (item == sizeof feature - 1 && strncmp(list, feature, item) == 0)
+            return false;
+        list = end ? end + 1 : NULL;
+    }
+    return info->host_memory_import;
+}
 
 /* The state both kinds of context start from. */
 static posenc_cl_context *new_state(const posenc_cl_api *cl)
@@ -56,6 +73,7 @@ posenc_status posenc_cl_context_init(posenc_context *ctx, const posenc__device *
         return posenc__fail(ctx, status, "device: %s failed: %s (%d)", call,
                             posenc_cl_error_name(err), (int)err);
     }
+    state->host_import = host_import(&device->info);
     ctx->backend_state = state;
     return POSENC_OK;
 }
@@ -204,6 +222,7 @@ posenc_status posenc_cl_context_init_external(posenc_context *ctx,
     state->queue = queue;
     state->external = true;
     state->out_of_order = out_of_order;
+    state->host_import = host_import(&state->external_record->info);
     ctx->backend_state = state;
     ctx->device = state->external_record;
     return POSENC_OK;

@@ -115,6 +115,7 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
 
     cl_device_type type = 0;
     cl_bool unified = CL_FALSE;
+    cl_uint base_align_bits = 0;
     cl_ulong memory = 0, max_alloc = 0;
     cl_uint compute_units = 0;
     cl_device_fp_config fp64 = 0;
@@ -122,6 +123,7 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     device_value(cl, id, CL_DEVICE_TYPE, &type, sizeof type);
     device_value(cl, id, CL_DEVICE_HOST_UNIFIED_MEMORY, &unified, sizeof unified);
     device_value(cl, id, CL_DEVICE_GLOBAL_MEM_SIZE, &memory, sizeof memory);
+    device_value(cl, id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, &base_align_bits, sizeof base_align_bits);
     device_value(cl, id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, &max_alloc, sizeof max_alloc);
     device_value(cl, id, CL_DEVICE_MAX_COMPUTE_UNITS, &compute_units, sizeof compute_units);
     device_value(cl, id, CL_DEVICE_DOUBLE_FP_CONFIG, &fp64, sizeof fp64);
@@ -147,6 +149,7 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     device->max_work_item_size0 = item_sizes[0] ? item_sizes[0] : device->max_work_group_size;
     device->compute_units = compute_units ? compute_units : 1;
     device->max_alloc_bytes = max_alloc;
+    device->base_alignment = base_align_bits / 8 ? base_align_bits / 8 : 128;
 
     posenc_device_info *info = &out->info;
     memset(out, 0, sizeof *out);
@@ -166,6 +169,10 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     posenc__copy_string(info->driver, sizeof info->driver, driver);
     info->memory_bytes = memory;
     info->unified_memory = unified != CL_FALSE;
+    /* CL_MEM_USE_HOST_PTR is in place only where the device shares host memory; elsewhere the
+     * driver copies the whole range, as staging does, but outside posenc's control. */
+    info->host_memory_import =
+        info->unified_memory && (device->base_alignment & (device->base_alignment - 1)) == 0;
     info->fp16_storage = true; /* vload_half / vstore_half are core OpenCL */
     info->fp16_arithmetic = has_extension(extension_list, "cl_khr_fp16");
     info->bf16 = has_extension(extension_list, "cl_intel_bfloat16_conversions");

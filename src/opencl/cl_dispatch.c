@@ -17,20 +17,12 @@ static void arg(posenc_cl_args *args, size_t size, const void *value)
 }
 
 void posenc_cl_arg_mem(posenc_cl_args *args, cl_mem mem) { arg(args, sizeof mem, &mem); }
-void posenc_cl_arg_u32(posenc_cl_args *args, uint32_t value)
+/* Every parameter is a 4-byte uint, int or float, passed as its bytes (cl_uint, cl_int and
+ * cl_float have the host's representation). */
+void posenc_cl_arg_words(posenc_cl_args *args, const void *block, size_t bytes)
 {
-    cl_uint v = value;
-    arg(args, sizeof v, &v);
-}
-void posenc_cl_arg_i32(posenc_cl_args *args, int32_t value)
-{
-    cl_int v = value;
-    arg(args, sizeof v, &v);
-}
-void posenc_cl_arg_f32(posenc_cl_args *args, float value)
-{
-    cl_float v = value;
-    arg(args, sizeof v, &v);
+    for (size_t at = 0; at + 4 <= bytes; at += 4)
+        arg(args, 4, (const unsigned char *)block + at);
 }
 
 typedef struct launch {

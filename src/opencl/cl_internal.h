@@ -11,6 +11,7 @@
 #include "core/gpu_staging.h"
 #include "core/gpu_tables.h"
 #include "core/internal.h"
+#include "core/kernels.h"
 #include "core/platform.h"
 
 /* Every entry point the backend calls, loaded with dlsym: X(name, return type, parameters). */
@@ -112,6 +113,8 @@ typedef struct posenc_cl_device {
     size_t max_work_item_size0;
     uint32_t compute_units;
     uint64_t max_alloc_bytes;
+    uint64_t base_alignment; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes: where an imported
+                              * (CL_MEM_USE_HOST_PTR) buffer may start */
 } posenc_cl_device;
 
 /* Appends every usable OpenCL device of every platform (cl_devices.c). */
@@ -131,18 +134,9 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
                                                    const char *platform_name, cl_device_id id,
                                                    posenc__device *out);
 
-/* The embedded kernels a context builds, each on first use (cl_program.c). */
-typedef enum posenc_cl_kernel_id {
-    POSENC_CL_ROPE_F32,
-    POSENC_CL_ROPE_F16,
-    POSENC_CL_ROPE_BF16,
-    POSENC_CL_SINUSOIDAL_F32,
-    POSENC_CL_SINUSOIDAL_F16,
-    POSENC_CL_SINUSOIDAL_BF16,
-    POSENC_CL_COPY,
-    POSENC_CL_KERNEL_COUNT,
-} posenc_cl_kernel_id;
-
+/* The embedded kernels a context builds, each on first use (cl_program.c): the OpenCL C
+ * variants of shaders/variants.cmake, by id (POSENC__CL_ROPE_F32, ...). */
+#define POSENC_CL_KERNEL_COUNT POSENC__CL_VARIANT_COUNT
 typedef struct posenc_cl_kernel {
     cl_program program;
     cl_kernel kernel;
@@ -170,6 +164,7 @@ typedef struct posenc_cl_context {
     posenc__gpu_tables freq_cache; /* the frequency tables (cl_dispatch.c) */
     cl_mem freq_mems[POSENC__GPU_MAX_TABLES]; /* their device copies, slot by slot */
     posenc_cl_slot staging; /* the staging area of host views (cl_staging.c) */
+    bool host_import;       /* host memory bound in place (CL_MEM_USE_HOST_PTR) */
 } posenc_cl_context;
 
 /* Context state (cl_context.c): on a device posenc found, or on the caller's own objects. */
@@ -216,7 +211,7 @@ posenc_status posenc_cl_buffer_unmap(posenc_context *ctx, posenc_buffer *buf, vo
 cl_mem posenc_cl_buffer_mem(const posenc_buffer *buf);
 
 /* The kernel `id`, built (or loaded from the binary cache) on first use. */
-posenc_status posenc_cl_kernel_get(posenc_context *ctx, posenc_cl_kernel_id id,
+posenc_status posenc_cl_kernel_get(posenc_context *ctx, posenc__cl_id id,
                                    const posenc_cl_kernel **kernel);
 /* Builds `source` with `options` for the context's device, through the binary cache. `label`
  * names the program in messages and logs. The caller releases the program. */
@@ -247,9 +242,8 @@ typedef struct posenc_cl_args {
     cl_int error;
 } posenc_cl_args;
 void posenc_cl_arg_mem(posenc_cl_args *args, cl_mem mem);
-void posenc_cl_arg_u32(posenc_cl_args *args, uint32_t value);
-void posenc_cl_arg_i32(posenc_cl_args *args, int32_t value);
-void posenc_cl_arg_f32(posenc_cl_args *args, float value);
+/* A parameter block of posenc_kernel_params.h: `bytes` / 4 arguments of one 4-byte word each. */
+void posenc_cl_arg_words(posenc_cl_args *args, const void *block, size_t bytes);
 
 /* ---- Staging (cl_staging.c) -----------------------------------------------------------------
  * The tensors of one operation bound to device memory: buffer views directly, host views (and
@@ -265,6 +259,11 @@ typedef struct posenc_cl_binding {
 typedef struct posenc_cl_staging {
     posenc__gpu_staging plan;
     posenc_cl_binding *bindings[POSENC__GPU_MAX_VIEWS];
+    /* Imported regions: a CL_MEM_USE_HOST_PTR buffer each from an address aligned down to
+     * CL_DEVICE_MEM_BASE_ADDR_ALIGN, and where the region's lo lies in it. Released by the
+     * call that made them: the caller may free that memory once the call returns. */
+    cl_mem imports[POSENC__GPU_MAX_VIEWS];
+    uint64_t import_base[POSENC__GPU_MAX_VIEWS];
 } posenc_cl_staging;
 
 /* Registers a view the kernel uses as `access` (POSENC__GPU_READ, POSENC__GPU_WRITE);
@@ -279,6 +278,13 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
  * caller's). */
 posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *staging,
                                   cl_event after);
+/* Releases the imports of a call that ends without posenc_cl_stage_out (which releases them).
+ * Safe to call twice. */
+void posenc_cl_stage_release(posenc_context *ctx, posenc_cl_staging *staging);
+/* Makes a CL_MEM_USE_HOST_PTR buffer of `size` bytes at `host` (aligned to
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN); NULL, with the reason logged naming `name`, when the memory
+ * is to be staged instead. */
+cl_mem posenc_cl_import(posenc_context *ctx, void *host, uint64_t size, const char *name);
 /* Frees staging allocations that grew unusually large. */
 void posenc_cl_stage_trim(posenc_context *ctx);
 

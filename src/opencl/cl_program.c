@@ -13,17 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Variant names in shaders/variants.cmake, by posenc_cl_kernel_id. */
-static const char *const variant_names[POSENC_CL_KERNEL_COUNT] = {
-    [POSENC_CL_ROPE_F32] = "rope_f32",
-    [POSENC_CL_ROPE_F16] = "rope_f16",
-    [POSENC_CL_ROPE_BF16] = "rope_bf16",
-    [POSENC_CL_SINUSOIDAL_F32] = "sinusoidal_f32",
-    [POSENC_CL_SINUSOIDAL_F16] = "sinusoidal_f16",
-    [POSENC_CL_SINUSOIDAL_BF16] = "sinusoidal_bf16",
-    [POSENC_CL_COPY] = "copy_u32",
-};
-
 /* Work-items per work-group when the kernel and device allow it. */
 #define PREFERRED_LOCAL_SIZE 256
 
@@ -240,7 +229,7 @@ static size_t choose_local_size(const posenc_cl_context *state, cl_kernel kernel
     return local ? local : 1;
 }
 
-posenc_status posenc_cl_kernel_get(posenc_context *ctx, posenc_cl_kernel_id id,
+posenc_status posenc_cl_kernel_get(posenc_context *ctx, posenc__cl_id id,
                                    const posenc_cl_kernel **kernel)
 {
     posenc_cl_context *state = ctx->backend_state;
@@ -249,11 +238,11 @@ posenc_status posenc_cl_kernel_get(posenc_context *ctx, posenc_cl_kernel_id id,
         *kernel = entry;
         return POSENC_OK;
     }
-    const posenc__cl_kernel *variant = posenc__cl_kernel_find(variant_names[id]);
+    const posenc__cl_kernel *variant = posenc__cl_kernel_get(id);
     if (!variant)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
-                            "opencl: the kernel %s is not in this build (POSENC_OPENCL=OFF?)",
-                            variant_names[id]);
+                            "opencl: kernel %d is not in this build (POSENC_OPENCL=OFF?)",
+                            (int)id);
     cl_program program = NULL;
     posenc_status status = posenc_cl_program_build(ctx, variant->name, variant->source,
                                                    variant->options, &program);

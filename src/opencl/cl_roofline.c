@@ -3,6 +3,8 @@
  * place (read + write) or write only. Wrapped host memory is staged like a host tensor. */
 #include "opencl/cl_internal.h"
 
+#include "posenc_kernel_params.h"
+
 /* CPU devices: words per work-item, each copying one contiguous run (see shaders/copy.cl). */
 #define CPU_RUN_WORDS 1024
 
@@ -28,7 +30,7 @@ static posenc_status roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t 
                               uint64_t bytes, bool write_only)
 {
     const posenc_cl_kernel *kernel = NULL;
-    posenc_status status = posenc_cl_kernel_get(ctx, POSENC_CL_COPY, &kernel);
+    posenc_status status = posenc_cl_kernel_get(ctx, POSENC__CL_COPY_U32, &kernel);
     if (status != POSENC_OK)
         return status;
     uint64_t words = bytes / 4;
@@ -52,17 +54,24 @@ static posenc_status roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t 
     if (!write_only) /* read too: the region is copied in */
         posenc_cl_stage_add(&staging, &view, "buffer", POSENC__GPU_READ, &data);
     status = posenc_cl_stage_in(ctx, &staging);
-    if (status != POSENC_OK)
+    if (status != POSENC_OK) {
+        posenc_cl_stage_release(ctx, &staging);
         return status;
+    }
 
+    posenc__copy_args params = {
+        .offset = data.offset,
+        .count = (uint32_t)words,
+        .flags = write_only ? POSENC_COPY_FLAG_WRITE_ONLY : 0u,
+        .chunk = copy_chunk(ctx, kernel, words),
+    };
     posenc_cl_args args = {.kernel = kernel->kernel};
     posenc_cl_arg_mem(&args, data.mem);
-    posenc_cl_arg_u32(&args, data.offset);
-    posenc_cl_arg_u32(&args, (uint32_t)words);
-    posenc_cl_arg_u32(&args, write_only ? 1u : 0u);
-    posenc_cl_arg_u32(&args, copy_chunk(ctx, kernel, words));
-    if (args.error != CL_SUCCESS)
+    posenc_cl_arg_words(&args, &params, sizeof params);
+    if (args.error != CL_SUCCESS) {
+        posenc_cl_stage_release(ctx, &staging);
         return posenc_cl_fail(ctx, args.error, "roofline", "clSetKernelArg");
+    }
     cl_event done = NULL;
     status = posenc_cl_launch(ctx, kernel, copy_units(ctx, words), "roofline", 0, NULL,
                               &done);
@@ -70,6 +79,7 @@ static posenc_status roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t 
         status = posenc_cl_stage_out(ctx, &staging, done);
         posenc_cl_api_get()->ReleaseEvent(done);
     }
+    posenc_cl_stage_release(ctx, &staging); /* when the launch failed */
     posenc_cl_stage_trim(ctx);
     return status;
 }

@@ -3,32 +3,27 @@
  * arguments and the work split). */
 #include "opencl/cl_internal.h"
 
-#define FLAG_GPTJ 1u
-#define FLAG_POSITIONS_I32 (1u << 1)
-#define FLAG_POSITIONS_F32 (2u << 1)
-#define FLAG_INVERSE 8u
-#define FLAG_COPY_Q 16u
-#define FLAG_COPY_K 32u
+#include "posenc_kernel_params.h"
 
 /* Work-groups' worth of units per compute unit that keep a device busy; below it, heads are
  * split over more units (each then computes its own sin/cos). */
 #define UNITS_PER_COMPUTE_UNIT_GROUPS 8
 
-static posenc_cl_kernel_id kernel_for(posenc_dtype dtype)
+static posenc__cl_id kernel_for(posenc_dtype dtype)
 {
     switch (dtype) {
-    case POSENC_DTYPE_F16: return POSENC_CL_ROPE_F16;
-    case POSENC_DTYPE_BF16: return POSENC_CL_ROPE_BF16;
-    default: return POSENC_CL_ROPE_F32;
+    case POSENC_DTYPE_F16: return POSENC__CL_ROPE_F16;
+    case POSENC_DTYPE_BF16: return POSENC__CL_ROPE_BF16;
+    default: return POSENC__CL_ROPE_F32;
     }
 }
 
-static void arg_view(posenc_cl_args *args, const posenc_cl_binding *binding)
-{
-    posenc_cl_arg_u32(args, binding->offset);
-    for (int k = 0; k < POSENC_MAX_DIMS; k++)
-        posenc_cl_arg_u32(args, binding->strides[k]);
-}
+/* Initializers of a tensor's words in POSENC_ROPE_ARGS: offset, strides of batch, token, head
+ * and dim. */
+#define VIEW_WORDS(name, binding)                                                                 \
+    .name##_offset = (binding).offset, .name##_stride_batch = (binding).strides[0],               \
+    .name##_stride_token = (binding).strides[1], .name##_stride_head = (binding).strides[2],      \
+    .name##_stride_dim = (binding).strides[3]
 
 posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
                                  cl_uint wait_count, const cl_event *wait_list, cl_event *event)
@@ -77,18 +72,42 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
     if (status == POSENC_OK)
         status = posenc_cl_freqs_get(ctx, op->freqs, (uint32_t)half, op->freqs_id, "rope",
                                      &freqs);
-    if (status != POSENC_OK)
+    if (status != POSENC_OK) {
+        posenc_cl_stage_release(ctx, &staging);
         return status;
+    }
     if (!op->has_k)
         k = k_out = q;
     if (!op->has_positions) /* an unused argument still needs a buffer */
         positions = (posenc_cl_binding){.mem = freqs};
 
-    uint32_t flags = (op->style == POSENC_ROPE_GPTJ ? FLAG_GPTJ : 0u) |
-                     (op->inverse ? FLAG_INVERSE : 0u) | (copy_q ? FLAG_COPY_Q : 0u) |
-                     (copy_k ? FLAG_COPY_K : 0u);
+    posenc__rope_args params = {
+        VIEW_WORDS(q, q),
+        VIEW_WORDS(qo, q_out),
+        VIEW_WORDS(k, k),
+        VIEW_WORDS(ko, k_out),
+        .positions_offset = positions.offset,
+        .positions_stride_batch = op->positions_per_batch ? positions.strides[2] : 0,
+        .positions_stride_token = positions.strides[3],
+        .positions_stride_component = positions.strides[1], /* multimodal kinds */
+        .batch = (uint32_t)op->batch,
+        .tokens = (uint32_t)op->tokens,
+        .q_heads = (uint32_t)op->q_heads,
+        .k_heads = (uint32_t)k_heads,
+        .rotary_dim = op->rotary_dim,
+        .heads_per_unit = (uint32_t)split.heads_per_unit,
+        .lanes = (uint32_t)lanes,
+        .position_offset = op->position_offset,
+        .flags = (op->style == POSENC_ROPE_GPTJ ? POSENC_ROPE_FLAG_GPTJ : 0u) |
+                 (op->inverse ? POSENC_ROPE_FLAG_INVERSE : 0u) |
+                 (op->q_in_place ? POSENC_ROPE_FLAG_IN_PLACE : 0u) |
+                 (op->has_k && op->k_in_place ? POSENC_ROPE_FLAG_K_IN_PLACE : 0u),
+        .attention_factor = op->attention_factor,
+    };
     if (op->has_positions)
-        flags |= op->positions.dtype == POSENC_DTYPE_I32 ? FLAG_POSITIONS_I32 : FLAG_POSITIONS_F32;
+        params.flags |= (op->positions.dtype == POSENC_DTYPE_I32 ? POSENC_POSITIONS_I32
+                                                                 : POSENC_POSITIONS_F32)
+                        << POSENC_ROPE_FLAG_POSITIONS_SHIFT;
 
     posenc_cl_args args = {.kernel = kernel->kernel};
     posenc_cl_arg_mem(&args, q.mem);
@@ -97,26 +116,11 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
     posenc_cl_arg_mem(&args, k_out.mem);
     posenc_cl_arg_mem(&args, positions.mem);
     posenc_cl_arg_mem(&args, freqs);
-    arg_view(&args, &q);
-    arg_view(&args, &q_out);
-    arg_view(&args, &k);
-    arg_view(&args, &k_out);
-    posenc_cl_arg_u32(&args, positions.offset);
-    posenc_cl_arg_u32(&args, op->positions_per_batch ? positions.strides[2] : 0);
-    posenc_cl_arg_u32(&args, positions.strides[3]);
-    posenc_cl_arg_u32(&args, positions.strides[1]); /* the components (multimodal kinds) */
-    posenc_cl_arg_u32(&args, (uint32_t)op->batch);
-    posenc_cl_arg_u32(&args, (uint32_t)op->tokens);
-    posenc_cl_arg_u32(&args, (uint32_t)op->q_heads);
-    posenc_cl_arg_u32(&args, (uint32_t)k_heads);
-    posenc_cl_arg_u32(&args, op->rotary_dim);
-    posenc_cl_arg_u32(&args, (uint32_t)split.heads_per_unit);
-    posenc_cl_arg_u32(&args, (uint32_t)lanes);
-    posenc_cl_arg_i32(&args, op->position_offset);
-    posenc_cl_arg_u32(&args, flags);
-    posenc_cl_arg_f32(&args, op->attention_factor);
-    if (args.error != CL_SUCCESS)
+    posenc_cl_arg_words(&args, &params, sizeof params);
+    if (args.error != CL_SUCCESS) {
+        posenc_cl_stage_release(ctx, &staging);
         return posenc_cl_fail(ctx, args.error, "rope", "clSetKernelArg");
+    }
 
     if (event) /* left running: the caller waits for *event */
         return posenc_cl_launch(ctx, kernel, units, "rope", wait_count, wait_list, event);
@@ -126,6 +130,7 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
         status = posenc_cl_stage_out(ctx, &staging, done);
         state->cl->ReleaseEvent(done);
     }
+    posenc_cl_stage_release(ctx, &staging); /* when the launch failed */
     posenc_cl_stage_trim(ctx);
     return status;
 }

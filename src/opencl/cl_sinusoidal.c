@@ -3,25 +3,20 @@
  * arguments). */
 #include "opencl/cl_internal.h"
 
-#define FLAG_POSITIONS_I32 (1u << 2)
-#define FLAG_POSITIONS_F32 (2u << 2)
-#define FLAG_ADD 16u
+#include "posenc_kernel_params.h"
 
-static posenc_cl_kernel_id kernel_for(posenc_dtype dtype)
+/* The layout bits of the flags are posenc_sinusoidal_layout's values. */
+_Static_assert(POSENC_SINUSOIDAL_FLAG_LAYOUT_INTERLEAVED == POSENC_SINUSOIDAL_INTERLEAVED &&
+                   POSENC_SINUSOIDAL_FLAG_LAYOUT_SIN_COS == POSENC_SINUSOIDAL_SIN_COS,
+               "sinusoidal layouts");
+
+static posenc__cl_id kernel_for(posenc_dtype dtype)
 {
     switch (dtype) {
-    case POSENC_DTYPE_F16: return POSENC_CL_SINUSOIDAL_F16;
-    case POSENC_DTYPE_BF16: return POSENC_CL_SINUSOIDAL_BF16;
-    default: return POSENC_CL_SINUSOIDAL_F32;
+    case POSENC_DTYPE_F16: return POSENC__CL_SINUSOIDAL_F16;
+    case POSENC_DTYPE_BF16: return POSENC__CL_SINUSOIDAL_BF16;
+    default: return POSENC__CL_SINUSOIDAL_F32;
     }
-}
-
-/* Offset, then the batch, row and column strides of a [1, batch, rows, d_model] view. */
-static void arg_view(posenc_cl_args *args, const posenc_cl_binding *binding)
-{
-    posenc_cl_arg_u32(args, binding->offset);
-    for (int k = 1; k < POSENC_MAX_DIMS; k++)
-        posenc_cl_arg_u32(args, binding->strides[k]);
 }
 
 posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinusoidal_op *op,
@@ -57,36 +52,51 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
     if (status == POSENC_OK)
         status = posenc_cl_freqs_get(ctx, op->freqs, op->half, op->freqs_id, "sinusoidal",
                                      &freqs);
-    if (status != POSENC_OK)
+    if (status != POSENC_OK) {
+        posenc_cl_stage_release(ctx, &staging);
         return status;
+    }
     if (!op->has_x)
         x = out;
     if (!op->has_positions) /* an unused argument still needs a buffer */
         positions = (posenc_cl_binding){.mem = freqs};
 
-    uint32_t flags = (uint32_t)op->layout | (op->has_x ? FLAG_ADD : 0u);
+    /* Views of [1, batch, rows, d_model]: offset, then the batch, row and column strides. */
+    posenc__sinusoidal_params params = {
+        .out_offset = out.offset,
+        .out_stride_batch = out.strides[1],
+        .out_stride_row = out.strides[2],
+        .out_stride_col = out.strides[3],
+        .x_offset = x.offset,
+        .x_stride_batch = x.strides[1],
+        .x_stride_row = x.strides[2],
+        .x_stride_col = x.strides[3],
+        .positions_offset = positions.offset,
+        .positions_stride_batch = op->positions_per_batch ? positions.strides[2] : 0,
+        .positions_stride_row = positions.strides[3],
+        .batch = (uint32_t)op->batch,
+        .rows = (uint32_t)op->rows,
+        .d_model = (uint32_t)op->d_model,
+        .position_offset = op->position_offset,
+        .flags = (uint32_t)op->layout | (op->has_x ? POSENC_SINUSOIDAL_FLAG_ADD : 0u),
+        .input_scale = op->input_scale,
+        .output_scale = op->output_scale,
+    };
     if (op->has_positions)
-        flags |= op->positions.dtype == POSENC_DTYPE_I32 ? FLAG_POSITIONS_I32 : FLAG_POSITIONS_F32;
+        params.flags |= (op->positions.dtype == POSENC_DTYPE_I32 ? POSENC_POSITIONS_I32
+                                                                 : POSENC_POSITIONS_F32)
+                        << POSENC_SINUSOIDAL_FLAG_POSITIONS_SHIFT;
 
     posenc_cl_args args = {.kernel = kernel->kernel};
     posenc_cl_arg_mem(&args, out.mem);
     posenc_cl_arg_mem(&args, x.mem);
     posenc_cl_arg_mem(&args, positions.mem);
     posenc_cl_arg_mem(&args, freqs);
-    arg_view(&args, &out);
-    arg_view(&args, &x);
-    posenc_cl_arg_u32(&args, positions.offset);
-    posenc_cl_arg_u32(&args, op->positions_per_batch ? positions.strides[2] : 0);
-    posenc_cl_arg_u32(&args, positions.strides[3]);
-    posenc_cl_arg_u32(&args, (uint32_t)op->batch);
-    posenc_cl_arg_u32(&args, (uint32_t)op->rows);
-    posenc_cl_arg_u32(&args, (uint32_t)op->d_model);
-    posenc_cl_arg_i32(&args, op->position_offset);
-    posenc_cl_arg_u32(&args, flags);
-    posenc_cl_arg_f32(&args, op->input_scale);
-    posenc_cl_arg_f32(&args, op->output_scale);
-    if (args.error != CL_SUCCESS)
+    posenc_cl_arg_words(&args, &params, sizeof params);
+    if (args.error != CL_SUCCESS) {
+        posenc_cl_stage_release(ctx, &staging);
         return posenc_cl_fail(ctx, args.error, "sinusoidal", "clSetKernelArg");
+    }
 
     if (event) /* left running: the caller waits for *event */
         return posenc_cl_launch(ctx, kernel, units, "sinusoidal", wait_count, wait_list, event);
@@ -96,6 +106,7 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
         status = posenc_cl_stage_out(ctx, &staging, done);
         state->cl->ReleaseEvent(done);
     }
+    posenc_cl_stage_release(ctx, &staging); /* when the launch failed */
     posenc_cl_stage_trim(ctx);
     return status;
 }

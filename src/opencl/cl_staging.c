@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* Binding the tensors of one operation to device memory. Views in device buffers are used in
- * place; host views and wrapped buffers go through one reusable staging allocation, laid out,
- * copied in and copied back as core/gpu_staging.h plans it. */
+ * place; host views and wrapped buffers are imported where the device shares host memory
+ * (cl_import.c), else go through one reusable staging allocation, laid out, copied in and
+ * copied back as core/gpu_staging.h plans it. */
 #include "opencl/cl_internal.h"
 
 #include <string.h>
 
 #define MIN_STAGING_BYTES 4096
+/* Host regions smaller than this are copied, not imported: making and releasing a buffer costs
+ * more than copying less than a page. On PoCL a decode step's q (16 KiB) and k (4 KiB) were
+ * both faster imported (see docs/benchmarks.md). */
+#define IMPORT_MIN_BYTES (UINT64_C(4) << 10)
 
 void posenc_cl_stage_add(posenc_cl_staging *staging, const posenc__view *view, const char *name,
                          unsigned access, posenc_cl_binding *binding)
@@ -65,6 +70,42 @@ static posenc_status ensure_staging(posenc_context *ctx, uint64_t bytes, const c
     return POSENC_OK;
 }
 
+/* Imports the regions worth importing, each from its start aligned down to
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN (within the same page, so mapped), and lays the plan out
+ * again without them. */
+static void import_regions(posenc_context *ctx, posenc_cl_staging *staging)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    posenc__gpu_staging *plan = &staging->plan;
+    bool any = false;
+    for (uint32_t r = 0; r < plan->region_count; r++) {
+        posenc__gpu_region *region = &plan->regions[r];
+        uint64_t size = (uint64_t)(region->hi - region->lo);
+        if (size < IMPORT_MIN_BYTES || !posenc__gpu_stage_importable(plan, r))
+            continue;
+        const char *name = "";
+        for (uint32_t i = plan->view_count; i-- > 0;)
+            name = plan->views[i].host && plan->views[i].region == r ? plan->views[i].name : name;
+        uint64_t base = (uint64_t)((uintptr_t)region->lo % state->device->base_alignment);
+        staging->imports[r] = posenc_cl_import(ctx, region->lo - base, base + size, name);
+        staging->import_base[r] = base;
+        region->imported = staging->imports[r] != NULL;
+        any = any || region->imported;
+    }
+    if (any)
+        posenc__gpu_stage_layout(plan);
+}
+
+void posenc_cl_stage_release(posenc_context *ctx, posenc_cl_staging *staging)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    for (uint32_t r = 0; r < POSENC__GPU_MAX_VIEWS; r++) {
+        if (staging->imports[r])
+            state->cl->ReleaseMemObject(staging->imports[r]);
+        staging->imports[r] = NULL;
+    }
+}
+
 posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging)
 {
     posenc_cl_context *state = ctx->backend_state;
@@ -82,20 +123,26 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
         status = posenc__gpu_stage_plan(ctx, plan);
     if (status != POSENC_OK || plan->region_count == 0)
         return status;
+    if (state->host_import)
+        import_regions(ctx, staging);
 
     /* Messages name the first staged view. */
     const char *name = "";
     for (uint32_t i = plan->view_count; i-- > 0;)
         name = plan->views[i].host ? plan->views[i].name : name;
-    status = ensure_staging(ctx, plan->bytes, name);
+    if (plan->bytes > 0)
+        status = ensure_staging(ctx, plan->bytes, name);
     for (uint32_t i = 0; i < plan->view_count && status == POSENC_OK; i++) {
         const posenc__gpu_staged_view *v = &plan->views[i];
-        if (v->host)
+        if (v->host && plan->regions[v->region].imported)
+            status = bind(ctx, v, staging->bindings[i], staging->imports[v->region],
+                          staging->import_base[v->region] + v->position);
+        else if (v->host)
             status = bind(ctx, v, staging->bindings[i], state->staging.mem, v->position);
     }
     for (uint32_t r = 0; r < plan->region_count && status == POSENC_OK; r++) {
         const posenc__gpu_region *region = &plan->regions[r];
-        if (!region->upload)
+        if (!region->upload || region->imported)
             continue;
         cl_event written = NULL;
         cl_int err = state->cl->EnqueueWriteBuffer(
@@ -111,15 +158,75 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
     return status;
 }
 
+/* A map for reading and its unmap, after `after`: what OpenCL requires before the host reads
+ * memory a kernel wrote through a CL_MEM_USE_HOST_PTR buffer (no copy where the device shares
+ * host memory: the map returns the host address). Their events go to `events`, waited for
+ * together by the caller: the unmap follows the map. */
+static cl_int enqueue_host_sync(posenc_cl_context *state, cl_mem mem, uint64_t offset,
+                                uint64_t size, cl_event after, cl_event *events, uint32_t *count)
+{
+    const posenc_cl_api *cl = state->cl;
+    cl_event map = NULL;
+    cl_int err = CL_SUCCESS;
+    void *mapped = cl->EnqueueMapBuffer(state->queue, mem, CL_FALSE, CL_MAP_READ, (size_t)offset,
+                                        (size_t)size, 1, &after, &map, &err);
+    if (map)
+        events[(*count)++] = map;
+    if (err != CL_SUCCESS || !mapped)
+        return err == CL_SUCCESS ? CL_MAP_FAILURE : err;
+    cl_event unmapped = NULL;
+    err = cl->EnqueueUnmapMemObject(state->queue, mem, mapped, 1, &map, &unmapped);
+    if (unmapped)
+        events[(*count)++] = unmapped;
+    return err;
+}
+
+/* The host sees what the kernel wrote into imported memory: the written views of imported
+ * wrapped buffers and the written imported regions, mapped and unmapped, then waited for. */
+static posenc_status sync_imported(posenc_context *ctx, posenc_cl_staging *staging,
+                                   cl_event after)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    const posenc__gpu_staging *plan = &staging->plan;
+    cl_event events[4 * POSENC__GPU_MAX_VIEWS];
+    uint32_t count = 0;
+    cl_int err = CL_SUCCESS;
+    for (uint32_t i = 0; i < plan->view_count && err == CL_SUCCESS; i++) {
+        const posenc__gpu_staged_view *v = &plan->views[i];
+        const posenc_buffer *buf = v->view->buffer;
+        if (buf && buf->host_imported && (v->access & POSENC__GPU_WRITE))
+            err = enqueue_host_sync(state, posenc_cl_buffer_mem(buf), v->view->offset,
+                                    posenc__gpu_view_extent(v->view), after, events, &count);
+    }
+    for (uint32_t r = 0; r < plan->region_count && err == CL_SUCCESS; r++) {
+        const posenc__gpu_region *region = &plan->regions[r];
+        if (region->written && region->imported)
+            err = enqueue_host_sync(state, staging->imports[r], staging->import_base[r],
+                                    (uint64_t)(region->hi - region->lo), after, events, &count);
+    }
+    /* Every event is waited for and released, also after a failed enqueue. */
+    for (uint32_t e = 0; e < count; e++) {
+        cl_int waited = posenc_cl_complete(state->cl, events[e]);
+        err = err == CL_SUCCESS ? waited : err;
+    }
+    return err == CL_SUCCESS ? POSENC_OK
+                             : posenc_cl_fail(ctx, err, "output",
+                                              "clEnqueueMapBuffer / clEnqueueUnmapMemObject "
+                                              "(imported host memory)");
+}
+
 static posenc_status copy_out(posenc_context *ctx, posenc_cl_staging *staging, cl_event after)
 {
     posenc_cl_context *state = ctx->backend_state;
     const posenc_cl_api *cl = state->cl;
     const posenc__gpu_staging *plan = &staging->plan;
     cl_mem mem = state->staging.mem;
+    posenc_status status = sync_imported(ctx, staging, after);
+    if (status != POSENC_OK)
+        return status;
     for (uint32_t r = 0; r < plan->region_count; r++) {
         const posenc__gpu_region *region = &plan->regions[r];
-        if (!region->written)
+        if (!region->written || region->imported)
             continue;
         size_t size = (size_t)(region->hi - region->lo);
         cl_int err;
@@ -161,6 +268,7 @@ posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *stagin
     posenc_status status = copy_out(ctx, staging, after);
     /* Waits for posenc's own commands only: the queue may be the caller's. */
     posenc_status waited = posenc_cl_wait_all(ctx, "operation");
+    posenc_cl_stage_release(ctx, staging);
     return status != POSENC_OK ? status : waited;
 }
 

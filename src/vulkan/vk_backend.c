@@ -3,9 +3,12 @@
 #include "backend.h"
 #include "vulkan/vk_internal.h"
 
+static const posenc__backend_diagnostics vk_diagnostics = {
+    .roofline = posenc_vk_roofline,
+};
+
 const posenc__backend posenc_vk_backend = {
     .kind = POSENC_BACKEND_VULKAN,
-    .name = "vulkan",
     .enumerate = posenc_vk_enumerate,
     .release_devices = posenc_vk_release_devices,
     .context_init = posenc_vk_context_init,
@@ -23,6 +26,6 @@ const posenc__backend posenc_vk_backend = {
     .event_wait = posenc_vk_event_wait,
     .event_release = posenc_vk_event_release,
     .finish = posenc_vk_finish,
-    .roofline = posenc_vk_roofline,
     .context_init_external = posenc_vk_context_init_external,
+    .diagnostics = &vk_diagnostics,
 };

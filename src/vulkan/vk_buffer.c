@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* posenc buffers on Vulkan: device-local memory, written and read through the staging buffer on
  * discrete GPUs and mapped directly on unified memory; buffers wrapping caller memory keep their
- * bytes there and are staged around each operation (vk_staging.c). */
+ * bytes there, imported once for the buffer's life where the device can (vk_import.c), else
+ * staged around each operation (vk_staging.c). */
 #include "vulkan/vk_internal.h"
 
 #include <stdlib.h>
@@ -11,6 +12,9 @@
 #define KEEP_STAGING_BYTES (UINT64_C(64) << 20)
 /* Where no staging buffer of the whole size can be had, transfers go in chunks of this size. */
 #define CHUNK_BYTES (UINT64_C(16) << 20)
+/* Wrapped host memory is imported only from this boundary (the largest element): views start
+ * on their element boundaries within a buffer, so they then do in memory too. */
+#define ELEMENT_ALIGNMENT 4
 
 posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf)
 {
@@ -18,7 +22,21 @@ posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf)
     posenc_vk_buffer *state = calloc(1, sizeof *state);
     if (!state)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "buffer: out of host memory");
-    if (!buf->host_memory) {
+    if (buf->host_memory && vk->host_import &&
+        (uintptr_t)buf->host_memory % ELEMENT_ALIGNMENT != 0) {
+        posenc__log(ctx, POSENC_LOG_DEBUG,
+                    "vulkan: host_memory: %p is staged, not imported: not on a %d-byte boundary, "
+                    "so views would be off their elements",
+                    buf->host_memory, ELEMENT_ALIGNMENT);
+    } else if (buf->host_memory && vk->host_import) {
+        /* The caller keeps the memory alive as long as the buffer: one import serves every
+         * call, submits and recorded work included. */
+        posenc__mutex_lock(&vk->lock);
+        buf->host_imported = posenc_vk_import(ctx, buf->host_memory, buf->size, "host_memory",
+                                              &state->allocation, &state->base);
+        posenc__mutex_unlock(&vk->lock);
+        state->allocation.size = buf->size;
+    } else if (!buf->host_memory) {
         /* Under the context lock: other threads may be recording, and a failed allocation is
          * released through the descriptor set cache and may mark the device lost. */
         posenc__mutex_lock(&vk->lock);
@@ -126,7 +144,11 @@ static posenc_status copy(posenc_context *ctx, posenc_buffer *buf, uint64_t offs
     posenc_vk_buffer *state = buf->backend_state;
     posenc__mutex_lock(&vk->lock);
     posenc_status status = POSENC_OK;
-    if (buf->host_memory) {
+    if (buf->host_imported)
+        status = posenc_vk_wait_serial(ctx, state->last_serial);
+    if (status != POSENC_OK) {
+        /* the work that uses the imported memory failed: copy nothing */
+    } else if (buf->host_memory) {
         if (upload)
             memmove((uint8_t *)buf->host_memory + offset, host, (size_t)size);
         else
@@ -172,11 +194,11 @@ posenc_status posenc_vk_buffer_map(posenc_context *ctx, posenc_buffer *buf, void
 {
     posenc_vk_context *vk = ctx->backend_state;
     posenc_vk_buffer *state = buf->backend_state;
-    if (buf->host_memory) {
+    if (buf->host_memory && !buf->host_imported) {
         *data = buf->host_memory;
         return POSENC_OK;
     }
-    if (!state->allocation.mapped)
+    if (!state->allocation.mapped && !buf->host_imported)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             state->borrowed ? "buffer: wraps a VkBuffer whose memory posenc cannot "
                                               "map; map it through its own VkDeviceMemory"
@@ -187,6 +209,6 @@ posenc_status posenc_vk_buffer_map(posenc_context *ctx, posenc_buffer *buf, void
     posenc_status status = posenc_vk_wait_serial(ctx, state->last_serial);
     posenc__mutex_unlock(&vk->lock);
     if (status == POSENC_OK)
-        *data = state->allocation.mapped;
+        *data = buf->host_imported ? buf->host_memory : state->allocation.mapped;
     return status;
 }

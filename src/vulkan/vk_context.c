@@ -13,7 +13,8 @@
 /* POSENC_VULKAN_DISABLE: a comma-separated list of device features posenc then leaves unused,
  * to exercise the code paths of devices without them: "16bit_storage" (f16/bf16 packed two per
  * word), "unified_memory" (device buffers with staging copies, as on discrete GPUs),
- * "push_descriptor" (descriptor sets from pools). */
+ * "push_descriptor" (descriptor sets from pools), "host_import" (caller host memory staged
+ * instead of imported). */
 bool posenc_vk_disabled(const char *feature)
 {
     const char *list = posenc__env_get("POSENC_VULKAN_DISABLE");
@@ -76,13 +77,16 @@ posenc_status posenc_vk_create_device(posenc_context *ctx, posenc_vk_context *vk
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
         .storageBuffer16BitAccess = vk->storage16 ? VK_TRUE : VK_FALSE,
     };
-    const char *extensions[2];
+    const char *extensions[3];
     uint32_t extension_count = 0;
     if (physical->portability_subset) /* required wherever the device offers it (MoltenVK) */
         extensions[extension_count++] = "VK_KHR_portability_subset";
     bool push_descriptor = physical->push_descriptor && !posenc_vk_disabled("push_descriptor");
     if (push_descriptor)
         extensions[extension_count++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+    bool host_import = physical->host_import && !posenc_vk_disabled("host_import");
+    if (host_import)
+        extensions[extension_count++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
     VkDeviceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .pNext = vk->storage16 ? &storage16 : NULL,
@@ -113,6 +117,9 @@ posenc_status posenc_vk_create_device(posenc_context *ctx, posenc_vk_context *vk
     if (push_descriptor)
         vk->CmdPushDescriptorSetKHR = (PFN_vkCmdPushDescriptorSetKHR)
             vk->instance.fns.GetDeviceProcAddr(vk->device, "vkCmdPushDescriptorSetKHR");
+    if (host_import)
+        vk->GetMemoryHostPointerPropertiesEXT = (PFN_vkGetMemoryHostPointerPropertiesEXT)
+            vk->instance.fns.GetDeviceProcAddr(vk->device, "vkGetMemoryHostPointerPropertiesEXT");
     return POSENC_OK;
 }
 
@@ -153,6 +160,8 @@ static posenc_status choose_memory(posenc_context *ctx, posenc_vk_context *vk)
                                   VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
         vk->unified = vk->device_memory_type != UINT32_MAX;
     }
+    /* Imports are for devices that share host memory, as staging copies are elsewhere. */
+    vk->host_import = vk->unified && vk->GetMemoryHostPointerPropertiesEXT != NULL;
     if (!vk->unified) {
         vk->device_memory_type =
             posenc_vk_memory_type(&memory, bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
@@ -245,7 +254,7 @@ void posenc_vk_destroy_state(posenc_context *ctx, bool save_cache)
         if (save_cache)
             posenc_vk_pipeline_cache_save(ctx);
         const VkAllocationCallbacks *allocator = vk->allocator;
-        for (uint32_t k = 0; k < POSENC_VK_KERNEL_COUNT; k++) {
+        for (uint32_t k = 0; k < POSENC__SPIRV_VARIANT_COUNT; k++) {
             if (vk->pipelines[k])
                 vk->fns.DestroyPipeline(vk->device, vk->pipelines[k], allocator);
         }
@@ -296,8 +305,10 @@ posenc_status posenc_vk_context_finish_init(posenc_context *ctx)
     /* Windows of at most 2^31 bytes keep every element index of a kernel in 31 bits. */
     uint64_t limit = vk->physical->max_binding;
     vk->binding_limit = (limit < (UINT64_C(1) << 31) ? limit : (UINT64_C(1) << 31)) & ~(uint64_t)15;
-    posenc__log(ctx, POSENC_LOG_DEBUG, "vulkan: %s; f16/bf16 %s; descriptors %s; validation %s",
+    posenc__log(ctx, POSENC_LOG_DEBUG,
+                "vulkan: %s%s; f16/bf16 %s; descriptors %s; validation %s",
                 vk->unified ? "unified memory, buffers mapped" : "buffers staged",
+                vk->host_import ? ", host memory imported" : "",
                 vk->storage16 ? "with 16-bit storage" : "packed two per word",
                 vk->CmdPushDescriptorSetKHR ? "pushed" : "from pools",
                 vk->instance.validation ? "on" : "off");

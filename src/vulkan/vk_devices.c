@@ -153,6 +153,7 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
     bool has_nv_sms = HAS_(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
     record->portability_subset = HAS_("VK_KHR_portability_subset");
     record->push_descriptor = HAS_(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    bool has_host_import = HAS_(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
 #undef HAS_
     free(extensions);
 
@@ -170,9 +171,15 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
     VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv_sms = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceExternalMemoryHostPropertiesEXT host_import = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
     VkPhysicalDeviceProperties2 properties = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &maintenance3};
     void **tail = &id.pNext;
+    if (has_host_import) {
+        *tail = &host_import;
+        tail = &host_import.pNext;
+    }
     if (has_driver_properties) {
         *tail = &driver;
         tail = &driver.pNext;
@@ -235,6 +242,13 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
     describe_memory(&memory, info->type == POSENC_DEVICE_DISCRETE_GPU, &info->memory_bytes,
                     &record->unified);
     info->unified_memory = record->unified;
+    /* Imported only where the device shares host memory: a discrete GPU would read it across
+     * the bus in every kernel, which the staging copy does once. */
+    uint64_t import_alignment = host_import.minImportedHostPointerAlignment;
+    record->host_import = has_host_import && record->unified && import_alignment > 0 &&
+                          (import_alignment & (import_alignment - 1)) == 0;
+    record->import_alignment = record->host_import ? import_alignment : 0;
+    info->host_memory_import = record->host_import;
     info->fp16_storage = storage16.storageBuffer16BitAccess == VK_TRUE;
     info->fp16_arithmetic = has_float16 && float16.shaderFloat16 == VK_TRUE;
     info->bf16 = false;
@@ -284,7 +298,7 @@ static bool seen_before(const posenc__device_list *list, const posenc_vk_physica
 
 posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason)
 {
-    if (!posenc__spirv_enabled() || !posenc__spirv_find("rope_f32")) {
+    if (!posenc__spirv_enabled() || !posenc__spirv_get(POSENC__SPIRV_ROPE_F32)) {
         *reason = "built without the SPIR-V kernels (no GLSL compiler at build time)";
         return POSENC_BACKEND_UNAVAILABLE;
     }

@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KNOWN_FEATURES \
-    (POSENC_VULKAN_FEATURE_16BIT_STORAGE | POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR)
+#define KNOWN_FEATURES                                                                         \
+    (POSENC_VULKAN_FEATURE_16BIT_STORAGE | POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR |               \
+     POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT)
 
 /* What can be checked before any Vulkan call. */
 static posenc_status check_fields(posenc_context *ctx, const posenc_vulkan_external *ext)
@@ -40,7 +41,7 @@ static posenc_status check_fields(posenc_context *ctx, const posenc_vulkan_exter
                                 "creates its own device)",
                                 field);
     }
-    if (!posenc__spirv_enabled() || !posenc__spirv_find("rope_f32"))
+    if (!posenc__spirv_enabled() || !posenc__spirv_get(POSENC__SPIRV_ROPE_F32))
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "vulkan: this build has no SPIR-V kernels (no GLSL compiler at build "
                             "time)");
@@ -100,6 +101,21 @@ static posenc_status borrow_device(posenc_context *ctx, posenc_vk_context *vk,
                                 "vulkan.enabled_features: POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR "
                                 "is set but the device has no vkCmdPushDescriptorSetKHR (enable "
                                 "VK_KHR_push_descriptor at vkCreateDevice)");
+    }
+    if (ext->enabled_features & POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT) {
+        if (!vk->physical_record.host_import)
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "vulkan.enabled_features: POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT "
+                                "is set but the physical device has no "
+                                "VK_EXT_external_memory_host on unified memory");
+        if (!posenc_vk_disabled("host_import"))
+            vk->GetMemoryHostPointerPropertiesEXT = (PFN_vkGetMemoryHostPointerPropertiesEXT)
+                vk->instance.fns.GetDeviceProcAddr(device, "vkGetMemoryHostPointerPropertiesEXT");
+        if (!vk->GetMemoryHostPointerPropertiesEXT && !posenc_vk_disabled("host_import"))
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "vulkan.enabled_features: POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT "
+                                "is set but the device has no vkGetMemoryHostPointerPropertiesEXT "
+                                "(enable VK_EXT_external_memory_host at vkCreateDevice)");
     }
     if (ext->pipeline_cache) {
         /* A non-dispatchable handle is 64 bits wide everywhere (a pointer or a uint64_t). */

@@ -15,6 +15,7 @@
 #include "core/gpu_staging.h"
 #include "core/gpu_tables.h"
 #include "core/internal.h"
+#include "core/kernels.h"
 #include "core/platform.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -155,6 +156,8 @@ typedef struct posenc_vk_physical {
     bool push_descriptor;         /* VK_KHR_push_descriptor */
     bool portability_subset;      /* VK_KHR_portability_subset must be enabled */
     bool unified;                 /* device-local memory is host-visible (not discrete) */
+    bool host_import;             /* VK_EXT_external_memory_host, on unified memory */
+    uint64_t import_alignment;    /* minImportedHostPointerAlignment (a power of two) */
     uint64_t max_allocation;      /* bytes of one allocation */
     uint64_t max_binding;         /* maxStorageBufferRange */
     uint64_t binding_alignment;   /* minStorageBufferOffsetAlignment */
@@ -165,22 +168,8 @@ typedef struct posenc_vk_physical {
  * Contexts and buffers
  */
 
-/* The kernels, each created at first use. */
-typedef enum posenc_vk_kernel {
-    POSENC_VK_ROPE_F32,
-    POSENC_VK_ROPE_F16,
-    POSENC_VK_ROPE_BF16,
-    POSENC_VK_ROPE_F16_S16,
-    POSENC_VK_ROPE_BF16_S16,
-    POSENC_VK_SINUSOIDAL_F32,
-    POSENC_VK_SINUSOIDAL_F16,
-    POSENC_VK_SINUSOIDAL_BF16,
-    POSENC_VK_SINUSOIDAL_F16_S16,
-    POSENC_VK_SINUSOIDAL_BF16_S16,
-    POSENC_VK_COPY_U32,
-    POSENC_VK_COPY_U32X4,
-    POSENC_VK_KERNEL_COUNT
-} posenc_vk_kernel;
+/* The kernels, each created at first use: the SPIR-V variants of shaders/variants.cmake. */
+typedef posenc__spirv_id posenc_vk_kernel;
 
 /* Storage buffers of every kernel: set 0, bindings 0-3; push constants up to this size. */
 #define POSENC_VK_BINDINGS 4
@@ -246,10 +235,13 @@ typedef struct posenc_vk_context {
     uint32_t set_count;
     uint32_t set_capacity;
     VkPipelineCache pipeline_cache;
-    VkPipeline pipelines[POSENC_VK_KERNEL_COUNT];
+    VkPipeline pipelines[POSENC__SPIRV_VARIANT_COUNT];
     uint32_t device_memory_type;  /* posenc buffers */
     uint32_t host_memory_type;    /* staging: host-visible, coherent, cached when offered */
     bool unified;                 /* posenc buffers are mapped: no staging copies */
+    /* Caller host memory is imported (vk_import.c): VK_EXT_external_memory_host enabled. */
+    PFN_vkGetMemoryHostPointerPropertiesEXT GetMemoryHostPointerPropertiesEXT;
+    bool host_import;
     bool storage16;               /* 16-bit storage enabled: the "_s16" kernels */
     bool recording;               /* between posenc_vk_begin and posenc_vk_submit */
     bool lost;                    /* the device was lost: every call fails */
@@ -276,7 +268,10 @@ typedef struct posenc_vk_buffer {
     posenc_vk_allocation allocation; /* none (zero) for wrapped host memory; for a caller's
                                       * VkBuffer (posenc_vk_buffer_wrap) only `buffer` and
                                       * `size` (the range) */
-    uint64_t base;                   /* a caller's VkBuffer: where the range starts */
+    uint64_t base;                   /* a caller's VkBuffer: where the range starts; wrapped
+                                      * host memory that was imported: where host_memory lies
+                                      * in the imported pages (`allocation` is then the import
+                                      * and its `size` the buffer's) */
     bool borrowed;                   /* a caller's VkBuffer: never destroyed */
     uint64_t last_serial;            /* the last asynchronous submission that binds it */
 } posenc_vk_buffer;
@@ -374,7 +369,17 @@ posenc_vk_place posenc_vk_place_of(const posenc__view *view);
 typedef struct posenc_vk_staging {
     posenc__gpu_staging plan;
     posenc_vk_allocation temporary; /* used instead of ctx's staging buffer when larger */
+    /* The import of each imported region (vk_import.c), released after the call: the caller
+     * may free that memory as soon as the call returns. */
+    posenc_vk_allocation imports[POSENC__GPU_MAX_VIEWS];
+    uint64_t import_base[POSENC__GPU_MAX_VIEWS]; /* where the region's lo lies in it */
 } posenc_vk_staging;
+
+/* vk_import.c: imports the pages covering [host, host + size) (VK_EXT_external_memory_host;
+ * vk->host_import must be set) as one storage buffer, and stores in `*base` where `host` lies
+ * in it. False, with the reason logged (naming `name`), when the memory is to be staged. */
+bool posenc_vk_import(posenc_context *ctx, const void *host, uint64_t size, const char *name,
+                      posenc_vk_allocation *allocation, uint64_t *base);
 
 /* Places each view (NULL: absent), copying host-memory ones to the device; `access` says how
  * the kernels use each (POSENC__GPU_READ, POSENC__GPU_WRITE). `names` name the views in

@@ -9,22 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Variant names of shaders/variants.cmake, in posenc_vk_kernel order. */
-static const char *const kernel_names[POSENC_VK_KERNEL_COUNT] = {
-    [POSENC_VK_ROPE_F32] = "rope_f32",
-    [POSENC_VK_ROPE_F16] = "rope_f16",
-    [POSENC_VK_ROPE_BF16] = "rope_bf16",
-    [POSENC_VK_ROPE_F16_S16] = "rope_f16_s16",
-    [POSENC_VK_ROPE_BF16_S16] = "rope_bf16_s16",
-    [POSENC_VK_SINUSOIDAL_F32] = "sinusoidal_f32",
-    [POSENC_VK_SINUSOIDAL_F16] = "sinusoidal_f16",
-    [POSENC_VK_SINUSOIDAL_BF16] = "sinusoidal_bf16",
-    [POSENC_VK_SINUSOIDAL_F16_S16] = "sinusoidal_f16_s16",
-    [POSENC_VK_SINUSOIDAL_BF16_S16] = "sinusoidal_bf16_s16",
-    [POSENC_VK_COPY_U32] = "copy_u32",
-    [POSENC_VK_COPY_U32X4] = "copy_u32x4",
-};
-
 /* Caches larger than this are not read (a wrong path, not a cache). */
 #define MAX_CACHE_BYTES (UINT64_C(1) << 30)
 
@@ -36,11 +20,10 @@ posenc_status posenc_vk_pipeline(posenc_context *ctx, posenc_vk_kernel kernel,
         *pipeline = vk->pipelines[kernel];
         return POSENC_OK;
     }
-    const posenc__spirv *spirv = posenc__spirv_find(kernel_names[kernel]);
+    const posenc__spirv *spirv = posenc__spirv_get(kernel);
     if (!spirv)
         return posenc__fail(ctx, POSENC_KERNEL_BUILD_FAILED,
-                            "vulkan: kernel %s is not embedded in this build",
-                            kernel_names[kernel]);
+                            "vulkan: kernel %d is not embedded in this build", (int)kernel);
     VkShaderModuleCreateInfo module_info = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
         .codeSize = spirv->word_count * sizeof(uint32_t),
@@ -68,7 +51,7 @@ posenc_status posenc_vk_pipeline(posenc_context *ctx, posenc_vk_kernel kernel,
     vk->fns.DestroyShaderModule(vk->device, module, vk->allocator);
     if (result != VK_SUCCESS) {
         vk->pipelines[kernel] = VK_NULL_HANDLE;
-        posenc_status status = posenc_vk_fail(ctx, result, kernel_names[kernel]);
+        posenc_status status = posenc_vk_fail(ctx, result, spirv->name);
         return status == POSENC_DEVICE_ERROR ? POSENC_KERNEL_BUILD_FAILED : status;
     }
     posenc__atomic64_add(&ctx->stats.kernels_built, 1);

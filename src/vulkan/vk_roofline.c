@@ -3,9 +3,7 @@
  * kind of dispatch and the same splitting as the operations, with nothing but loads and stores. */
 #include "vulkan/vk_internal.h"
 
-typedef struct copy_push {
-    uint32_t offset, count, mask, flags;
-} copy_push;
+#include "posenc_kernel_params.h"
 
 typedef struct copy_job {
     posenc_vk_kernel kernel;
@@ -16,11 +14,11 @@ static posenc_status record_copy(posenc_context *ctx, const posenc_vk_box *box,
                                  const posenc_vk_windows *windows, void *user)
 {
     const copy_job *job = user;
-    copy_push push = {
+    posenc__copy_push push = {
         .offset = windows->first[0],
         .count = (uint32_t)box->count[0],
         .mask = 0,
-        .flags = job->write_only ? 1u : 0u,
+        .flags = job->write_only ? POSENC_COPY_FLAG_WRITE_ONLY : 0u,
     };
     return posenc_vk_dispatch(ctx, job->kernel, windows, &push, sizeof push,
                               (uint64_t)box->count[0]);
@@ -58,7 +56,7 @@ posenc_status posenc_vk_roofline(posenc_context *ctx, posenc_buffer *buf, uint64
             .element_size = element,
             .name = "buffer",
         };
-        copy_job job = {vec4 ? POSENC_VK_COPY_U32X4 : POSENC_VK_COPY_U32, write_only};
+        copy_job job = {vec4 ? POSENC__SPIRV_COPY_U32X4 : POSENC__SPIRV_COPY_U32, write_only};
         int64_t shape[3] = {(int64_t)(bytes / element), 1, 1};
         status = posenc_vk_split(ctx, &binding, 1, shape, 1, 0, record_copy, &job);
     }

@@ -3,26 +3,14 @@
  * split where a tensor is larger than one binding may address. */
 #include "vulkan/vk_internal.h"
 
+#include "posenc_kernel_params.h"
+
 /* Enough invocations to fill a large GPU: below this, heads are spread over more invocations
  * (each computing its own sin and cos); above it, one invocation rotates every head. */
 #define TARGET_INVOCATIONS (UINT64_C(1) << 18)
 
-/* The Params block of rope.comp. */
-typedef struct rope_push {
-    uint32_t in_offset, in_stride_batch, in_stride_token, in_stride_head, in_stride_dim;
-    uint32_t out_offset, out_stride_batch, out_stride_token, out_stride_head, out_stride_dim;
-    uint32_t positions_offset, positions_stride_batch, positions_stride_token;
-    uint32_t positions_stride_component;
-    uint32_t batch, tokens, heads, heads_per_invocation, pairs, head_dim;
-    int32_t position_offset;
-    uint32_t flags;
-    float attention_factor;
-} rope_push;
+_Static_assert(sizeof(posenc__rope_push) <= POSENC_VK_PUSH_BYTES, "rope.comp's push constants");
 
-_Static_assert(sizeof(rope_push) == 92 && sizeof(rope_push) <= POSENC_VK_PUSH_BYTES,
-               "rope.comp's push constants");
-
-enum { FLAG_GPTJ = 1, POSITIONS_SHIFT = 1, FLAG_INVERSE = 8, FLAG_IN_PLACE = 16 };
 enum { BINDING_OUT = 0, BINDING_IN = 1, BINDING_POSITIONS = 2 };
 
 typedef struct rope_job {
@@ -54,7 +42,7 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
         posenc__gpu_split_heads(rows, per_row, (uint64_t)heads, TARGET_INVOCATIONS);
 
     const posenc__view *in = job->in_place ? job->out : job->in;
-    rope_push push = {
+    posenc__rope_push push = {
         .in_offset = windows->first[BINDING_IN],
         .in_stride_batch = element_stride(in->strides[0], e, batch),
         .in_stride_token = element_stride(in->strides[1], e, tokens),
@@ -74,8 +62,9 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
         /* Absent positions: the box's first token is token start[1]; the front end checked
          * that position_offset + tokens - 1 stays an int32. */
         .position_offset = (int32_t)((int64_t)op->position_offset + box->start[1]),
-        .flags = (op->style == POSENC_ROPE_GPTJ ? FLAG_GPTJ : 0u) |
-                 (op->inverse ? FLAG_INVERSE : 0u) | (job->in_place ? FLAG_IN_PLACE : 0u),
+        .flags = (op->style == POSENC_ROPE_GPTJ ? POSENC_ROPE_FLAG_GPTJ : 0u) |
+                 (op->inverse ? POSENC_ROPE_FLAG_INVERSE : 0u) |
+                 (job->in_place ? POSENC_ROPE_FLAG_IN_PLACE : 0u),
         .attention_factor = op->attention_factor,
     };
     if (op->has_positions) {
@@ -85,7 +74,9 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
         push.positions_stride_token = element_stride(op->positions.strides[3], 4, tokens);
         push.positions_stride_component =
             element_stride(op->component_stride, 4, op->positions.shape[1]);
-        push.flags |= (op->positions.dtype == POSENC_DTYPE_I32 ? 1u : 2u) << POSITIONS_SHIFT;
+        push.flags |= (op->positions.dtype == POSENC_DTYPE_I32 ? POSENC_POSITIONS_I32
+                                                               : POSENC_POSITIONS_F32)
+                      << POSENC_ROPE_FLAG_POSITIONS_SHIFT;
     }
     return posenc_vk_dispatch(ctx, job->kernel, windows, &push, sizeof push, split.units);
 }
@@ -93,9 +84,11 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
 static posenc_vk_kernel rope_kernel(const posenc_vk_context *vk, posenc_dtype dtype)
 {
     switch (dtype) {
-    case POSENC_DTYPE_F16: return vk->storage16 ? POSENC_VK_ROPE_F16_S16 : POSENC_VK_ROPE_F16;
-    case POSENC_DTYPE_BF16: return vk->storage16 ? POSENC_VK_ROPE_BF16_S16 : POSENC_VK_ROPE_BF16;
-    default: return POSENC_VK_ROPE_F32;
+    case POSENC_DTYPE_F16:
+        return vk->storage16 ? POSENC__SPIRV_ROPE_F16_S16 : POSENC__SPIRV_ROPE_F16;
+    case POSENC_DTYPE_BF16:
+        return vk->storage16 ? POSENC__SPIRV_ROPE_BF16_S16 : POSENC__SPIRV_ROPE_BF16;
+    default: return POSENC__SPIRV_ROPE_F32;
     }
 }
 

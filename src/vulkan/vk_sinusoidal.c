@@ -3,23 +3,17 @@
  * split by rows where the output is larger than one binding may address. */
 #include "vulkan/vk_internal.h"
 
+#include "posenc_kernel_params.h"
+
 #include "core/tensor.h"
 
-/* The Params block of sinusoidal.comp. */
-typedef struct sinusoidal_push {
-    uint32_t out_offset, out_stride_batch, out_stride_row, out_stride_col;
-    uint32_t x_offset, x_stride_batch, x_stride_row, x_stride_col;
-    uint32_t positions_offset, positions_stride_batch, positions_stride_row;
-    uint32_t batch, rows, d_model;
-    int32_t position_offset;
-    uint32_t flags;
-    float input_scale, output_scale;
-} sinusoidal_push;
-
-_Static_assert(sizeof(sinusoidal_push) == 72 && sizeof(sinusoidal_push) <= POSENC_VK_PUSH_BYTES,
+_Static_assert(sizeof(posenc__sinusoidal_params) <= POSENC_VK_PUSH_BYTES,
                "sinusoidal.comp's push constants");
+/* The layout bits of the flags are posenc_sinusoidal_layout's values. */
+_Static_assert(POSENC_SINUSOIDAL_FLAG_LAYOUT_INTERLEAVED == POSENC_SINUSOIDAL_INTERLEAVED &&
+                   POSENC_SINUSOIDAL_FLAG_LAYOUT_SIN_COS == POSENC_SINUSOIDAL_SIN_COS,
+               "sinusoidal layouts");
 
-enum { POSITIONS_SHIFT = 2, FLAG_ADD = 16, FLAG_X_IN_OUT = 32 };
 enum { BINDING_OUT = 0, BINDING_X = 1, BINDING_POSITIONS = 2 };
 
 typedef struct sinusoidal_job {
@@ -40,7 +34,7 @@ static posenc_status record_sinusoidal(posenc_context *ctx, const posenc_vk_box 
     const posenc__sinusoidal_op *op = job->op;
     uint32_t e = posenc_vk_element_size(op->out.dtype);
     int64_t batch = box->count[0], rows = box->count[1];
-    sinusoidal_push push = {
+    posenc__sinusoidal_params push = {
         .out_offset = windows->first[BINDING_OUT],
         .out_stride_batch = element_stride(op->out.strides[1], e, batch),
         .out_stride_row = element_stride(op->out.strides[2], e, rows),
@@ -59,14 +53,17 @@ static posenc_status record_sinusoidal(posenc_context *ctx, const posenc_vk_box 
         push.x_stride_batch = element_stride(x->strides[1], e, batch);
         push.x_stride_row = element_stride(x->strides[2], e, rows);
         push.x_stride_col = element_stride(x->strides[3], e, op->d_model);
-        push.flags |= FLAG_ADD | (job->x_in_out ? FLAG_X_IN_OUT : 0u);
+        push.flags |= POSENC_SINUSOIDAL_FLAG_ADD |
+                      (job->x_in_out ? POSENC_SINUSOIDAL_FLAG_X_IN_OUT : 0u);
     }
     if (op->has_positions) {
         push.positions_offset = windows->first[BINDING_POSITIONS];
         push.positions_stride_batch =
             op->positions_per_batch ? element_stride(op->positions.strides[2], 4, batch) : 0;
         push.positions_stride_row = element_stride(op->positions.strides[3], 4, rows);
-        push.flags |= (op->positions.dtype == POSENC_DTYPE_I32 ? 1u : 2u) << POSITIONS_SHIFT;
+        push.flags |= (op->positions.dtype == POSENC_DTYPE_I32 ? POSENC_POSITIONS_I32
+                                                               : POSENC_POSITIONS_F32)
+                      << POSENC_SINUSOIDAL_FLAG_POSITIONS_SHIFT;
     }
     uint64_t units = op->half + (uint64_t)(op->d_model & 1);
     return posenc_vk_dispatch(ctx, job->kernel, windows, &push, sizeof push,
@@ -77,10 +74,10 @@ static posenc_vk_kernel sinusoidal_kernel(const posenc_vk_context *vk, posenc_dt
 {
     switch (dtype) {
     case POSENC_DTYPE_F16:
-        return vk->storage16 ? POSENC_VK_SINUSOIDAL_F16_S16 : POSENC_VK_SINUSOIDAL_F16;
+        return vk->storage16 ? POSENC__SPIRV_SINUSOIDAL_F16_S16 : POSENC__SPIRV_SINUSOIDAL_F16;
     case POSENC_DTYPE_BF16:
-        return vk->storage16 ? POSENC_VK_SINUSOIDAL_BF16_S16 : POSENC_VK_SINUSOIDAL_BF16;
-    default: return POSENC_VK_SINUSOIDAL_F32;
+        return vk->storage16 ? POSENC__SPIRV_SINUSOIDAL_BF16_S16 : POSENC__SPIRV_SINUSOIDAL_BF16;
+    default: return POSENC__SPIRV_SINUSOIDAL_F32;
     }
 }
 

@@ -1,18 +1,45 @@
 /* SPDX-License-Identifier: MIT */
 /* Placing the views of one operation on the device: device buffers as they are, host memory
- * (host tensors, buffers wrapping caller memory) in a host-visible staging buffer that the
- * kernels bind directly, laid out and copied back as core/gpu_staging.h plans it. */
+ * (host tensors, buffers wrapping caller memory) imported in place where the device can
+ * (vk_import.c), else in a host-visible staging buffer that the kernels bind directly, laid out
+ * and copied back as core/gpu_staging.h plans it. */
 #include "vulkan/vk_internal.h"
 
 #include <string.h>
+
+/* Host regions smaller than this are copied, not imported: creating and freeing an import costs
+ * more than copying a few pages (on lavapipe an 80 KiB RoPE was slower imported, a 160 KiB one
+ * faster; see docs/benchmarks.md). */
+#define IMPORT_MIN_BYTES (UINT64_C(128) << 10)
 
 static uint8_t *host_address(const posenc__view *view)
 {
     if (view->host)
         return view->host + view->offset;
-    if (view->buffer && view->buffer->host_memory)
+    if (view->buffer && view->buffer->host_memory && !view->buffer->host_imported)
         return (uint8_t *)view->buffer->host_memory + view->offset;
     return NULL;
+}
+
+/* Imports the regions worth importing and lays the plan out again without them. */
+static void import_regions(posenc_context *ctx, posenc_vk_staging *staging)
+{
+    posenc__gpu_staging *plan = &staging->plan;
+    bool any = false;
+    for (uint32_t r = 0; r < plan->region_count; r++) {
+        posenc__gpu_region *region = &plan->regions[r];
+        uint64_t size = (uint64_t)(region->hi - region->lo);
+        if (size < IMPORT_MIN_BYTES || !posenc__gpu_stage_importable(plan, r))
+            continue;
+        const char *name = "";
+        for (uint32_t i = plan->view_count; i-- > 0;)
+            name = plan->views[i].host && plan->views[i].region == r ? plan->views[i].name : name;
+        region->imported = posenc_vk_import(ctx, region->lo, size, name, &staging->imports[r],
+                                            &staging->import_base[r]);
+        any = any || region->imported;
+    }
+    if (any)
+        posenc__gpu_stage_layout(plan);
 }
 
 posenc_vk_place posenc_vk_place_of(const posenc__view *view)
@@ -45,6 +72,8 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
                                              host_address(views[i]));
     }
     posenc_status status = posenc__gpu_stage_plan(ctx, plan);
+    if (status == POSENC_OK && vk->host_import)
+        import_regions(ctx, staging);
     if (status != POSENC_OK || plan->region_count == 0) {
         plan->region_count = 0;
         for (uint32_t i = 0; i < count && status == POSENC_OK; i++) {
@@ -53,18 +82,20 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
         }
         return status;
     }
-    if (plan->bytes <= POSENC__GPU_STAGING_KEEP_BYTES)
+    if (plan->bytes == 0)
+        status = POSENC_OK; /* every region imported */
+    else if (plan->bytes <= POSENC__GPU_STAGING_KEEP_BYTES)
         status = posenc_vk_reserve(ctx, &vk->staging, plan->bytes, "staging");
     else
         status = posenc_vk_allocate(ctx, plan->bytes, vk->host_memory_type, true, "staging",
                                     &staging->temporary);
     if (status != POSENC_OK) {
-        plan->region_count = 0;
+        posenc_vk_unstage(ctx, staging, false);
         return status;
     }
     const posenc_vk_allocation *memory = staging_memory(ctx, staging);
     for (uint32_t r = 0; r < plan->region_count; r++) {
-        if (plan->regions[r].upload)
+        if (plan->regions[r].upload && !plan->regions[r].imported)
             posenc__gpu_stage_copy_in(plan, r, memory->mapped);
     }
     posenc__atomic64_add(&ctx->stats.staged_bytes, plan->upload_bytes);
@@ -72,8 +103,14 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
         if (!views[i])
             continue;
         const posenc__gpu_staged_view *v = &plan->views[index[i]];
-        places[i] = v->host ? (posenc_vk_place){memory->buffer, memory->size, v->position}
-                            : posenc_vk_place_of(views[i]);
+        const posenc_vk_allocation *import = &staging->imports[v->region];
+        if (!v->host)
+            places[i] = posenc_vk_place_of(views[i]);
+        else if (plan->regions[v->region].imported)
+            places[i] = (posenc_vk_place){import->buffer, import->size,
+                                          staging->import_base[v->region] + v->position};
+        else
+            places[i] = (posenc_vk_place){memory->buffer, memory->size, v->position};
     }
     return POSENC_OK;
 }
@@ -83,12 +120,14 @@ void posenc_vk_unstage(posenc_context *ctx, posenc_vk_staging *staging, bool cop
     const posenc__gpu_staging *plan = &staging->plan;
     const posenc_vk_allocation *memory = staging_memory(ctx, staging);
     for (uint32_t r = 0; r < plan->region_count && copy_back; r++) {
-        if (plan->regions[r].written)
+        if (plan->regions[r].written && !plan->regions[r].imported)
             posenc__gpu_stage_copy_out(plan, r,
                                        (const uint8_t *)memory->mapped + plan->regions[r].offset);
     }
     if (copy_back && plan->region_count)
         posenc__atomic64_add(&ctx->stats.staged_bytes, plan->download_bytes);
+    for (uint32_t r = 0; r < plan->region_count; r++)
+        posenc_vk_release(ctx, &staging->imports[r]);
     posenc_vk_release(ctx, &staging->temporary);
     staging->plan.region_count = 0;
 }

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* The copy roofline that `posenc bench` measures next to every operation. Not public API: the
- * benchmark links the static library and includes this header. */
-#ifndef POSENC_CORE_ROOFLINE_H
-#define POSENC_CORE_ROOFLINE_H
+/* The diagnostics seam: what `posenc bench` measures and reports beside the operations. Not
+ * public API and not exported: the CLI links the static library and includes this header, its
+ * one library header besides the public ones and the platform layer (core/platform.h). */
+#ifndef POSENC_DIAGNOSTICS_H
+#define POSENC_DIAGNOSTICS_H
 
 #include <posenc/posenc.h>
 
-/* Copies `bytes` bytes of `buffer` from `offset` in place (read + write) or writes them
- * (write_only) with the device's plain copy kernel. UNSUPPORTED when the backend has none. */
+/* The copy roofline. Copies `bytes` bytes of `buffer` from `offset` in place (read + write) or
+ * writes them (write_only) with the device's plain copy kernel. UNSUPPORTED when the backend
+ * has none. */
 posenc_status posenc__roofline(posenc_context *ctx, posenc_buffer *buffer, uint64_t offset,
                                uint64_t bytes, bool write_only);
 
@@ -18,5 +20,9 @@ posenc_status posenc__roofline(posenc_context *ctx, posenc_buffer *buffer, uint6
 posenc_status posenc__roofline_rope(posenc_context *ctx, const posenc_rope_desc *desc);
 posenc_status posenc__roofline_sinusoidal(posenc_context *ctx,
                                           const posenc_sinusoidal_desc *desc);
+
+/* The kernel variant `ctx` runs, for the report ("avx2": the CPU backend's instruction set);
+ * NULL when `ctx` is NULL or its backend has no such choice. */
+const char *posenc__kernel_variant(const posenc_context *ctx);
 
 #endif

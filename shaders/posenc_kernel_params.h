@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/* The kernels' parameter blocks and flag bits, written once and read as GLSL (the push
+ * constants of *.comp), OpenCL C (the scalar arguments of *.cl) and C11 (src/vulkan, src/opencl).
+ *
+ * Each block is an X-macro list of (type, name): every parameter a 4-byte scalar, so that the
+ * GLSL push-constant layout (std430: offset 4 * index), the C struct (no padding) and the order
+ * of OpenCL arguments are the same sequence of words. In GLSL a list becomes a block,
+ *   layout(push_constant) uniform Params { POSENC_ROPE_PUSH(POSENC_PARAM_FIELD) } params;
+ * in OpenCL C the arguments after the buffers,
+ *   kernel void posenc_rope(global T *q, ... POSENC_ROPE_ARGS(POSENC_PARAM_ARGUMENT))
+ * and in C a struct (posenc__rope_push, ...) whose words the host sets in that order.
+ *
+ * The variants (which -D defines build which kernel) are listed in shaders/variants.cmake; the
+ * build turns that list into the ids the backends look kernels up by (kernel_ids.h).
+ *
+ * None of these names is API. They take one underscore after POSENC, as the shaders' own
+ * (POSENC_OUT_F32), because GLSL reserves names with two; FLAG_ in a name marks a kernel flag
+ * apart from posenc.h's enum values of the same theme (POSENC_SINUSOIDAL_SIN_COS).
+ */
+#ifndef POSENC_KERNEL_PARAMS_H
+#define POSENC_KERNEL_PARAMS_H
+
+/* The type spellings of each language. glslang defines VULKAN when compiling for Vulkan; an
+ * OpenCL C compiler __OPENCL_C_VERSION__ (1.2 on) or __OPENCL_VERSION__ (every version). */
+#if defined(__OPENCL_C_VERSION__) || defined(__OPENCL_VERSION__) || defined(VULKAN)
+#define POSENC_PARAMS_IN_KERNEL 1
+#define POSENC_PARAM_U32 uint
+#define POSENC_PARAM_I32 int
+#define POSENC_PARAM_F32 float
+#else
+/* No system header, so that the OpenCL C text embeds as it is: the C types are 32 bits on every
+ * platform posenc builds for, as the checks at the end make sure. */
+#define POSENC_PARAM_U32 unsigned int
+#define POSENC_PARAM_I32 int
+#define POSENC_PARAM_F32 float
+#endif
+
+/* A list's entry as a block member (GLSL, C) and as a kernel argument after others (OpenCL C). */
+#define POSENC_PARAM_FIELD(type, name) type name;
+#define POSENC_PARAM_ARGUMENT(type, name) , type name
+
+/* Where a token's position comes from: a 2-bit field of each kernel's flags. NONE: the
+ * position_offset parameter plus the token (or row) index; I32, F32: the positions binding. */
+#define POSENC_POSITIONS_NONE 0u
+#define POSENC_POSITIONS_I32 1u
+#define POSENC_POSITIONS_F32 2u
+
+/* ---- RoPE (rope.comp, rope.cl) ----------------------------------------------------------------
+ * flags, in both kernels: */
+#define POSENC_ROPE_FLAG_GPTJ 1u            /* GPT-J pairs (2j, 2j + 1); else NeoX (j, j + pairs) */
+#define POSENC_ROPE_FLAG_POSITIONS_SHIFT 1u /* bits 1-2: POSENC_POSITIONS_* */
+#define POSENC_ROPE_FLAG_INVERSE 8u         /* rotate by -t */
+/* The tensor (rope.comp), or q (rope.cl), is rotated in place: read through the output and
+ * pass-through dims left alone. Without it they are copied from the input. */
+#define POSENC_ROPE_FLAG_IN_PLACE 16u
+#define POSENC_ROPE_FLAG_K_IN_PLACE 32u /* rope.cl: the same for k */
+
+/* rope.comp's push constants (92 bytes): one tensor, q or k, over [batch, tokens, heads].
+ * Offsets and strides in elements from the start of each binding. */
+#define POSENC_ROPE_PUSH(X)                                                                       \
+    X(POSENC_PARAM_U32, in_offset)                                                                \
+    X(POSENC_PARAM_U32, in_stride_batch)                                                          \
+    X(POSENC_PARAM_U32, in_stride_token)                                                          \
+    X(POSENC_PARAM_U32, in_stride_head)                                                           \
+    X(POSENC_PARAM_U32, in_stride_dim)                                                            \
+    X(POSENC_PARAM_U32, out_offset)                                                               \
+    X(POSENC_PARAM_U32, out_stride_batch)                                                         \
+    X(POSENC_PARAM_U32, out_stride_token)                                                         \
+    X(POSENC_PARAM_U32, out_stride_head)                                                          \
+    X(POSENC_PARAM_U32, out_stride_dim)                                                           \
+    X(POSENC_PARAM_U32, positions_offset)                                                         \
+    X(POSENC_PARAM_U32, positions_stride_batch)                                                   \
+    X(POSENC_PARAM_U32, positions_stride_token)                                                   \
+    X(POSENC_PARAM_U32, positions_stride_component) /* 0 with one component */                    \
+    X(POSENC_PARAM_U32, batch)                                                                    \
+    X(POSENC_PARAM_U32, tokens)                                                                   \
+    X(POSENC_PARAM_U32, heads)                                                                    \
+    X(POSENC_PARAM_U32, heads_per_invocation)                                                     \
+    X(POSENC_PARAM_U32, pairs)                                                                    \
+    X(POSENC_PARAM_U32, head_dim)                                                                 \
+    X(POSENC_PARAM_I32, position_offset)                                                          \
+    X(POSENC_PARAM_U32, flags)                                                                    \
+    X(POSENC_PARAM_F32, attention_factor)
+
+/* rope.cl's arguments 6..39, after the six buffers: q and k in one launch. For q, q_out, k and
+ * k_out in turn the offset and the strides of batch, token, head and dim, in elements (0 for
+ * dims of size 1); the positions' offset and strides (batch stride 0 when the batch shares the
+ * positions, component stride 0 with one component); then the work's sizes. */
+#define POSENC_ROPE_ARGS(X)                                                                       \
+    X(POSENC_PARAM_U32, q_offset)                                                                 \
+    X(POSENC_PARAM_U32, q_stride_batch)                                                           \
+    X(POSENC_PARAM_U32, q_stride_token)                                                           \
+    X(POSENC_PARAM_U32, q_stride_head)                                                            \
+    X(POSENC_PARAM_U32, q_stride_dim)                                                             \
+    X(POSENC_PARAM_U32, qo_offset)                                                                \
+    X(POSENC_PARAM_U32, qo_stride_batch)                                                          \
+    X(POSENC_PARAM_U32, qo_stride_token)                                                          \
+    X(POSENC_PARAM_U32, qo_stride_head)                                                           \
+    X(POSENC_PARAM_U32, qo_stride_dim)                                                            \
+    X(POSENC_PARAM_U32, k_offset)                                                                 \
+    X(POSENC_PARAM_U32, k_stride_batch)                                                           \
+    X(POSENC_PARAM_U32, k_stride_token)                                                           \
+    X(POSENC_PARAM_U32, k_stride_head)                                                            \
+    X(POSENC_PARAM_U32, k_stride_dim)                                                             \
+    X(POSENC_PARAM_U32, ko_offset)                                                                \
+    X(POSENC_PARAM_U32, ko_stride_batch)                                                          \
+    X(POSENC_PARAM_U32, ko_stride_token)                                                          \
+    X(POSENC_PARAM_U32, ko_stride_head)                                                           \
+    X(POSENC_PARAM_U32, ko_stride_dim)                                                            \
+    X(POSENC_PARAM_U32, positions_offset)                                                         \
+    X(POSENC_PARAM_U32, positions_stride_batch)                                                   \
+    X(POSENC_PARAM_U32, positions_stride_token)                                                   \
+    X(POSENC_PARAM_U32, positions_stride_component)                                               \
+    X(POSENC_PARAM_U32, batch)                                                                    \
+    X(POSENC_PARAM_U32, tokens)                                                                   \
+    X(POSENC_PARAM_U32, q_heads)                                                                  \
+    X(POSENC_PARAM_U32, k_heads)                                                                  \
+    X(POSENC_PARAM_U32, rotary_dim)                                                               \
+    X(POSENC_PARAM_U32, heads_per_unit) /* heads a unit handles (the chunk size) */               \
+    X(POSENC_PARAM_U32, lanes) /* rotary_dim/2, plus head_dim - rotary_dim when copying */        \
+    X(POSENC_PARAM_I32, position_offset)                                                          \
+    X(POSENC_PARAM_U32, flags)                                                                    \
+    X(POSENC_PARAM_F32, attention_factor)
+
+/* ---- Sinusoidal encodings (sinusoidal.comp, sinusoidal.cl) ------------------------------------
+ * flags: bits 0-1 the layout (posenc_sinusoidal_layout: 0 interleaved, 1 sin|cos, 2 cos|sin) */
+#define POSENC_SINUSOIDAL_FLAG_LAYOUT_MASK 3u
+#define POSENC_SINUSOIDAL_FLAG_LAYOUT_INTERLEAVED 0u
+#define POSENC_SINUSOIDAL_FLAG_LAYOUT_SIN_COS 1u
+#define POSENC_SINUSOIDAL_FLAG_POSITIONS_SHIFT 2u /* bits 2-3: POSENC_POSITIONS_* */
+#define POSENC_SINUSOIDAL_FLAG_ADD 16u            /* add mode: read x */
+#define POSENC_SINUSOIDAL_FLAG_X_IN_OUT 32u       /* x lives in out (in place): read it there */
+
+/* The push constants of sinusoidal.comp (72 bytes) and the arguments 4..21 of sinusoidal.cl,
+ * after the four buffers. Offsets and strides in elements; every element index, and
+ * batch * rows * (d_model/2 + d_model%2), fits in 32 bits. */
+#define POSENC_SINUSOIDAL_PARAMS(X)                                                               \
+    X(POSENC_PARAM_U32, out_offset)                                                               \
+    X(POSENC_PARAM_U32, out_stride_batch)                                                         \
+    X(POSENC_PARAM_U32, out_stride_row)                                                           \
+    X(POSENC_PARAM_U32, out_stride_col)                                                           \
+    X(POSENC_PARAM_U32, x_offset)                                                                 \
+    X(POSENC_PARAM_U32, x_stride_batch)                                                           \
+    X(POSENC_PARAM_U32, x_stride_row)                                                             \
+    X(POSENC_PARAM_U32, x_stride_col)                                                             \
+    X(POSENC_PARAM_U32, positions_offset)                                                         \
+    X(POSENC_PARAM_U32, positions_stride_batch)                                                   \
+    X(POSENC_PARAM_U32, positions_stride_row)                                                     \
+    X(POSENC_PARAM_U32, batch)                                                                    \
+    X(POSENC_PARAM_U32, rows)                                                                     \
+    X(POSENC_PARAM_U32, d_model)                                                                  \
+    X(POSENC_PARAM_I32, position_offset)                                                          \
+    X(POSENC_PARAM_U32, flags)                                                                    \
+    X(POSENC_PARAM_F32, input_scale)                                                              \
+    X(POSENC_PARAM_F32, output_scale)
+
+/* ---- The copy roofline (copy.comp, copy.cl) ----------------------------------------------------
+ * flags: */
+#define POSENC_COPY_FLAG_WRITE_ONLY 1u /* write only (like a table); else read + write in place */
+
+/* copy.comp's push constants: offset and count in elements of binding 0; `mask` is 0 at run
+ * time but unknown to the compiler, so that the in-place load cannot be folded away. */
+#define POSENC_COPY_PUSH(X)                                                                       \
+    X(POSENC_PARAM_U32, offset)                                                                   \
+    X(POSENC_PARAM_U32, count)                                                                    \
+    X(POSENC_PARAM_U32, mask)                                                                     \
+    X(POSENC_PARAM_U32, flags)
+
+/* copy.cl's arguments 1..4, after the data: offset and count in words; chunk 0 interleaves
+ * work-items word by word (GPUs), n gives each a contiguous run of n words (CPU devices). */
+#define POSENC_COPY_ARGS(X)                                                                       \
+    X(POSENC_PARAM_U32, offset)                                                                   \
+    X(POSENC_PARAM_U32, count)                                                                    \
+    X(POSENC_PARAM_U32, flags)                                                                    \
+    X(POSENC_PARAM_U32, chunk)
+
+/* ---- C: the blocks as structs, checked against the lists ------------------------------------ */
+#if !defined(POSENC_PARAMS_IN_KERNEL)
+
+typedef struct posenc__rope_push {
+    POSENC_ROPE_PUSH(POSENC_PARAM_FIELD)
+} posenc__rope_push;
+typedef struct posenc__rope_args {
+    POSENC_ROPE_ARGS(POSENC_PARAM_FIELD)
+} posenc__rope_args;
+typedef struct posenc__sinusoidal_params {
+    POSENC_SINUSOIDAL_PARAMS(POSENC_PARAM_FIELD)
+} posenc__sinusoidal_params;
+typedef struct posenc__copy_push {
+    POSENC_COPY_PUSH(POSENC_PARAM_FIELD)
+} posenc__copy_push;
+typedef struct posenc__copy_args {
+    POSENC_COPY_ARGS(POSENC_PARAM_FIELD)
+} posenc__copy_args;
+
+/* Each parameter is a 4-byte scalar, so a struct of 4 bytes a parameter has no padding: the
+ * parameter at index i of a list lies at offset 4 * i, its std430 offset in the GLSL block and,
+ * in OpenCL, argument (first after the buffers) + i. */
+#define POSENC_PARAM_COUNT(type, name) +1
+#define POSENC_PARAM_CHECK(block, list)                                                           \
+    _Static_assert(sizeof(block) == 4 * (0 list(POSENC_PARAM_COUNT)),                            \
+                   #block ": one 4-byte word per parameter")
+POSENC_PARAM_CHECK(posenc__rope_push, POSENC_ROPE_PUSH);
+POSENC_PARAM_CHECK(posenc__rope_args, POSENC_ROPE_ARGS);
+POSENC_PARAM_CHECK(posenc__sinusoidal_params, POSENC_SINUSOIDAL_PARAMS);
+POSENC_PARAM_CHECK(posenc__copy_push, POSENC_COPY_PUSH);
+POSENC_PARAM_CHECK(posenc__copy_args, POSENC_COPY_ARGS);
+_Static_assert(sizeof(unsigned int) == 4 && sizeof(int) == 4 && sizeof(float) == 4,
+               "32-bit parameters");
+_Static_assert(sizeof(posenc__rope_push) == 92, "rope.comp's push constants, 92 bytes");
+_Static_assert(sizeof(posenc__rope_args) == 34 * 4, "rope.cl's arguments 6..39");
+_Static_assert(sizeof(posenc__sinusoidal_params) == 72,
+               "sinusoidal.comp's push constants, sinusoidal.cl's arguments 4..21");
+#endif
+
+#endif
