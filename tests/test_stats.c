@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* posenc_context_stats on every device: exact counts for a scripted sequence of calls (buffers,
  * uploads and downloads, operations on buffers and host tensors, frequency tables up to their
- * bound, kernels built or loaded), its bad input, and counts kept exact by threads at once. */
+ * bound, kernels built or loaded), nothing staged for imported host memory, its bad input, and
+ * counts kept exact by threads at once. */
 #include "test_common.h"
 
 #include "core/atomics.h"
+#include "core/platform.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +194,41 @@ static void check_sequence(posenc_context *ctx, const posenc_device_info *info)
     CHECK(s.device_bytes == s.staging_bytes + s.table_bytes);
 }
 
+/* Page-aligned host memory, large enough that both GPU backends import it rather than copy it
+ * (vk_staging.c, cl_staging.c), is used in place where the device imports host memory: 0 bytes
+ * staged, as a host tensor and as a wrapped buffer. Elsewhere it is copied in and back. */
+enum { IMPORT_TOKENS = 1024, IMPORT_HEADS = 4, IMPORT_DIM = 16 };
+#define IMPORT_BYTES ((size_t)IMPORT_TOKENS * IMPORT_HEADS * IMPORT_DIM * 4)
+#define PAGE 4096
+
+static void check_page_aligned(posenc_context *ctx, const posenc_device_info *info)
+{
+    bool in_place = info->backend == POSENC_BACKEND_CPU || info->host_memory_import;
+    float *memory = posenc__aligned_alloc(PAGE, IMPORT_BYTES);
+    if (!memory) {
+        CHECK(!"page-aligned host memory");
+        return;
+    }
+    fill_floats(memory, IMPORT_BYTES / 4, 1.0f);
+    int64_t shape[3] = {IMPORT_TOKENS, IMPORT_HEADS, IMPORT_DIM};
+    posenc_rope_desc rope = {.q = posenc_tensor_of_host(memory, POSENC_DTYPE_F32, 3, shape)};
+    CHECK_OK(posenc_rope(ctx, &rope));
+    posenc_stats s = read_stats(ctx);
+    CHECK(s.staged_bytes == (in_place ? 0 : 2 * IMPORT_BYTES));
+    uint64_t staged = s.staged_bytes;
+
+    posenc_buffer *wrapped = NULL;
+    CHECK_OK(posenc_buffer_create(
+        ctx, &(posenc_buffer_desc){.size = IMPORT_BYTES, .host_memory = memory}, &wrapped));
+    rope.q = posenc_tensor_of_buffer(wrapped, POSENC_DTYPE_F32, 3, shape);
+    CHECK_OK(posenc_rope(ctx, &rope));
+    s = read_stats(ctx);
+    CHECK(s.staged_bytes - staged == (in_place ? 0 : 2 * IMPORT_BYTES));
+    CHECK(s.buffer_bytes == 0); /* the memory is the caller's, imported or not */
+    posenc_buffer_destroy(wrapped);
+    posenc__aligned_free(memory);
+}
+
 /* Threads uploading, downloading, creating and destroying buffers on one context at once
  * (posenc.h, "Thread safety"), with one more reading the counters meanwhile. */
 enum { THREADS = 4, ROUNDS = 40, UPLOAD = 64, DOWNLOAD = 24, CYCLE_BYTES = 1000 };
@@ -319,6 +356,7 @@ int main(void)
 {
     CHECK(test_for_each_device(check_sequence) > 0);
     CHECK(test_for_each_device(check_threads) > 0);
+    CHECK(test_for_each_device(check_page_aligned) > 0);
     test_for_each_device(check_kernel_cache);
     return test_finish("test_stats");
 }

@@ -312,7 +312,8 @@ typedef struct posenc_stats {
     uint64_t staged_bytes;      /* bytes an operation copied between the caller's host memory
                                  * (host tensors, buffers wrapping host_memory) and staging
                                  * memory the device reads, both ways; 0 on the CPU backend,
-                                 * and for memory the device uses in place */
+                                 * and for memory the device uses in place (see
+                                 * posenc_device_info.host_memory_import) */
     uint64_t uploaded_bytes;    /* bytes written by posenc_buffer_upload and initial_data */
     uint64_t downloaded_bytes;  /* bytes read by posenc_buffer_download */
     uint64_t kernels_built;     /* Vulkan pipelines created; OpenCL programs compiled from
