@@ -4,6 +4,7 @@
 #include "reference.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* 2*pi = REF_2PI_1 + REF_2PI_2 + REF_2PI_3, each the double nearest to what remains (error below
@@ -395,4 +396,40 @@ void ref_stats_merge(ref_stats *into, const ref_stats *from)
         into->max_ratio = from->max_ratio;
     into->values += from->values;
     into->failures += from->failures;
+}
+
+bool ref_rope_rows_f32_ok(const float *in, const float *out, int64_t out_stride, uint32_t tokens,
+                          uint32_t heads, uint32_t head_dim, int32_t offset)
+{
+    enum { MAX_HEAD_DIM = 512 };
+    if (head_dim > MAX_HEAD_DIM || head_dim % 2) {
+        fprintf(stderr, "  ref_rope_rows_f32_ok: head_dim %u is not even and at most %d\n",
+                head_dim, MAX_HEAD_DIM);
+        return false;
+    }
+    posenc_rope_desc desc = {.theta = 10000.0};
+    double inv_freq[MAX_HEAD_DIM / 2];
+    double factor = ref_rope_frequencies(&desc, head_dim, inv_freq);
+    uint32_t half = head_dim / 2;
+    ref_stats stats = {0};
+    bool ok = true;
+    for (uint32_t row = 0; row < tokens * heads; row++) {
+        double x[MAX_HEAD_DIM], ref[MAX_HEAD_DIM];
+        for (uint32_t i = 0; i < head_dim; i++)
+            x[i] = in[(size_t)row * head_dim + i];
+        ref_rope_head(x, ref, head_dim, head_dim, POSENC_ROPE_NEOX, inv_freq,
+                      (double)offset + row / heads, factor, false);
+        for (uint32_t j = 0; j < half; j++) {
+            /* The promise is relative to the rotated pair's norm. */
+            double scale = sqrt(x[j] * x[j] + x[j + half] * x[j + half]);
+            scale = scale > 0.0 ? scale : 1.0;
+            for (uint32_t i = j; i < head_dim; i += half)
+                ok &= ref_check(&stats, POSENC_DTYPE_F32, out[(int64_t)row * out_stride + i],
+                                ref[i], scale, 0.0);
+        }
+    }
+    if (!ok)
+        fprintf(stderr, "  %llu of %llu values outside the tolerance\n", stats.failures,
+                stats.values);
+    return ok;
 }

@@ -74,6 +74,13 @@ void ref_rope_head_pairs(const double *x, double *out, uint32_t head_dim, uint32
                          posenc_rope_style style, const double *inv_freq,
                          const double *pair_positions, double attention_factor, bool inverse);
 
+/* Whether `out` is NeoX RoPE (theta 10000, every dim rotated) of the packed f32 rows of `in`
+ * ([tokens, heads, head_dim], head_dim even and at most 512), row r at position offset + r / heads,
+ * each value within ref_check's f32 tolerance; rows of `out` lie `out_stride` floats apart. On
+ * failure prints how many values were outside. */
+bool ref_rope_rows_f32_ok(const float *in, const float *out, int64_t out_stride, uint32_t tokens,
+                          uint32_t heads, uint32_t head_dim, int32_t offset);
+
 /* ---------------------------------------------------------------------------------------------
  * Sinusoidal
  */

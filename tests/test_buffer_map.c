@@ -6,7 +6,6 @@
 #include "reference.h"
 #include "test_common.h"
 
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -27,40 +26,6 @@ static void fill(float *data, uint64_t seed)
     test_rng rng = {seed * 0x9e3779b97f4a7c15ull + 7};
     for (int i = 0; i < N; i++)
         data[i] = (float)test_rng_uniform(&rng, -1.0, 1.0);
-}
-
-/* `out` is NeoX RoPE of `in` with positions offset + token, to the promised f32 tolerance. */
-static bool rotated(const float *in, const float *out, int32_t offset)
-{
-    posenc_rope_desc desc = {.theta = 10000.0};
-    double inv_freq[HEAD_DIM / 2];
-    double factor = ref_rope_frequencies(&desc, HEAD_DIM, inv_freq);
-    ref_stats stats = {0};
-    bool ok = true;
-    for (int row = 0; row < TOKENS * HEADS; row++) {
-        double x[HEAD_DIM], ref[HEAD_DIM];
-        for (int i = 0; i < HEAD_DIM; i++)
-            x[i] = in[row * HEAD_DIM + i];
-        ref_rope_head(x, ref, HEAD_DIM, HEAD_DIM, POSENC_ROPE_NEOX, inv_freq,
-                      (double)offset + row / HEADS, factor, false);
-        for (int j = 0; j < HEAD_DIM / 2; j++) {
-            double scale = 0.0;
-            for (int k = 0; k < 2; k++) {
-                double v = x[j + k * HEAD_DIM / 2];
-                scale += v * v;
-            }
-            scale = scale > 0.0 ? sqrt(scale) : 1.0;
-            for (int k = 0; k < 2; k++) {
-                int i = j + k * HEAD_DIM / 2;
-                ok &= ref_check(&stats, POSENC_DTYPE_F32, out[row * HEAD_DIM + i], ref[i], scale,
-                                0.0);
-            }
-        }
-    }
-    if (!ok)
-        fprintf(stderr, "  %llu of %llu values outside the tolerance\n", stats.failures,
-                stats.values);
-    return ok;
 }
 
 static posenc_rope_desc rope_on(posenc_buffer *buffer, int32_t offset)
@@ -139,7 +104,7 @@ static void test_device_buffer(posenc_context *ctx, const posenc_device_info *in
     CHECK_OK(posenc_rope(ctx, &rope));
     CHECK_OK(posenc_buffer_map(buffer, &mapped));
     memcpy(result, mapped, sizeof result);
-    CHECK(rotated(written, result, 9));
+    CHECK(ref_rope_rows_f32_ok(written, result, HEAD_DIM, TOKENS, HEADS, HEAD_DIM, 9));
     CHECK_OK(posenc_buffer_unmap(buffer));
     CHECK_STATUS(posenc_buffer_unmap(buffer), POSENC_INVALID_ARGUMENT);
     CHECK(names(posenc_context_last_error(ctx), "not mapped"));
@@ -150,7 +115,7 @@ static void test_device_buffer(posenc_context *ctx, const posenc_device_info *in
     CHECK_OK(posenc_rope_submit(ctx, &rope, NULL));
     CHECK_OK(posenc_buffer_map(buffer, &mapped));
     memcpy(result, mapped, sizeof result);
-    CHECK(rotated(initial, result, 1000));
+    CHECK(ref_rope_rows_f32_ok(initial, result, HEAD_DIM, TOKENS, HEADS, HEAD_DIM, 1000));
     CHECK_OK(posenc_buffer_unmap(buffer));
     CHECK_OK(posenc_buffer_download(buffer, 0, written, sizeof written));
     CHECK(memcmp(written, result, sizeof result) == 0);
@@ -178,7 +143,7 @@ static void test_wrapped_host_memory(posenc_context *ctx)
     CHECK(memcmp(memory, copy, sizeof copy) == 0);
     CHECK_OK(posenc_buffer_unmap(buffer));
     CHECK_OK(posenc_rope(ctx, &rope));
-    CHECK(rotated(copy, memory, 5));
+    CHECK(ref_rope_rows_f32_ok(copy, memory, HEAD_DIM, TOKENS, HEADS, HEAD_DIM, 5));
     posenc_buffer_destroy(buffer);
 }
 

@@ -44,39 +44,6 @@ static void fill(float *data, size_t count, uint64_t seed)
         data[i] = (float)test_rng_uniform(&rng, -1.0, 1.0);
 }
 
-/* `out` (rows `out_stride` floats apart) is NeoX RoPE of `in` (packed [TOKENS, HEADS, HEAD_DIM])
- * at positions offset + token, to the promised f32 tolerance (ref_check: a few ulps of the
- * pair's magnitude, the kernels' sin/cos error included). */
-static bool rotated(const float *in, const float *out, int64_t out_stride, int32_t offset)
-{
-    posenc_rope_desc desc = {.theta = 10000.0};
-    double inv_freq[HEAD_DIM / 2];
-    double factor = ref_rope_frequencies(&desc, HEAD_DIM, inv_freq);
-    ref_stats stats = {0};
-    bool ok = true;
-    for (int row = 0; row < TOKENS * HEADS; row++) {
-        double x[HEAD_DIM], ref[HEAD_DIM];
-        for (int i = 0; i < HEAD_DIM; i++)
-            x[i] = in[row * HEAD_DIM + i];
-        ref_rope_head(x, ref, HEAD_DIM, HEAD_DIM, POSENC_ROPE_NEOX, inv_freq,
-                      (double)offset + row / HEADS, factor, false);
-        for (int j = 0; j < HEAD_DIM / 2; j++) {
-            double a = x[j], b = x[j + HEAD_DIM / 2];
-            double scale = sqrt(a * a + b * b);
-            scale = scale > 0.0 ? scale : 1.0;
-            for (int k = 0; k < 2; k++) {
-                int i = j + k * HEAD_DIM / 2;
-                ok &= ref_check(&stats, POSENC_DTYPE_F32, out[row * out_stride + i], ref[i],
-                                scale, 0.0);
-            }
-        }
-    }
-    if (!ok)
-        fprintf(stderr, "  %llu of %llu values outside the tolerance\n", stats.failures,
-                stats.values);
-    return ok;
-}
-
 static bool untouched(const unsigned char *bytes, size_t size)
 {
     for (size_t i = 0; i < size; i++) {
@@ -142,7 +109,7 @@ static int host_call(posenc_context *ctx, import_log *log, size_t lead)
     CHECK_OK(status);
     if (status == POSENC_OK) {
         memcpy(out, out_memory + lead, bytes);
-        CHECK(rotated(in, out, HEAD_DIM, 3));
+        CHECK(ref_rope_rows_f32_ok(in, out, HEAD_DIM, TOKENS, HEADS, HEAD_DIM, 3));
         CHECK(memcmp(in_memory + lead, in, bytes) == 0); /* the input is only read */
         CHECK(untouched(out_memory, lead));
         CHECK(untouched(out_memory + lead + bytes, PAGE));
@@ -185,7 +152,7 @@ static void fused_qkv(posenc_context *ctx)
             memcpy(in + (size_t)t * HEADS * HEAD_DIM, copy + at, HEADS * HEAD_DIM * 4);
             memcpy(out + (size_t)t * HEADS * HEAD_DIM, qkv + at, HEADS * HEAD_DIM * 4);
         }
-        CHECK(rotated(in, out, HEAD_DIM, 3));
+        CHECK(ref_rope_rows_f32_ok(in, out, HEAD_DIM, TOKENS, HEADS, HEAD_DIM, 3));
     }
     for (int t = 0; t < TOKENS; t++) {
         size_t v = (size_t)t * 3 * HEADS * HEAD_DIM + 2 * HEADS * HEAD_DIM;
@@ -215,7 +182,7 @@ static void reused_memory(posenc_context *ctx)
         posenc_rope_desc desc = {.position_offset = 3};
         desc.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, shape);
         CHECK_OK(posenc_rope(ctx, &desc));
-        CHECK(rotated(copy, q, HEAD_DIM, 3));
+        CHECK(ref_rope_rows_f32_ok(copy, q, HEAD_DIM, TOKENS, HEADS, HEAD_DIM, 3));
         free(copy);
         posenc__aligned_free(q);
     }
@@ -249,7 +216,7 @@ static void wrapped(posenc_context *ctx, import_log *log, bool import_expected, 
     desc.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, shape);
     CHECK_OK(posenc_rope(ctx, &desc));
     memcpy(read, q, bytes);
-    CHECK(rotated(copy, read, HEAD_DIM, 3));
+    CHECK(ref_rope_rows_f32_ok(copy, read, HEAD_DIM, TOKENS, HEADS, HEAD_DIM, 3));
 
     /* Back to the input, then the same rotation submitted. */
     memcpy(q, copy, bytes);
@@ -260,7 +227,7 @@ static void wrapped(posenc_context *ctx, import_log *log, bool import_expected, 
         CHECK_OK(posenc_event_wait(event, UINT64_MAX));
         posenc_event_destroy(event);
         CHECK_OK(posenc_buffer_download(buffer, 0, read, bytes));
-        CHECK(rotated(copy, read, HEAD_DIM, 3));
+        CHECK(ref_rope_rows_f32_ok(copy, read, HEAD_DIM, TOKENS, HEADS, HEAD_DIM, 3));
         CHECK(memcmp(read, q, bytes) == 0);
     } else {
         CHECK_STATUS(status, POSENC_UNSUPPORTED);

@@ -241,3 +241,24 @@ void posenc__gpu_stage_copy_out(const posenc__gpu_staging *staging, uint32_t r,
             copy_elements(v->host, region_bytes + (v->host - region->lo), v->view);
     }
 }
+
+void posenc__gpu_stage_import(posenc_context *ctx, posenc__gpu_staging *staging,
+                              uint64_t min_bytes, posenc__gpu_import_fn import, void *user)
+{
+    bool any = false;
+    for (uint32_t r = 0; r < staging->region_count; r++) {
+        posenc__gpu_region *region = &staging->regions[r];
+        uint64_t size = (uint64_t)(region->hi - region->lo);
+        if (size < min_bytes || !posenc__gpu_stage_importable(staging, r))
+            continue;
+        const char *name = "";
+        for (uint32_t i = staging->view_count; i-- > 0;) {
+            const posenc__gpu_staged_view *v = &staging->views[i];
+            name = v->host && v->region == r ? v->name : name;
+        }
+        region->imported = import(ctx, user, r, region->lo, size, name);
+        any = any || region->imported;
+    }
+    if (any)
+        posenc__gpu_stage_layout(staging);
+}

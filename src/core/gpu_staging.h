@@ -78,6 +78,15 @@ void posenc__gpu_stage_layout(posenc__gpu_staging *staging);
  * boundary in host memory, as the kernels index it. Staging realigns the others. */
 bool posenc__gpu_stage_importable(const posenc__gpu_staging *staging, uint32_t r);
 
+/* Offers the backend each region of at least `min_bytes` that may be bound in place, as `lo`,
+ * `size` and the name of its first view; `import` returns whether it took the region (it then
+ * binds the host bytes for the device). Regions taken are marked imported and the plan is laid
+ * out again without them. */
+typedef bool (*posenc__gpu_import_fn)(posenc_context *ctx, void *user, uint32_t region,
+                                      uint8_t *lo, uint64_t size, const char *name);
+void posenc__gpu_stage_import(posenc_context *ctx, posenc__gpu_staging *staging,
+                              uint64_t min_bytes, posenc__gpu_import_fn import, void *user);
+
 /* Whether any view is staged or imported: work that reads host memory cannot be left running. */
 bool posenc__gpu_stage_has_host(const posenc__gpu_staging *staging);
 

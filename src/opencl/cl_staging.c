@@ -70,30 +70,17 @@ static posenc_status ensure_staging(posenc_context *ctx, uint64_t bytes, const c
     return POSENC_OK;
 }
 
-/* Imports the regions worth importing, each from its start aligned down to
- * CL_DEVICE_MEM_BASE_ADDR_ALIGN (within the same page, so mapped), and lays the plan out
- * again without them. */
-static void import_regions(posenc_context *ctx, posenc_cl_staging *staging)
+/* Imports one region the plan offers (posenc__gpu_stage_import), from its start aligned down to
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN (within the same page, so mapped). */
+static bool import_region(posenc_context *ctx, void *user, uint32_t r, uint8_t *lo,
+                          uint64_t size, const char *name)
 {
     posenc_cl_context *state = ctx->backend_state;
-    posenc__gpu_staging *plan = &staging->plan;
-    bool any = false;
-    for (uint32_t r = 0; r < plan->region_count; r++) {
-        posenc__gpu_region *region = &plan->regions[r];
-        uint64_t size = (uint64_t)(region->hi - region->lo);
-        if (size < IMPORT_MIN_BYTES || !posenc__gpu_stage_importable(plan, r))
-            continue;
-        const char *name = "";
-        for (uint32_t i = plan->view_count; i-- > 0;)
-            name = plan->views[i].host && plan->views[i].region == r ? plan->views[i].name : name;
-        uint64_t base = (uint64_t)((uintptr_t)region->lo % state->device->base_alignment);
-        staging->imports[r] = posenc_cl_import(ctx, region->lo - base, base + size, name);
-        staging->import_base[r] = base;
-        region->imported = staging->imports[r] != NULL;
-        any = any || region->imported;
-    }
-    if (any)
-        posenc__gpu_stage_layout(plan);
+    posenc_cl_staging *staging = user;
+    uint64_t base = (uint64_t)((uintptr_t)lo % state->device->base_alignment);
+    staging->imports[r] = posenc_cl_import(ctx, lo - base, base + size, name);
+    staging->import_base[r] = base;
+    return staging->imports[r] != NULL;
 }
 
 void posenc_cl_stage_release(posenc_context *ctx, posenc_cl_staging *staging)
@@ -124,7 +111,7 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
     if (status != POSENC_OK || plan->region_count == 0)
         return status;
     if (state->host_import)
-        import_regions(ctx, staging);
+        posenc__gpu_stage_import(ctx, &staging->plan, IMPORT_MIN_BYTES, import_region, staging);
 
     /* Messages name the first staged view. */
     const char *name = "";

@@ -21,25 +21,12 @@ static uint8_t *host_address(const posenc__view *view)
     return NULL;
 }
 
-/* Imports the regions worth importing and lays the plan out again without them. */
-static void import_regions(posenc_context *ctx, posenc_vk_staging *staging)
+/* Imports one region the plan offers (posenc__gpu_stage_import). */
+static bool import_region(posenc_context *ctx, void *user, uint32_t r, uint8_t *lo,
+                          uint64_t size, const char *name)
 {
-    posenc__gpu_staging *plan = &staging->plan;
-    bool any = false;
-    for (uint32_t r = 0; r < plan->region_count; r++) {
-        posenc__gpu_region *region = &plan->regions[r];
-        uint64_t size = (uint64_t)(region->hi - region->lo);
-        if (size < IMPORT_MIN_BYTES || !posenc__gpu_stage_importable(plan, r))
-            continue;
-        const char *name = "";
-        for (uint32_t i = plan->view_count; i-- > 0;)
-            name = plan->views[i].host && plan->views[i].region == r ? plan->views[i].name : name;
-        region->imported = posenc_vk_import(ctx, region->lo, size, name, &staging->imports[r],
-                                            &staging->import_base[r]);
-        any = any || region->imported;
-    }
-    if (any)
-        posenc__gpu_stage_layout(plan);
+    posenc_vk_staging *staging = user;
+    return posenc_vk_import(ctx, lo, size, name, &staging->imports[r], &staging->import_base[r]);
 }
 
 posenc_vk_place posenc_vk_place_of(const posenc__view *view)
@@ -73,7 +60,7 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
     }
     posenc_status status = posenc__gpu_stage_plan(ctx, plan);
     if (status == POSENC_OK && vk->host_import)
-        import_regions(ctx, staging);
+        posenc__gpu_stage_import(ctx, &staging->plan, IMPORT_MIN_BYTES, import_region, staging);
     if (status != POSENC_OK || plan->region_count == 0) {
         plan->region_count = 0;
         for (uint32_t i = 0; i < count && status == POSENC_OK; i++) {
