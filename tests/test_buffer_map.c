@@ -12,15 +12,6 @@
 enum { TOKENS = 5, HEADS = 3, HEAD_DIM = 16, N = TOKENS * HEADS * HEAD_DIM };
 static const int64_t shape[3] = {TOKENS, HEADS, HEAD_DIM};
 
-static bool names(const char *message, const char *field)
-{
-    bool found = message && strstr(message, field);
-    if (!found)
-        fprintf(stderr, "message \"%s\" does not name %s\n", message ? message : "(null)",
-                field);
-    return found;
-}
-
 static void fill(float *data, uint64_t seed)
 {
     test_rng rng = {seed * 0x9e3779b97f4a7c15ull + 7};
@@ -63,7 +54,7 @@ static void test_device_buffer(posenc_context *ctx, const posenc_device_info *in
     posenc_status status = posenc_buffer_map(buffer, &mapped);
     if (!mappable(info)) {
         CHECK_STATUS(status, POSENC_UNSUPPORTED);
-        CHECK(names(posenc_context_last_error(ctx), "buffer"));
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "buffer");
         CHECK(mapped == sentinel);
         /* Still an ordinary buffer: work and copies go on as before. */
         posenc_rope_desc rope = rope_on(buffer, 0);
@@ -85,16 +76,16 @@ static void test_device_buffer(posenc_context *ctx, const posenc_device_info *in
     memcpy(expect_untouched, mapped, sizeof expect_untouched);
     posenc_rope_desc rope = rope_on(buffer, 9);
     CHECK_STATUS(posenc_rope(ctx, &rope), POSENC_INVALID_ARGUMENT);
-    CHECK(names(posenc_context_last_error(ctx), "q.buffer"));
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "q.buffer");
     posenc_event *event = NULL;
     CHECK_STATUS(posenc_rope_submit(ctx, &rope, &event), POSENC_INVALID_ARGUMENT);
     CHECK(event == NULL);
     CHECK_STATUS(posenc_buffer_upload(buffer, 0, written, 16), POSENC_INVALID_ARGUMENT);
-    CHECK(names(posenc_context_last_error(ctx), "buffer"));
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "buffer");
     CHECK_STATUS(posenc_buffer_download(buffer, 0, result, 16), POSENC_INVALID_ARGUMENT);
     void *again = sentinel;
     CHECK_STATUS(posenc_buffer_map(buffer, &again), POSENC_INVALID_ARGUMENT);
-    CHECK(names(posenc_context_last_error(ctx), "mapped"));
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "mapped");
     CHECK(again == sentinel);
     CHECK(memcmp(mapped, expect_untouched, sizeof expect_untouched) == 0);
 
@@ -107,7 +98,7 @@ static void test_device_buffer(posenc_context *ctx, const posenc_device_info *in
     CHECK(ref_rope_rows_f32_ok(written, result, HEAD_DIM, TOKENS, HEADS, HEAD_DIM, 9));
     CHECK_OK(posenc_buffer_unmap(buffer));
     CHECK_STATUS(posenc_buffer_unmap(buffer), POSENC_INVALID_ARGUMENT);
-    CHECK(names(posenc_context_last_error(ctx), "not mapped"));
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "not mapped");
 
     /* Submitted work: the map waits for it. */
     CHECK_OK(posenc_buffer_upload(buffer, 0, initial, sizeof initial));
@@ -151,7 +142,7 @@ static void test_bad_arguments(posenc_context *ctx)
 {
     void *mapped = NULL;
     CHECK_STATUS(posenc_buffer_map(NULL, &mapped), POSENC_INVALID_ARGUMENT);
-    CHECK(names(posenc_thread_last_error(), "buffer"));
+    CHECK_MESSAGE(posenc_thread_last_error(), "buffer");
     CHECK_STATUS(posenc_buffer_unmap(NULL), POSENC_INVALID_ARGUMENT);
     posenc_buffer_desc desc = {.size = 64};
     posenc_buffer *buffer = NULL;
@@ -159,7 +150,7 @@ static void test_bad_arguments(posenc_context *ctx)
     if (!buffer)
         return;
     CHECK_STATUS(posenc_buffer_map(buffer, NULL), POSENC_INVALID_ARGUMENT);
-    CHECK(names(posenc_context_last_error(ctx), "data"));
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "data");
     CHECK_STATUS(posenc_buffer_unmap(buffer), POSENC_INVALID_ARGUMENT);
     posenc_buffer_destroy(buffer);
 }

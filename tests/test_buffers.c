@@ -14,24 +14,6 @@
  * rotated pair, so 1e-5 only catches real mistakes (a wrong angle or element). */
 #define TOLERANCE 1e-5
 
-static void check_message_(const char *message, const char *fields, int line)
-{
-    /* `fields` is one or more '|'-separated field paths; the message must name one. */
-    char copy[128];
-    snprintf(copy, sizeof copy, "%s", fields);
-    for (char *field = copy, *end; field; field = end ? end + 1 : NULL) {
-        end = strchr(field, '|');
-        if (end)
-            *end = '\0';
-        if (message && strstr(message, field))
-            return;
-    }
-    test_failures++;
-    fprintf(stderr, "%s:%d: message \"%s\" does not name %s\n", __FILE__, line,
-            message ? message : "(null)", fields);
-}
-#define CHECK_MESSAGE(message, fields) check_message_((message), (fields), __LINE__)
-
 static void fill_random(void *data, size_t size, uint64_t seed)
 {
     test_rng rng = {seed * 0x9e3779b97f4a7c15ull + 3};

@@ -103,6 +103,25 @@ unsigned test_for_each_device(test_device_fn fn)
     return ran;
 }
 
+void test_check_message(const char *message, const char *fields, const char *file, int line)
+{
+    for (const char *p = fields; message && *p;) {
+        const char *end = strchr(p, '|');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        char field[64];
+        if (n >= sizeof field)
+            n = sizeof field - 1;
+        memcpy(field, p, n);
+        field[n] = '\0';
+        if (strstr(message, field))
+            return;
+        p += n + (end ? 1 : 0);
+    }
+    test_failures++;
+    fprintf(stderr, "%s:%d: message \"%s\" does not name %s\n", file, line,
+            message ? message : "(null)", fields);
+}
+
 int test_finish(const char *test_name)
 {
     if (test_failures) {

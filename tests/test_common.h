@@ -37,6 +37,11 @@ extern int test_failures;
 
 #define CHECK_OK(expr) CHECK_STATUS(expr, POSENC_OK)
 
+/* Records a failure unless `message` (an error message; NULL fails) names one of the
+ * '|'-separated fields in `fields` ("q.shape|q.strides"). */
+#define CHECK_MESSAGE(message, fields) test_check_message((message), (fields), __FILE__, __LINE__)
+void test_check_message(const char *message, const char *fields, const char *file, int line);
+
 /* The log callback of every context the tests make: a message of level WARNING or above (a
  * Vulkan validation message, say) is printed and counted as a failure. */
 void test_count_warnings(posenc_log_level level, const char *message, void *user_data);

@@ -16,21 +16,6 @@ static uint32_t device_count;
 static posenc_device_info devices[64];
 static uint32_t native_cpu_index = UINT32_MAX;
 
-static int names_field(const char *message, const char *field)
-{
-    return message && strstr(message, field) != NULL;
-}
-
-static void check_message_(const char *message, const char *field, int line)
-{
-    if (!names_field(message, field)) {
-        test_failures++;
-        fprintf(stderr, "%s:%d: message \"%s\" does not name %s\n", __FILE__, line,
-                message ? message : "(null)", field);
-    }
-}
-#define CHECK_MESSAGE(message, field) check_message_((message), (field), __LINE__)
-
 static int same_device(const posenc_device_info *a, const posenc_device_info *b)
 {
     return a->backend == b->backend && a->backend_index == b->backend_index &&
@@ -307,7 +292,7 @@ static void expect_not_found_(const posenc_context_desc *desc, posenc_status wan
         fprintf(stderr, "%s:%d: failed posenc_context_create wrote its out-parameter\n", __FILE__,
                 line);
     }
-    check_message_(posenc_thread_last_error(), field, line);
+    test_check_message(posenc_thread_last_error(), field, __FILE__, line);
 
     uint32_t index = 0x5e5e5e5e;
     const char *reason = (const char *)sentinel;
@@ -322,7 +307,7 @@ static void expect_not_found_(const posenc_context_desc *desc, posenc_status wan
         test_failures++;
         fprintf(stderr, "%s:%d: failed posenc_device_choose wrote *index\n", __FILE__, line);
     }
-    check_message_(posenc_thread_last_error(), field, line);
+    test_check_message(posenc_thread_last_error(), field, __FILE__, line);
 }
 #define EXPECT_NOT_FOUND(desc, field) \
     expect_not_found_((desc), POSENC_DEVICE_NOT_FOUND, POSENC_DEVICE_NOT_FOUND, (field), __LINE__)

@@ -63,37 +63,6 @@ static float before_f32(size_t at, size_t index)
     posenc_tensor_of_host(arena + (at), (dtype), SHAPE_ARGS(__VA_ARGS__))
 #define ABSENT ((posenc_tensor){0})
 
-/* Whether `message` contains one of the '|'-separated field paths in `fields`. */
-static int names_field(const char *message, const char *fields)
-{
-    if (!message)
-        return 0;
-    const char *p = fields;
-    while (*p) {
-        const char *end = strchr(p, '|');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        char field[64];
-        if (n >= sizeof field)
-            n = sizeof field - 1;
-        memcpy(field, p, n);
-        field[n] = '\0';
-        if (strstr(message, field))
-            return 1;
-        p += n + (end ? 1 : 0);
-    }
-    return 0;
-}
-
-static void check_message_(const char *message, const char *fields, int line)
-{
-    if (!names_field(message, fields)) {
-        test_failures++;
-        fprintf(stderr, "%s:%d: message \"%s\" does not name %s\n", __FILE__, line,
-                message ? message : "(null)", fields);
-    }
-}
-#define CHECK_MESSAGE(message, fields) check_message_((message), (fields), __LINE__)
-
 /* A copy of every buffer a descriptor's tensors use, to show a failed call left them alone. */
 typedef struct buffer_snapshot {
     posenc_buffer *buffer[5];
@@ -150,7 +119,7 @@ static void check_outcome(posenc_status got, posenc_status want, posenc_status a
                 posenc_status_name(got), posenc_status_name(want), message ? message : "(null)");
     }
     if (got != POSENC_OK) {
-        check_message_(message, fields, line);
+        test_check_message(message, fields, __FILE__, line);
         if (memcmp(arena, arena_before, ARENA_BYTES) != 0) {
             test_failures++;
             fprintf(stderr, "%s:%d: failed call wrote into host memory\n", __FILE__, line);

@@ -14,15 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK_MESSAGE(text, needle)                                                          \
-    do {                                                                                     \
-        if (!strstr((text), (needle))) {                                                     \
-            test_failures++;                                                                 \
-            fprintf(stderr, "%s:%d: message '%s' lacks '%s'\n", __FILE__, __LINE__, (text),  \
-                    (needle));                                                               \
-        }                                                                                    \
-    } while (0)
-
 /* A host view of `dtype` over [d0, d1, d2, d3] with byte strides. */
 static posenc__view host_view(uint8_t *host, posenc_dtype dtype, const int64_t shape[4],
                               const int64_t strides[4])

@@ -18,15 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK_MESSAGE(text, needle)                                                          \
-    do {                                                                                     \
-        if (!strstr((text), (needle))) {                                                     \
-            test_failures++;                                                                 \
-            fprintf(stderr, "%s:%d: message '%s' lacks '%s'\n", __FILE__, __LINE__, (text),  \
-                    (needle));                                                               \
-        }                                                                                    \
-    } while (0)
-
 /* A view reaching past CL_DEVICE_MAX_MEM_ALLOC_SIZE, over reserved but never touched memory. */
 static void test_larger_than_one_allocation(posenc_context *ctx, const posenc_device_info *info)
 {

@@ -25,15 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK_MESSAGE(text, needle)                                                          \
-    do {                                                                                     \
-        if (!strstr((text), (needle))) {                                                     \
-            test_failures++;                                                                 \
-            fprintf(stderr, "%s:%d: message '%s' lacks '%s'\n", __FILE__, __LINE__, (text),  \
-                    (needle));                                                               \
-        }                                                                                    \
-    } while (0)
-
 #define CHECK_CL(expr)                                                                       \
     do {                                                                                     \
         cl_int check_cl_ = (expr);                                                           \
