@@ -174,32 +174,17 @@ posenc_status posenc_cl_buffer_map(posenc_context *ctx, posenc_buffer *buf, void
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "buffer: is in memory of a device that does not share host memory; "
                             "use posenc_buffer_upload / posenc_buffer_download");
-    posenc_cl_context *state = ctx->backend_state;
     mapping m = {(cl_mem)buf->backend_state, (size_t)buf->size, NULL};
-    posenc__mutex_lock(&state->lock);
-    cl_event done = NULL;
-    cl_int err = posenc_cl_enqueue_ordered(ctx, 0, NULL, enqueue_map, &m, &done);
-    posenc__mutex_unlock(&state->lock);
-    if (err == CL_SUCCESS)
-        err = posenc_cl_complete(state->cl, done);
-    if (err != CL_SUCCESS)
-        return posenc_cl_fail(ctx, err, "buffer", "clEnqueueMapBuffer");
-    *data = m.address;
-    return POSENC_OK;
+    posenc_status status = copy(ctx, enqueue_map, &m, "clEnqueueMapBuffer");
+    if (status == POSENC_OK)
+        *data = m.address;
+    return status;
 }
 
 posenc_status posenc_cl_buffer_unmap(posenc_context *ctx, posenc_buffer *buf, void *data)
 {
     if (buf->host_memory && !buf->host_imported)
         return POSENC_OK;
-    posenc_cl_context *state = ctx->backend_state;
     mapping m = {(cl_mem)buf->backend_state, (size_t)buf->size, data};
-    posenc__mutex_lock(&state->lock);
-    cl_event done = NULL;
-    cl_int err = posenc_cl_enqueue_ordered(ctx, 0, NULL, enqueue_unmap, &m, &done);
-    posenc__mutex_unlock(&state->lock);
-    if (err == CL_SUCCESS)
-        err = posenc_cl_complete(state->cl, done);
-    return err == CL_SUCCESS ? POSENC_OK
-                             : posenc_cl_fail(ctx, err, "buffer", "clEnqueueUnmapMemObject");
+    return copy(ctx, enqueue_unmap, &m, "clEnqueueUnmapMemObject");
 }
