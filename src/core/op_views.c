@@ -2,6 +2,7 @@
 /* The tensor views of an operation, and the device-memory rule for work that outlives the call
  * (see op_views.h). */
 #include "core/op_views.h"
+#include "core/gpu_staging.h"
 #include "core/tensor.h"
 
 const char *const posenc__rope_view_names[POSENC__ROPE_VIEWS] = {"q", "q_out", "k", "k_out",
@@ -25,6 +26,26 @@ void posenc__sinusoidal_views(posenc_context *ctx, const posenc__sinusoidal_op *
     views[0] = &op->out;
     views[1] = op->has_x && !x_is_out ? &op->x : NULL;
     views[2] = op->has_positions ? &op->positions : NULL;
+}
+
+void posenc__rope_view_access(const posenc__rope_op *op, unsigned access[POSENC__ROPE_VIEWS])
+{
+    enum { R = POSENC__GPU_READ, W = POSENC__GPU_WRITE };
+    access[0] = op->q_in_place ? R | W : R;
+    access[1] = op->q_in_place ? 0 : W;
+    access[2] = !op->has_k ? 0 : op->k_in_place ? R | W : R;
+    access[3] = op->has_k && !op->k_in_place ? W : 0;
+    access[4] = op->has_positions ? R : 0;
+}
+
+void posenc__sinusoidal_view_access(const posenc__sinusoidal_op *op,
+                                    const posenc__view *const views[POSENC__SINUSOIDAL_VIEWS],
+                                    unsigned access[POSENC__SINUSOIDAL_VIEWS])
+{
+    bool x_is_out = op->has_x && !views[1];
+    access[0] = POSENC__GPU_WRITE | (x_is_out ? POSENC__GPU_READ : 0u);
+    access[1] = views[1] ? POSENC__GPU_READ : 0u;
+    access[2] = op->has_positions ? POSENC__GPU_READ : 0u;
 }
 
 void posenc__rope_given_views(const posenc__rope_op *op,

@@ -19,6 +19,14 @@ void posenc__rope_views(const posenc__rope_op *op, const posenc__view *views[POS
 void posenc__sinusoidal_views(posenc_context *ctx, const posenc__sinusoidal_op *op,
                               const posenc__view *views[POSENC__SINUSOIDAL_VIEWS]);
 
+/* How the kernels use each view of those lists, as POSENC__GPU_READ | POSENC__GPU_WRITE
+ * (core/gpu_staging.h): a view that is its own output (rotated in place, x added into out
+ * itself) is read and written. Absent views get 0. GPU backends stage and bind by these. */
+void posenc__rope_view_access(const posenc__rope_op *op, unsigned access[POSENC__ROPE_VIEWS]);
+void posenc__sinusoidal_view_access(const posenc__sinusoidal_op *op,
+                                    const posenc__view *const views[POSENC__SINUSOIDAL_VIEWS],
+                                    unsigned access[POSENC__SINUSOIDAL_VIEWS]);
+
 /* Every view the caller set, outputs in place included: an output given as a view of its own
  * is checked as what it is, even where it addresses its input's memory (a host view over the
  * host memory of a buffer input is still a host view). For the checks below. */

@@ -270,6 +270,10 @@ typedef struct posenc_cl_staging {
  * `binding` is filled by posenc_cl_stage_in. Identical views may be added twice (in place). */
 void posenc_cl_stage_add(posenc_cl_staging *staging, const posenc__view *view, const char *name,
                          unsigned access, posenc_cl_binding *binding);
+/* Registers an operation's views (core/op_views.h lists), skipping absent (NULL) ones. */
+void posenc_cl_stage_views(posenc_cl_staging *staging, const posenc__view *const *views,
+                           const unsigned *access, const char *const *names, uint32_t count,
+                           posenc_cl_binding *bindings);
 /* Resolves every binding and copies host memory to the device. Nothing is written to the
  * caller's memory. */
 posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging);

@@ -5,6 +5,8 @@
 
 #include "posenc_kernel_params.h"
 
+#include "core/op_views.h"
+
 /* Work-groups' worth of units per compute unit that keep a device busy; below it, heads are
  * split over more units (each then computes its own sin/cos). */
 #define UNITS_PER_COMPUTE_UNIT_GROUPS 8
@@ -55,16 +57,15 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
                             (unsigned long long)rows, (unsigned long long)heads,
                             (long long)op->head_dim);
 
-    posenc_cl_binding q, q_out, k, k_out, positions;
+    const posenc__view *views[POSENC__ROPE_VIEWS];
+    unsigned access[POSENC__ROPE_VIEWS];
+    posenc__rope_views(op, views);
+    posenc__rope_view_access(op, access);
+    enum { Q, Q_OUT, K, K_OUT, POSITIONS };
+    posenc_cl_binding b[POSENC__ROPE_VIEWS];
     posenc_cl_staging staging = {0};
-    posenc_cl_stage_add(&staging, &op->q, "q", POSENC__GPU_READ, &q);
-    posenc_cl_stage_add(&staging, &op->q_out, "q_out", POSENC__GPU_WRITE, &q_out);
-    if (op->has_k) {
-        posenc_cl_stage_add(&staging, &op->k, "k", POSENC__GPU_READ, &k);
-        posenc_cl_stage_add(&staging, &op->k_out, "k_out", POSENC__GPU_WRITE, &k_out);
-    }
-    if (op->has_positions)
-        posenc_cl_stage_add(&staging, &op->positions, "positions", POSENC__GPU_READ, &positions);
+    posenc_cl_stage_views(&staging, views, access, posenc__rope_view_names, POSENC__ROPE_VIEWS,
+                          b);
     status = posenc_cl_stage_in(ctx, &staging);
     if (status == POSENC_OK && event && posenc__gpu_stage_has_host(&staging.plan))
         status = posenc__fail(ctx, POSENC_INTERNAL, "rope: host memory in work left running");
@@ -76,20 +77,25 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
         posenc_cl_stage_release(ctx, &staging);
         return status;
     }
+    /* Outputs in place are their inputs; unused arguments still need a buffer. */
+    if (op->q_in_place)
+        b[Q_OUT] = b[Q];
     if (!op->has_k)
-        k = k_out = q;
-    if (!op->has_positions) /* an unused argument still needs a buffer */
-        positions = (posenc_cl_binding){.mem = freqs};
+        b[K] = b[K_OUT] = b[Q];
+    else if (op->k_in_place)
+        b[K_OUT] = b[K];
+    if (!op->has_positions)
+        b[POSITIONS] = (posenc_cl_binding){.mem = freqs};
 
     posenc__rope_args params = {
-        VIEW_WORDS(q, q),
-        VIEW_WORDS(qo, q_out),
-        VIEW_WORDS(k, k),
-        VIEW_WORDS(ko, k_out),
-        .positions_offset = positions.offset,
-        .positions_stride_batch = op->positions_per_batch ? positions.strides[2] : 0,
-        .positions_stride_token = positions.strides[3],
-        .positions_stride_component = positions.strides[1], /* multimodal kinds */
+        VIEW_WORDS(q, b[Q]),
+        VIEW_WORDS(qo, b[Q_OUT]),
+        VIEW_WORDS(k, b[K]),
+        VIEW_WORDS(ko, b[K_OUT]),
+        .positions_offset = b[POSITIONS].offset,
+        .positions_stride_batch = op->positions_per_batch ? b[POSITIONS].strides[2] : 0,
+        .positions_stride_token = b[POSITIONS].strides[3],
+        .positions_stride_component = b[POSITIONS].strides[1], /* multimodal kinds */
         .batch = (uint32_t)op->batch,
         .tokens = (uint32_t)op->tokens,
         .q_heads = (uint32_t)op->q_heads,
@@ -110,11 +116,8 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
                         << POSENC_ROPE_FLAG_POSITIONS_SHIFT;
 
     posenc_cl_args args = {.kernel = kernel->kernel};
-    posenc_cl_arg_mem(&args, q.mem);
-    posenc_cl_arg_mem(&args, q_out.mem);
-    posenc_cl_arg_mem(&args, k.mem);
-    posenc_cl_arg_mem(&args, k_out.mem);
-    posenc_cl_arg_mem(&args, positions.mem);
+    for (uint32_t i = 0; i < POSENC__ROPE_VIEWS; i++)
+        posenc_cl_arg_mem(&args, b[i].mem);
     posenc_cl_arg_mem(&args, freqs);
     posenc_cl_arg_words(&args, &params, sizeof params);
     if (args.error != CL_SUCCESS) {

@@ -5,6 +5,8 @@
 
 #include "posenc_kernel_params.h"
 
+#include "core/op_views.h"
+
 /* The layout bits of the flags are posenc_sinusoidal_layout's values. */
 _Static_assert(POSENC_SINUSOIDAL_FLAG_LAYOUT_INTERLEAVED == POSENC_SINUSOIDAL_INTERLEAVED &&
                    POSENC_SINUSOIDAL_FLAG_LAYOUT_SIN_COS == POSENC_SINUSOIDAL_SIN_COS,
@@ -37,13 +39,15 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
                             "indexes (2^32 units)",
                             (long long)op->batch, (long long)op->rows, (long long)op->d_model);
 
-    posenc_cl_binding out, x, positions;
+    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
+    unsigned access[POSENC__SINUSOIDAL_VIEWS];
+    posenc__sinusoidal_views(ctx, op, views);
+    posenc__sinusoidal_view_access(op, views, access);
+    enum { OUT, X, POSITIONS };
+    posenc_cl_binding b[POSENC__SINUSOIDAL_VIEWS];
     posenc_cl_staging staging = {0};
-    posenc_cl_stage_add(&staging, &op->out, "out", POSENC__GPU_WRITE, &out);
-    if (op->has_x) /* in place, x is out's own view: both land in the same memory */
-        posenc_cl_stage_add(&staging, &op->x, "x", POSENC__GPU_READ, &x);
-    if (op->has_positions)
-        posenc_cl_stage_add(&staging, &op->positions, "positions", POSENC__GPU_READ, &positions);
+    posenc_cl_stage_views(&staging, views, access, posenc__sinusoidal_view_names,
+                          POSENC__SINUSOIDAL_VIEWS, b);
     status = posenc_cl_stage_in(ctx, &staging);
     if (status == POSENC_OK && event && posenc__gpu_stage_has_host(&staging.plan))
         status = posenc__fail(ctx, POSENC_INTERNAL,
@@ -56,24 +60,25 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
         posenc_cl_stage_release(ctx, &staging);
         return status;
     }
-    if (!op->has_x)
-        x = out;
-    if (!op->has_positions) /* an unused argument still needs a buffer */
-        positions = (posenc_cl_binding){.mem = freqs};
+    /* x added into out itself is out; unused arguments still need a buffer. */
+    if (!views[X])
+        b[X] = b[OUT];
+    if (!op->has_positions)
+        b[POSITIONS] = (posenc_cl_binding){.mem = freqs};
 
     /* Views of [1, batch, rows, d_model]: offset, then the batch, row and column strides. */
     posenc__sinusoidal_params params = {
-        .out_offset = out.offset,
-        .out_stride_batch = out.strides[1],
-        .out_stride_row = out.strides[2],
-        .out_stride_col = out.strides[3],
-        .x_offset = x.offset,
-        .x_stride_batch = x.strides[1],
-        .x_stride_row = x.strides[2],
-        .x_stride_col = x.strides[3],
-        .positions_offset = positions.offset,
-        .positions_stride_batch = op->positions_per_batch ? positions.strides[2] : 0,
-        .positions_stride_row = positions.strides[3],
+        .out_offset = b[OUT].offset,
+        .out_stride_batch = b[OUT].strides[1],
+        .out_stride_row = b[OUT].strides[2],
+        .out_stride_col = b[OUT].strides[3],
+        .x_offset = b[X].offset,
+        .x_stride_batch = b[X].strides[1],
+        .x_stride_row = b[X].strides[2],
+        .x_stride_col = b[X].strides[3],
+        .positions_offset = b[POSITIONS].offset,
+        .positions_stride_batch = op->positions_per_batch ? b[POSITIONS].strides[2] : 0,
+        .positions_stride_row = b[POSITIONS].strides[3],
         .batch = (uint32_t)op->batch,
         .rows = (uint32_t)op->rows,
         .d_model = (uint32_t)op->d_model,
@@ -88,9 +93,8 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
                         << POSENC_SINUSOIDAL_FLAG_POSITIONS_SHIFT;
 
     posenc_cl_args args = {.kernel = kernel->kernel};
-    posenc_cl_arg_mem(&args, out.mem);
-    posenc_cl_arg_mem(&args, x.mem);
-    posenc_cl_arg_mem(&args, positions.mem);
+    for (uint32_t i = 0; i < POSENC__SINUSOIDAL_VIEWS; i++)
+        posenc_cl_arg_mem(&args, b[i].mem);
     posenc_cl_arg_mem(&args, freqs);
     posenc_cl_arg_words(&args, &params, sizeof params);
     if (args.error != CL_SUCCESS) {

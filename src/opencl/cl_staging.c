@@ -20,6 +20,16 @@ void posenc_cl_stage_add(posenc_cl_staging *staging, const posenc__view *view, c
     staging->bindings[index] = binding;
 }
 
+void posenc_cl_stage_views(posenc_cl_staging *staging, const posenc__view *const *views,
+                           const unsigned *access, const char *const *names, uint32_t count,
+                           posenc_cl_binding *bindings)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        if (views[i])
+            posenc_cl_stage_add(staging, views[i], names[i], access[i], &bindings[i]);
+    }
+}
+
 static posenc_status bind(posenc_context *ctx, const posenc__gpu_staged_view *v,
                           posenc_cl_binding *binding, cl_mem mem, uint64_t byte_position)
 {

@@ -5,6 +5,8 @@
 
 #include "posenc_kernel_params.h"
 
+#include "core/op_views.h"
+
 /* Enough invocations to fill a large GPU: below this, heads are spread over more invocations
  * (each computing its own sin and cos); above it, one invocation rotates every head. */
 #define TARGET_INVOCATIONS (UINT64_C(1) << 18)
@@ -163,26 +165,19 @@ posenc_status posenc_vk_rope_record(posenc_context *ctx, const posenc__rope_op *
 
 posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op)
 {
-    enum { Q, Q_OUT, K, K_OUT, POSITIONS, VIEWS };
-    const posenc__view *views[VIEWS] = {
-        &op->q,
-        op->q_in_place ? NULL : &op->q_out,
-        op->has_k ? &op->k : NULL,
-        op->has_k && !op->k_in_place ? &op->k_out : NULL,
-        op->has_positions ? &op->positions : NULL,
-    };
-    enum { R = POSENC__GPU_READ, W = POSENC__GPU_WRITE };
-    const unsigned access[VIEWS] = {op->q_in_place ? R | W : R, W, op->k_in_place ? R | W : R,
-                                    W, R};
-    static const char *const names[VIEWS] = {"q", "q_out", "k", "k_out", "positions"};
-    posenc_vk_place places[VIEWS];
+    const posenc__view *views[POSENC__ROPE_VIEWS];
+    unsigned access[POSENC__ROPE_VIEWS];
+    posenc__rope_views(op, views);
+    posenc__rope_view_access(op, access);
+    posenc_vk_place places[POSENC__ROPE_VIEWS];
     posenc_vk_staging staging;
 
     posenc_vk_context *vk = ctx->backend_state;
     posenc__mutex_lock(&vk->lock);
     posenc_status status = posenc_vk_set_freqs(ctx, op->freqs, op->rotary_dim / 2, op->freqs_id);
     if (status == POSENC_OK)
-        status = posenc_vk_place_views(ctx, views, access, names, VIEWS, places, &staging);
+        status = posenc_vk_place_views(ctx, views, access, posenc__rope_view_names,
+                                       POSENC__ROPE_VIEWS, places, &staging);
     else
         staging = (posenc_vk_staging){0};
     if (status == POSENC_OK)

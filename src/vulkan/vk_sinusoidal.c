@@ -5,6 +5,7 @@
 
 #include "posenc_kernel_params.h"
 
+#include "core/op_views.h"
 #include "core/tensor.h"
 
 _Static_assert(sizeof(posenc__sinusoidal_params) <= POSENC_VK_PUSH_BYTES,
@@ -124,24 +125,18 @@ posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const posenc__sin
 posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
 {
     posenc_vk_context *vk = ctx->backend_state;
-    enum { OUT, X, POSITIONS, VIEWS };
-    bool x_in_out = op->has_x && posenc__views_identical(ctx, &op->out, &op->x);
-    const posenc__view *views[VIEWS] = {
-        &op->out,
-        op->has_x && !x_in_out ? &op->x : NULL,
-        op->has_positions ? &op->positions : NULL,
-    };
-    /* x added into out itself: out is read too. */
-    const unsigned access[VIEWS] = {POSENC__GPU_WRITE | (x_in_out ? POSENC__GPU_READ : 0u),
-                                    POSENC__GPU_READ, POSENC__GPU_READ};
-    static const char *const names[VIEWS] = {"out", "x", "positions"};
-    posenc_vk_place places[VIEWS];
+    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
+    unsigned access[POSENC__SINUSOIDAL_VIEWS];
+    posenc__sinusoidal_views(ctx, op, views);
+    posenc__sinusoidal_view_access(op, views, access);
+    posenc_vk_place places[POSENC__SINUSOIDAL_VIEWS];
     posenc_vk_staging staging = {0};
 
     posenc__mutex_lock(&vk->lock);
     posenc_status status = posenc_vk_set_freqs(ctx, op->freqs, op->half, op->freqs_id);
     if (status == POSENC_OK)
-        status = posenc_vk_place_views(ctx, views, access, names, VIEWS, places, &staging);
+        status = posenc_vk_place_views(ctx, views, access, posenc__sinusoidal_view_names,
+                                       POSENC__SINUSOIDAL_VIEWS, places, &staging);
     if (status == POSENC_OK)
         status = posenc_vk_begin(ctx);
     if (status == POSENC_OK)
