@@ -185,7 +185,7 @@ static posenc_status sync_imported(posenc_context *ctx, posenc_cl_staging *stagi
 {
     posenc_cl_context *state = ctx->backend_state;
     const posenc__gpu_staging *plan = &staging->plan;
-    cl_event events[4 * POSENC__GPU_MAX_VIEWS];
+    cl_event events[4 * POSENC__GPU_MAX_VIEWS] = {0};
     uint32_t count = 0;
     cl_int err = CL_SUCCESS;
     for (uint32_t i = 0; i < plan->view_count && err == CL_SUCCESS; i++) {
@@ -202,10 +202,8 @@ static posenc_status sync_imported(posenc_context *ctx, posenc_cl_staging *stagi
                                     (uint64_t)(region->hi - region->lo), after, events, &count);
     }
     /* Every event is waited for and released, also after a failed enqueue. */
-    for (uint32_t e = 0; e < count; e++) {
-        cl_int waited = posenc_cl_complete(state->cl, events[e]);
-        err = err == CL_SUCCESS ? waited : err;
-    }
+    cl_int waited = posenc_cl_complete_all(state->cl, count, events);
+    err = err == CL_SUCCESS ? waited : err;
     return err == CL_SUCCESS ? POSENC_OK
                              : posenc_cl_fail(ctx, err, "output",
                                               "clEnqueueMapBuffer / clEnqueueUnmapMemObject "

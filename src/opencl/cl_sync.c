@@ -62,6 +62,24 @@ cl_int posenc_cl_complete(const posenc_cl_api *cl, cl_event event)
     return err;
 }
 
+cl_int posenc_cl_complete_all(const posenc_cl_api *cl, uint32_t count, const cl_event *events)
+{
+    if (count == 0)
+        return CL_SUCCESS;
+    /* One wait for all: each wait costs a wake-up of the runtime (PoCL: several us). */
+    cl_int err = cl->WaitForEvents((cl_uint)count, events);
+    for (uint32_t e = 0; e < count; e++) {
+        cl_int status = CL_COMPLETE;
+        if (err != CL_SUCCESS &&
+            cl->GetEventInfo(events[e], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                             NULL) == CL_SUCCESS &&
+            status < 0 && err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+            err = status; /* the first failed command's own error says more */
+        cl->ReleaseEvent(events[e]);
+    }
+    return err;
+}
+
 static uint64_t now_ns(void) { return (uint64_t)(posenc__seconds_now() * 1e9); }
 
 static void sleep_ns(uint64_t ns) { posenc__sleep_seconds((double)ns * 1e-9); }
