@@ -194,6 +194,13 @@ double ref_rope_frequencies(const posenc_rope_desc *desc, uint32_t rotary_dim, d
         double theta = desc->theta != 0 ? desc->theta : 10000.0;
         if (scaling->type == POSENC_ROPE_SCALING_NTK)
             theta = theta * pow(factor, (double)rotary_dim / (rotary_dim - 2.0));
+        if (scaling->type == POSENC_ROPE_SCALING_DYNAMIC_NTK) { /* HF, at sequence_length */
+            double original = scaling->original_max_positions;
+            double length = scaling->sequence_length > original ? scaling->sequence_length
+                                                                : original;
+            theta = theta * pow(factor * length / original - (factor - 1),
+                                (double)rotary_dim / (rotary_dim - 2.0));
+        }
         for (uint32_t j = 0; j < half; j++) {
             inv_freq[j] = pow(theta, -(double)(2 * j) / (double)rotary_dim);
             if (scaling->type == POSENC_ROPE_SCALING_LINEAR)
@@ -398,8 +405,9 @@ void ref_stats_merge(ref_stats *into, const ref_stats *from)
     into->failures += from->failures;
 }
 
-bool ref_rope_rows_f32_ok(const float *in, const float *out, int64_t out_stride, uint32_t tokens,
-                          uint32_t heads, uint32_t head_dim, int32_t offset)
+bool ref_rope_desc_rows_f32_ok(const posenc_rope_desc *desc, const float *in, const float *out,
+                               int64_t out_stride, uint32_t tokens, uint32_t heads,
+                               uint32_t head_dim, int32_t offset)
 {
     enum { MAX_HEAD_DIM = 512 };
     if (head_dim > MAX_HEAD_DIM || head_dim % 2) {
@@ -407,29 +415,37 @@ bool ref_rope_rows_f32_ok(const float *in, const float *out, int64_t out_stride,
                 head_dim, MAX_HEAD_DIM);
         return false;
     }
-    posenc_rope_desc desc = {.theta = 10000.0};
     double inv_freq[MAX_HEAD_DIM / 2];
-    double factor = ref_rope_frequencies(&desc, head_dim, inv_freq);
-    uint32_t half = head_dim / 2;
+    double factor = ref_rope_frequencies(desc, head_dim, inv_freq);
     ref_stats stats = {0};
     bool ok = true;
     for (uint32_t row = 0; row < tokens * heads; row++) {
         double x[MAX_HEAD_DIM], ref[MAX_HEAD_DIM];
         for (uint32_t i = 0; i < head_dim; i++)
             x[i] = in[(size_t)row * head_dim + i];
-        ref_rope_head(x, ref, head_dim, head_dim, POSENC_ROPE_NEOX, inv_freq,
+        ref_rope_head(x, ref, head_dim, head_dim, desc->style, inv_freq,
                       (double)offset + row / heads, factor, false);
-        for (uint32_t j = 0; j < half; j++) {
+        for (uint32_t j = 0; j < head_dim / 2; j++) {
+            uint32_t a, b;
+            ref_rope_pair(desc->style, head_dim, j, &a, &b);
             /* The promise is relative to the rotated pair's norm. */
-            double scale = sqrt(x[j] * x[j] + x[j + half] * x[j + half]);
+            double scale = factor * sqrt(x[a] * x[a] + x[b] * x[b]);
             scale = scale > 0.0 ? scale : 1.0;
-            for (uint32_t i = j; i < head_dim; i += half)
-                ok &= ref_check(&stats, POSENC_DTYPE_F32, out[(int64_t)row * out_stride + i],
-                                ref[i], scale, 0.0);
+            ok &= ref_check(&stats, POSENC_DTYPE_F32, out[(int64_t)row * out_stride + a], ref[a],
+                            scale, 0.0);
+            ok &= ref_check(&stats, POSENC_DTYPE_F32, out[(int64_t)row * out_stride + b], ref[b],
+                            scale, 0.0);
         }
     }
     if (!ok)
         fprintf(stderr, "  %llu of %llu values outside the tolerance\n", stats.failures,
                 stats.values);
     return ok;
+}
+
+bool ref_rope_rows_f32_ok(const float *in, const float *out, int64_t out_stride, uint32_t tokens,
+                          uint32_t heads, uint32_t head_dim, int32_t offset)
+{
+    posenc_rope_desc desc = {.theta = 10000.0};
+    return ref_rope_desc_rows_f32_ok(&desc, in, out, out_stride, tokens, heads, head_dim, offset);
 }

@@ -45,7 +45,8 @@ void ref_sincos_product(double position, double frequency, double *sin_out, doub
  */
 
 /* inv_freq[j], j < rotary_dim/2, derived from `desc` by the same float64 expressions the library
- * uses (theta, caller inv_freq, LINEAR and NTK scaling, freq_factors). Returns the attention
+ * uses (theta, caller inv_freq, LINEAR, NTK and DYNAMIC_NTK scaling (with sequence_length
+ * given), freq_factors). Returns the attention
  * factor (desc->attention_factor, default 1). */
 double ref_rope_frequencies(const posenc_rope_desc *desc, uint32_t rotary_dim, double *inv_freq);
 
@@ -80,6 +81,10 @@ void ref_rope_head_pairs(const double *x, double *out, uint32_t head_dim, uint32
  * failure prints how many values were outside. */
 bool ref_rope_rows_f32_ok(const float *in, const float *out, int64_t out_stride, uint32_t tokens,
                           uint32_t heads, uint32_t head_dim, int32_t offset);
+/* The same for the frequencies, scaling and style of `desc` (every dim rotated). */
+bool ref_rope_desc_rows_f32_ok(const posenc_rope_desc *desc, const float *in, const float *out,
+                               int64_t out_stride, uint32_t tokens, uint32_t heads,
+                               uint32_t head_dim, int32_t offset);
 
 /* ---------------------------------------------------------------------------------------------
  * Sinusoidal

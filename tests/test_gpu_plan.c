@@ -450,6 +450,42 @@ static void check_table_cache(posenc_context *ctx)
     free(tables);
 }
 
+/* Pinned tables are never evicted: the least recently used unpinned one goes instead, and once
+ * every table is pinned a new one is handed out uncached, as often as asked. */
+static void check_pinned_tables(posenc_context *ctx)
+{
+    posenc__gpu_tables *tables = calloc(1, sizeof *tables);
+    CHECK(tables != NULL);
+    if (!tables)
+        return;
+    evictions e = {0};
+    uint32_t slot, unpinned = 0;
+    bool hit;
+    for (uint32_t seed = 0; seed < POSENC__GPU_MAX_TABLES; seed++) {
+        CHECK_OK(find(ctx, tables, seed, 4, 0, &e, &slot, &hit));
+        if (seed == 10)
+            unpinned = slot; /* the only one left unpinned, and not the oldest */
+        else
+            posenc__gpu_tables_pin(tables, slot);
+    }
+    CHECK_OK(find(ctx, tables, 1000, 4, 0, &e, &slot, &hit));
+    CHECK(!hit && e.count == 1 && e.last == unpinned && slot == unpinned);
+    posenc__gpu_tables_pin(tables, slot);
+    for (uint32_t seed = 2000; seed < 2000 + 3 * POSENC__GPU_MAX_TABLES; seed++) {
+        CHECK_OK(find(ctx, tables, seed, 4, 0, &e, &slot, &hit));
+        CHECK(!hit && slot == POSENC__GPU_UNCACHED && e.count == 1);
+    }
+    CHECK(tables->uncached.words && tables->uncached.count == 4 &&
+          tables->uncached.words[0] == freq_of((2000 + 3 * POSENC__GPU_MAX_TABLES - 1) *
+                                               1000003u).int_turns);
+    CHECK(tables->held == POSENC__GPU_MAX_TABLES);
+    CHECK_OK(find(ctx, tables, 5, 4, 0, &e, &slot, &hit)); /* pinned tables still hit */
+    CHECK(hit && slot != POSENC__GPU_UNCACHED);
+    posenc__gpu_tables_fini(ctx, tables);
+    CHECK(tables->held == 0 && !tables->uncached.words);
+    free(tables);
+}
+
 int main(void)
 {
     posenc_context_desc desc = {
@@ -467,6 +503,7 @@ int main(void)
     check_split(ctx);
     check_encoding();
     check_table_cache(ctx);
+    check_pinned_tables(ctx);
     posenc_context_destroy(ctx);
     return test_finish("test_gpu_plan");
 }

@@ -11,12 +11,15 @@
  * - an out-of-order queue, where posenc orders its own commands, and where the caller's
  *   blocked command does not block posenc's synchronous calls (no clFinish on the queue);
  * - enqueues from 4 threads on one context, and from 2 while 2 others wrap, create and destroy
- *   buffers on it.
+ *   buffers on it;
+ * - a decode loop of 100,000 dynamic-NTK steps, each with a frequency table of its own
+ *   (decode_steps.h): every step checked, device memory flat.
  * Skipped without an OpenCL device, unless POSENC_TEST_REQUIRE_DEVICES names opencl: then that
  * is a failure.
  */
 #include <posenc/posenc_opencl.h>
 
+#include "decode_steps.h"
 #include "reference.h"
 #include "required_devices.h"
 #include "test_common.h"
@@ -1122,6 +1125,67 @@ static void test_wrap_while_enqueueing(cl_device_id device)
 
 /* ---- Every OpenCL device --------------------------------------------------------------------- */
 
+/* ---- Tables past the cache ------------------------------------------------------------------ */
+
+/* Every step enqueued on the engine's queue, a batch at a time, the batch then read back and
+ * checked. The cache evicts tables that enqueued work may still use: OpenCL keeps their memory
+ * until that work is done. */
+static void test_decode_loop(cl_device_id device)
+{
+    engine e;
+    if (!engine_create(&e, device, 0)) {
+        CHECK(!"engine_create");
+        return;
+    }
+    posenc_context *ctx = context_on(&e);
+    float *inputs = malloc(DECODE_BATCH_BYTES), *out = malloc(DECODE_BATCH_BYTES);
+    cl_mem mem = device_buffer(&e, DECODE_BATCH_BYTES, NULL);
+    posenc_buffer *buffer = ctx && mem ? wrap(ctx, mem) : NULL;
+    bool ok = buffer && inputs && out;
+    CHECK(ok);
+    posenc_stats full = {0}, stats = {0};
+    for (int32_t done = 0; ok && done < DECODE_STEPS; done += DECODE_BATCH) {
+        decode_fill(inputs, (uint64_t)done);
+        CHECK_CL(clEnqueueWriteBuffer(e.queue, mem, CL_TRUE, 0, DECODE_BATCH_BYTES, inputs, 0,
+                                      NULL, NULL));
+        for (uint32_t i = 0; ok && i < DECODE_BATCH; i++) {
+            posenc_rope_desc desc = decode_step_desc(buffer, i, DECODE_START + done + (int32_t)i);
+            posenc_status status = posenc_cl_enqueue_rope(ctx, &desc, 0, NULL, NULL);
+            ok = status == POSENC_OK;
+            if (!ok) {
+                test_failures++;
+                fprintf(stderr, "  decode step %d: %s: %s\n", DECODE_START + done + (int32_t)i,
+                        posenc_status_name(status), posenc_context_last_error(ctx));
+            }
+        }
+        read_buffer(&e, mem, 0, DECODE_BATCH_BYTES, out); /* in order, after the steps */
+        ok = ok && decode_batch_ok(inputs, out, DECODE_START + done);
+        CHECK(ok);
+        CHECK_OK(posenc_context_stats(ctx, &stats));
+        if (done == 0)
+            full = stats;
+        else if (stats.device_bytes != full.device_bytes) { /* flat once the cache is full */
+            test_failures++;
+            fprintf(stderr, "  after %d steps: %llu bytes of device memory, %llu after %d\n",
+                    done + DECODE_BATCH, (unsigned long long)stats.device_bytes,
+                    (unsigned long long)full.device_bytes, DECODE_BATCH);
+            ok = false;
+        }
+    }
+    CHECK(stats.freq_tables <= 256 && stats.rope_calls == (uint64_t)DECODE_STEPS);
+    printf("  decode loop: %d steps of dynamic NTK, %llu tables cached, %llu bytes of device "
+           "memory throughout: %s\n",
+           DECODE_STEPS, (unsigned long long)stats.freq_tables,
+           (unsigned long long)full.device_bytes, ok ? "ok" : "FAILED");
+    posenc_buffer_destroy(buffer);
+    posenc_context_destroy(ctx);
+    if (mem)
+        clReleaseMemObject(mem);
+    free(inputs);
+    free(out);
+    engine_destroy(&e);
+}
+
 static int unavailable(const char *reason)
 {
     return test_device_absent("test_opencl_engine", "opencl", reason);
@@ -1161,6 +1225,7 @@ int main(void)
             test_out_of_order(ids[d]);
             test_threads(ids[d]);
             test_wrap_while_enqueueing(ids[d]);
+            test_decode_loop(ids[d]);
             printf("  opencl   %-40s %s\n", name, test_failures == before ? "ok" : "FAILED");
             devices++;
         }

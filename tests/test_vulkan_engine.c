@@ -5,8 +5,10 @@
  * every dtype and checked against the float64 reference, a command buffer submitted twice and
  * recorded before another frequency table was used, four threads recording at once, buffers
  * wrapped, made and destroyed on other threads while others record, the push-descriptor and
- * the descriptor-pool paths, and synchronous and asynchronous calls on the caller's queue. A
+ * the descriptor-pool paths, synchronous and asynchronous calls on the caller's queue, and a
+ * decode loop of 100,000 dynamic-NTK steps with a frequency table each (flat memory). A
  * machine without a Vulkan device skips it, unless POSENC_TEST_REQUIRE_DEVICES names vulkan. */
+#include "decode_steps.h"
 #include "reference.h"
 #include "required_devices.h"
 #include "test_common.h"
@@ -610,6 +612,93 @@ static void test_replay(engine *e, posenc_context *ctx, VkCommandPool pool)
         free(w[i]);
     }
     arena_destroy(e, &a);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * A long decode loop with dynamic NTK (decode_steps.h), a command buffer per batch: device memory
+ * stays flat once the cache is full, and the first command buffer, submitted again at the end,
+ * still carries its own tables.
+ */
+typedef struct decode_loop {
+    engine *e;
+    posenc_context *ctx;
+    arena a;
+    posenc_buffer *buffer; /* the whole arena */
+    float *inputs;
+} decode_loop;
+
+/* Records a batch from `first`; VK_NULL_HANDLE after a failure (reported). */
+static VkCommandBuffer decode_record(decode_loop *loop, VkCommandPool pool, int32_t first)
+{
+    VkCommandBuffer commands = begin_commands(loop->e, pool);
+    CHECK(commands != VK_NULL_HANDLE);
+    if (!commands)
+        return VK_NULL_HANDLE;
+    host_to_compute(loop->e, commands);
+    for (uint32_t i = 0; i < DECODE_BATCH; i++) {
+        posenc_rope_desc desc = decode_step_desc(loop->buffer, i, first + (int32_t)i);
+        posenc_status status = posenc_vk_cmd_rope(loop->ctx, commands, &desc);
+        if (status != POSENC_OK) {
+            test_failures++;
+            fprintf(stderr, "  decode step %d: %s: %s\n", first + (int32_t)i,
+                    posenc_status_name(status), posenc_context_last_error(loop->ctx));
+            return VK_NULL_HANDLE;
+        }
+    }
+    compute_to_host(loop->e, commands);
+    CHECK(loop->e->EndCommandBuffer(commands) == VK_SUCCESS);
+    return commands;
+}
+
+/* Runs a recorded batch on fresh inputs and checks it. */
+static bool decode_run(decode_loop *loop, VkCommandBuffer commands, int32_t first, uint64_t seed)
+{
+    decode_fill(loop->inputs, seed);
+    memcpy(loop->a.bytes, loop->inputs, DECODE_BATCH_BYTES);
+    submit_and_wait(loop->e, commands);
+    bool ok = decode_batch_ok(loop->inputs, (const float *)loop->a.bytes, first);
+    CHECK(ok);
+    return ok;
+}
+
+static void test_decode_loop(engine *e, VkCommandPool pool, int32_t steps)
+{
+    decode_loop loop = {.e = e, .ctx = external_context(e, e->queue, e->features)};
+    loop.inputs = malloc(DECODE_BATCH_BYTES);
+    bool ok = loop.ctx && loop.inputs && arena_create(e, &loop.a, DECODE_BATCH_BYTES);
+    CHECK(ok);
+    if (ok)
+        CHECK_OK(posenc_vk_buffer_wrap(loop.ctx, loop.a.buffer, 0, DECODE_BATCH_BYTES,
+                                       &loop.buffer));
+    ok = ok && loop.buffer;
+    VkCommandBuffer first = VK_NULL_HANDLE;
+    posenc_stats full = {0}, stats = {0};
+    for (int32_t done = 0; ok && done < steps; done += DECODE_BATCH) {
+        VkCommandBuffer commands = decode_record(&loop, pool, DECODE_START + done);
+        ok = commands && decode_run(&loop, commands, DECODE_START + done, (uint64_t)done);
+        first = first ? first : commands;
+        CHECK_OK(posenc_context_stats(loop.ctx, &stats));
+        if (done == 0)
+            full = stats;
+        else if (stats.device_bytes != full.device_bytes) { /* flat once the cache is full */
+            test_failures++;
+            fprintf(stderr, "  after %d steps: %llu bytes of device memory, %llu after %d\n",
+                    done + DECODE_BATCH, (unsigned long long)stats.device_bytes,
+                    (unsigned long long)full.device_bytes, DECODE_BATCH);
+            ok = false;
+        }
+    }
+    /* Its table slots have been written over many times since. */
+    ok = ok && decode_run(&loop, first, DECODE_START, 1);
+    CHECK(stats.freq_tables <= 256 && stats.rope_calls == (uint64_t)steps);
+    printf("  decode loop: %d steps of dynamic NTK, %llu tables cached, %llu bytes of device "
+           "memory throughout: %s\n",
+           steps, (unsigned long long)stats.freq_tables, (unsigned long long)full.device_bytes,
+           ok ? "ok" : "FAILED");
+    posenc_buffer_destroy(loop.buffer);
+    posenc_context_destroy(loop.ctx);
+    arena_destroy(e, &loop.a);
+    free(loop.inputs);
 }
 
 /* Four threads record at once, each into its own command buffer (and pool: pools are the
@@ -1313,6 +1402,7 @@ static void run_engine(bool push_descriptor, bool storage16)
             test_record_imported(&e, ctx, pool);
         test_record_only(&e, pool);
         test_allocator_and_cache(&e, pool);
+        test_decode_loop(&e, pool, push_descriptor ? DECODE_STEPS : DECODE_STEPS / 10);
     }
     posenc_context_destroy(ctx);
     if (pool)

@@ -51,10 +51,13 @@
  * Lifetime of recorded work
  * - A recorded command buffer stays valid, and may be submitted later and any number of times,
  *   until the context is destroyed, whatever is recorded or run on the context after it, as
- *   long as the buffers it binds are alive. Frequency tables live in device memory of their
- *   own, one per distinct table, kept until the context is destroyed: at most 256 distinct
- *   tables per context on a caller's device (one more is POSENC_UNSUPPORTED; a model has one to
- *   three). Destroying a posenc_buffer frees the descriptor sets that bind its VkBuffer (for
+ *   long as the buffers it binds are alive. Any number of distinct frequency tables may be
+ *   recorded (dynamic NTK: one per decode step), in bounded memory. The first 256 (up to 4 MiB)
+ *   live in device memory of their own until the context is destroyed; past them, the command
+ *   buffer writes its table itself (a barrier, vkCmdUpdateBuffer into a 64-slot ring, a
+ *   barrier, before the dispatch), so a later submit still reads the right one. Two command
+ *   buffers carrying such tables must not run at the same time on different queues unless they
+ *   were recorded fewer than 64 such tables apart. Destroying a posenc_buffer frees the descriptor sets that bind its VkBuffer (for
  *   wraps: when no other wrap of that VkBuffer is alive): do it only when no command buffer
  *   recorded with it will be submitted again.
  * - Descriptors: with POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR they are pushed into the command

@@ -48,10 +48,17 @@ void posenc__gpu_tables_drop(posenc_context *ctx, posenc__gpu_tables *tables, ui
     *table = (posenc__gpu_table){0};
 }
 
+void posenc__gpu_tables_pin(posenc__gpu_tables *tables, uint32_t slot)
+{
+    tables->slots[slot].pinned = true;
+}
+
 void posenc__gpu_tables_fini(posenc_context *ctx, posenc__gpu_tables *tables)
 {
     for (uint32_t i = 0; i < POSENC__GPU_MAX_TABLES; i++)
         posenc__gpu_tables_drop(ctx, tables, i);
+    free(tables->uncached.words);
+    tables->uncached = (posenc__gpu_table){0};
 }
 
 static void use(posenc__gpu_tables *tables, uint32_t slot, uint64_t id)
@@ -97,15 +104,23 @@ posenc_status posenc__gpu_tables_find(posenc_context *ctx, posenc__gpu_tables *t
         }
     }
 
-    /* Room: the least recently used go first. */
+    /* Room: the least recently used go first, pinned ones never. */
     while (tables->held >= POSENC__GPU_MAX_TABLES ||
            (tables->held > 0 && tables->bytes + bytes > POSENC__GPU_TABLE_BYTES)) {
         uint32_t oldest = POSENC__GPU_MAX_TABLES;
         for (uint32_t i = 0; i < POSENC__GPU_MAX_TABLES; i++) {
-            if (tables->slots[i].words &&
+            if (tables->slots[i].words && !tables->slots[i].pinned &&
                 (oldest == POSENC__GPU_MAX_TABLES ||
                  tables->slots[i].last_use < tables->slots[oldest].last_use))
                 oldest = i;
+        }
+        if (oldest == POSENC__GPU_MAX_TABLES) { /* all pinned: handed out, not cached */
+            free(tables->uncached.words);
+            tables->uncached = (posenc__gpu_table){
+                .words = words, .word_count = word_count, .count = count, .key = key};
+            *slot = POSENC__GPU_UNCACHED;
+            *hit = false;
+            return POSENC_OK;
         }
         posenc_status status = evict(ctx, oldest, user);
         if (status != POSENC_OK) {

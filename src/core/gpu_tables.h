@@ -12,7 +12,14 @@
  * encoded content, hashed into its cache key and compared word for word; entries hold the words,
  * so a hit never reads device memory. A small bound keeps device memory bounded for callers
  * that make many contexts; LRU keeps the tables of a model (one RoPE and one sinusoidal table,
- * or one per layer with per-layer scaling) while a caller cycles through fewer than the bound. */
+ * or one per layer with per-layer scaling) while a caller cycles through fewer than the bound.
+ *
+ * A backend pins a table whose device copy may be bound by work posenc cannot see finish
+ * (commands recorded into a caller's command buffer, which the caller may submit again at any
+ * time). Pinned tables are never evicted. Once every table is pinned and the bound is reached, a
+ * new table is not cached: its words are handed out as `uncached`, and the backend makes a copy
+ * that lives only as long as the work it is bound to (Vulkan writes it from the command buffer
+ * itself). So any number of distinct tables can be used, in bounded memory. */
 #ifndef POSENC_CORE_GPU_TABLES_H
 #define POSENC_CORE_GPU_TABLES_H
 
@@ -20,6 +27,8 @@
 
 #define POSENC__GPU_MAX_TABLES 256
 #define POSENC__GPU_TABLE_BYTES (UINT64_C(4) << 20)
+/* The slot of a table found but not cached (posenc__gpu_tables_find). */
+#define POSENC__GPU_UNCACHED UINT32_MAX
 
 /* Words of the encoded table of `count` frequencies. */
 uint64_t posenc__gpu_freq_words(uint32_t count);
@@ -35,6 +44,7 @@ typedef struct posenc__gpu_table {
     uint64_t key;
     uint64_t id;       /* the freqs_id it was last found by (0: none) */
     uint64_t last_use; /* the cache's use counter at its last lookup */
+    bool pinned;       /* never evicted (posenc__gpu_tables_pin) */
 } posenc__gpu_table;
 
 /* A backend keeps its device copy of table i in its own slot i. */
@@ -43,6 +53,9 @@ typedef struct posenc__gpu_tables {
     uint32_t held;    /* slots holding a table */
     uint64_t bytes;   /* words held, in bytes */
     uint64_t uses;
+    /* The last table found while every slot was pinned (words, word_count and count only):
+     * valid until the next find. */
+    posenc__gpu_table uncached;
 } posenc__gpu_tables;
 
 /* Releases the backend's device copy of slot `slot` before the cache forgets it: OK, or a
@@ -51,13 +64,17 @@ typedef struct posenc__gpu_tables {
 typedef posenc_status (*posenc__gpu_evict_fn)(posenc_context *ctx, uint32_t slot, void *user);
 
 /* Finds the table of these `count` frequencies. On a hit `*slot` is its slot and `*hit` true.
- * On a miss the least recently used tables are evicted (through `evict`) until the new one
- * fits, and `*slot` holds the new table's words: the backend makes its device copy from them,
- * or calls posenc__gpu_tables_drop if it cannot. `what` names the call in messages. */
+ * On a miss the least recently used unpinned tables are evicted (through `evict`) until the new
+ * one fits, and `*slot` holds the new table's words: the backend makes its device copy from
+ * them, or calls posenc__gpu_tables_drop if it cannot. When only pinned tables are left to
+ * evict, `*slot` is POSENC__GPU_UNCACHED and the words are in `tables->uncached`. `what` names
+ * the call in messages. */
 posenc_status posenc__gpu_tables_find(posenc_context *ctx, posenc__gpu_tables *tables,
                                       const posenc__freq *freqs, uint32_t count, uint64_t id,
                                       const char *what, posenc__gpu_evict_fn evict, void *user,
                                       uint32_t *slot, bool *hit);
+/* Keeps slot `slot` until posenc__gpu_tables_fini. */
+void posenc__gpu_tables_pin(posenc__gpu_tables *tables, uint32_t slot);
 /* Forgets slot `slot` (its device copy is gone or was never made). The context's statistics
  * count a table from its find to its drop. */
 void posenc__gpu_tables_drop(posenc_context *ctx, posenc__gpu_tables *tables, uint32_t slot);

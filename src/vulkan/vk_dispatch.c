@@ -36,9 +36,9 @@ static posenc_status record_box(posenc_context *ctx, const posenc__gpu_box *box,
             windows.first[i] = box_windows[i].first;
         }
     }
-    if (job->params_size && vk->table)
+    if (job->params_size && vk->table_binding.buffer)
         windows.infos[POSENC_VK_BINDINGS - 1] = (VkDescriptorBufferInfo){
-            vk->table->memory.buffer, 0, (job->params_size + 15) & ~15ull};
+            vk->table_binding.buffer, vk->table_binding.offset, (job->params_size + 15) & ~15ull};
     return job->record(ctx, box, &windows, job->user);
 }
 
@@ -73,6 +73,8 @@ posenc_status posenc_vk_split(posenc_context *ctx, const posenc_vk_binding *bind
             .name = b->name,
         };
     }
+    if (params_size)
+        posenc_vk_write_table(ctx); /* a table past the cache, before the first dispatch */
     split_job job = {bindings, binding_count, params_size, record, user};
     uint32_t boxes = 0;
     posenc_status status = posenc__gpu_split(ctx, extents, binding_count, shape, units_per_cell,

@@ -130,7 +130,7 @@ posenc_status posenc_vk_cmd_rope(posenc_context *ctx, VkCommandBuffer command_bu
     if (status == POSENC_OK)
         status = posenc_vk_rope_pipelines(ctx, &op);
     if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, op.freqs, op.rotary_dim / 2, op.freqs_id);
+        status = posenc_vk_set_freqs(ctx, op.freqs, op.rotary_dim / 2, op.freqs_id, true);
     if (status == POSENC_OK) {
         begin_recording(vk, command_buffer);
         status = posenc_vk_rope_record(ctx, &op, places);
@@ -162,7 +162,7 @@ posenc_status posenc_vk_cmd_sinusoidal(posenc_context *ctx, VkCommandBuffer comm
     if (status == POSENC_OK)
         status = posenc_vk_sinusoidal_pipelines(ctx, &op);
     if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, op.freqs, op.half, op.freqs_id);
+        status = posenc_vk_set_freqs(ctx, op.freqs, op.half, op.freqs_id, true);
     if (status == POSENC_OK) {
         begin_recording(vk, command_buffer);
         status = posenc_vk_sinusoidal_record(ctx, &op, places);

@@ -82,6 +82,7 @@
     X(FreeDescriptorSets)                                                                         \
     X(GetFenceStatus)                                                                             \
     X(CmdCopyBuffer)                                                                              \
+    X(CmdUpdateBuffer)                                                                            \
     X(CreateFence)                                                                                \
     X(DestroyFence)                                                                               \
     X(ResetFences)                                                                                \
@@ -194,6 +195,24 @@ typedef struct posenc_vk_freq_table {
     uint64_t last_serial;        /* the last asynchronous submission that binds it */
 } posenc_vk_freq_table;
 
+/* Rings whose slots hold the tables past the cache (vk_freqs.c). Rings outgrown by a larger
+ * table are kept until the context goes: recorded work may still bind them. */
+#define POSENC_VK_TABLE_RINGS 32
+
+/* Tables the cache does not keep (every cached table pinned by recorded work): each is written
+ * by the command buffer that binds it, into the next slot of a device-local ring, between
+ * barriers, so that a recorded command buffer carries its own table however often it is
+ * submitted again. */
+typedef struct posenc_vk_table_ring {
+    posenc_vk_allocation rings[POSENC_VK_TABLE_RINGS]; /* the last one is in use */
+    uint32_t ring_count;
+    uint64_t slot_bytes; /* of the ring in use */
+    uint32_t next;       /* its next slot */
+    const uint32_t *pending; /* words the next dispatch needs written first (NULL: none) */
+    uint64_t pending_bytes;
+    uint64_t pending_offset;
+} posenc_vk_table_ring;
+
 /* A descriptor set of the shared layout, written once for one set of bound ranges and reused
  * whenever the same ranges are bound again (the pool path; vk_descriptors.c). */
 typedef struct posenc_vk_cached_set {
@@ -253,7 +272,9 @@ typedef struct posenc_vk_context {
     posenc_vk_allocation placeholder; /* bound where a kernel has no buffer */
     posenc__gpu_tables table_cache;
     posenc_vk_freq_table tables[POSENC__GPU_MAX_TABLES];
-    posenc_vk_freq_table *table;  /* the table of the call being recorded */
+    posenc_vk_freq_table *table;  /* the cached table of the call being recorded, or NULL */
+    VkDescriptorBufferInfo table_binding; /* where that call's table lies (its range unset) */
+    posenc_vk_table_ring table_ring;
     posenc_vk_submission *submissions;
     uint32_t submission_count;
     uint64_t serial;              /* of the last asynchronous submission */
@@ -391,10 +412,15 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
 /* Copies the elements of the outputs back to host memory (when `copy_back`; the bytes between
  * them, such as the v slice of a fused qkv tensor, are left alone) and frees the staging. */
 void posenc_vk_unstage(posenc_context *ctx, posenc_vk_staging *staging, bool copy_back);
-/* vk_freqs.c: makes vk->table the device copy of these `count` frequencies, as encoded and
- * cached by core/gpu_tables.h (found by `id`, a freqs_id, or by content). */
+/* vk_freqs.c: makes vk->table_binding the device copy of these `count` frequencies, as encoded
+ * and cached by core/gpu_tables.h (found by `id`, a freqs_id, or by content). `recorded`: the
+ * call records into a caller's command buffer, so the table stays for the context's life, or,
+ * once the cache holds only such tables, is written by the command buffer itself (the write is
+ * recorded before the call's first dispatch, by posenc_vk_write_table). */
 posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs, uint32_t count,
-                                  uint64_t id);
+                                  uint64_t id, bool recorded);
+/* Records the write of a table set_freqs left pending into vk->target, between barriers. */
+void posenc_vk_write_table(posenc_context *ctx);
 void posenc_vk_freqs_fini(posenc_context *ctx);
 
 /* One kernel binding over a box of up to three dims: the byte range that the cells of a box

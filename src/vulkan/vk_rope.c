@@ -174,7 +174,8 @@ posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op)
 
     posenc_vk_context *vk = ctx->backend_state;
     posenc__mutex_lock(&vk->lock);
-    posenc_status status = posenc_vk_set_freqs(ctx, op->freqs, op->rotary_dim / 2, op->freqs_id);
+    posenc_status status =
+        posenc_vk_set_freqs(ctx, op->freqs, op->rotary_dim / 2, op->freqs_id, false);
     if (status == POSENC_OK)
         status = posenc_vk_place_views(ctx, views, access, posenc__rope_view_names,
                                        POSENC__ROPE_VIEWS, places, &staging);

@@ -133,7 +133,8 @@ posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal
     posenc_vk_staging staging = {0};
 
     posenc__mutex_lock(&vk->lock);
-    posenc_status status = posenc_vk_set_freqs(ctx, op->freqs, op->half, op->freqs_id);
+    posenc_status status =
+        posenc_vk_set_freqs(ctx, op->freqs, op->half, op->freqs_id, false);
     if (status == POSENC_OK)
         status = posenc_vk_place_views(ctx, views, access, posenc__sinusoidal_view_names,
                                        POSENC__SINUSOIDAL_VIEWS, places, &staging);

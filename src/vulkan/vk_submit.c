@@ -151,7 +151,7 @@ static posenc_status submit(posenc_context *ctx, const posenc__view *const *view
     }
     posenc_vk_descriptors_trim(ctx);
     posenc_vk_submission *submission = NULL;
-    status = posenc_vk_set_freqs(ctx, freqs, freq_count, freqs_id);
+    status = posenc_vk_set_freqs(ctx, freqs, freq_count, freqs_id, false);
     if (status == POSENC_OK)
         status = acquire(ctx, &submission);
     VkResult result = VK_SUCCESS;
