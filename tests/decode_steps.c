@@ -43,3 +43,27 @@ bool decode_batch_ok(const float *inputs, const float *out, int32_t first)
     }
     return true;
 }
+
+bool decode_memory_flat(posenc_context *ctx, int32_t done, posenc_stats *first,
+                        posenc_stats *now)
+{
+    CHECK_OK(posenc_context_stats(ctx, now));
+    if (done == 0)
+        *first = *now;
+    if (now->device_bytes == first->device_bytes)
+        return true;
+    test_failures++;
+    fprintf(stderr, "  after %d steps: %llu bytes of device memory, %llu after %d\n",
+            done + DECODE_BATCH, (unsigned long long)now->device_bytes,
+            (unsigned long long)first->device_bytes, DECODE_BATCH);
+    return false;
+}
+
+void decode_report(int32_t steps, const posenc_stats *first, const posenc_stats *now, bool ok)
+{
+    CHECK(now->freq_tables <= 256 && now->rope_calls == (uint64_t)steps);
+    printf("  decode loop: %d steps of dynamic NTK, %llu tables cached, %llu bytes of device "
+           "memory throughout: %s\n",
+           steps, (unsigned long long)now->freq_tables, (unsigned long long)first->device_bytes,
+           ok ? "ok" : "FAILED");
+}

@@ -28,4 +28,11 @@ void decode_fill(float *inputs, uint64_t seed);
  * reference; on failure names the first wrong step. */
 bool decode_batch_ok(const float *inputs, const float *out, int32_t first);
 
+/* After the batch from step `done`: reads the context's counters into `now` (the first batch's
+ * into `first` too) and whether device memory is what it was after the first batch. */
+bool decode_memory_flat(posenc_context *ctx, int32_t done, posenc_stats *first,
+                        posenc_stats *now);
+/* The loop's summary line, after `steps` steps. */
+void decode_report(int32_t steps, const posenc_stats *first, const posenc_stats *now, bool ok);
+
 #endif

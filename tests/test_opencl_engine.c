@@ -1161,22 +1161,9 @@ static void test_decode_loop(cl_device_id device)
         read_buffer(&e, mem, 0, DECODE_BATCH_BYTES, out); /* in order, after the steps */
         ok = ok && decode_batch_ok(inputs, out, DECODE_START + done);
         CHECK(ok);
-        CHECK_OK(posenc_context_stats(ctx, &stats));
-        if (done == 0)
-            full = stats;
-        else if (stats.device_bytes != full.device_bytes) { /* flat once the cache is full */
-            test_failures++;
-            fprintf(stderr, "  after %d steps: %llu bytes of device memory, %llu after %d\n",
-                    done + DECODE_BATCH, (unsigned long long)stats.device_bytes,
-                    (unsigned long long)full.device_bytes, DECODE_BATCH);
-            ok = false;
-        }
+        ok = decode_memory_flat(ctx, done, &full, &stats) && ok; /* once the cache is full */
     }
-    CHECK(stats.freq_tables <= 256 && stats.rope_calls == (uint64_t)DECODE_STEPS);
-    printf("  decode loop: %d steps of dynamic NTK, %llu tables cached, %llu bytes of device "
-           "memory throughout: %s\n",
-           DECODE_STEPS, (unsigned long long)stats.freq_tables,
-           (unsigned long long)full.device_bytes, ok ? "ok" : "FAILED");
+    decode_report(DECODE_STEPS, &full, &stats, ok);
     posenc_buffer_destroy(buffer);
     posenc_context_destroy(ctx);
     if (mem)

@@ -677,24 +677,11 @@ static void test_decode_loop(engine *e, VkCommandPool pool, int32_t steps)
         VkCommandBuffer commands = decode_record(&loop, pool, DECODE_START + done);
         ok = commands && decode_run(&loop, commands, DECODE_START + done, (uint64_t)done);
         first = first ? first : commands;
-        CHECK_OK(posenc_context_stats(loop.ctx, &stats));
-        if (done == 0)
-            full = stats;
-        else if (stats.device_bytes != full.device_bytes) { /* flat once the cache is full */
-            test_failures++;
-            fprintf(stderr, "  after %d steps: %llu bytes of device memory, %llu after %d\n",
-                    done + DECODE_BATCH, (unsigned long long)stats.device_bytes,
-                    (unsigned long long)full.device_bytes, DECODE_BATCH);
-            ok = false;
-        }
+        ok = decode_memory_flat(loop.ctx, done, &full, &stats) && ok; /* once the cache is full */
     }
     /* Its table slots have been written over many times since. */
     ok = ok && decode_run(&loop, first, DECODE_START, 1);
-    CHECK(stats.freq_tables <= 256 && stats.rope_calls == (uint64_t)steps);
-    printf("  decode loop: %d steps of dynamic NTK, %llu tables cached, %llu bytes of device "
-           "memory throughout: %s\n",
-           steps, (unsigned long long)stats.freq_tables, (unsigned long long)full.device_bytes,
-           ok ? "ok" : "FAILED");
+    decode_report(steps, &full, &stats, ok);
     posenc_buffer_destroy(loop.buffer);
     posenc_context_destroy(loop.ctx);
     arena_destroy(e, &loop.a);
