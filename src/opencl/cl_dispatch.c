@@ -71,6 +71,35 @@ posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kern
     return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, what, "clEnqueueNDRangeKernel");
 }
 
+posenc_status posenc_cl_run(posenc_context *ctx, const posenc_cl_kernel *kernel, uint64_t units,
+                            const char *what, const posenc_cl_binding *bindings, uint32_t count,
+                            cl_mem freqs, const void *params, size_t params_size,
+                            posenc_cl_staging *staging, cl_uint wait_count,
+                            const cl_event *wait_list, cl_event *event)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    posenc_cl_args args = {.kernel = kernel->kernel};
+    for (uint32_t i = 0; i < count; i++)
+        posenc_cl_arg_mem(&args, bindings[i].mem);
+    posenc_cl_arg_mem(&args, freqs);
+    posenc_cl_arg_words(&args, params, params_size);
+    if (args.error != CL_SUCCESS) {
+        posenc_cl_stage_release(ctx, staging);
+        return posenc_cl_fail(ctx, args.error, what, "clSetKernelArg");
+    }
+    if (event) /* left running: the caller waits for *event */
+        return posenc_cl_launch(ctx, kernel, units, what, wait_count, wait_list, event);
+    cl_event done = NULL;
+    posenc_status status = posenc_cl_launch(ctx, kernel, units, what, wait_count, wait_list, &done);
+    if (status == POSENC_OK) {
+        status = posenc_cl_stage_out(ctx, staging, done);
+        state->cl->ReleaseEvent(done);
+    }
+    posenc_cl_stage_release(ctx, staging); /* when the launch failed */
+    posenc_cl_stage_trim(ctx);
+    return status;
+}
+
 /* OpenCL releases a table's memory once the commands already using it are done. */
 static posenc_status evict(posenc_context *ctx, uint32_t slot, void *user)
 {

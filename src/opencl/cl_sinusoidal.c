@@ -25,7 +25,6 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
                                        cl_uint wait_count, const cl_event *wait_list,
                                        cl_event *event)
 {
-    posenc_cl_context *state = ctx->backend_state;
     const posenc_cl_kernel *kernel = NULL;
     posenc_status status = posenc_cl_kernel_get(ctx, kernel_for(op->out.dtype), &kernel);
     if (status != POSENC_OK)
@@ -92,25 +91,6 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
                                                                  : POSENC_POSITIONS_F32)
                         << POSENC_SINUSOIDAL_FLAG_POSITIONS_SHIFT;
 
-    posenc_cl_args args = {.kernel = kernel->kernel};
-    for (uint32_t i = 0; i < POSENC__SINUSOIDAL_VIEWS; i++)
-        posenc_cl_arg_mem(&args, b[i].mem);
-    posenc_cl_arg_mem(&args, freqs);
-    posenc_cl_arg_words(&args, &params, sizeof params);
-    if (args.error != CL_SUCCESS) {
-        posenc_cl_stage_release(ctx, &staging);
-        return posenc_cl_fail(ctx, args.error, "sinusoidal", "clSetKernelArg");
-    }
-
-    if (event) /* left running: the caller waits for *event */
-        return posenc_cl_launch(ctx, kernel, units, "sinusoidal", wait_count, wait_list, event);
-    cl_event done = NULL;
-    status = posenc_cl_launch(ctx, kernel, units, "sinusoidal", wait_count, wait_list, &done);
-    if (status == POSENC_OK) {
-        status = posenc_cl_stage_out(ctx, &staging, done);
-        state->cl->ReleaseEvent(done);
-    }
-    posenc_cl_stage_release(ctx, &staging); /* when the launch failed */
-    posenc_cl_stage_trim(ctx);
-    return status;
+    return posenc_cl_run(ctx, kernel, units, "sinusoidal", b, POSENC__SINUSOIDAL_VIEWS, freqs, &params, sizeof params,
+                         &staging, wait_count, wait_list, event);
 }
