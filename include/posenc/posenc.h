@@ -434,6 +434,16 @@ typedef enum posenc_rope_scaling_type {
     POSENC_ROPE_SCALING_YARN = 4,
     POSENC_ROPE_SCALING_LLAMA3 = 5,
     POSENC_ROPE_SCALING_LONGROPE = 6,
+    /* ggml's YaRN as ggml_rope_ext takes it (llama.cpp): with w_j = theta^(-2j / rotary_dim),
+     * low = max(0, floor(c(beta_fast))), high = min(rotary_dim - 1, ceil(c(beta_slow))),
+     * c(b) = rotary_dim ln(original_max_positions / (2 pi b)) / (2 ln theta),
+     * ramp_j = 1 - clamp((j - low) / max(0.001, high - low), 0, 1) and m_j = ext_factor ramp_j:
+     *   inv_freq[j] = w_j (freq_scale (1 - m_j) + m_j),
+     *   attention factor = attention_factor (ggml's attn_factor, default 1)
+     *                      * (ext_factor != 0 ? 1 + 0.1 ln(1 / freq_scale) : 1).
+     * Unlike YARN, freq_scale may exceed 1, ext_factor blends by any share, and
+     * original_max_positions (n_ctx_orig) may be 0. docs/ggml.md maps every ggml argument. */
+    POSENC_ROPE_SCALING_YARN_GGML = 7,
 } posenc_rope_scaling_type;
 
 /* Which position each frequency uses. The multimodal kinds read several position components
@@ -483,6 +493,8 @@ typedef struct posenc_rope_scaling {
     const double *long_factor;        /* LONGROPE: factors above it */
     const double *freq_factors;       /* any type: divide inv_freq[j] by freq_factors[j] */
     uint32_t factor_count;            /* entries in each array above: rotary_dim/2 */
+    double freq_scale;                /* YARN_GGML: ggml's freq_scale, finite > 0; default 1 */
+    double ext_factor;                /* YARN_GGML: ggml's ext_factor, finite; default 0 */
 } posenc_rope_scaling;
 
 /* q and, optionally, k of one attention layer, rotated in one call:

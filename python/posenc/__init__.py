@@ -49,7 +49,7 @@ _MULTIMODAL = {
 }
 _SINUSOIDAL_LAYOUTS = {"interleaved": 0, "sin_cos": 1, "cos_sin": 2}
 _SCALING_TYPES = {"none", "linear", "ntk", "dynamic_ntk", "dynamic-ntk", "yarn", "llama3",
-                  "longrope"}
+                  "longrope", "yarn_ggml"}
 # Keys that only HF transformers' rope_scaling / rope_parameters dicts use: a dict with any of
 # them is read as HF's, even when its "type" is also a posenc name ({"type": "yarn", ...}).
 _HF_ONLY_KEYS = {"rope_type", "original_max_position_embeddings", "rope_theta",

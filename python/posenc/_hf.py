@@ -24,13 +24,14 @@ from typing import Any, Optional, TypedDict
 __all__ = ["HFRope", "SCALING_TYPES", "SCALING_FIELDS", "is_posenc_form", "scaling_from_hf"]
 
 # posenc_rope_scaling_type, by the names the posenc form uses.
-SCALING_TYPES = ("none", "linear", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope")
+SCALING_TYPES = ("none", "linear", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope",
+                 "yarn_ggml")
 
 # posenc_rope_scaling's fields (factor_count is implied by the arrays' lengths).
 SCALING_FIELDS = (
     "factor", "original_max_positions", "sequence_length", "beta_fast", "beta_slow", "mscale",
     "mscale_all_dim", "no_truncate", "low_freq_factor", "high_freq_factor", "short_factor",
-    "long_factor", "freq_factors",
+    "long_factor", "freq_factors", "freq_scale", "ext_factor",
 )
 
 # Types whose C resolution requires original_max_positions.

@@ -7,7 +7,8 @@
 #include <string.h>
 
 static const char *const type_names[] = {"none", "linear", "ntk", "dynamic_ntk",
-                                         "yarn", "llama3", "longrope"};
+                                         "yarn", "llama3", "longrope", "yarn_ggml"};
+#define TYPE_COUNT ((int)(sizeof type_names / sizeof type_names[0]))
 static const char *const array_names[3] = {"short_factor", "long_factor", "freq_factors"};
 
 void pyposenc_scaling_free(pyposenc_scaling_storage *storage)
@@ -22,7 +23,7 @@ static int parse_type(PyObject *value, posenc_rope_scaling *scaling)
 {
     if (PyLong_Check(value)) {
         long type = PyLong_AsLong(value);
-        if (type < 0 || type > 6) {
+        if (type < 0 || type >= TYPE_COUNT) {
             pyposenc_raisef(POSENC_INVALID_ARGUMENT, "scaling.type: %ld is not a scaling type",
                             type);
             return -1;
@@ -36,7 +37,7 @@ static int parse_type(PyObject *value, posenc_rope_scaling *scaling)
         pyposenc_raisef(POSENC_INVALID_ARGUMENT, "scaling.type: a name is expected");
         return -1;
     }
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < TYPE_COUNT; i++) {
         if (strcmp(text, type_names[i]) == 0 ||
             (i == 3 && strcmp(text, "dynamic-ntk") == 0)) {
             scaling->type = (posenc_rope_scaling_type)i;
@@ -45,7 +46,7 @@ static int parse_type(PyObject *value, posenc_rope_scaling *scaling)
     }
     pyposenc_raisef(POSENC_INVALID_ARGUMENT,
                     "scaling.type: '%s' is not one of none, linear, ntk, dynamic_ntk, yarn, "
-                    "llama3, longrope",
+                    "llama3, longrope, yarn_ggml",
                     text);
     return -1;
 }
@@ -137,6 +138,8 @@ int pyposenc_scaling_parse(PyObject *dict, posenc_rope_scaling *scaling,
         {"mscale_all_dim", &scaling->mscale_all_dim},
         {"low_freq_factor", &scaling->low_freq_factor},
         {"high_freq_factor", &scaling->high_freq_factor},
+        {"freq_scale", &scaling->freq_scale},
+        {"ext_factor", &scaling->ext_factor},
     };
     struct {
         const char *key;
@@ -200,7 +203,8 @@ int pyposenc_scaling_parse(PyObject *dict, posenc_rope_scaling *scaling,
                             "scaling: unknown key '%s' (posenc form: type, factor, "
                             "original_max_positions, sequence_length, beta_fast, beta_slow, "
                             "mscale, mscale_all_dim, no_truncate, low_freq_factor, "
-                            "high_freq_factor, short_factor, long_factor, freq_factors)",
+                            "high_freq_factor, short_factor, long_factor, freq_factors, "
+                            "freq_scale, ext_factor)",
                             name);
             goto fail;
         }

@@ -51,6 +51,16 @@ def inv_freq(rotary_dim, theta=10000.0, scaling=None):
     freq = theta ** (-(2.0 * np.arange(half)) / rotary_dim)
     if kind == "linear":
         freq = freq / factor
+    if kind == "yarn_ggml":  # ggml's rope_yarn, docs/ggml.md
+        def corr(beta):
+            n_ctx = scaling.get("original_max_positions", 0)
+            with np.errstate(divide="ignore"):
+                return rotary_dim * np.log(n_ctx / (beta * 2 * np.pi)) / (2 * np.log(theta))
+        low = max(0.0, np.floor(corr(scaling.get("beta_fast", 32.0))))
+        high = min(rotary_dim - 1.0, np.ceil(corr(scaling.get("beta_slow", 1.0))))
+        y = (np.arange(half) - low) / max(0.001, high - low)
+        mix = (1.0 - np.clip(y, 0.0, 1.0)) * scaling.get("ext_factor", 0.0)
+        freq = freq * (scaling.get("freq_scale", 1.0) * (1.0 - mix) + mix)
     return freq
 
 

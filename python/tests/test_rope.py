@@ -157,6 +157,20 @@ def test_scaling_posenc_form(rng, scaling):
     check(q, exact, scale, "float32")
 
 
+@pytest.mark.parametrize("n_ctx_orig", [0, 512])
+def test_scaling_yarn_ggml(rng, n_ctx_orig):
+    # ggml_rope_ext's arguments as they are: freq_scale above 1, a fractional ext_factor.
+    scaling = {"type": "yarn_ggml", "freq_scale": 1.4245, "ext_factor": 0.7465,
+               "original_max_positions": n_ctx_orig, "beta_fast": 32.0, "beta_slow": 1.0}
+    q = _data(rng, (1, 6, 2, 32), np.float32)
+    q0 = q.copy()
+    posenc.rope(q, scaling=scaling, attention_factor=1.25, offset=4000)
+    factor = 1.25 * (1.0 + 0.1 * np.log(1.0 / 1.4245))
+    exact, scale = _expect(q0, np.arange(4000.0, 4006.0)[None], "float32", scaling=scaling,
+                           attention_factor=factor)
+    check(q, exact, scale, "float32")
+
+
 def test_attention_factor(rng):
     q = _data(rng, (1, 3, 2, 16), np.float32)
     q0 = q.copy()

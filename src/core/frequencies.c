@@ -89,7 +89,7 @@ void posenc__free_freq_caches(posenc_context *ctx)
 typedef struct rope_key {
     double theta;
     double factor, beta_fast, beta_slow, mscale, mscale_all_dim, low_freq_factor,
-        high_freq_factor;
+        high_freq_factor, freq_scale, ext_factor;
     uint32_t type, original_max_positions, sequence_length, factor_count;
     uint32_t rotary_dim;
     uint32_t arrays; /* which arrays follow: 1 inv_freq, 2 freq_factors, 4 short, 8 long */
@@ -111,6 +111,8 @@ static size_t rope_key_pieces(const posenc_rope_desc *desc, uint32_t rotary_dim,
     key->mscale_all_dim = scaling->mscale_all_dim;
     key->low_freq_factor = scaling->low_freq_factor;
     key->high_freq_factor = scaling->high_freq_factor;
+    key->freq_scale = scaling->freq_scale;
+    key->ext_factor = scaling->ext_factor;
     key->type = (uint32_t)scaling->type;
     key->original_max_positions = scaling->original_max_positions;
     key->sequence_length = scaling->sequence_length;
@@ -179,6 +181,7 @@ static const char *scaling_name(posenc_rope_scaling_type type)
     case POSENC_ROPE_SCALING_YARN: return "YARN";
     case POSENC_ROPE_SCALING_LLAMA3: return "LLAMA3";
     case POSENC_ROPE_SCALING_LONGROPE: return "LONGROPE";
+    case POSENC_ROPE_SCALING_YARN_GGML: return "YARN_GGML";
     }
     return "unknown";
 }
@@ -192,6 +195,8 @@ enum {
     USES_YARN = 1 << 3,
     USES_LLAMA3 = 1 << 4,
     USES_LONGROPE = 1 << 5,
+    USES_BETAS = 1 << 6,
+    USES_GGML = 1 << 7,
 };
 
 static unsigned scaling_fields(posenc_rope_scaling_type type)
@@ -202,7 +207,9 @@ static unsigned scaling_fields(posenc_rope_scaling_type type)
     case POSENC_ROPE_SCALING_NTK: return USES_FACTOR;
     case POSENC_ROPE_SCALING_DYNAMIC_NTK:
         return USES_FACTOR | USES_ORIGINAL_MAX | USES_SEQUENCE_LENGTH;
-    case POSENC_ROPE_SCALING_YARN: return USES_FACTOR | USES_ORIGINAL_MAX | USES_YARN;
+    case POSENC_ROPE_SCALING_YARN:
+        return USES_FACTOR | USES_ORIGINAL_MAX | USES_YARN | USES_BETAS;
+    case POSENC_ROPE_SCALING_YARN_GGML: return USES_ORIGINAL_MAX | USES_BETAS | USES_GGML;
     case POSENC_ROPE_SCALING_LLAMA3: return USES_FACTOR | USES_ORIGINAL_MAX | USES_LLAMA3;
     case POSENC_ROPE_SCALING_LONGROPE:
         return USES_FACTOR | USES_ORIGINAL_MAX | USES_SEQUENCE_LENGTH | USES_LONGROPE;
@@ -221,9 +228,9 @@ static posenc_status check_unused_scaling_fields(posenc_context *ctx,
         field = "original_max_positions";
     else if (!(uses & USES_SEQUENCE_LENGTH) && scaling->sequence_length)
         field = "sequence_length";
-    else if (!(uses & USES_YARN) && scaling->beta_fast != 0.0)
+    else if (!(uses & USES_BETAS) && scaling->beta_fast != 0.0)
         field = "beta_fast";
-    else if (!(uses & USES_YARN) && scaling->beta_slow != 0.0)
+    else if (!(uses & USES_BETAS) && scaling->beta_slow != 0.0)
         field = "beta_slow";
     else if (!(uses & USES_YARN) && scaling->mscale != 0.0)
         field = "mscale";
@@ -239,6 +246,10 @@ static posenc_status check_unused_scaling_fields(posenc_context *ctx,
         field = "short_factor";
     else if (!(uses & USES_LONGROPE) && scaling->long_factor)
         field = "long_factor";
+    else if (!(uses & USES_GGML) && scaling->freq_scale != 0.0)
+        field = "freq_scale";
+    else if (!(uses & USES_GGML) && scaling->ext_factor != 0.0)
+        field = "ext_factor";
     if (!field)
         return POSENC_OK;
     return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
@@ -263,7 +274,7 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
                             "attention_factor: must be a finite number > 0, got %g",
                             desc->attention_factor);
 
-    if ((unsigned)scaling->type > POSENC_ROPE_SCALING_LONGROPE)
+    if ((unsigned)scaling->type > POSENC_ROPE_SCALING_YARN_GGML)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "scaling.type: unknown value %d",
                             (int)scaling->type);
     posenc_status status = check_unused_scaling_fields(ctx, scaling);
@@ -303,8 +314,16 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
                           scaling->type == POSENC_ROPE_SCALING_LONGROPE;
     posenc__scaling_plan plan;
     posenc__scaling_plan_make(&resolved, rotary_dim, theta, sequence_length, &plan);
-    if (desc->attention_factor == 0.0 && !desc->inv_freq)
+    if (scaling->type == POSENC_ROPE_SCALING_YARN_GGML && !desc->inv_freq)
+        factor_out *= plan.attention_factor; /* ggml: attn_factor times its own correction */
+    else if (desc->attention_factor == 0.0 && !desc->inv_freq)
         factor_out = plan.attention_factor;
+    if (!(factor_out > 0.0 && factor_out <= 3.4e38))
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "scaling.freq_scale: %g makes the attention factor %g (ggml's "
+                            "attn_factor %g times 1 + 0.1 ln(1 / freq_scale)), not a float > 0",
+                            plan.scaling.freq_scale, factor_out,
+                            desc->attention_factor == 0.0 ? 1.0 : desc->attention_factor);
 
     /* The attention factor is applied by the kernels, so it is not part of the table. */
     *attention_factor = (float)factor_out;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* RoPE context-extension scalings (linear, NTK, dynamic NTK, YaRN, Llama 3, LongRoPE): the
- * published formulas in float64, see scaling.h. */
+/* RoPE context-extension scalings (linear, NTK, dynamic NTK, YaRN, Llama 3, LongRoPE, ggml's
+ * YaRN): the published formulas in float64, see scaling.h. */
 #include "core/scaling.h"
 
 #include "backend.h"
@@ -34,6 +34,18 @@ posenc_status posenc__scaling_resolve(posenc_context *ctx, const posenc_rope_sca
     posenc_rope_scaling_type type = r.type;
     if (r.factor == 0.0)
         r.factor = 1.0;
+    if (type == POSENC_ROPE_SCALING_YARN_GGML) {
+        if (r.freq_scale == 0.0)
+            r.freq_scale = 1.0;
+        if (!positive_finite(r.freq_scale))
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "scaling.freq_scale: must be a finite number > 0, got %g",
+                                scaling->freq_scale);
+        if (!isfinite(r.ext_factor))
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "scaling.ext_factor: must be a finite number, got %g",
+                                r.ext_factor);
+    }
     bool factor_at_least_one = type != POSENC_ROPE_SCALING_LONGROPE;
     if (!isfinite(r.factor) || (factor_at_least_one ? r.factor < 1.0 : r.factor <= 0.0))
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
@@ -47,7 +59,7 @@ posenc_status posenc__scaling_resolve(posenc_context *ctx, const posenc_rope_sca
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                             "scaling.original_max_positions: is required by this scaling type");
 
-    if (type == POSENC_ROPE_SCALING_YARN) {
+    if (type == POSENC_ROPE_SCALING_YARN || type == POSENC_ROPE_SCALING_YARN_GGML) {
         if (r.beta_fast == 0.0)
             r.beta_fast = 32.0;
         if (r.beta_slow == 0.0)
@@ -57,7 +69,7 @@ posenc_status posenc__scaling_resolve(posenc_context *ctx, const posenc_rope_sca
                                 "scaling.%s: must be a finite number > 0, got %g",
                                 positive_finite(r.beta_fast) ? "beta_slow" : "beta_fast",
                                 positive_finite(r.beta_fast) ? r.beta_slow : r.beta_fast);
-        if (r.beta_slow >= r.beta_fast)
+        if (type == POSENC_ROPE_SCALING_YARN && r.beta_slow >= r.beta_fast)
             return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                                 "scaling.beta_slow: %g must be below beta_fast %g", r.beta_slow,
                                 r.beta_fast);
@@ -150,6 +162,19 @@ void posenc__scaling_plan_make(const posenc_rope_scaling *s, uint32_t rotary_dim
             p.attention_factor = yarn_mscale(s->factor, 1.0);
         break;
     }
+    case POSENC_ROPE_SCALING_YARN_GGML: {
+        /* ggml_rope_yarn_corr_dims, in float64. An original length of 0 gives -inf, which
+         * ggml's clamps turn into low 0 and the 0.001 floor of the ramp's width. */
+        double low = floor(yarn_correction_dim(s->beta_fast, rotary_dim, theta,
+                                               s->original_max_positions));
+        double high = ceil(yarn_correction_dim(s->beta_slow, rotary_dim, theta,
+                                               s->original_max_positions));
+        p.ramp_low = fmax(0.0, low);
+        p.ramp_high = fmin(rotary_dim - 1.0, high);
+        if (s->ext_factor != 0.0)
+            p.attention_factor = 1.0 + 0.1 * log(1.0 / s->freq_scale);
+        break;
+    }
     case POSENC_ROPE_SCALING_LONGROPE:
         p.ext_factors =
             sequence_length > s->original_max_positions ? s->long_factor : s->short_factor;
@@ -175,6 +200,12 @@ double posenc__scaling_frequency(const posenc__scaling_plan *p, uint32_t j)
         double ramp = fmin(fmax((j - p->ramp_low) / (p->ramp_high - p->ramp_low), 0.0), 1.0);
         double keep = 1.0 - ramp;
         return w / s->factor * (1.0 - keep) + w * keep;
+    }
+    case POSENC_ROPE_SCALING_YARN_GGML: {
+        /* ggml's rope_yarn: theta_interp (1 - mix) + theta_extrap mix, per pair j. */
+        double y = (j - p->ramp_low) / fmax(0.001, p->ramp_high - p->ramp_low);
+        double mix = (1.0 - fmin(1.0, fmax(0.0, y))) * s->ext_factor;
+        return w * (s->freq_scale * (1.0 - mix) + mix);
     }
     case POSENC_ROPE_SCALING_LLAMA3: {
         double original = s->original_max_positions;

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: MIT */
+/* ggml's RoPE operator (ggml_rope_ext, as llama.cpp calls it) expressed with descriptor fields
+ * alone, on every device: the cases ggml's own operator tests generate (freq_scale above and
+ * below 1, a fractional ext_factor, attn_factor, n_ctx_orig 0 or 512, freq_factors, normal and
+ * NeoX modes, partial rotary dims), each checked against a float64 transcription of ggml's
+ * formulas (docs/ggml.md), written here from ggml's source independently of the library.
+ *
+ * Also measured, not asserted: how far ggml's own float32 evaluation (theta multiplied up pair
+ * by pair, then sinf/cosf) drifts from the exact rotation at large positions, next to posenc's
+ * error on the same cases. */
+#include "reference.h"
+#include "test_common.h"
+
+#include <math.h>
+#include <string.h>
+
+#define TWO_PI 6.283185307179586476925286766559
+#define PROMISE (8.0 * 0x1p-24)
+enum { HEAD_DIM = 64, MAX_PAIRS = HEAD_DIM / 2 };
+
+static const int32_t positions[] = {0, 1, 5, 511, 512, 4097, 65535, 1000003, 2000000000};
+#define TOKENS ((int)(sizeof positions / sizeof positions[0]))
+
+/* One ggml_rope_ext call's arguments. */
+typedef struct ggml_case {
+    int n_dims;
+    int mode; /* 0: normal (adjacent pairs), 2: NeoX */
+    int n_ctx_orig;
+    double freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow;
+    const double *freq_factors;
+} ggml_case;
+
+/* ---- ggml's formulas, in float64 ---- */
+
+static double corr_dim(const ggml_case *c, double n_rot)
+{
+    return c->n_dims * log(c->n_ctx_orig / (n_rot * TWO_PI)) / (2 * log(c->freq_base));
+}
+
+/* Radians per position of pair j, and the magnitude (mscale) ggml applies to cos and sin. */
+static double ggml_frequency(const ggml_case *c, int j, double *mscale)
+{
+    double low = fmax(0.0, floor(corr_dim(c, c->beta_fast)));
+    double high = fmin(c->n_dims - 1.0, ceil(corr_dim(c, c->beta_slow)));
+    double extrap = pow(c->freq_base, -2.0 * j / c->n_dims);
+    if (c->freq_factors)
+        extrap /= c->freq_factors[j];
+    double interp = c->freq_scale * extrap;
+    *mscale = c->attn_factor;
+    if (c->ext_factor == 0.0)
+        return interp;
+    double y = (j - low) / fmax(0.001, high - low);
+    double mix = (1.0 - fmin(1.0, fmax(0.0, y))) * c->ext_factor;
+    *mscale *= 1.0 + 0.1 * log(1.0 / c->freq_scale);
+    return interp * (1.0 - mix) + extrap * mix;
+}
+
+/* ggml's own float32 evaluation of the angle of pair j (ggml_rope_cache_init). */
+static void ggml_float32_sincos(const ggml_case *c, int32_t position, int j, float *s, float *co)
+{
+    float theta_scale = powf((float)c->freq_base, -2.0f / (float)c->n_dims);
+    float theta = (float)position;
+    for (int i = 0; i < j; i++)
+        theta *= theta_scale;
+    float low = fmaxf(0.0f, floorf((float)corr_dim(c, c->beta_fast)));
+    float high = fminf((float)c->n_dims - 1, ceilf((float)corr_dim(c, c->beta_slow)));
+    float ff = c->freq_factors ? (float)c->freq_factors[j] : 1.0f;
+    float extrap = theta / ff, interp = (float)c->freq_scale * extrap, angle = interp;
+    float mscale = (float)c->attn_factor;
+    if (c->ext_factor != 0.0) {
+        float y = ((float)j - low) / fmaxf(0.001f, high - low);
+        float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * (float)c->ext_factor;
+        angle = interp * (1 - mix) + extrap * mix;
+        mscale *= 1.0f + 0.1f * logf(1.0f / (float)c->freq_scale);
+    }
+    *s = sinf(angle) * mscale;
+    *co = cosf(angle) * mscale;
+}
+
+/* ---- the same call through posenc ---- */
+
+static posenc_rope_desc desc_of(const ggml_case *c, float *q, int32_t *pos)
+{
+    int64_t shape[2] = {TOKENS, HEAD_DIM}, positions_shape[1] = {TOKENS};
+    posenc_rope_desc desc = {
+        .q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 2, shape),
+        .positions = posenc_tensor_of_host(pos, POSENC_DTYPE_I32, 1, positions_shape),
+        .rotary_dim = (uint32_t)c->n_dims,
+        .style = c->mode == 2 ? POSENC_ROPE_NEOX : POSENC_ROPE_GPTJ,
+        .theta = c->freq_base,
+        .attention_factor = c->attn_factor,
+        .scaling = {.type = POSENC_ROPE_SCALING_YARN_GGML,
+                    .original_max_positions = (uint32_t)c->n_ctx_orig,
+                    .beta_fast = c->beta_fast,
+                    .beta_slow = c->beta_slow,
+                    .freq_scale = c->freq_scale,
+                    .ext_factor = c->ext_factor,
+                    .freq_factors = c->freq_factors,
+                    .factor_count = c->freq_factors ? (uint32_t)c->n_dims / 2 : 0},
+    };
+    return desc;
+}
+
+typedef struct errors {
+    double posenc;    /* worst |out - exact| / |x| of any pair, posenc */
+    double ggml_f32;  /* the same for ggml's float32 evaluation, up to position 1000003 */
+    int cases;
+} errors;
+
+/* Runs one case: q holds unit pairs (1, 0), so each output pair is mscale (cos t, sin t). */
+static void run_case(posenc_context *context, const ggml_case *c, errors *e)
+{
+    static int32_t pos[TOKENS];
+    memcpy(pos, positions, sizeof pos);
+    float q[TOKENS][HEAD_DIM];
+    int pairs = c->n_dims / 2;
+    for (int t = 0; t < TOKENS; t++) {
+        for (int d = 0; d < HEAD_DIM; d++)
+            q[t][d] = d >= c->n_dims ? (float)(d + 0.5) : 0.0f; /* pass-through dims */
+        for (int j = 0; j < pairs; j++)
+            q[t][c->mode == 2 ? j : 2 * j] = 1.0f;
+    }
+    posenc_rope_desc desc = desc_of(c, &q[0][0], pos);
+    posenc_status status = posenc_rope(context, &desc);
+    if (status != POSENC_OK) {
+        test_failures++;
+        fprintf(stderr, "  n_dims %d mode %d fs %g ef %g: %s: %s\n", c->n_dims, c->mode,
+                c->freq_scale, c->ext_factor, posenc_status_name(status),
+                posenc_context_last_error(context));
+        return;
+    }
+    double worst = 0;
+    for (int t = 0; t < TOKENS; t++) {
+        for (int j = 0; j < pairs; j++) {
+            double mscale, s, co;
+            double w = ggml_frequency(c, j, &mscale);
+            ref_sincos_product(positions[t], w, &s, &co);
+            int a = c->mode == 2 ? j : 2 * j, b = c->mode == 2 ? j + pairs : 2 * j + 1;
+            double error = hypot(q[t][a] - mscale * co, q[t][b] - mscale * s) / fabs(mscale);
+            worst = fmax(worst, error);
+            float fs, fc;
+            ggml_float32_sincos(c, positions[t], j, &fs, &fc);
+            if (positions[t] <= 1000003) /* a long context, not the int32 range */
+                e->ggml_f32 = fmax(e->ggml_f32, hypot(fc - mscale * co, fs - mscale * s) /
+                                                    fabs(mscale));
+        }
+        for (int d = c->n_dims; d < HEAD_DIM; d++)
+            CHECK(q[t][d] == (float)(d + 0.5));
+    }
+    e->posenc = fmax(e->posenc, worst);
+    e->cases++;
+    if (!(worst <= PROMISE)) {
+        test_failures++;
+        fprintf(stderr,
+                "  n_dims %d mode %d n_ctx_orig %d fs %g ef %g af %g ff %s: worst error %.3g, "
+                "promise %.3g\n",
+                c->n_dims, c->mode, c->n_ctx_orig, c->freq_scale, c->ext_factor, c->attn_factor,
+                c->freq_factors ? "yes" : "no", worst, PROMISE);
+    }
+}
+
+static double freq_factors[MAX_PAIRS];
+
+/* The grid of ggml's test-backend-ops ROPE cases, with its betas 32 and 1. */
+static void test_device(posenc_context *context, const posenc_device_info *info)
+{
+    static const double scales[] = {1.0, 1.4245, 0.7465};
+    static const double ext_factors[] = {0.0, 0.7465};
+    static const double attn_factors[] = {1.0, 1.4245};
+    static const int n_dims[] = {HEAD_DIM, HEAD_DIM / 2};
+    static const int modes[] = {0, 2};
+    static const int contexts[] = {0, 512};
+    errors e = {0};
+    for (size_t a = 0; a < 2; a++)
+        for (size_t b = 0; b < 2; b++)
+            for (size_t f = 0; f < 3; f++)
+                for (size_t x = 0; x < 2; x++)
+                    for (size_t m = 0; m < 2; m++)
+                        for (size_t n = 0; n < 2; n++)
+                            for (int ff = 0; ff < 2; ff++) {
+                                ggml_case c = {
+                                    .n_dims = n_dims[n],
+                                    .mode = modes[m],
+                                    .n_ctx_orig = contexts[b],
+                                    .freq_base = 10000.0,
+                                    .freq_scale = scales[f],
+                                    .ext_factor = ext_factors[x],
+                                    .attn_factor = attn_factors[a],
+                                    .beta_fast = 32.0,
+                                    .beta_slow = 1.0,
+                                    .freq_factors = ff ? freq_factors : NULL,
+                                };
+                                run_case(context, &c, &e);
+                            }
+    printf("  %-9s %-40s %d cases, worst error in units of 2^-24 of the pair norm: posenc %.2f "
+           "(positions to 2e9), ggml's float32 formula %.3g (positions to 1000003)\n",
+           posenc_backend_name(info->backend), info->name, e.cases, e.posenc / 0x1p-24,
+           e.ggml_f32 / 0x1p-24);
+}
+
+/* Arguments ggml accepts that no other scaling type does, and the ones it refuses. */
+static void test_validation(posenc_context *context)
+{
+    float q[TOKENS][HEAD_DIM] = {{0}};
+    int32_t pos[TOKENS] = {0};
+    ggml_case c = {.n_dims = HEAD_DIM, .mode = 2, .freq_base = 10000, .freq_scale = 4.0,
+                   .ext_factor = -0.5, .attn_factor = 1, .beta_fast = 32, .beta_slow = 64};
+    posenc_rope_desc desc = desc_of(&c, &q[0][0], pos);
+    CHECK_OK(posenc_rope(context, &desc)); /* freq_scale > 1, ext_factor < 0, betas swapped */
+    for (int t = 0; t < TOKENS; t++)
+        for (int d = 0; d < HEAD_DIM; d++)
+            q[t][d] = 1.0f;
+
+    desc.scaling.freq_scale = -1;
+    CHECK_STATUS(posenc_rope(context, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(context), "scaling.freq_scale");
+    desc.scaling.freq_scale = 1e6; /* 1 + 0.1 ln(1e-6) < 0 */
+    desc.scaling.ext_factor = 1;
+    CHECK_STATUS(posenc_rope(context, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(context), "scaling.freq_scale");
+    desc.scaling.freq_scale = 1;
+    desc.scaling.ext_factor = NAN;
+    CHECK_STATUS(posenc_rope(context, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(context), "scaling.ext_factor");
+    desc.scaling.ext_factor = 0;
+    desc.scaling.factor = 2; /* YARN's field, not ggml's */
+    CHECK_STATUS(posenc_rope(context, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(context), "scaling.factor");
+
+    /* ggml's fields on another type are a mistake, not something to ignore. */
+    posenc_rope_desc yarn = desc;
+    yarn.scaling = (posenc_rope_scaling){.type = POSENC_ROPE_SCALING_YARN, .factor = 4,
+                                         .original_max_positions = 4096, .ext_factor = 1};
+    CHECK_STATUS(posenc_rope(context, &yarn), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(context), "scaling.ext_factor");
+    yarn.scaling.ext_factor = 0;
+    yarn.scaling.freq_scale = 0.25;
+    CHECK_STATUS(posenc_rope(context, &yarn), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(context), "scaling.freq_scale");
+    for (int t = 0; t < TOKENS; t++)
+        for (int d = 0; d < HEAD_DIM; d++)
+            CHECK(q[t][d] == 1.0f); /* every refused call left q alone */
+}
+
+int main(void)
+{
+    for (int j = 0; j < MAX_PAIRS; j++)
+        freq_factors[j] = 1.0 + 0.25 * j;
+    printf("test_ggml: ggml_rope_ext's arguments as descriptor fields, against a float64 "
+           "transcription of ggml's formulas\n");
+    if (test_for_each_device(test_device) == 0)
+        test_failures++;
+    posenc_context *context = NULL;
+    posenc_context_desc desc = {.backend = POSENC_BACKEND_CPU};
+    CHECK_OK(posenc_context_create(&desc, &context));
+    if (context)
+        test_validation(context);
+    posenc_context_destroy(context);
+    return test_finish("test_ggml");
+}
