@@ -834,14 +834,13 @@ static void test_rope_multimodal(posenc_context *ctx)
 {
     posenc_rope_desc d;
     uint64_t seed = 400;
-    static const double caller_inv_freq[4] = {1, 0.1, 0.01, 0.001};
 #define CASE() (fill_arena(seed++), d = base_rope())
 #define MROPE(s0, s1, s2)                                                                       \
     (d.multimodal = POSENC_ROPE_MROPE, d.mrope_section[0] = (s0), d.mrope_section[1] = (s1),  \
      d.mrope_section[2] = (s2))
 
     CASE();
-    d.multimodal = (posenc_rope_multimodal)5;
+    d.multimodal = (posenc_rope_multimodal)6;
     EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "multimodal");
     CASE();
     d.multimodal = (posenc_rope_multimodal)-1;
@@ -874,7 +873,7 @@ static void test_rope_multimodal(posenc_context *ctx)
     d.rotary_dim = 6; /* now the sum must be 3 */
     EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "mrope_section");
 
-    /* The vision kinds: rotary_dim a multiple of 4, frequencies from theta alone. */
+    /* The vision kinds: rotary_dim a multiple of 4, no scaling type. */
     CASE();
     d.multimodal = POSENC_ROPE_VISION_2D;
     d.rotary_dim = 6;
@@ -884,16 +883,41 @@ static void test_rope_multimodal(posenc_context *ctx)
     d.scaling.type = POSENC_ROPE_SCALING_LINEAR;
     d.scaling.factor = 2;
     EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "scaling.type");
+
+    /* POSITIONS_MAP: 1 to 4 components, a map entry per frequency below them, and the map on
+     * that kind only. */
+    static const uint8_t good_map[4] = {0, 3, 1, 2}, bad_map[4] = {0, 1, 4, 2};
     CASE();
-    d.multimodal = POSENC_ROPE_VISION_2D;
-    d.inv_freq = caller_inv_freq;
-    d.inv_freq_count = 4;
-    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "inv_freq");
+    d.multimodal = POSENC_ROPE_POSITIONS_MAP;
+    d.components = 4;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "component_map");
     CASE();
-    d.multimodal = POSENC_ROPE_VISION_2D_PIXTRAL;
-    d.scaling.freq_factors = caller_inv_freq;
-    d.scaling.factor_count = 4;
-    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "scaling.freq_factors");
+    d.multimodal = POSENC_ROPE_POSITIONS_MAP;
+    d.component_map = good_map;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "components");
+    CASE();
+    d.multimodal = POSENC_ROPE_POSITIONS_MAP;
+    d.component_map = good_map;
+    d.components = 5;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "components");
+    CASE();
+    d.multimodal = POSENC_ROPE_POSITIONS_MAP;
+    d.component_map = bad_map;
+    d.components = 4;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "component_map[2]");
+    CASE();
+    MROPE(2, 1, 1);
+    d.component_map = good_map;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "component_map");
+    CASE();
+    d.components = 2;
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_ARGUMENT, "components");
+    CASE();
+    d.multimodal = POSENC_ROPE_POSITIONS_MAP;
+    d.component_map = good_map;
+    d.components = 4;
+    d.positions = HOST_VIEW(MM_POS_AT, POSENC_DTYPE_I32, TOKENS, 3);
+    EXPECT_ROPE(ctx, &d, POSENC_INVALID_SHAPE, "positions.shape[1]");
 
     /* Positions: [tokens, C] or [batch, tokens, C], C the kind's components. */
     CASE();

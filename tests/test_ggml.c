@@ -159,7 +159,7 @@ static void run_case(posenc_context *context, const ggml_case *c, errors *e)
     }
 }
 
-static double freq_factors[MAX_PAIRS];
+static double freq_factors[64];
 
 /* The grid of ggml's test-backend-ops ROPE cases, with its betas 32 and 1. */
 static void test_device(posenc_context *context, const posenc_device_info *info)
@@ -196,6 +196,146 @@ static void test_device(posenc_context *context, const posenc_device_info *info)
            "(positions to 2e9), ggml's float32 formula %.3g (positions to 1000003)\n",
            posenc_backend_name(info->backend), info->name, e.cases, e.posenc / 0x1p-24,
            e.ggml_f32 / 0x1p-24);
+}
+
+/* ---- M-RoPE: ggml_rope_multi's section rules, written out as a component map ---- */
+
+enum { MM_DIM = 128, MM_PAIRS = MM_DIM / 2, COMPONENTS = 4 };
+
+/* The position component (t, h, w, e) ggml gives pair j (ggml_mrope_cache_init). */
+static uint8_t ggml_mrope_component(const int sections[4], bool interleaved, int j)
+{
+    int sect_dims = sections[0] + sections[1] + sections[2] + sections[3];
+    int sec_w = sections[0] + sections[1];
+    int sector = j % sect_dims; /* sections that do not cover every pair wrap */
+    if (interleaved) { /* Qwen3-VL */
+        if (sector % 3 == 1 && sector < 3 * sections[1])
+            return 1;
+        if (sector % 3 == 2 && sector < 3 * sections[2])
+            return 2;
+        if (sector % 3 == 0 && sector < 3 * sections[0])
+            return 0;
+        return 3;
+    }
+    if (sector >= sections[0] && sector < sec_w)
+        return 1;
+    if (sector >= sec_w && sector < sec_w + sections[2])
+        return 2;
+    return sector >= sec_w + sections[2] ? 3 : 0;
+}
+
+/* ggml's vision mode (independent sections): the exponent restarts in each section. */
+static int ggml_vision_exponent(const int sections[4], int j)
+{
+    int sect_dims = sections[0] + sections[1] + sections[2] + sections[3], start = 0;
+    int sector = j % sect_dims;
+    for (int s = 0; s < 4 && sector >= start + sections[s]; s++)
+        start += sections[s];
+    return sector - start;
+}
+
+typedef struct mrope_case {
+    const char *name;
+    int sections[4];
+    bool interleaved;
+    bool vision;          /* ggml's vision mode: the engine passes the frequencies itself */
+    ggml_case scaling;    /* freq_base, YaRN and freq_factors, as for plain RoPE */
+} mrope_case;
+
+static void run_mrope_case(posenc_context *context, const mrope_case *m)
+{
+    static int32_t pos[TOKENS][COMPONENTS];
+    static float q[TOKENS][MM_DIM];
+    uint8_t map[MM_PAIRS];
+    double inv_freq[MM_PAIRS];
+    for (int t = 0; t < TOKENS; t++)
+        for (int c = 0; c < COMPONENTS; c++)
+            pos[t][c] = (int32_t)(((int64_t)positions[t] * (c + 1) + 97 * c) % 2000000000);
+    const ggml_case *g = &m->scaling;
+    for (int j = 0; j < MM_PAIRS; j++) {
+        map[j] = ggml_mrope_component(m->sections, m->interleaved, j);
+        /* Vision: theta^(-2k / n_dims), n_dims = MM_PAIRS, k restarting per section. */
+        inv_freq[j] = pow(g->freq_base, -2.0 * ggml_vision_exponent(m->sections, j) / MM_PAIRS);
+    }
+    for (int t = 0; t < TOKENS; t++)
+        for (int d = 0; d < MM_DIM; d++)
+            q[t][d] = d < MM_PAIRS ? 1.0f : 0.0f; /* NeoX: (1, 0) pairs */
+    int64_t shape[2] = {TOKENS, MM_DIM}, positions_shape[2] = {TOKENS, COMPONENTS};
+    posenc_rope_desc desc = {
+        .q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 2, shape),
+        .positions = posenc_tensor_of_host(pos, POSENC_DTYPE_I32, 2, positions_shape),
+        .theta = g->freq_base,
+        .attention_factor = g->attn_factor,
+        .multimodal = POSENC_ROPE_POSITIONS_MAP,
+        .component_map = map,
+        .components = COMPONENTS,
+    };
+    if (m->vision) {
+        desc.inv_freq = inv_freq;
+        desc.inv_freq_count = MM_PAIRS;
+        desc.scaling.freq_factors = g->freq_factors;
+        desc.scaling.factor_count = g->freq_factors ? MM_PAIRS : 0;
+    } else {
+        ggml_case full = *g;
+        full.n_dims = MM_DIM;
+        float unused;
+        desc.scaling = desc_of(&full, &unused, NULL).scaling;
+    }
+    posenc_status status = posenc_rope(context, &desc);
+    if (status != POSENC_OK) {
+        test_failures++;
+        fprintf(stderr, "  %s: %s: %s\n", m->name, posenc_status_name(status),
+                posenc_context_last_error(context));
+        return;
+    }
+    double worst = 0;
+    for (int t = 0; t < TOKENS; t++) {
+        for (int j = 0; j < MM_PAIRS; j++) {
+            double mscale = g->attn_factor, s, co;
+            double w;
+            if (m->vision)
+                w = inv_freq[j] / (g->freq_factors ? g->freq_factors[j] : 1.0);
+            else {
+                ggml_case full = *g;
+                full.n_dims = MM_DIM;
+                w = ggml_frequency(&full, j, &mscale);
+            }
+            ref_sincos_product(pos[t][map[j]], w, &s, &co);
+            worst = fmax(worst, hypot(q[t][j] - mscale * co, q[t][j + MM_PAIRS] - mscale * s) /
+                                    fabs(mscale));
+        }
+    }
+    if (!(worst <= PROMISE)) {
+        test_failures++;
+        fprintf(stderr, "  %s: worst error %.3g, promise %.3g\n", m->name, worst, PROMISE);
+    }
+}
+
+/* Qwen2-VL's sections with a fourth component, sections that wrap, Qwen3-VL's {24, 20, 20} as
+ * llama.cpp runs it (pairs 61 and 62 use the fourth component, where HF uses t), and the vision
+ * mode with its restarting exponents and freq_factors. */
+static void test_mrope_device(posenc_context *context, const posenc_device_info *info)
+{
+    (void)info;
+    const ggml_case plain = {.freq_base = 10000, .freq_scale = 1, .attn_factor = 1,
+                             .beta_fast = 32, .beta_slow = 1};
+    ggml_case yarn = plain;
+    yarn.n_ctx_orig = 512;
+    yarn.freq_scale = 0.7465;
+    yarn.ext_factor = 0.7465;
+    yarn.attn_factor = 1.4245;
+    ggml_case factors = plain;
+    factors.freq_factors = freq_factors;
+    const mrope_case cases[] = {
+        {"qwen2-vl sections {16, 24, 24, 0}", {16, 24, 24, 0}, false, false, plain},
+        {"four sections {16, 16, 16, 16}, YaRN", {16, 16, 16, 16}, false, false, yarn},
+        {"wrapping sections {3, 2, 1, 1}", {3, 2, 1, 1}, false, false, plain},
+        {"qwen3-vl interleaved {24, 20, 20, 0}", {24, 20, 20, 0}, true, false, plain},
+        {"vision {16, 16, 16, 16}, freq_factors", {16, 16, 16, 16}, false, true, factors},
+        {"vision {32, 32, 0, 0}", {32, 32, 0, 0}, false, true, plain},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_mrope_case(context, &cases[i]);
 }
 
 /* Arguments ggml accepts that no other scaling type does, and the ones it refuses. */
@@ -244,11 +384,12 @@ static void test_validation(posenc_context *context)
 
 int main(void)
 {
-    for (int j = 0; j < MAX_PAIRS; j++)
-        freq_factors[j] = 1.0 + 0.25 * j;
+    for (int j = 0; j < 64; j++)
+        freq_factors[j] = 1.0 + 0.25 * (j % 32);
     printf("test_ggml: ggml_rope_ext's arguments as descriptor fields, against a float64 "
            "transcription of ggml's formulas\n");
-    if (test_for_each_device(test_device) == 0)
+    if (test_for_each_device(test_device) == 0 ||
+        test_for_each_device(test_mrope_device) == 0)
         test_failures++;
     posenc_context *context = NULL;
     posenc_context_desc desc = {.backend = POSENC_BACKEND_CPU};

@@ -465,6 +465,11 @@ typedef enum posenc_rope_multimodal {
     /* Pixtral: 2 components (h, w); with f_i = theta^(-2i / rotary_dim), frequency j < n/2
      * uses h at f_2j, frequency j >= n/2 uses w at f_(2(j - n/2) + 1). rotary_dim % 4 == 0. */
     POSENC_ROPE_VISION_2D_PIXTRAL = 4,
+    /* Any assignment: `components` components (1 to 4); frequency j uses component
+     * component_map[j], at inv_freq[j] of theta, the scaling or the caller's table. Writes out
+     * the section rules of engines that have their own (ggml's M-RoPE with its fourth
+     * component and wrapping sections, Qwen3-VL as llama.cpp runs it): docs/ggml.md. */
+    POSENC_ROPE_POSITIONS_MAP = 5,
 } posenc_rope_multimodal;
 
 /* Context-extension scaling, applied on the host in float64 to produce inv_freq and an attention
@@ -510,7 +515,8 @@ typedef struct posenc_rope_desc {
     posenc_tensor k_out;      /* absent: k in place */
     posenc_tensor positions;  /* i32 (or f32) [tokens] or [batch, tokens]; absent: token index.
                                * Multimodal kinds: [tokens, C] or [batch, tokens, C], C = 3
-                               * (M-RoPE) or 2 (vision) components innermost; any strides, so
+                               * (M-RoPE), 2 (vision) or `components` (POSITIONS_MAP)
+                               * components innermost; any strides, so
                                * HF's [C, batch, tokens] position_ids pass as they are, with
                                * permuted strides */
     int32_t position_offset;  /* absent positions: position = position_offset + token index (every
@@ -526,9 +532,13 @@ typedef struct posenc_rope_desc {
     posenc_rope_scaling scaling; /* with derived sequence lengths and several components:
                                   * from the largest position of any component */
     posenc_rope_multimodal multimodal; /* default POSITIONS_1D. The vision kinds take no
-                                        * scaling, inv_freq or freq_factors */
+                                        * scaling type; caller inv_freq (frequency j's, the
+                                        * kind only picks its component) and freq_factors
+                                        * apply */
     uint32_t mrope_section[3];  /* M-RoPE kinds: frequencies per component (t, h, w), summing
                                  * to rotary_dim/2, e.g. {16, 24, 24}; 0 for the other kinds */
+    const uint8_t *component_map; /* POSITIONS_MAP: rotary_dim/2 entries, each < components */
+    uint32_t components;          /* POSITIONS_MAP: position components per token, 1 to 4 */
 } posenc_rope_desc;
 
 POSENC_API posenc_status posenc_rope(posenc_context *context, const posenc_rope_desc *desc);

@@ -92,13 +92,15 @@ typedef struct rope_key {
         high_freq_factor, freq_scale, ext_factor;
     uint32_t type, original_max_positions, sequence_length, factor_count;
     uint32_t rotary_dim;
-    uint32_t arrays; /* which arrays follow: 1 inv_freq, 2 freq_factors, 4 short, 8 long */
+    uint32_t arrays; /* which arrays follow: 1 inv_freq, 2 freq_factors, 4 short, 8 long,
+                      * 16 component_map */
     uint32_t no_truncate;
-    uint32_t multimodal, mrope_section[3]; /* they set each frequency's component */
+    uint32_t multimodal, mrope_section[3], components; /* each frequency's component */
+    uint32_t padding;
 } rope_key;
 
 static size_t rope_key_pieces(const posenc_rope_desc *desc, uint32_t rotary_dim, rope_key *key,
-                              key_piece pieces[5])
+                              key_piece pieces[6])
 {
     const posenc_rope_scaling *scaling = &desc->scaling;
     size_t bytes = (size_t)(rotary_dim / 2) * sizeof(double);
@@ -121,6 +123,7 @@ static size_t rope_key_pieces(const posenc_rope_desc *desc, uint32_t rotary_dim,
     key->no_truncate = scaling->no_truncate;
     key->multimodal = (uint32_t)desc->multimodal;
     memcpy(key->mrope_section, desc->mrope_section, sizeof key->mrope_section);
+    key->components = desc->components;
     const double *arrays[4] = {desc->inv_freq, scaling->freq_factors, scaling->short_factor,
                                scaling->long_factor};
     size_t count = 1;
@@ -129,6 +132,10 @@ static size_t rope_key_pieces(const posenc_rope_desc *desc, uint32_t rotary_dim,
             continue;
         key->arrays |= 1u << i;
         pieces[count++] = (key_piece){arrays[i], bytes};
+    }
+    if (desc->component_map) {
+        key->arrays |= 16u;
+        pieces[count++] = (key_piece){desc->component_map, rotary_dim / 2};
     }
     pieces[0] = (key_piece){key, sizeof *key};
     return count;
@@ -161,6 +168,8 @@ static uint32_t multimodal_frequency(const posenc_rope_desc *desc, uint32_t pair
         /* HF: freqs[::2] for h, freqs[1::2] for w. */
         *index = j < half ? 2 * j : 2 * (j - half) + 1;
         return j < half ? 0 : 1;
+    case POSENC_ROPE_POSITIONS_MAP:
+        return desc->component_map[j];
     default:
         return 0;
     }
@@ -330,7 +339,7 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
     posenc__freq_cache *cache = &ctx->rope_freqs;
     const double *freq_factors = scaling->freq_factors;
     rope_key key;
-    key_piece pieces[5];
+    key_piece pieces[6];
     size_t piece_count = rope_key_pieces(desc, rotary_dim, &key, pieces);
     key.sequence_length = length_matters ? sequence_length : 0;
     if (cache_hit(cache, pieces, piece_count))

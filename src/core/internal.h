@@ -152,12 +152,15 @@ typedef struct posenc__view {
  * CPU buffers, wrapped memory), else NULL. */
 uint8_t *posenc__view_host_base(posenc_context *ctx, const posenc__view *view);
 
+/* Position components a token may have (POSENC_ROPE_POSITIONS_MAP). */
+#define POSENC__MAX_COMPONENTS 4
+
 typedef struct posenc__rope_op {
     posenc__view q, q_out;   /* q_out == q (same memory) when rotating in place */
     posenc__view k, k_out;
     posenc__view positions;  /* shape [1, components, batch or 1, tokens]: dim 1 steps from
                               * one position component of a token to the next */
-    uint32_t components;     /* position components per token: 1, 2 (vision) or 3 (M-RoPE);
+    uint32_t components;     /* position components per token: 1 to POSENC__MAX_COMPONENTS;
                               * each frequency's is its freqs[j].component */
     int64_t component_stride; /* bytes between components (positions.strides[1]); 0 when
                                * positions are absent (every component is offset + token) */

@@ -63,6 +63,7 @@ static const char *multimodal_name(posenc_rope_multimodal kind)
     case POSENC_ROPE_MROPE_INTERLEAVED: return "MROPE_INTERLEAVED";
     case POSENC_ROPE_VISION_2D: return "VISION_2D";
     case POSENC_ROPE_VISION_2D_PIXTRAL: return "VISION_2D_PIXTRAL";
+    case POSENC_ROPE_POSITIONS_MAP: return "POSITIONS_MAP";
     }
     return "unknown";
 }
@@ -72,7 +73,7 @@ static posenc_status check_multimodal(posenc_context *ctx, const posenc_rope_des
                                       uint32_t rotary_dim, uint32_t *components)
 {
     posenc_rope_multimodal kind = desc->multimodal;
-    if ((unsigned)kind > POSENC_ROPE_VISION_2D_PIXTRAL)
+    if ((unsigned)kind > POSENC_ROPE_POSITIONS_MAP)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "multimodal: unknown value %d",
                             (int)kind);
     const uint32_t *section = desc->mrope_section;
@@ -94,26 +95,46 @@ static posenc_status check_multimodal(posenc_context *ctx, const posenc_rope_des
                             "multimodal %s",
                             multimodal_name(kind));
     if (vision) {
-        /* Their two halves each take every other frequency of a fixed theta table: nothing a
-         * scaling or a caller table would mean the same thing for. */
-        const char *field = NULL;
+        /* Their two halves each take every other frequency of a theta table: no scaling type
+         * would mean the same thing for them. Caller frequencies (and factors) are frequency
+         * j's own, the kind only picks its component. */
         if (rotary_dim % 4)
             return posenc__fail(ctx, POSENC_INVALID_SHAPE,
                                 "rotary_dim: multimodal %s needs a multiple of 4, got %u",
                                 multimodal_name(kind), rotary_dim);
         if (desc->scaling.type != POSENC_ROPE_SCALING_NONE)
-            field = "scaling.type";
-        else if (desc->inv_freq)
-            field = "inv_freq";
-        else if (desc->scaling.freq_factors)
-            field = "scaling.freq_factors";
-        if (field)
             return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                                "%s: multimodal %s takes no scaling or caller frequencies (its "
-                                "frequencies come from theta alone); leave it unset",
-                                field, multimodal_name(kind));
+                                "scaling.type: multimodal %s takes no scaling type (give the "
+                                "frequencies as inv_freq instead)",
+                                multimodal_name(kind));
     }
-    *components = mrope ? 3 : vision ? 2 : 1;
+    bool map = kind == POSENC_ROPE_POSITIONS_MAP;
+    if (!map && (desc->component_map || desc->components))
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "%s: is used only by multimodal POSITIONS_MAP and must be %s for "
+                            "multimodal %s",
+                            desc->component_map ? "component_map" : "components",
+                            desc->component_map ? "NULL" : "0", multimodal_name(kind));
+    if (map) {
+        if (desc->components < 1 || desc->components > POSENC__MAX_COMPONENTS)
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "components: multimodal POSITIONS_MAP takes 1 to %d position "
+                                "components, got %u",
+                                POSENC__MAX_COMPONENTS, desc->components);
+        if (!desc->component_map)
+            return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                "component_map: is required by multimodal POSITIONS_MAP "
+                                "(rotary_dim/2 = %u entries)",
+                                rotary_dim / 2);
+        for (uint32_t j = 0; j < rotary_dim / 2; j++) {
+            if (desc->component_map[j] >= desc->components)
+                return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                    "component_map[%u]: %u is not a component below "
+                                    "components = %u",
+                                    j, desc->component_map[j], desc->components);
+        }
+    }
+    *components = mrope ? 3 : vision ? 2 : map ? desc->components : 1;
     return POSENC_OK;
 }
 

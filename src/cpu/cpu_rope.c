@@ -28,10 +28,10 @@ static void token_sincos(const rope_job *job, int64_t b, int64_t t, const uint64
 {
     const posenc__rope_op *op = job->op;
     const uint32_t pairs = op->rotary_dim / 2;
-    int64_t position[3] = {0, 0, 0};
-    bool valid[3] = {false, false, false};
+    int64_t position[POSENC__MAX_COMPONENTS] = {0};
+    bool valid[POSENC__MAX_COMPONENTS] = {false};
     bool same = true; /* every component equal: the plain row (text tokens of M-RoPE) */
-    for (uint32_t c = 0; c < op->components && c < 3; c++) {
+    for (uint32_t c = 0; c < op->components && c < POSENC__MAX_COMPONENTS; c++) {
         const uint8_t *base = job->positions ? job->positions + c * op->component_stride : NULL;
         valid[c] = posenc_cpu_position(base, &op->positions, op->has_positions,
                                        op->positions_per_batch, op->position_offset, b, t,
