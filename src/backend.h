@@ -60,6 +60,14 @@ typedef struct posenc__backend {
     posenc_status (*rope)(posenc_context *ctx, const posenc__rope_op *op);
     posenc_status (*sinusoidal)(posenc_context *ctx, const posenc__sinusoidal_op *op);
 
+    /* Builds ahead what `rope` / `sinusoidal`, their submits and the interop calls will use for
+     * `op` (posenc_prepare): its kernel and the device copy of its frequency table, so that the
+     * first such call builds nothing. Runs nothing on the device; what it builds stays in the
+     * context, freed by context_fini, also when it fails half-way. Optional, both together:
+     * NULL when the backend has nothing to build (the native CPU path). */
+    posenc_status (*prepare_rope)(posenc_context *ctx, const posenc__rope_op *op);
+    posenc_status (*prepare_sinusoidal)(posenc_context *ctx, const posenc__sinusoidal_op *op);
+
     /* Asynchronous forms of `rope` and `sinusoidal` (posenc_*_submit): submit the work and
      * return without waiting. With `event_state` non-NULL, store there the state that
      * event_wait / event_release take; with NULL the caller wants no event (finish and

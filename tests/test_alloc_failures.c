@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Host allocation failures: the Nth allocation of the library fails, for N = 1, 2, 3, ... until a
- * call makes no more, while devices are listed, contexts are created and buffers, RoPE and
- * sinusoidal encodings run, on every device present. Each failed call must give a clear status
- * (OUT_OF_MEMORY) and a message, touch none of the caller's outputs, leak nothing (the sanitize
- * preset's LeakSanitizer), and the next call must work and give the result of a run without
- * failures, bit for bit.
+ * call makes no more, while devices are listed, contexts are created, posenc_prepare builds
+ * ahead and buffers, RoPE and sinusoidal encodings run, on every device present. Each failed
+ * call must give a clear status (OUT_OF_MEMORY) and a message, touch none of the caller's
+ * outputs, leak nothing (the sanitize preset's LeakSanitizer), and the next call must work and
+ * give the result of a run without failures, bit for bit.
  *
  * Failures are injected with the GNU linker's --wrap (tests/CMakeLists.txt, Linux only): the
  * library is linked statically, so every allocation function it calls itself goes through the
@@ -444,6 +444,63 @@ static void sweep_context_destroy(const posenc_device_info *info)
             break;
     }
     printf("  context destruction: %ld allocations (%.1f s)\n", n - 1, seconds_now() - start);
+}
+
+/* posenc_prepare as the first call of a fresh context, one context per N: a failure is
+ * OUT_OF_MEMORY with a message; what it built before the failure stays in the context, freed
+ * with it (LeakSanitizer); and a second prepare completes the work, so that the operations
+ * then build no kernel. */
+static void sweep_prepare(const posenc_device_info *info)
+{
+    enum { TOKENS = 4, HEADS = 2, DIM = 16, ROWS = 4 };
+    char what[400];
+    snprintf(what, sizeof what, "%s: posenc_prepare", info->name);
+    double start = seconds_now();
+    float table[ROWS * DIM];
+    const int64_t q_shape[3] = {TOKENS, HEADS, DIM}, table_shape[2] = {ROWS, DIM};
+    long n = 1, absorbed_before = absorbed;
+    for (; n < MAX_SWEEP; n++) {
+        posenc_context *context = make_context(info);
+        posenc_buffer *buffer = NULL;
+        posenc_buffer_desc buffer_desc = {.size = TOKENS * HEADS * DIM * 4};
+        if (!context || posenc_buffer_create(context, &buffer_desc, &buffer) != POSENC_OK) {
+            CHECK(!"a context and a buffer without failures");
+            posenc_context_destroy(context);
+            return;
+        }
+        posenc_rope_desc rope = {
+            .q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, q_shape)};
+        posenc_sinusoidal_desc sinusoidal = {
+            .out = posenc_tensor_of_host(table, POSENC_DTYPE_F32, 2, table_shape)};
+        posenc_prepare_desc desc = {
+            .rope = &rope, .rope_count = 1, .sinusoidal = &sinusoidal, .sinusoidal_count = 1};
+        arm(n);
+        posenc_status status = posenc_prepare(context, &desc);
+        bool failed = disarm();
+        if (status == POSENC_OK) {
+            absorbed += failed;
+        } else if (failed) {
+            check_failed(what, n, status, posenc_context_last_error(context));
+        } else {
+            test_failures++;
+            fprintf(stderr, "%s without failures: %s: %s\n", what, posenc_status_name(status),
+                    posenc_context_last_error(context));
+        }
+        CHECK_OK(posenc_prepare(context, &desc));
+        posenc_stats before, after;
+        CHECK_OK(posenc_context_stats(context, &before));
+        CHECK_OK(posenc_rope(context, &rope));
+        CHECK_OK(posenc_sinusoidal(context, &sinusoidal));
+        CHECK_OK(posenc_context_stats(context, &after));
+        CHECK(after.kernels_built == before.kernels_built);
+        CHECK(after.kernels_loaded == before.kernels_loaded);
+        posenc_buffer_destroy(buffer);
+        posenc_context_destroy(context);
+        if (!failed)
+            break;
+    }
+    printf("  posenc_prepare: %ld allocations, %ld absorbed (%.1f s)\n", n - 1,
+           absorbed - absorbed_before, seconds_now() - start);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -886,6 +943,7 @@ int main(void)
         int failures = test_failures;
         sweep_context_create(&info);
         sweep_context_destroy(&info);
+        sweep_prepare(&info);
         sweep_buffer_create(&info, TEST_MEMORY_BUFFER);
         sweep_buffer_create(&info, TEST_MEMORY_WRAPPED);
         for (size_t c = 0; c < OP_CASES; c++)

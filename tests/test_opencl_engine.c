@@ -6,6 +6,8 @@
  * - the errors for handles that do not belong together, foreign buffers and bad wait lists;
  * - posenc_cl_enqueue_rope / _sinusoidal in f32, f16 and bf16 against the float64 reference,
  *   on engine buffers and sub-buffers;
+ * - posenc_prepare: every program and table built before the first enqueue, which then builds
+ *   nothing (posenc_context_stats), and a bad descriptor that builds nothing;
  * - that enqueued work waits for the caller's events (a user event holds it back, and the
  *   output stays untouched until it is set), and posenc's later work waits for it too;
  * - an out-of-order queue, where posenc orders its own commands, and where the caller's
@@ -579,6 +581,108 @@ static void test_dtypes(cl_device_id device)
         }
         free(bytes);
         free(back);
+    }
+    posenc_context_destroy(ctx);
+    engine_destroy(&e);
+}
+
+/* ---- Warm-up: posenc_prepare ----------------------------------------------------------------- */
+
+static posenc_stats stats_of(posenc_context *ctx)
+{
+    posenc_stats stats;
+    memset(&stats, 0, sizeof stats);
+    CHECK_OK(posenc_context_stats(ctx, &stats));
+    return stats;
+}
+
+/* posenc_prepare builds (or loads from the kernel cache) every program and table the enqueues
+ * use: the enqueues then build and load nothing (posenc_context_stats), and their results match
+ * the reference. A bad descriptor anywhere builds nothing. */
+static void test_prepare(cl_device_id device)
+{
+    engine e;
+    if (!engine_create(&e, device, 0)) {
+        CHECK(!"engine_create");
+        return;
+    }
+    posenc_context *ctx = context_on(&e);
+    const posenc_dtype dtypes[2] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16};
+    enum { Q_COUNT = TOKENS * Q_HEADS * HEAD_DIM };
+    float q_in[2][Q_COUNT];
+    unsigned char stored[2][Q_COUNT * 4], back[Q_COUNT * 4];
+    cl_mem mems[4] = {NULL, NULL, NULL, NULL};
+    posenc_buffer *buffers[4] = {NULL, NULL, NULL, NULL};
+    for (int d = 0; d < 2; d++) {
+        fill(q_in[d], stored[d], Q_COUNT, dtypes[d], 400 + (uint64_t)d);
+        mems[d] = device_buffer(&e, Q_COUNT * posenc_dtype_size(dtypes[d]), stored[d]);
+    }
+    mems[2] = device_buffer(&e, sizeof positions, positions);
+    mems[3] = device_buffer(&e, (size_t)ROWS * D_MODEL * 4, NULL);
+    bool ready = ctx != NULL;
+    for (int i = 0; i < 4 && ready; i++)
+        ready = mems[i] && (buffers[i] = wrap(ctx, mems[i])) != NULL;
+    if (ready) {
+        posenc_rope_desc rope[2];
+        for (int d = 0; d < 2; d++) {
+            rope[d] = (posenc_rope_desc){
+                .q = posenc_tensor_of_buffer(buffers[d], dtypes[d], 3,
+                                             (int64_t[]){TOKENS, Q_HEADS, HEAD_DIM}),
+                .positions = posenc_tensor_of_buffer(buffers[2], POSENC_DTYPE_I32, 1,
+                                                     (int64_t[]){TOKENS}),
+                .theta = 500000.0,
+            };
+        }
+        posenc_sinusoidal_desc sinusoidal = {
+            .out = posenc_tensor_of_buffer(buffers[3], POSENC_DTYPE_F32, 2,
+                                           (int64_t[]){ROWS, D_MODEL}),
+            .position_offset = 1000,
+        };
+        posenc_prepare_desc desc = {.rope = rope, .rope_count = 2, .sinusoidal = &sinusoidal,
+                                    .sinusoidal_count = 1};
+        sinusoidal.position_offset = INT32_MAX;
+        CHECK_STATUS(posenc_prepare(ctx, &desc), POSENC_INVALID_ARGUMENT);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "sinusoidal[0].position_offset");
+        sinusoidal.position_offset = 1000;
+        rope[1].k = rope[0].q; /* another dtype than q's */
+        CHECK_STATUS(posenc_prepare(ctx, &desc), POSENC_INVALID_DTYPE);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "rope[1].k.dtype");
+        rope[1].k = (posenc_tensor){0};
+        posenc_stats s = stats_of(ctx);
+        CHECK(s.kernels_built + s.kernels_loaded == 0 && s.freq_tables == 0);
+
+        double start = posenc__seconds_now();
+        CHECK_OK(posenc_prepare(ctx, &desc));
+        double prepare_seconds = posenc__seconds_now() - start;
+        posenc_stats prepared = stats_of(ctx);
+        CHECK(prepared.kernels_built + prepared.kernels_loaded == 3);
+        CHECK(prepared.freq_tables == 2 && prepared.rope_calls == 0);
+
+        start = posenc__seconds_now();
+        CHECK_OK(posenc_cl_enqueue_rope(ctx, &rope[0], 0, NULL, NULL));
+        double first_seconds = posenc__seconds_now() - start;
+        CHECK_OK(posenc_cl_enqueue_rope(ctx, &rope[1], 0, NULL, NULL));
+        CHECK_OK(posenc_cl_enqueue_sinusoidal(ctx, &sinusoidal, 0, NULL, NULL));
+        s = stats_of(ctx);
+        CHECK(s.kernels_built == prepared.kernels_built);
+        CHECK(s.kernels_loaded == prepared.kernels_loaded);
+        CHECK(s.freq_tables == prepared.freq_tables && s.table_bytes == prepared.table_bytes);
+        CHECK(s.rope_calls == 2 && s.sinusoidal_calls == 1);
+        printf("  prepare %.3f ms, then the first enqueue %.1f us\n", prepare_seconds * 1e3,
+               first_seconds * 1e6);
+        CHECK_OK(posenc_context_finish(ctx));
+        for (int d = 0; d < 2; d++) {
+            read_buffer(&e, mems[d], 0, Q_COUNT * posenc_dtype_size(dtypes[d]), back);
+            CHECK(rope_failures(back, q_in[d], dtypes[d], TOKENS, Q_HEADS, positions, 500000.0,
+                                0) == 0);
+        }
+        read_buffer(&e, mems[3], 0, (size_t)ROWS * D_MODEL * 4, back);
+        CHECK(table_failures(back, POSENC_DTYPE_F32, ROWS, D_MODEL, 10000.0, 1000) == 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        posenc_buffer_destroy(buffers[i]);
+        if (mems[i])
+            clReleaseMemObject(mems[i]);
     }
     posenc_context_destroy(ctx);
     engine_destroy(&e);
@@ -1208,6 +1312,7 @@ int main(void)
             test_references(ids[d]);
             test_mismatched_handles(ids[d]);
             test_dtypes(ids[d]);
+            test_prepare(ids[d]);
             test_user_event(ids[d]);
             test_out_of_order(ids[d]);
             test_threads(ids[d]);

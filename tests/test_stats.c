@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* posenc_context_stats on every device: exact counts for a scripted sequence of calls (buffers,
  * uploads and downloads, operations on buffers and host tensors, frequency tables up to their
- * bound, kernels built or loaded), nothing staged for imported host memory, its bad input, and
- * counts kept exact by threads at once. */
+ * bound, kernels built or loaded), nothing staged for imported host memory, its bad input,
+ * counts kept exact by threads at once, and the kernels and tables posenc_prepare makes ahead
+ * of the calls (which then make none). */
 #include "test_common.h"
 
 #include "core/atomics.h"
@@ -307,6 +308,55 @@ static void check_threads(posenc_context *ctx, const posenc_device_info *info)
     CHECK(read_stats(ctx).buffer_bytes == 0);
 }
 
+/* posenc_prepare makes the kernels and tables of the calls it is given (none on the CPU, where
+ * it only validates, and only the host tables there), so that those calls make none; a bad
+ * descriptor makes nothing, naming its place. */
+static void check_prepare(posenc_context *ctx, const posenc_device_info *info)
+{
+    bool gpu = info->backend != POSENC_BACKEND_CPU;
+    posenc_buffer *buffer = NULL;
+    CHECK_OK(posenc_buffer_create(ctx, &(posenc_buffer_desc){.size = Q_BYTES}, &buffer));
+    float table[ROWS * D_MODEL];
+    int64_t q_shape[3] = {TOKENS, Q_HEADS, HEAD_DIM}, t_shape[2] = {ROWS, D_MODEL};
+    posenc_rope_desc rope[2] = {
+        {.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, q_shape)},
+        {.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, q_shape), .theta = -1.0},
+    };
+    posenc_sinusoidal_desc sinusoidal = {
+        .out = posenc_tensor_of_host(table, POSENC_DTYPE_F32, 2, t_shape)};
+    posenc_prepare_desc desc = {.rope = rope, .rope_count = 2, .sinusoidal = &sinusoidal,
+                                .sinusoidal_count = 1};
+    CHECK_STATUS(posenc_prepare(ctx, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "rope[1].theta");
+    posenc_stats s = read_stats(ctx);
+    CHECK(s.kernels_built + s.kernels_loaded == 0 && s.table_bytes == 0);
+
+    desc.rope_count = 1;
+    CHECK_OK(posenc_prepare(ctx, &desc));
+    posenc_stats prepared = read_stats(ctx);
+    CHECK(prepared.kernels_built + prepared.kernels_loaded == (gpu ? 2u : 0u));
+    CHECK(prepared.freq_tables == 2 && prepared.rope_calls == 0);
+    CHECK(prepared.table_bytes == (gpu ? ROPE_TABLE_BYTES + SINUSOIDAL_TABLE_BYTES : 0));
+
+    CHECK_OK(posenc_rope(ctx, &rope[0]));
+    CHECK_OK(posenc_sinusoidal(ctx, &sinusoidal));
+    s = read_stats(ctx);
+    CHECK(s.kernels_built == prepared.kernels_built);
+    CHECK(s.kernels_loaded == prepared.kernels_loaded);
+    CHECK(s.freq_tables == 2 && s.table_bytes == prepared.table_bytes);
+    CHECK(s.rope_calls == 1 && s.sinusoidal_calls == 1);
+
+    CHECK_OK(posenc_prepare(ctx, &(posenc_prepare_desc){0})); /* nothing to prepare */
+    CHECK_STATUS(posenc_prepare(ctx, NULL), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "desc");
+    desc.sinusoidal = NULL;
+    CHECK_STATUS(posenc_prepare(ctx, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "sinusoidal");
+    CHECK_STATUS(posenc_prepare(NULL, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_thread_last_error(), "context");
+    posenc_buffer_destroy(buffer);
+}
+
 /* OpenCL tells programs compiled from source from those loaded from the binary cache: a second
  * context on the same cache_dir loads every program the first one compiled. */
 static posenc_stats rope_in_cache(const posenc_device_info *info, const char *dir)
@@ -357,6 +407,7 @@ int main(void)
     CHECK(test_for_each_device(check_sequence) > 0);
     CHECK(test_for_each_device(check_threads) > 0);
     CHECK(test_for_each_device(check_page_aligned) > 0);
+    CHECK(test_for_each_device(check_prepare) > 0);
     test_for_each_device(check_kernel_cache);
     return test_finish("test_stats");
 }

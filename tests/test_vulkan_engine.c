@@ -5,8 +5,9 @@
  * every dtype and checked against the float64 reference, a command buffer submitted twice and
  * recorded before another frequency table was used, four threads recording at once, buffers
  * wrapped, made and destroyed on other threads while others record, the push-descriptor and
- * the descriptor-pool paths, synchronous and asynchronous calls on the caller's queue, and a
- * decode loop of 100,000 dynamic-NTK steps with a frequency table each (flat memory). A
+ * the descriptor-pool paths, synchronous and asynchronous calls on the caller's queue,
+ * posenc_prepare building every pipeline and table before the first record, and a decode loop
+ * of 100,000 dynamic-NTK steps with a frequency table each (flat memory). A
  * machine without a Vulkan device skips it, unless POSENC_TEST_REQUIRE_DEVICES names vulkan. */
 #include "decode_steps.h"
 #include "reference.h"
@@ -983,6 +984,127 @@ static void test_sinusoidal_dtypes(engine *e, posenc_context *ctx, VkCommandPool
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Warm-up: posenc_prepare builds every pipeline and table the recorded calls use, so that the
+ * first record builds nothing (posenc_context_stats counts what was built), and the results of
+ * those records still match the reference. A bad descriptor anywhere builds nothing.
+ */
+static posenc_stats stats_of(posenc_context *ctx)
+{
+    posenc_stats stats;
+    memset(&stats, 0, sizeof stats);
+    CHECK_OK(posenc_context_stats(ctx, &stats));
+    return stats;
+}
+
+static void test_prepare(engine *e, VkCommandPool pool)
+{
+    static const posenc_dtype dtypes[3] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16, POSENC_DTYPE_BF16};
+    posenc_context *ctx = external_context(e, e->queue, e->features);
+    arena a;
+    rope_work *w = calloc(3, sizeof *w);
+    bool ready = ctx && w && arena_create(e, &a, 13 * SLOT);
+    CHECK(ready);
+    posenc_rope_desc rope[3];
+    posenc_buffer *table = NULL;
+    for (int d = 0; d < 3 && ready; d++) {
+        w[d].dtype = dtypes[d];
+        w[d].style = (posenc_rope_style)(d % 2);
+        w[d].theta = 10000.0;
+        w[d].at = (VkDeviceSize)d * 4 * SLOT;
+        rope_fill(&w[d], &a, 300 + (uint64_t)d);
+        ready = rope_wrap(ctx, &w[d], &a);
+        rope[d] = rope_desc_of(&w[d]);
+    }
+    if (ready)
+        CHECK_OK(posenc_vk_buffer_wrap(ctx, a.buffer, 12 * SLOT, SLOT, &table));
+    const int64_t table_shape[2] = {ROWS, D_MODEL};
+    posenc_sinusoidal_desc sinusoidal = {
+        .out = posenc_tensor_of_buffer(table, POSENC_DTYPE_F16, 2, table_shape),
+        .base = 500.0,
+    };
+    if (!ready || !table) {
+        posenc_buffer_destroy(table);
+        for (int d = 0; d < 3 && w; d++)
+            rope_unwrap(&w[d]);
+        free(w);
+        posenc_context_destroy(ctx);
+        return;
+    }
+
+    /* Bad input, before anything is built: the descriptor's place and field are named, and
+     * the good descriptors before it build nothing either. */
+    posenc_rope_desc bad[3] = {rope[0], rope[1], rope[2]};
+    bad[2].rotary_dim = 47;
+    posenc_prepare_desc desc = {.rope = bad, .rope_count = 3};
+    CHECK_STATUS(posenc_prepare(ctx, &desc), POSENC_INVALID_SHAPE);
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "rope[2].rotary_dim");
+    desc = (posenc_prepare_desc){.rope = rope, .rope_count = 3, .sinusoidal = &sinusoidal,
+                                 .sinusoidal_count = 1};
+    sinusoidal.out.dtype = POSENC_DTYPE_I32;
+    CHECK_STATUS(posenc_prepare(ctx, &desc), POSENC_INVALID_DTYPE);
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "sinusoidal[0].out.dtype");
+    sinusoidal.out.dtype = POSENC_DTYPE_F16;
+    posenc_stats s = stats_of(ctx);
+    CHECK(s.kernels_built == 0 && s.freq_tables == 0 && s.table_bytes == 0);
+
+    /* Three RoPE kernels (one per dtype) and one sinusoidal; one RoPE table (the dtypes share
+     * its frequencies) and one sinusoidal. Again: nothing more. */
+    double start = posenc__seconds_now();
+    CHECK_OK(posenc_prepare(ctx, &desc));
+    double prepare_seconds = posenc__seconds_now() - start;
+    CHECK_OK(posenc_prepare(ctx, &desc));
+    posenc_stats prepared = stats_of(ctx);
+    CHECK(prepared.kernels_built == 4 && prepared.freq_tables == 2);
+    CHECK(prepared.rope_calls == 0 && prepared.sinusoidal_calls == 0);
+
+    VkCommandBuffer commands = begin_commands(e, pool);
+    host_to_compute(e, commands);
+    start = posenc__seconds_now();
+    bool recorded = cmd_rope(ctx, commands, &w[0]);
+    double first_seconds = posenc__seconds_now() - start;
+    for (int d = 1; d < 3; d++)
+        recorded = cmd_rope(ctx, commands, &w[d]) && recorded;
+    CHECK_OK(posenc_vk_cmd_sinusoidal(ctx, commands, &sinusoidal));
+    compute_to_host(e, commands);
+    CHECK(e->EndCommandBuffer(commands) == VK_SUCCESS);
+    s = stats_of(ctx);
+    CHECK(s.kernels_built == prepared.kernels_built && s.freq_tables == prepared.freq_tables);
+    CHECK(s.table_bytes == prepared.table_bytes && s.rope_calls == 3);
+    printf("  prepare %.3f ms, then the first record %.1f us\n", prepare_seconds * 1e3,
+           first_seconds * 1e6);
+    if (recorded) {
+        submit_and_wait(e, commands);
+        for (int d = 0; d < 3; d++)
+            rope_check(&w[d], &a, "after prepare");
+        double freq[D_MODEL / 2], pe[D_MODEL];
+        ref_sinusoidal_frequencies(&sinusoidal, D_MODEL, freq);
+        ref_stats stats = {0};
+        int wrong = 0;
+        for (int r = 0; r < ROWS; r++) {
+            ref_sinusoidal_row(freq, D_MODEL, sinusoidal.layout, r, pe);
+            for (int c = 0; c < D_MODEL; c++) {
+                const unsigned char *at = a.bytes + 12 * SLOT + (r * D_MODEL + c) * 2;
+                wrong += !ref_check(&stats, POSENC_DTYPE_F16, ref_load(POSENC_DTYPE_F16, at),
+                                    pe[c], 1.0, 0.0);
+            }
+        }
+        CHECK(wrong == 0);
+    }
+    CHECK_STATUS(posenc_prepare(NULL, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK_STATUS(posenc_prepare(ctx, NULL), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "desc");
+    desc.rope = NULL;
+    CHECK_STATUS(posenc_prepare(ctx, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(ctx), "rope");
+    posenc_buffer_destroy(table);
+    for (int d = 0; d < 3; d++)
+        rope_unwrap(&w[d]);
+    free(w);
+    arena_destroy(e, &a);
+    posenc_context_destroy(ctx);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The caller's queue for posenc's own calls: synchronous, asynchronous, buffer copies.
  */
 static void test_calls_on_queue(engine *e, posenc_context *ctx)
@@ -1388,6 +1510,7 @@ static void run_engine(bool push_descriptor, bool storage16)
         if (e.features & POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT)
             test_record_imported(&e, ctx, pool);
         test_record_only(&e, pool);
+        test_prepare(&e, pool);
         test_allocator_and_cache(&e, pool);
         test_decode_loop(&e, pool, push_descriptor ? DECODE_STEPS : DECODE_STEPS / 10);
     }

@@ -35,8 +35,8 @@
  * - posenc_context_stats may run on any thread at any time, with every call on its context
  *   (not with posenc_context_destroy).
  * - Every other call on a context (posenc_rope, posenc_sinusoidal, the submits and events,
- *   posenc_context_finish, posenc_context_destroy) needs the context to itself: the caller
- *   runs it when no other call on that context runs.
+ *   posenc_prepare, posenc_context_finish, posenc_context_destroy) needs the context to
+ *   itself: the caller runs it when no other call on that context runs.
  * - A buffer belongs to whoever uses it: destroying it while a call on another thread uses it
  *   (a tensor of a rope or record call, an upload or download) is the caller's error, and so is
  *   any call on a context that another thread destroys. posenc does not detect these.
@@ -571,6 +571,38 @@ typedef struct posenc_sinusoidal_desc {
 
 POSENC_API posenc_status posenc_sinusoidal(posenc_context *context,
                                            const posenc_sinusoidal_desc *desc);
+
+/* ---------------------------------------------------------------------------------------------
+ * Warm-up: building kernels ahead of the first call
+ * A GPU context builds a kernel (a Vulkan pipeline, an OpenCL program) and uploads a frequency
+ * table at the first call that needs them, which makes that call milliseconds slower than the
+ * next (an engine's first frame stutters). posenc_prepare does that work at a time the caller
+ * chooses (loading a model), for the calls it names: each descriptor is one the caller will
+ * pass later to posenc_rope / posenc_sinusoidal, their submits, posenc_vk_cmd_* or
+ * posenc_cl_enqueue_*, tensors included. It is validated exactly as that call validates it
+ * (messages start with its place: "rope[2].rotary_dim: ..."), and nothing is computed, written
+ * or enqueued: the tensors' contents are read only where the call reads them too to choose the
+ * table (DYNAMIC_NTK and LONGROPE without scaling.sequence_length read the positions).
+ * - The kernels depend on the data dtype (q's; out's for sinusoidal encodings), and the tables
+ *   on the frequency fields (rotary_dim, theta, scaling, inv_freq, multimodal; d_model, base
+ *   and freq_shift): one descriptor per dtype and model is enough, whatever the shapes,
+ *   positions or in-place choice of the later calls.
+ * - Every descriptor is validated before anything is built: a bad one builds nothing. A device
+ *   error while building returns its status; what was built before it stays in the context
+ *   (used by later calls, freed with the context).
+ * - Kernels stay built for the context's life. Tables stay as long as the context keeps tables
+ *   (posenc_stats.freq_tables): every one on a caller's Vulkan device, the last few elsewhere.
+ * - The native CPU path builds nothing: there posenc_prepare only validates.
+ * - Needs the context to itself, like posenc_rope (see "Thread safety").
+ */
+typedef struct posenc_prepare_desc {
+    const posenc_rope_desc *rope;             /* rope_count descriptors; NULL when 0 */
+    size_t rope_count;
+    const posenc_sinusoidal_desc *sinusoidal; /* sinusoidal_count descriptors; NULL when 0 */
+    size_t sinusoidal_count;
+} posenc_prepare_desc;
+
+POSENC_API posenc_status posenc_prepare(posenc_context *context, const posenc_prepare_desc *desc);
 
 /* ---------------------------------------------------------------------------------------------
  * Asynchronous operations, for callers who let posenc own the device and keep the host busy

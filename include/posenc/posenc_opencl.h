@@ -24,7 +24,8 @@
  *   posenc's commands only: work enqueued after an event that is never set would wait forever.
  * - posenc_context_device describes the caller's device (backend_index 0: it is not one of the
  *   devices posenc enumerates). Kernels are built on first use through the program binary cache
- *   (posenc_context_desc.cache_dir), as for contexts posenc creates.
+ *   (posenc_context_desc.cache_dir), as for contexts posenc creates, or ahead of it by
+ *   posenc_prepare (posenc.h, "Warm-up"), so that the first enqueue builds nothing.
  *
  * Threads
  * - A posenc context serialises its own state: posenc_cl_enqueue_rope and

@@ -70,6 +70,11 @@
  *   allocating descriptor sets (pool path) in the middle of a split call: reset the command
  *   buffer then.
  *
+ * Warm-up
+ * - A context creates each pipeline, and each frequency table's device memory, at the first
+ *   record that needs it (milliseconds on some drivers). posenc_prepare (posenc.h, "Warm-up")
+ *   creates them ahead, while the engine loads, so that the first record creates nothing.
+ *
  * Threads
  * - Recording from several threads at once into different command buffers on the same context
  *   is safe: the context serialises its internal state (validation, frequency tables, descriptor

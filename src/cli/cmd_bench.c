@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_engine.h"
 #include "bench_memory.h"
 #include "cli.h"
 #include "device.h"
@@ -37,6 +38,10 @@ static const char bench_help[] =
     "operation runs as fast as memory allows. Backends without a copy kernel show '-' there.\n"
     "First call: context creation, then the first RoPE (decode, f32) including kernel builds;\n"
     "GPU backends twice, with an empty kernel cache directory and again with it filled.\n"
+    "Warm-up: on a fresh context, posenc_prepare for that RoPE, then its first call and the\n"
+    "median of the next 9 (equal when the first call builds nothing); and on GPU devices the\n"
+    "same on a Vulkan device or OpenCL queue the bench makes itself, as an engine's, with the\n"
+    "first posenc_vk_cmd_rope / posenc_cl_enqueue_rope against the later ones.\n"
     "Where the tensors live, on GPU devices with unified memory: the same RoPE (f32, in place,\n"
     "decode, a 64-token chunk and a prefill) on a device buffer, a page-aligned host tensor and\n"
     "a buffer wrapping page-aligned host memory, timed in turn in each run; 'vs buffer' is the\n"
@@ -63,6 +68,7 @@ static const char bench_help[] =
 #define TIMESTEPS 256
 #define TIMESTEP_D_MODEL 320
 #define MAX_SELECTORS 16
+#define LATER_CALLS 9
 #define MAX_RUNS 1000
 
 typedef enum bench_kind {
@@ -147,6 +153,15 @@ typedef struct bench_first_call {
     bool has_warm;
     double warm_context_seconds;
     double warm_first_op_seconds;
+    /* Warm-up: posenc_prepare on a fresh context, then the first call and later ones. */
+    bool has_prepared;
+    double prepare_seconds;
+    double prepared_first_op_seconds;
+    double later_op_seconds; /* median of LATER_CALLS */
+    /* The same on an engine's own device (GPU backends): records or enqueues. */
+    bool has_engine;
+    bench_engine_times engine;
+    char engine_error[320];
 } bench_first_call;
 
 /* ---- time, caches, temporary directories ---- */
@@ -509,6 +524,42 @@ static posenc_status time_first_call(const posenc_device_info *info, const bench
     return status;
 }
 
+/* A fresh context made ready by posenc_prepare (in the cache state `dir` is in), then its first
+ * decode RoPE and the median of the later ones: what a first frame costs after a warm-up. */
+static bool time_prepared_call(const posenc_device_info *info, const bench_options *options,
+                               const char *cache_dir, const char *pipeline_cache,
+                               bench_first_call *first)
+{
+    posenc_context *context = NULL;
+    if (open_device(info, options, cache_dir, pipeline_cache, &context) != POSENC_OK)
+        return false;
+    bench_result unused;
+    bench_workload w;
+    posenc_status status = workload_prepare(&w, context, &bench_cases[0], &unused);
+    posenc_prepare_desc prepare = {.rope = &w.rope, .rope_count = 1};
+    double start = posenc__seconds_now();
+    if (status == POSENC_OK)
+        status = posenc_prepare(context, &prepare);
+    first->prepare_seconds = posenc__seconds_now() - start;
+    double later[LATER_CALLS];
+    for (int i = 0; i <= LATER_CALLS && status == POSENC_OK; i++) {
+        start = posenc__seconds_now();
+        status = workload_call(&w);
+        double seconds = posenc__seconds_now() - start;
+        if (i == 0)
+            first->prepared_first_op_seconds = seconds;
+        else
+            later[i - 1] = seconds;
+    }
+    if (status == POSENC_OK) {
+        qsort(later, LATER_CALLS, sizeof later[0], compare_double);
+        first->later_op_seconds = later[LATER_CALLS / 2];
+    }
+    workload_free(&w);
+    posenc_context_destroy(context);
+    return status == POSENC_OK;
+}
+
 /* Cold: a fresh context with the empty kernel cache `dir` (NULL: none, as on the CPU); warm:
  * again with the cache the cold run filled. */
 static void measure_first_call(const posenc_device_info *info, const bench_options *options,
@@ -528,6 +579,12 @@ static void measure_first_call(const posenc_device_info *info, const bench_optio
                                           &first->warm_first_op_seconds, ignored,
                                           sizeof ignored) == POSENC_OK;
     }
+    if (first->status == POSENC_OK)
+        first->has_prepared = time_prepared_call(info, options, dir,
+                                                 pipeline[0] ? pipeline : NULL, first);
+    if (first->status == POSENC_OK && dir)
+        first->has_engine = bench_engine_time(info, dir, &first->engine, first->engine_error,
+                                              sizeof first->engine_error);
 }
 
 /* ---- output ---- */
@@ -594,6 +651,28 @@ static void print_first_call(const bench_first_call *first)
         printf(" (empty kernel cache); with the cache filled: context %s, first RoPE %s", a, b);
     }
     printf("\n");
+    if (first->has_prepared) {
+        char c[32];
+        format_time(first->prepare_seconds, a, sizeof a);
+        format_time(first->prepared_first_op_seconds, b, sizeof b);
+        format_time(first->later_op_seconds, c, sizeof c);
+        printf("  warm-up: posenc_prepare %s%s, then first RoPE %s, later RoPE %s (median of "
+               "%d)\n",
+               a, first->has_warm ? " (cache filled)" : "", b, c, LATER_CALLS);
+    }
+    if (first->has_engine) {
+        const bench_engine_times *e = &first->engine;
+        char c[32], d[32];
+        format_time(e->context_seconds, a, sizeof a);
+        format_time(e->prepare_seconds, b, sizeof b);
+        format_time(e->first_seconds, c, sizeof c);
+        format_time(e->later_seconds, d, sizeof d);
+        printf("  warm-up on an engine's device: context %s, posenc_prepare %s, then first %s "
+               "%s, later %s (median of %d); kernels built by the calls: %llu\n",
+               a, b, e->call, c, d, BENCH_ENGINE_LATER, (unsigned long long)e->built_by_calls);
+    } else if (first->engine_error[0]) {
+        printf("  warm-up on an engine's device: not measured: %s\n", first->engine_error);
+    }
     printf("  %-22s %-5s %-5s %-16s %9s %-7s %11s %7s %8s %9s %7s %7s %-11s\n", "operation",
            "dtype", "style", "shape", "bytes", "cache", "median", "spread", "GB/s", "copy GB/s",
            "spread", "vs copy", "p10-p90");
@@ -656,6 +735,19 @@ static void print_json_device(const posenc_device_info *info, const char *select
         if (first->has_warm)
             printf(", \"warm_cache\": {\"context_ms\": %.4f, \"first_rope_ms\": %.4f}",
                    first->warm_context_seconds * 1e3, first->warm_first_op_seconds * 1e3);
+        if (first->has_prepared)
+            printf(", \"prepared\": {\"prepare_ms\": %.4f, \"first_rope_ms\": %.4f, "
+                   "\"later_rope_ms\": %.4f}",
+                   first->prepare_seconds * 1e3, first->prepared_first_op_seconds * 1e3,
+                   first->later_op_seconds * 1e3);
+        if (first->has_engine)
+            printf(", \"engine\": {\"call\": \"%s\", \"context_ms\": %.4f, "
+                   "\"prepare_ms\": %.4f, \"first_call_ms\": %.4f, \"later_call_ms\": %.4f, "
+                   "\"kernels_built_by_calls\": %llu}",
+                   first->engine.call, first->engine.context_seconds * 1e3,
+                   first->engine.prepare_seconds * 1e3, first->engine.first_seconds * 1e3,
+                   first->engine.later_seconds * 1e3,
+                   (unsigned long long)first->engine.built_by_calls);
     } else {
         printf(", \"error\": ");
         json_string(first->error);

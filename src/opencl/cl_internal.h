@@ -313,6 +313,12 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
 posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinusoidal_op *op,
                                        cl_uint wait_count, const cl_event *wait_list,
                                        cl_event *event);
+/* The kernel an operation runs: by q's dtype (RoPE), out's (sinusoidal). */
+posenc__cl_id posenc_cl_rope_kernel_id(posenc_dtype dtype);
+posenc__cl_id posenc_cl_sinusoidal_kernel_id(posenc_dtype dtype);
+/* cl_prepare.c: posenc_prepare's entries (src/backend.h). */
+posenc_status posenc_cl_prepare_rope(posenc_context *ctx, const posenc__rope_op *op);
+posenc_status posenc_cl_prepare_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
 posenc_status posenc_cl_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                  uint64_t bytes, bool write_only);
 

@@ -11,7 +11,7 @@
  * split over more units (each then computes its own sin/cos). */
 #define UNITS_PER_COMPUTE_UNIT_GROUPS 8
 
-static posenc__cl_id kernel_for(posenc_dtype dtype)
+posenc__cl_id posenc_cl_rope_kernel_id(posenc_dtype dtype)
 {
     switch (dtype) {
     case POSENC_DTYPE_F16: return POSENC__CL_ROPE_F16;
@@ -32,7 +32,8 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
 {
     posenc_cl_context *state = ctx->backend_state;
     const posenc_cl_kernel *kernel = NULL;
-    posenc_status status = posenc_cl_kernel_get(ctx, kernel_for(op->q.dtype), &kernel);
+    posenc_status status =
+        posenc_cl_kernel_get(ctx, posenc_cl_rope_kernel_id(op->q.dtype), &kernel);
     if (status != POSENC_OK)
         return status;
 

@@ -12,7 +12,7 @@ _Static_assert(POSENC_SINUSOIDAL_FLAG_LAYOUT_INTERLEAVED == POSENC_SINUSOIDAL_IN
                    POSENC_SINUSOIDAL_FLAG_LAYOUT_SIN_COS == POSENC_SINUSOIDAL_SIN_COS,
                "sinusoidal layouts");
 
-static posenc__cl_id kernel_for(posenc_dtype dtype)
+posenc__cl_id posenc_cl_sinusoidal_kernel_id(posenc_dtype dtype)
 {
     switch (dtype) {
     case POSENC_DTYPE_F16: return POSENC__CL_SINUSOIDAL_F16;
@@ -26,7 +26,8 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
                                        cl_event *event)
 {
     const posenc_cl_kernel *kernel = NULL;
-    posenc_status status = posenc_cl_kernel_get(ctx, kernel_for(op->out.dtype), &kernel);
+    posenc_status status =
+        posenc_cl_kernel_get(ctx, posenc_cl_sinusoidal_kernel_id(op->out.dtype), &kernel);
     if (status != POSENC_OK)
         return status;
 

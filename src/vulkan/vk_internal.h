@@ -482,6 +482,9 @@ posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const posenc__sin
 posenc_status posenc_vk_rope_pipelines(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_vk_sinusoidal_pipelines(posenc_context *ctx,
                                              const posenc__sinusoidal_op *op);
+/* vk_prepare.c: posenc_prepare's entries (src/backend.h). */
+posenc_status posenc_vk_prepare_rope(posenc_context *ctx, const posenc__rope_op *op);
+posenc_status posenc_vk_prepare_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
 posenc_status posenc_vk_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                  uint64_t bytes, bool write_only);
 posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf);

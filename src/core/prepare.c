@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/* posenc_prepare: every descriptor validated as its operation validates it, then the backend
+ * builds each one's kernel and frequency table ahead of the first call. */
+#include "backend.h"
+
+/* The message the front end or the backend just set, with the descriptor's place before it:
+ * "rope[2].rotary_dim: ..." for a field, "rope[2]: vulkan: ..." for a device error. */
+static posenc_status fail_at(posenc_context *ctx, posenc_status status, const char *list,
+                             size_t index, bool field)
+{
+    char message[POSENC__MESSAGE_BYTES];
+    posenc__copy_string(message, sizeof message, posenc_context_last_error(ctx));
+    return posenc__fail(ctx, status, "%s[%zu]%s%s", list, index, field ? "." : ": ", message);
+}
+
+/* Validates every descriptor (build == false), or builds for each (build == true). */
+static posenc_status each_rope(posenc_context *ctx, const posenc_prepare_desc *desc, bool build)
+{
+    for (size_t i = 0; i < desc->rope_count; i++) {
+        posenc__rope_op op;
+        posenc_status status = posenc__rope_prepare(ctx, &desc->rope[i], &op);
+        if (status != POSENC_OK)
+            return fail_at(ctx, status, "rope", i, true);
+        if (build && ctx->backend->prepare_rope) {
+            status = ctx->backend->prepare_rope(ctx, &op);
+            if (status != POSENC_OK)
+                return fail_at(ctx, status, "rope", i, false);
+        }
+    }
+    return POSENC_OK;
+}
+
+static posenc_status each_sinusoidal(posenc_context *ctx, const posenc_prepare_desc *desc,
+                                     bool build)
+{
+    for (size_t i = 0; i < desc->sinusoidal_count; i++) {
+        posenc__sinusoidal_op op;
+        posenc_status status = posenc__sinusoidal_prepare(ctx, &desc->sinusoidal[i], &op);
+        if (status != POSENC_OK)
+            return fail_at(ctx, status, "sinusoidal", i, true);
+        if (build && ctx->backend->prepare_sinusoidal) {
+            status = ctx->backend->prepare_sinusoidal(ctx, &op);
+            if (status != POSENC_OK)
+                return fail_at(ctx, status, "sinusoidal", i, false);
+        }
+    }
+    return POSENC_OK;
+}
+
+posenc_status posenc_prepare(posenc_context *ctx, const posenc_prepare_desc *desc)
+{
+    if (!ctx)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
+    if (!desc)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "desc: is NULL");
+    if (desc->rope_count && !desc->rope)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "rope: is NULL but rope_count is %zu",
+                            desc->rope_count);
+    if (desc->sinusoidal_count && !desc->sinusoidal)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "sinusoidal: is NULL but sinusoidal_count is %zu",
+                            desc->sinusoidal_count);
+    /* All validated first, so that a bad descriptor anywhere builds nothing. The second pass
+     * resolves each again: an operation's frequencies live in the context's one-entry cache,
+     * valid only until the next descriptor is resolved. */
+    posenc_status status = each_rope(ctx, desc, false);
+    if (status == POSENC_OK)
+        status = each_sinusoidal(ctx, desc, false);
+    if (status == POSENC_OK)
+        status = each_rope(ctx, desc, true);
+    if (status == POSENC_OK)
+        status = each_sinusoidal(ctx, desc, true);
+    return status;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* posenc_prepare on Vulkan: an operation's pipeline and the device copy of its frequency table,
+ * made before the first call records anything. */
+#include "vulkan/vk_internal.h"
+
+posenc_status posenc_vk_prepare_rope(posenc_context *ctx, const posenc__rope_op *op)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    posenc__mutex_lock(&vk->lock);
+    posenc_status status = posenc_vk_rope_pipelines(ctx, op);
+    if (status == POSENC_OK)
+        status = posenc_vk_set_freqs(ctx, op->freqs, op->rotary_dim / 2, op->freqs_id);
+    vk->table = NULL; /* no work binds it yet: the first call finds it again */
+    posenc__mutex_unlock(&vk->lock);
+    return status;
+}
+
+posenc_status posenc_vk_prepare_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    posenc__mutex_lock(&vk->lock);
+    posenc_status status = posenc_vk_sinusoidal_pipelines(ctx, op);
+    if (status == POSENC_OK)
+        status = posenc_vk_set_freqs(ctx, op->freqs, op->half, op->freqs_id);
+    vk->table = NULL;
+    posenc__mutex_unlock(&vk->lock);
+    return status;
+}
