@@ -9,8 +9,11 @@ posenc_status posenc_vk_prepare_rope(posenc_context *ctx, const posenc__rope_op 
     posenc__mutex_lock(&vk->lock);
     posenc_status status = posenc_vk_rope_pipelines(ctx, op);
     if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, op->freqs, op->rotary_dim / 2, op->freqs_id);
-    vk->table = NULL; /* no work binds it yet: the first call finds it again */
+        status = posenc_vk_set_freqs(ctx, op->freqs, op->rotary_dim / 2, op->freqs_id, false);
+    /* No work binds it yet: the first call finds it again (or, past a cache of tables that
+     * recorded work pins, writes it then). */
+    vk->table = NULL;
+    vk->table_ring.pending = NULL;
     posenc__mutex_unlock(&vk->lock);
     return status;
 }
@@ -21,8 +24,9 @@ posenc_status posenc_vk_prepare_sinusoidal(posenc_context *ctx, const posenc__si
     posenc__mutex_lock(&vk->lock);
     posenc_status status = posenc_vk_sinusoidal_pipelines(ctx, op);
     if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, op->freqs, op->half, op->freqs_id);
+        status = posenc_vk_set_freqs(ctx, op->freqs, op->half, op->freqs_id, false);
     vk->table = NULL;
+    vk->table_ring.pending = NULL;
     posenc__mutex_unlock(&vk->lock);
     return status;
 }
