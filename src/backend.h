@@ -13,15 +13,16 @@ typedef struct posenc__backend {
     posenc_backend kind; /* its name: posenc_backend_name (core/backend_list.h) */
 
     /* Loads the runtime (dlopen) and appends this backend's devices to `list` (empty when
-     * called). Called under the registry's lock, once per process unless a listing runs out of
+     * called). Called under the registry's lock when this backend's devices are first needed
+     * (never for a context of another backend), once per process unless a listing runs out of
      * host memory. Returning BACKEND_UNAVAILABLE with a message in `reason` (a static string)
      * makes the backend absent for the process. OUT_OF_MEMORY (any host allocation that
      * failed, the backend's or the runtime's: never reported as an unusable device or an absent
      * backend) fails the whole listing, which is made again on the next call: the backend must
      * then leave nothing in `list` and keep nothing. Required. */
     posenc_status (*enumerate)(posenc__device_list *list, const char **reason);
-    /* Undoes a successful `enumerate` whose listing is abandoned (another backend ran out of
-     * host memory): frees the handles of the devices in `list` and whatever enumerate kept for
+    /* Undoes a successful `enumerate` whose listing is abandoned (another backend listed by
+     * the same call ran out of host memory, or joining the lists did): frees the handles of the devices in `list` and whatever enumerate kept for
      * them, so that the next enumerate starts afresh (`list->items` itself is the registry's).
      * Optional: NULL when the devices own nothing. */
     void (*release_devices)(posenc__device_list *list);

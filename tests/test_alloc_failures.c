@@ -187,8 +187,9 @@ static bool reference_listing(listing *out)
     return got == sizeof *out && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
 }
 
-/* One call of each public entry that lists devices, in turn; true when a failure was injected. */
-static bool listing_call(unsigned entry, long n)
+/* One call of each public entry that lists devices, in turn (posenc_backend_status asks about
+ * `backend`); true when a failure was injected. */
+static bool listing_call(unsigned entry, long n, posenc_backend backend)
 {
     char what[64];
     const char *names[] = {"posenc_device_count", "posenc_device_get", "posenc_backend_status",
@@ -223,7 +224,7 @@ static bool listing_call(unsigned entry, long n)
     case 2: {
         const char *reason = NULL;
         arm(n);
-        status = posenc_backend_status(POSENC_BACKEND_CPU, &reason);
+        status = posenc_backend_status(backend, &reason);
         failed = disarm();
         /* The reason is this entry's message; posenc_thread_last_error has it too. */
         message = reason ? reason : "";
@@ -277,6 +278,45 @@ static bool listing_call(unsigned entry, long n)
     return true;
 }
 
+/* posenc_backend_status lists one backend alone, and keeps it: swept in a child process of its
+ * own for each backend, which starts with nothing listed, then compared with `expected`. */
+static void sweep_one_backend(size_t b, const listing *expected)
+{
+    fflush(NULL);
+    pid_t child = fork();
+    if (child < 0) {
+        test_failures++;
+        fprintf(stderr, "fork failed\n");
+        return;
+    }
+    if (child == 0) {
+        long n = 1;
+        while (n < MAX_SWEEP && listing_call(2, n, backend_kinds[b]))
+            n++;
+        const char *reason = "";
+        posenc_status status = posenc_backend_status(backend_kinds[b], &reason);
+        if (status != expected->backend_status[b] ||
+            strcmp(reason, expected->backend_reason[b]) != 0) {
+            test_failures++;
+            fprintf(stderr, "backend %s after failed listings: %s (%s), expected %s (%s)\n",
+                    posenc_backend_name(backend_kinds[b]), posenc_status_name(status), reason,
+                    posenc_status_name(expected->backend_status[b]),
+                    expected->backend_reason[b]);
+        }
+        printf("%s devices alone: %ld allocations failed one by one\n",
+               posenc_backend_name(backend_kinds[b]), n - 1);
+        fflush(NULL);
+        _exit(test_failures ? 1 : 0);
+    }
+    int wstatus = 0;
+    waitpid(child, &wstatus, 0);
+    if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+        test_failures++;
+        fprintf(stderr, "the sweep of %s devices alone failed\n",
+                posenc_backend_name(backend_kinds[b]));
+    }
+}
+
 static void sweep_listing(void)
 {
     listing expected;
@@ -285,11 +325,16 @@ static void sweep_listing(void)
         fprintf(stderr, "the reference listing (in a child process) failed\n");
         return;
     }
+    for (size_t b = 0; b < BACKEND_KINDS; b++)
+        sweep_one_backend(b, &expected);
     double start = seconds_now();
     long n = 1, absorbed_before = absorbed;
-    /* Each N goes to the next entry, so that every entry meets failures; a failed listing is
-     * not kept, so each call starts it again and fails its Nth allocation. */
-    while (n < MAX_SWEEP && listing_call((unsigned)(n % 5), n))
+    /* Each N goes to the next entry that lists every backend, so that every entry meets
+     * failures; a failed listing is not kept, so each call starts it again and fails its Nth
+     * allocation. (posenc_backend_status, which lists one backend and keeps it, is swept
+     * above.) */
+    static const unsigned every_backend[] = {0, 1, 3, 4};
+    while (n < MAX_SWEEP && listing_call(every_backend[n % 4], n, POSENC_BACKEND_CPU))
         n++;
     printf("device listing: %ld allocations failed one by one, %ld absorbed (%.1f s)\n", n - 1,
            absorbed - absorbed_before, seconds_now() - start);

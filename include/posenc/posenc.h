@@ -163,8 +163,9 @@ POSENC_API const char *posenc_backend_name(posenc_backend backend);
 /* "discrete GPU", "integrated GPU", "virtual GPU", "CPU", "software", "other". */
 POSENC_API const char *posenc_device_type_name(posenc_device_type type);
 
-/* Whether a backend was compiled in and its runtime loaded. On failure `*reason` (optional)
- * says why ("libvulkan.so.1 not found", "not compiled in"); a static string. */
+/* Whether a backend was compiled in and its runtime loaded (loading it if no call has yet, and
+ * no other backend's). On failure `*reason` (optional) says why ("libvulkan.so.1 not found",
+ * "not compiled in", "dynamic loading is not available in a static binary"); a static string. */
 POSENC_API posenc_status posenc_backend_status(posenc_backend backend, const char **reason);
 
 typedef struct posenc_device_info {
@@ -194,11 +195,11 @@ typedef struct posenc_device_info {
                                    * always on the CPU path */
 } posenc_device_info;
 
-/* Every device of every available backend, in a stable order (Vulkan, OpenCL, CPU). The list is
- * built on first use and kept for the process; a call that runs out of host memory while
- * building it returns OUT_OF_MEMORY (as do posenc_device_get, posenc_device_choose,
- * posenc_backend_status and posenc_context_create) and the next call builds it again. Once
- * listed, the native CPU device is always present. */
+/* Every device of every available backend, in a stable order (Vulkan, OpenCL, CPU). Each
+ * backend's devices are listed when first needed (these two calls need them all) and kept for
+ * the process; a call that runs out of host memory while listing returns OUT_OF_MEMORY (as do
+ * posenc_device_choose, posenc_backend_status and posenc_context_create) and the next call
+ * lists them again. Once listed, the native CPU device is always present. */
 POSENC_API posenc_status posenc_device_count(uint32_t *count);
 POSENC_API posenc_status posenc_device_get(uint32_t index, posenc_device_info *info);
 
@@ -279,7 +280,10 @@ typedef struct posenc_context posenc_context;
 /* Picks a device (POSENC_DEVICE overrides AUTO unless IGNORE_ENV), initialises it, and on failure
  * tries the next candidate (logging why) unless NO_FALLBACK. AUTO prefers a discrete GPU, then an
  * integrated GPU, then a virtual GPU, then the native CPU path; software-emulated devices only
- * when asked for by backend, selector or ALLOW_SOFTWARE. `desc` may be NULL (all defaults). */
+ * when asked for by backend, selector or ALLOW_SOFTWARE. A request naming a backend ("cpu",
+ * "vulkan:1", by backend, device or POSENC_DEVICE) loads that backend's runtime alone, the others
+ * only to fall back; one for a backend that is absent fails with BACKEND_UNAVAILABLE. `desc` may
+ * be NULL (all defaults). */
 POSENC_API posenc_status posenc_context_create(const posenc_context_desc *desc,
                                                posenc_context **context);
 /* Waits for outstanding work and frees everything the context created. NULL is a no-op. Buffers

@@ -144,23 +144,26 @@ posenc_status posenc_device_choose(const posenc_context_desc *desc, uint32_t *in
         return posenc__fail(NULL, POSENC_INVALID_ARGUMENT,
                             "vulkan/opencl: the caller's handles name the device; there is "
                             "nothing to choose");
-    uint32_t count;
-    status = posenc_device_count(&count);
+    const posenc__device *device;
+    const char *why = "";
+    status = posenc__select_device(desc, &device, &why);
     if (status != POSENC_OK)
         return status;
-    uint32_t *order = malloc(count * sizeof *order);
-    if (!order)
-        return posenc__fail(NULL, POSENC_OUT_OF_MEMORY, "device: out of host memory");
-    const char *why = "";
-    uint32_t candidates = 0;
-    status = posenc__select_devices(desc, order, &candidates, &why);
-    if (status == POSENC_OK) {
-        *index = order[0];
-        if (reason)
-            *reason = why;
+    /* The index is in the list of every device, which posenc_device_get reads. */
+    const posenc__device *const *devices;
+    uint32_t count;
+    status = posenc__registry_devices(POSENC_BACKEND_AUTO, &devices, &count);
+    if (status != POSENC_OK)
+        return status;
+    for (uint32_t i = 0; i < count; i++) {
+        if (devices[i] == device) {
+            *index = i;
+            if (reason)
+                *reason = why;
+            return POSENC_OK;
+        }
     }
-    free(order);
-    return status;
+    return posenc__fail(NULL, POSENC_INTERNAL, "device: the chosen device is not listed");
 }
 
 posenc_status posenc_context_create(const posenc_context_desc *desc, posenc_context **context)
@@ -177,43 +180,50 @@ posenc_status posenc_context_create(const posenc_context_desc *desc, posenc_cont
     if (has_vulkan_handles(desc) || has_opencl_handles(desc))
         return create_external(desc, context);
 
-    const posenc__device *devices;
-    uint32_t count;
-    status = posenc__registry_devices(&devices, &count);
+    /* The first choice lists only what it needs (a CPU context loads no GPU runtime); the
+     * fallbacks, every backend, only once it has failed. */
+    const posenc__device *device;
+    const char *reason = "";
+    status = posenc__select_device(desc, &device, &reason);
     if (status != POSENC_OK)
         return status;
-    uint32_t *order = malloc(count * sizeof *order);
-    if (!order)
-        return posenc__fail(NULL, POSENC_OUT_OF_MEMORY, "context: out of host memory");
-    const char *reason = "";
-    uint32_t candidates = 0;
-    status = posenc__select_devices(desc, order, &candidates, &reason);
-    if (status != POSENC_OK) {
-        free(order);
-        return status;
-    }
 
+    const posenc__device **fallbacks = NULL;
+    uint32_t fallback_count = 0, next = 0;
     char message[512] = "";
-    for (uint32_t i = 0; i < candidates; i++) {
-        const posenc__device *device = &devices[order[i]];
+    for (;;) {
         posenc_context *ctx = NULL;
         status = try_device(desc, device, &ctx, message, sizeof message);
         if (status == POSENC_OK) {
             posenc__log(ctx, POSENC_LOG_INFO, "using %s device %u: %s (%s)",
                         posenc_backend_name(device->info.backend), device->info.backend_index,
-                        device->info.name, i == 0 ? reason : "fallback");
-            free(order);
+                        device->info.name, next == 0 ? reason : "fallback");
+            free(fallbacks);
             *context = ctx;
             return POSENC_OK;
         }
+        if (next == 0) {
+            posenc_status listed =
+                posenc__select_fallbacks(desc, device, &fallbacks, &fallback_count);
+            if (listed != POSENC_OK) {
+                posenc__log_to(desc->log, desc->log_user_data, POSENC_LOG_ERROR,
+                               "%s device %u (%s) failed to initialise: %s",
+                               posenc_backend_name(device->info.backend),
+                               device->info.backend_index, device->info.name, message);
+                return listed;
+            }
+        }
+        bool more = next < fallback_count;
         posenc__log_to(desc->log, desc->log_user_data,
-                       i + 1 < candidates ? POSENC_LOG_WARNING : POSENC_LOG_ERROR,
+                       more ? POSENC_LOG_WARNING : POSENC_LOG_ERROR,
                        "%s device %u (%s) failed to initialise: %s%s",
                        posenc_backend_name(device->info.backend), device->info.backend_index,
-                       device->info.name, message,
-                       i + 1 < candidates ? "; trying the next device" : "");
+                       device->info.name, message, more ? "; trying the next device" : "");
+        if (!more)
+            break;
+        device = fallbacks[next++];
     }
-    free(order);
+    free(fallbacks);
     /* A message that starts with an environment variable ("POSENC_CPU_VARIANT=neon: ...") names
      * the setting at fault, which no device would have accepted: kept as the field, rather than
      * blaming the device. */

@@ -32,14 +32,22 @@ typedef struct posenc__device_list {
 
 posenc_status posenc__device_list_append(posenc__device_list *list, const posenc__device *device);
 
-/* The registry (core/registry.c): built on first use and kept once complete. OUT_OF_MEMORY
- * (with the thread's error message set) when listing the devices ran out of host memory; the
- * next call lists them again. */
-posenc_status posenc__registry_devices(const posenc__device **devices, uint32_t *count);
+/* The registry (core/registry.c). Each backend's devices are listed on first need, loading
+ * only that backend's runtime, and kept once listed. OUT_OF_MEMORY (with the thread's error
+ * message set) when listing ran out of host memory; the next call lists them again. */
+/* The devices of backend `kind`, listing no other backend (none when it is absent or was not
+ * compiled in), or with AUTO every backend's, in the order of posenc_device_get. The records
+ * live for the process. */
+posenc_status posenc__registry_devices(posenc_backend kind, const posenc__device *const **devices,
+                                       uint32_t *count);
 /* The backend of `kind` when its runtime loaded and it has devices; else BACKEND_UNAVAILABLE
- * (or OUT_OF_MEMORY) with `*backend` NULL and the reason (a static string) in `*reason`. */
+ * (or OUT_OF_MEMORY) with `*backend` NULL and the reason (a static string) in `*reason`. Lists
+ * that backend alone. */
 posenc_status posenc__registry_backend(posenc_backend kind, const posenc__backend **backend,
                                        const char **reason);
+/* Whether the devices of `kind` have been listed (its runtime loaded, when it has one): for the
+ * tests that check a context loads only what it asked for. */
+bool posenc__registry_listed(posenc_backend kind);
 /* The backend of `kind` compiled into this build, without enumerating devices (no runtime is
  * loaded); NULL if it was not compiled in. For contexts on caller-owned devices. */
 const posenc__backend *posenc__registry_compiled_backend(posenc_backend kind);

@@ -2,7 +2,7 @@
 /* Operating-system services for POSIX and Windows: run-once, mutexes, the environment, dynamic
  * loading, processor and memory facts, memory mappings and child processes. */
 #if !defined(_WIN32)
-#  define _GNU_SOURCE /* setenv, MAP_ANONYMOUS, MAP_NORESERVE */
+#  define _GNU_SOURCE /* setenv, MAP_ANONYMOUS, MAP_NORESERVE, dl_iterate_phdr */
 #endif
 
 #include "core/platform.h"
@@ -23,6 +23,9 @@
 #  include <process.h>
 #else
 #  include <dlfcn.h>
+#  if defined(__ELF__)
+#    include <link.h> /* dl_iterate_phdr */
+#  endif
 #  include <pthread.h>
 #  include <signal.h>
 #  include <spawn.h>
@@ -68,12 +71,25 @@ void posenc__mutex_destroy(posenc__mutex *mutex) { (void)mutex; }
 void posenc__mutex_lock(posenc__mutex *mutex) { AcquireSRWLockExclusive((PSRWLOCK)mutex); }
 void posenc__mutex_unlock(posenc__mutex *mutex) { ReleaseSRWLockExclusive((PSRWLOCK)mutex); }
 
+bool posenc__library_loading(const char **reason)
+{
+    (void)reason;
+    return true;
+}
+
 void *posenc__library_open(const char *name)
 {
     wchar_t *wide = posenc__utf8_to_wide(name);
     HMODULE library = wide ? LoadLibraryW(wide) : NULL;
     free(wide);
     return (void *)library;
+}
+bool posenc__library_loaded(const char *name)
+{
+    wchar_t *wide = posenc__utf8_to_wide(name);
+    HMODULE library = wide ? GetModuleHandleW(wide) : NULL;
+    free(wide);
+    return library != NULL;
 }
 void *posenc__library_symbol(void *library, const char *name)
 {
@@ -117,7 +133,54 @@ void posenc__mutex_destroy(posenc__mutex *mutex)
 void posenc__mutex_lock(posenc__mutex *mutex) { pthread_mutex_lock((pthread_mutex_t *)mutex); }
 void posenc__mutex_unlock(posenc__mutex *mutex) { pthread_mutex_unlock((pthread_mutex_t *)mutex); }
 
-void *posenc__library_open(const char *name) { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
+#if defined(__ELF__)
+/* dl_iterate_phdr visits the main program first: whether its program headers name an
+ * interpreter (PT_INTERP, the dynamic linker) into `*found`. */
+static int note_interpreter(struct dl_phdr_info *info, size_t size, void *found)
+{
+    (void)size;
+    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+        if (info->dlpi_phdr[i].p_type == PT_INTERP)
+            *(bool *)found = true;
+    }
+    return 1; /* the main program alone */
+}
+#endif
+
+/* A program is dynamically linked exactly when it names a dynamic linker: without one no
+ * libc.so is mapped, and a library dlopen brings in would run on a second, uninitialised C
+ * library. The test holds for static-pie programs too, which have a PT_DYNAMIC (and a non-NULL
+ * _DYNAMIC, so a weak reference to it would not tell) to relocate themselves but no PT_INTERP,
+ * and for a program started as `ld.so ./program`, whose own headers keep their PT_INTERP. */
+bool posenc__library_loading(const char **reason)
+{
+#if defined(__ELF__)
+    bool dynamic = false;
+    dl_iterate_phdr(note_interpreter, &dynamic);
+    if (!dynamic) {
+        if (reason)
+            *reason = "dynamic loading is not available in a static binary";
+        return false;
+    }
+#else
+    (void)reason;
+#endif
+    return true;
+}
+
+void *posenc__library_open(const char *name)
+{
+    return posenc__library_loading(NULL) ? dlopen(name, RTLD_NOW | RTLD_LOCAL) : NULL;
+}
+bool posenc__library_loaded(const char *name)
+{
+    if (!posenc__library_loading(NULL))
+        return false;
+    void *library = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (library)
+        dlclose(library); /* drops the reference RTLD_NOLOAD took */
+    return library != NULL;
+}
 void *posenc__library_symbol(void *library, const char *name) { return dlsym(library, name); }
 void posenc__library_close(void *library) { dlclose(library); }
 

@@ -109,9 +109,17 @@ char **posenc__utf8_arguments(int argc, char **argv);
 /* The calling process's id. */
 uint64_t posenc__process_id(void);
 
+/* Whether this process can load shared libraries at all: false, with `*reason` "dynamic loading
+ * is not available in a static binary", in a statically linked ELF program, where glibc's
+ * dlopen would map a second C library into the process and crash in it. True on Windows and
+ * macOS, which have no static programs. */
+bool posenc__library_loading(const char **reason);
 /* dlopen/dlsym/dlclose, or their Windows equivalents (LoadLibraryW: a path in UTF-8). NULL on
- * failure. */
+ * failure, and always in a static binary (posenc__library_loading). */
 void *posenc__library_open(const char *name);
+/* Whether a library of that name is already loaded into the process, without loading it
+ * (dlopen with RTLD_NOLOAD, GetModuleHandleW). */
+bool posenc__library_loaded(const char *name);
 void *posenc__library_symbol(void *library, const char *name);
 void posenc__library_close(void *library);
 

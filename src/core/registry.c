@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The backend registry: the backends of core/backend_list.h built into this library, and the
- * device list built from them once per process (again after a listing that ran out of host
- * memory). */
+/* The backend registry: the backends of core/backend_list.h built into this library, each one's
+ * devices listed on first need (loading only that backend's runtime) and kept for the process,
+ * and the list of every device joined from them. */
 #include "backend.h"
 #include "core/backend_list.h"
 #include "core/platform.h"
@@ -18,22 +18,29 @@ static const posenc__backend *const backends[] = {POSENC__BACKEND_LIST(COMPILED_
 
 #define BACKEND_COUNT (sizeof backends / sizeof backends[0])
 
-typedef struct backend_state {
-    posenc_status status;
+/* One backend's devices. A context for one backend lists that backend alone, so that a CPU
+ * context neither loads nor probes the GPU runtimes (whose drivers take tens to hundreds of
+ * milliseconds to start); the list of every device lists them all. */
+typedef struct backend_listing {
+    bool listed;
+    posenc_status status; /* OK, or BACKEND_UNAVAILABLE with `reason` */
     const char *reason;
-} backend_state;
+    posenc__device_list devices;
+    const posenc__device **pointers; /* into `devices`, for posenc__registry_devices */
+} backend_listing;
 
-/* The device list is kept once it is complete; a listing that ran out of host memory is undone
- * and made again on the next call, so a passing shortage does not hide a backend (or every
- * device) for the rest of the process. `built`, `devices` and `states` are written only under
- * `lock`, and never again once `built` is set: callers keep pointers into `devices`. */
+/* A listing is kept once it is complete; one that ran out of host memory is undone, together
+ * with every other listing made by the same call, and made again on the next call, so that a
+ * passing shortage does not hide a backend (or every device) for the rest of the process. What
+ * is kept is written only under `lock`, and never again: callers keep pointers into it. */
 static struct {
     posenc__once once; /* makes the lock */
     bool lock_made;
     posenc__mutex lock;
-    bool built;
-    posenc__device_list devices;
-    backend_state states[BACKEND_COUNT];
+    backend_listing listings[BACKEND_COUNT];
+    bool joined;
+    const posenc__device **all; /* every backend's devices, in the list's order */
+    uint32_t all_count;
 } registry;
 
 posenc_status posenc__device_list_append(posenc__device_list *list, const posenc__device *device)
@@ -52,86 +59,143 @@ posenc_status posenc__device_list_append(posenc__device_list *list, const posenc
 
 static void make_lock(void) { registry.lock_made = posenc__mutex_init(&registry.lock); }
 
-/* Gives back what the backends listed before `failed` made, after a shortage in `failed` (or,
- * with failed == BACKEND_COUNT, in joining the lists). */
-static void undo_listing(posenc__device_list *lists, size_t failed)
+/* Gives back a listing made by the current call, so that the next call makes it afresh. */
+static void undo_listing(size_t i)
 {
-    for (size_t i = 0; i < failed; i++) {
-        if (lists[i].count && backends[i]->release_devices)
-            backends[i]->release_devices(&lists[i]);
-        free(lists[i].items);
-    }
+    backend_listing *listing = &registry.listings[i];
+    if (listing->devices.count && backends[i]->release_devices)
+        backends[i]->release_devices(&listing->devices);
+    free(listing->devices.items);
+    free(listing->pointers);
+    memset(listing, 0, sizeof *listing);
 }
 
-/* Lists every backend's devices into the registry; under the lock. Each backend lists into a
- * list of its own, joined at the end, so that a shortage anywhere leaves the registry as it
- * was. */
-static posenc_status build_registry(void)
+/* Lists backend `i`'s devices into its listing; under the lock. */
+static posenc_status list_backend(size_t i)
 {
-    posenc__device_list lists[BACKEND_COUNT];
-    backend_state states[BACKEND_COUNT];
-    memset(lists, 0, sizeof lists);
-    uint32_t total = 0;
-    for (size_t i = 0; i < BACKEND_COUNT; i++) {
-        const char *reason = NULL;
-        posenc_status status = backends[i]->enumerate(&lists[i], &reason);
-        if (status == POSENC_OUT_OF_MEMORY) {
-            free(lists[i].items); /* a failed enumerate leaves no devices in it */
-            undo_listing(lists, i);
-            return posenc__fail(NULL, POSENC_OUT_OF_MEMORY,
-                                "device list: out of host memory while listing %s devices",
-                                posenc_backend_name(backends[i]->kind));
-        }
-        if (status != POSENC_OK)
-            lists[i].count = 0; /* a failed backend contributes nothing */
-        else if (lists[i].count == 0) {
-            status = POSENC_BACKEND_UNAVAILABLE;
-            reason = reason ? reason : "no devices";
-        }
-        states[i] = (backend_state){status, reason ? reason : ""};
-        total += lists[i].count;
+    backend_listing *listing = &registry.listings[i];
+    posenc__device_list devices = {0};
+    const char *reason = NULL;
+    posenc_status status = backends[i]->enumerate(&devices, &reason);
+    if (status == POSENC_OUT_OF_MEMORY) {
+        free(devices.items); /* a failed enumerate leaves no devices in it */
+        return POSENC_OUT_OF_MEMORY;
     }
-    posenc__device *items = total ? malloc(total * sizeof *items) : NULL;
-    if (total && !items) {
-        undo_listing(lists, BACKEND_COUNT);
-        return posenc__fail(NULL, POSENC_OUT_OF_MEMORY, "device list: out of host memory");
+    if (status != POSENC_OK)
+        devices.count = 0; /* a failed backend contributes nothing */
+    else if (devices.count == 0) {
+        status = POSENC_BACKEND_UNAVAILABLE;
+        reason = reason ? reason : "no devices";
     }
-    uint32_t at = 0;
-    for (size_t i = 0; i < BACKEND_COUNT; i++) {
-        for (uint32_t d = 0; d < lists[i].count; d++, at++) {
-            items[at] = lists[i].items[d];
-            items[at].backend = backends[i];
-            items[at].info.backend = backends[i]->kind;
-            items[at].info.backend_index = d;
+    const posenc__device **pointers = NULL;
+    if (devices.count) {
+        pointers = malloc(devices.count * sizeof *pointers);
+        if (!pointers) {
+            if (backends[i]->release_devices)
+                backends[i]->release_devices(&devices);
+            free(devices.items);
+            return POSENC_OUT_OF_MEMORY;
         }
-        free(lists[i].items);
     }
-    registry.devices = (posenc__device_list){items, total, total};
-    memcpy(registry.states, states, sizeof states);
-    registry.built = true;
+    for (uint32_t d = 0; d < devices.count; d++) {
+        devices.items[d].backend = backends[i];
+        devices.items[d].info.backend = backends[i]->kind;
+        devices.items[d].info.backend_index = d;
+        pointers[d] = &devices.items[d];
+    }
+    *listing = (backend_listing){true, status, reason ? reason : "", devices, pointers};
     return POSENC_OK;
 }
 
-/* The registry, complete: built by this call if no earlier one finished it. */
-static posenc_status ensure_registry(void)
+/* Joins every backend's devices into registry.all; under the lock, all listed. */
+static posenc_status join_listings(void)
+{
+    uint32_t total = 0;
+    for (size_t i = 0; i < BACKEND_COUNT; i++)
+        total += registry.listings[i].devices.count;
+    const posenc__device **all = total ? malloc(total * sizeof *all) : NULL;
+    if (total && !all)
+        return POSENC_OUT_OF_MEMORY;
+    uint32_t at = 0;
+    for (size_t i = 0; i < BACKEND_COUNT; i++) {
+        const backend_listing *listing = &registry.listings[i];
+        for (uint32_t d = 0; d < listing->devices.count; d++)
+            all[at++] = listing->pointers[d];
+    }
+    registry.all = all;
+    registry.all_count = total;
+    registry.joined = true;
+    return POSENC_OK;
+}
+
+/* Lists the backend of `kind` (BACKEND_COUNT: every backend, joined) unless an earlier call did;
+ * a shortage undoes what this call listed. */
+static posenc_status ensure_listed(size_t which)
 {
     posenc__run_once(&registry.once, make_lock);
     if (!registry.lock_made)
         return posenc__fail(NULL, POSENC_OUT_OF_MEMORY,
                             "device list: the system could not create a lock");
     posenc__mutex_lock(&registry.lock);
-    posenc_status status = registry.built ? POSENC_OK : build_registry();
+    bool listed_now[BACKEND_COUNT] = {false};
+    posenc_status status = POSENC_OK;
+    size_t failed = BACKEND_COUNT;
+    for (size_t i = 0; i < BACKEND_COUNT && status == POSENC_OK; i++) {
+        if ((which != BACKEND_COUNT && which != i) || registry.listings[i].listed)
+            continue;
+        status = list_backend(i);
+        listed_now[i] = status == POSENC_OK;
+        failed = i;
+    }
+    if (status == POSENC_OK && which == BACKEND_COUNT && !registry.joined) {
+        status = join_listings();
+        failed = BACKEND_COUNT;
+    }
+    if (status != POSENC_OK) {
+        for (size_t i = 0; i < BACKEND_COUNT; i++) {
+            if (listed_now[i])
+                undo_listing(i);
+        }
+    }
     posenc__mutex_unlock(&registry.lock);
-    return status;
+    if (status != POSENC_OK && failed < BACKEND_COUNT)
+        return posenc__fail(NULL, POSENC_OUT_OF_MEMORY,
+                            "device list: out of host memory while listing %s devices",
+                            posenc_backend_name(backends[failed]->kind));
+    if (status != POSENC_OK)
+        return posenc__fail(NULL, POSENC_OUT_OF_MEMORY, "device list: out of host memory");
+    return POSENC_OK;
 }
 
-posenc_status posenc__registry_devices(const posenc__device **devices, uint32_t *count)
+/* Where `kind` is in the list; BACKEND_COUNT when it was not compiled in. */
+static size_t position_of(posenc_backend kind)
 {
-    posenc_status status = ensure_registry();
+    for (size_t i = 0; i < BACKEND_COUNT; i++) {
+        if (backends[i]->kind == kind)
+            return i;
+    }
+    return BACKEND_COUNT;
+}
+
+posenc_status posenc__registry_devices(posenc_backend kind, const posenc__device *const **devices,
+                                       uint32_t *count)
+{
+    size_t which = kind == POSENC_BACKEND_AUTO ? BACKEND_COUNT : position_of(kind);
+    if (kind != POSENC_BACKEND_AUTO && which == BACKEND_COUNT) {
+        *devices = NULL;
+        *count = 0;
+        return POSENC_OK;
+    }
+    posenc_status status = ensure_listed(which);
     if (status != POSENC_OK)
         return status;
-    *devices = registry.devices.items;
-    *count = registry.devices.count;
+    if (which == BACKEND_COUNT) {
+        *devices = registry.all;
+        *count = registry.all_count;
+    } else {
+        *devices = registry.listings[which].pointers;
+        *count = registry.listings[which].devices.count;
+    }
     return POSENC_OK;
 }
 
@@ -139,31 +203,41 @@ posenc_status posenc__registry_backend(posenc_backend kind, const posenc__backen
                                        const char **reason)
 {
     *backend = NULL;
-    posenc_status status = ensure_registry();
+    size_t which = position_of(kind);
+    if (which == BACKEND_COUNT) {
+        *reason = "not compiled in";
+        return POSENC_BACKEND_UNAVAILABLE;
+    }
+    posenc_status status = ensure_listed(which);
     if (status != POSENC_OK) {
         *reason = "out of host memory";
         return status;
     }
-    for (size_t i = 0; i < BACKEND_COUNT; i++) {
-        if (backends[i]->kind != kind)
-            continue;
-        *reason = registry.states[i].reason;
-        if (registry.states[i].status != POSENC_OK)
-            return POSENC_BACKEND_UNAVAILABLE;
-        *backend = backends[i];
-        return POSENC_OK;
-    }
-    *reason = "not compiled in";
-    return POSENC_BACKEND_UNAVAILABLE;
+    *reason = registry.listings[which].reason;
+    if (registry.listings[which].status != POSENC_OK)
+        return POSENC_BACKEND_UNAVAILABLE;
+    *backend = backends[which];
+    return POSENC_OK;
+}
+
+bool posenc__registry_listed(posenc_backend kind)
+{
+    size_t which = position_of(kind);
+    if (which == BACKEND_COUNT)
+        return false;
+    posenc__run_once(&registry.once, make_lock);
+    if (!registry.lock_made)
+        return false;
+    posenc__mutex_lock(&registry.lock);
+    bool listed = registry.listings[which].listed;
+    posenc__mutex_unlock(&registry.lock);
+    return listed;
 }
 
 const posenc__backend *posenc__registry_compiled_backend(posenc_backend kind)
 {
-    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
-        if (backends[i]->kind == kind)
-            return backends[i];
-    }
-    return NULL;
+    size_t which = position_of(kind);
+    return which == BACKEND_COUNT ? NULL : backends[which];
 }
 
 posenc_status posenc_backend_status(posenc_backend backend, const char **reason)
@@ -187,22 +261,22 @@ posenc_status posenc_device_count(uint32_t *count)
 {
     if (!count)
         return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "count: is NULL");
-    const posenc__device *devices;
-    return posenc__registry_devices(&devices, count);
+    const posenc__device *const *devices;
+    return posenc__registry_devices(POSENC_BACKEND_AUTO, &devices, count);
 }
 
 posenc_status posenc_device_get(uint32_t index, posenc_device_info *info)
 {
     if (!info)
         return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "info: is NULL");
-    const posenc__device *devices;
+    const posenc__device *const *devices;
     uint32_t count;
-    posenc_status status = posenc__registry_devices(&devices, &count);
+    posenc_status status = posenc__registry_devices(POSENC_BACKEND_AUTO, &devices, &count);
     if (status != POSENC_OK)
         return status;
     if (index >= count)
         return posenc__fail(NULL, POSENC_DEVICE_NOT_FOUND,
                             "index: %u is out of range (%u devices)", index, count);
-    *info = devices[index].info;
+    *info = devices[index]->info;
     return POSENC_OK;
 }

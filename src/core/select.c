@@ -136,23 +136,21 @@ static int requested_rank(const posenc__device *device)
 }
 
 /* Devices AUTO would use, best first: rank, then the registry's backend order, then memory. */
-static uint32_t auto_order(const posenc__device *devices, uint32_t count, uint32_t flags,
-                           uint32_t *order)
+static uint32_t auto_order(const posenc__device *const *devices, uint32_t count, uint32_t flags,
+                           const posenc__device **order)
 {
     uint32_t n = 0;
     for (int rank = 0; rank <= 4; rank++) {
         uint32_t first = n;
         for (uint32_t i = 0; i < count; i++) {
-            if (auto_rank(&devices[i], flags) == rank)
-                order[n++] = i;
+            if (auto_rank(devices[i], flags) == rank)
+                order[n++] = devices[i];
         }
         for (uint32_t a = first + 1; a < n; a++) { /* insertion sort by memory, stable */
-            for (uint32_t b = a; b > first &&
-                                 devices[order[b]].backend == devices[order[b - 1]].backend &&
-                                 devices[order[b]].info.memory_bytes >
-                                     devices[order[b - 1]].info.memory_bytes;
+            for (uint32_t b = a; b > first && order[b]->backend == order[b - 1]->backend &&
+                                 order[b]->info.memory_bytes > order[b - 1]->info.memory_bytes;
                  b--) {
-                uint32_t t = order[b];
+                const posenc__device *t = order[b];
                 order[b] = order[b - 1];
                 order[b - 1] = t;
             }
@@ -161,76 +159,130 @@ static uint32_t auto_order(const posenc__device *devices, uint32_t count, uint32
     return n;
 }
 
-posenc_status posenc__select_devices(const posenc_context_desc *desc, uint32_t *order,
-                                     uint32_t *count, const char **reason)
+/* The selector of `desc`: its device string, else POSENC_DEVICE (backend AUTO, unless
+ * IGNORE_ENV), else its backend alone (`*text` NULL). `*source` names where the text came from,
+ * for messages; `*requested` is false for AUTO's own choice. */
+static posenc_status read_selector(const posenc_context_desc *desc, selector *sel,
+                                   const char **text, const char **source, bool *requested)
 {
-    const posenc__device *devices;
-    uint32_t device_count;
-    posenc_status listed = posenc__registry_devices(&devices, &device_count);
-    if (listed != POSENC_OK)
-        return listed;
-
-    const char *text = desc->device;
-    const char *source = "device";
-    if (!text && desc->backend == POSENC_BACKEND_AUTO &&
+    *text = desc->device;
+    *source = "device";
+    if (!*text && desc->backend == POSENC_BACKEND_AUTO &&
         !(desc->flags & POSENC_CONTEXT_IGNORE_ENV)) {
         const char *env = posenc__env_get("POSENC_DEVICE");
         if (env && *env) {
-            text = env;
-            source = "POSENC_DEVICE";
+            *text = env;
+            *source = "POSENC_DEVICE";
         }
     }
-    bool requested = text || desc->backend != POSENC_BACKEND_AUTO;
-
-    selector sel;
-    if (text) {
-        posenc_status status = parse_selector(text, desc->backend, source, &sel);
+    *requested = *text || desc->backend != POSENC_BACKEND_AUTO;
+    if (*text) {
+        posenc_status status = parse_selector(*text, desc->backend, *source, sel);
         if (status != POSENC_OK)
             return status;
     } else {
-        memset(&sel, 0, sizeof sel);
-        sel.backend = desc->backend;
+        memset(sel, 0, sizeof *sel);
+        sel->backend = desc->backend;
     }
-    if (text && sel.backend == POSENC_BACKEND_AUTO && !sel.has_index && !sel.name)
-        requested = false; /* "auto" */
+    if (*text && sel->backend == POSENC_BACKEND_AUTO && !sel->has_index && !sel->name)
+        *requested = false; /* "auto" */
+    return POSENC_OK;
+}
 
-    uint32_t n = 0;
-    if (requested) {
-        for (uint32_t i = 0; i < device_count; i++) {
-            if (!matches(&sel, &devices[i], i))
-                continue;
-            /* "the best one" of the matches: keep the first of the best rank */
-            if (n == 0 || requested_rank(&devices[i]) < requested_rank(&devices[order[0]]))
-                order[0] = i;
-            n++;
-        }
-        if (n == 0) {
-            const char *why = "";
-            const posenc__backend *backend;
-            if (sel.backend != POSENC_BACKEND_AUTO)
-                posenc__registry_backend(sel.backend, &backend, &why);
-            return posenc__fail(NULL, POSENC_DEVICE_NOT_FOUND,
-                                "%s: no device matches '%s'%s%s%s", source,
-                                text ? text : posenc_backend_name(sel.backend),
-                                *why ? " (" : "", why, *why ? ")" : "");
-        }
-        *reason = source[0] == 'P' ? "POSENC_DEVICE selects it" : "requested by the descriptor";
-        n = 1; /* the best match; the other candidates follow AUTO's order */
-    }
-
-    uint32_t ranked[256];
-    uint32_t ranked_count = auto_order(devices, device_count < 256 ? device_count : 256,
-                                       desc->flags, ranked);
-    for (uint32_t i = 0; i < ranked_count; i++) {
-        if (n == 0 || ranked[i] != order[0])
-            order[n++] = ranked[i];
-    }
+/* AUTO's first choice among every backend's devices. */
+static posenc_status auto_choice(const posenc_context_desc *desc, const posenc__device **device)
+{
+    const posenc__device *const *devices;
+    uint32_t count;
+    posenc_status status = posenc__registry_devices(POSENC_BACKEND_AUTO, &devices, &count);
+    if (status != POSENC_OK)
+        return status;
+    const posenc__device **order = malloc((count ? count : 1) * sizeof *order);
+    if (!order)
+        return posenc__fail(NULL, POSENC_OUT_OF_MEMORY, "device: out of host memory");
+    uint32_t n = auto_order(devices, count, desc->flags, order);
+    if (n)
+        *device = order[0];
+    free(order);
     if (n == 0)
         return posenc__fail(NULL, POSENC_DEVICE_NOT_FOUND, "device: no usable device");
-    if (!requested)
-        *reason = auto_reason(&devices[order[0]]);
+    return POSENC_OK;
+}
+
+posenc_status posenc__select_device(const posenc_context_desc *desc,
+                                    const posenc__device **device, const char **reason)
+{
+    selector sel;
+    const char *text, *source;
+    bool requested;
+    posenc_status status = read_selector(desc, &sel, &text, &source, &requested);
+    if (status != POSENC_OK)
+        return status;
+    if (!requested) {
+        status = auto_choice(desc, device);
+        if (status == POSENC_OK)
+            *reason = auto_reason(*device);
+        return status;
+    }
+
+    /* A backend named: its devices alone, so that no other runtime is loaded. A global index or
+     * a name: every backend's. */
+    const posenc__device *const *devices;
+    uint32_t count;
+    status = posenc__registry_devices(sel.backend, &devices, &count);
+    if (status != POSENC_OK)
+        return status;
+    const posenc__device *best = NULL;
+    for (uint32_t i = 0; i < count; i++) {
+        /* "the best one" of the matches: keep the first of the best rank */
+        if (matches(&sel, devices[i], i) &&
+            (!best || requested_rank(devices[i]) < requested_rank(best)))
+            best = devices[i];
+    }
+    if (!best) {
+        const char *why = "";
+        const posenc__backend *backend;
+        status = POSENC_DEVICE_NOT_FOUND;
+        if (sel.backend != POSENC_BACKEND_AUTO) {
+            posenc_status available = posenc__registry_backend(sel.backend, &backend, &why);
+            if (available == POSENC_OUT_OF_MEMORY)
+                return posenc__fail(NULL, available, "device list: out of host memory");
+            if (available == POSENC_BACKEND_UNAVAILABLE)
+                status = POSENC_BACKEND_UNAVAILABLE;
+        }
+        if (!text)
+            return posenc__fail(NULL, status, "backend: %s is unavailable (%s)",
+                                posenc_backend_name(sel.backend), why);
+        return posenc__fail(NULL, status, "%s: no device matches '%s'%s%s%s", source, text,
+                            *why ? " (" : "", why, *why ? ")" : "");
+    }
+    *device = best;
+    *reason = source[0] == 'P' ? "POSENC_DEVICE selects it" : "requested by the descriptor";
+    return POSENC_OK;
+}
+
+posenc_status posenc__select_fallbacks(const posenc_context_desc *desc,
+                                       const posenc__device *first,
+                                       const posenc__device ***order, uint32_t *count)
+{
+    *order = NULL;
+    *count = 0;
     if (desc->flags & POSENC_CONTEXT_NO_FALLBACK)
-        n = 1;
-    *count = n;
+        return POSENC_OK;
+    const posenc__device *const *devices;
+    uint32_t device_count;
+    posenc_status status = posenc__registry_devices(POSENC_BACKEND_AUTO, &devices, &device_count);
+    if (status != POSENC_OK)
+        return status;
+    const posenc__device **ranked = malloc((device_count ? device_count : 1) * sizeof *ranked);
+    if (!ranked)
+        return posenc__fail(NULL, POSENC_OUT_OF_MEMORY, "device: out of host memory");
+    uint32_t n = auto_order(devices, device_count, desc->flags, ranked), kept = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (ranked[i] != first)
+            ranked[kept++] = ranked[i];
+    }
+    *order = ranked;
+    *count = kept;
     return POSENC_OK;
 }

@@ -5,10 +5,19 @@
 
 #include "core/internal.h"
 
-/* The devices to try, in order: the chosen one first, then the fallbacks (which are dropped
- * under NO_FALLBACK). `order` holds at least as many entries as there are devices. Fails with
- * DEVICE_NOT_FOUND (thread error set) when nothing matches. */
-posenc_status posenc__select_devices(const posenc_context_desc *desc, uint32_t *order,
-                                     uint32_t *count, const char **reason);
+/* The device to try first for `desc`, and why (a static string). A request that names a
+ * backend (desc->backend, or a selector such as "cpu" or "vulkan:1" in desc->device or
+ * POSENC_DEVICE) lists that backend's devices alone, loading no other runtime; AUTO, a global
+ * index or a name lists every backend's. Fails (thread error set) with DEVICE_NOT_FOUND when
+ * nothing matches, BACKEND_UNAVAILABLE when the backend asked for is absent. */
+posenc_status posenc__select_device(const posenc_context_desc *desc,
+                                    const posenc__device **device, const char **reason);
+
+/* The devices to try after `first` failed, best first: AUTO's order without `first` (every
+ * backend listed, only now that they are needed), none under NO_FALLBACK. `*order` is for
+ * free(). */
+posenc_status posenc__select_fallbacks(const posenc_context_desc *desc,
+                                       const posenc__device *first,
+                                       const posenc__device ***order, uint32_t *count);
 
 #endif

@@ -10,8 +10,8 @@
  * POSENC_CONTEXT_IGNORE_ENV, which concerns only the device choice); creating a CPU context
  * then fails with POSENC_UNSUPPORTED if this machine cannot run it (POSENC_INVALID_ARGUMENT for
  * an unknown name), with a message that starts "POSENC_CPU_VARIANT=<value>: ". The device's
- * driver line names the variant contexts run, as the variable stood when the device list was
- * built (once per process).
+ * driver line names the variant contexts run, as the variable stood when the CPU device was
+ * listed (once per process).
  *
  * Threads: posenc_context_desc.num_threads (default: the cores the process may use), the
  * calling thread being one of them; the workers start with the context and are reused by every

@@ -36,6 +36,8 @@ static const char *load_reason = "";
 
 static void load_runtime(void)
 {
+    if (!posenc__library_loading(&load_reason))
+        return;
     void *library = NULL;
     const char *name = library_names[0];
     for (size_t i = 0; i < sizeof library_names / sizeof library_names[0] && !library; i++) {

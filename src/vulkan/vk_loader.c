@@ -32,6 +32,8 @@ static const char *const library_names[] = {
 
 static void load(void)
 {
+    if (!posenc__library_loading(&state.reason))
+        return;
     void *library = NULL;
     const char *name = NULL;
     for (size_t i = 0; i < sizeof library_names / sizeof library_names[0] && !library; i++) {
