@@ -6,7 +6,7 @@
 # mirrored into the build tree: the build machine's whole /usr/include would put its C library in
 # front of the target's.
 function(posenc_host_gpu_headers out_dir)
-  set(mirror "${CMAKE_BINARY_DIR}/host-gpu-headers")
+  set(mirror "${PROJECT_BINARY_DIR}/host-gpu-headers")
   foreach(subdir ${ARGN})
     foreach(root /usr/include /usr/local/include)
       if(IS_DIRECTORY "${root}/${subdir}" AND NOT IS_DIRECTORY "${mirror}/${subdir}")
