@@ -213,8 +213,9 @@ typedef enum posenc_context_flags {
     POSENC_CONTEXT_VALIDATION = 1u << 3,     /* enable API validation (Vulkan layers) */
 } posenc_context_flags;
 
-/* Optional features of a caller's VkDevice that posenc may use: set in
- * posenc_vulkan_external.enabled_features only those the caller enabled at vkCreateDevice. */
+/* Optional features of a caller's VkDevice (and instance) that posenc may use: set in
+ * posenc_vulkan_external.enabled_features only those the caller enabled at vkCreateDevice
+ * (vkCreateInstance for DEBUG_UTILS). */
 typedef enum posenc_vulkan_feature {
     /* VkPhysicalDevice16BitStorageFeatures.storageBuffer16BitAccess: f16/bf16 loaded and stored
      * as 16-bit values (without it: two per 32-bit word, same results) */
@@ -225,6 +226,13 @@ typedef enum posenc_vulkan_feature {
     /* the VK_EXT_external_memory_host extension: on a unified-memory device, caller host memory
      * is imported instead of copied (posenc_device_info.host_memory_import) */
     POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT = 1u << 2,
+    /* the VK_EXT_debug_utils extension, enabled on the instance: posenc names its objects
+     * (vkSetDebugUtilsObjectNameEXT: "posenc rope f16", "posenc buffer", ...) and wraps each
+     * dispatch it records, into its own command buffers or the caller's, in a label
+     * (vkCmdBeginDebugUtilsLabelEXT: "posenc rope f16"), for validation messages and capture
+     * tools. An instance setting, so it may be given with or without vulkan.device. Contexts
+     * on posenc's own instance do the same whenever the loader offers the extension. */
+    POSENC_VULKAN_FEATURE_DEBUG_UTILS = 1u << 3,
 } posenc_vulkan_feature;
 
 /* A caller's own Vulkan objects, for engines that bring their device. All borrowed, not
@@ -234,7 +242,8 @@ typedef struct posenc_vulkan_external {
     const void *physical_device;      /* VkPhysicalDevice; required */
     const void *device;               /* VkDevice; NULL: posenc creates its own device on
                                        * physical_device (then queue_family, queue and
-                                       * enabled_features must stay zero) */
+                                       * enabled_features must stay zero, except for
+                                       * POSENC_VULKAN_FEATURE_DEBUG_UTILS) */
     uint32_t queue_family;            /* compute-capable queue family of `device` */
     const void *queue;                /* VkQueue of queue_family; NULL: posenc records only, never
                                        * submits (posenc_vk_cmd_*; posenc_rope and copies through

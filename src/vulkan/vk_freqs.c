@@ -98,6 +98,7 @@ posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs
             return status;
         }
         memcpy(table->memory.mapped, words->words, (size_t)bytes);
+        posenc_vk_debug_name_allocation(vk, &table->memory, "posenc frequency table");
     }
     if (recorded)
         posenc__gpu_tables_pin(&vk->table_cache, slot);
