@@ -17,7 +17,9 @@
  *
  * Synchronization contract of posenc_vk_cmd_rope / posenc_vk_cmd_sinusoidal
  * - posenc records only vkCmdBindPipeline, descriptor binding (vkCmdPushDescriptorSetKHR or
- *   vkCmdBindDescriptorSets), vkCmdPushConstants and vkCmdDispatch, plus a compute-to-compute
+ *   vkCmdBindDescriptorSets), vkCmdPushConstants and vkCmdDispatch (each dispatch inside a
+ *   vkCmdBeginDebugUtilsLabelEXT / vkCmdEndDebugUtilsLabelEXT pair with
+ *   POSENC_VULKAN_FEATURE_DEBUG_UTILS, see "Debug names" below), plus a compute-to-compute
  *   memory barrier between two of its own dispatches of the same call that touch the same bytes
  *   (q and k slices of one fused buffer, or a tensor split because it is larger than
  *   maxStorageBufferRange). No submission, no waiting, no queue access, no other barriers; the
@@ -74,6 +76,23 @@
  * - A context creates each pipeline, and each frequency table's device memory, at the first
  *   record that needs it (milliseconds on some drivers). posenc_prepare (posenc.h, "Warm-up")
  *   creates them ahead, while the engine loads, so that the first record creates nothing.
+ *
+ * Debug names (POSENC_VULKAN_FEATURE_DEBUG_UTILS: VK_EXT_debug_utils enabled on the instance)
+ * - Every object posenc creates on the device is named once, when made, with
+ *   vkSetDebugUtilsObjectNameEXT: pipelines after their kernel ("posenc rope f16",
+ *   "posenc rope bf16 s16" with 16-bit storage, "posenc sinusoidal f32"), "posenc pipeline
+ *   layout", "posenc descriptor set layout", "posenc descriptor pool", "posenc pipeline cache",
+ *   buffers and their memory ("posenc buffer", "posenc staging", "posenc frequency table",
+ *   "posenc placeholder", "posenc imported host memory"), and with a queue "posenc command
+ *   pool", "posenc command buffer", "posenc fence", "posenc submission command buffer",
+ *   "posenc submission fence". The caller's objects (wrapped VkBuffers too) keep their names.
+ * - Each dispatch posenc records, into the caller's command buffer or its own, lies inside a
+ *   label of its pipeline's name, opened and closed around it: a label the caller opened
+ *   before the call stays open, and encloses posenc's.
+ * - Without the flag posenc calls none of these functions, even where the instance has the
+ *   extension. The functions come from vulkan.get_instance_proc_addr; with the flag set on an
+ *   instance that lacks them, posenc_context_create fails (INVALID_ARGUMENT naming
+ *   vulkan.enabled_features).
  *
  * Threads
  * - Recording from several threads at once into different command buffers on the same context
