@@ -35,7 +35,8 @@
     X(GetBufferMemoryRequirements) X(AllocateMemory) X(FreeMemory) X(BindBufferMemory)         \
     X(MapMemory) X(CreateCommandPool) X(DestroyCommandPool) X(AllocateCommandBuffers)          \
     X(BeginCommandBuffer) X(EndCommandBuffer) X(CmdPipelineBarrier) X(QueueSubmit)             \
-    X(QueueWaitIdle) X(CreatePipelineCache) X(DestroyPipelineCache)
+    X(QueueWaitIdle) X(CreatePipelineCache) X(DestroyPipelineCache) X(CreateEvent)            \
+    X(DestroyEvent) X(SetEvent) X(CmdWaitEvents)
 
 #define MEMBER_(name) PFN_vk##name name;
 
@@ -1165,6 +1166,127 @@ static void test_calls_on_queue(engine *e, posenc_context *ctx)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Teardown: posenc_buffer_destroy and posenc_context_destroy wait for posenc's own submissions
+ * on the caller's queue. The engine holds them back: a command buffer of its own, submitted
+ * first, waits for a VkEvent that another thread sets HOLD_SECONDS later, and posenc's
+ * submission after it on the same queue cannot finish before. A destroy that did not wait would
+ * return with posenc's RoPE still pending.
+ */
+#define HOLD_SECONDS 0.2
+
+typedef struct queue_hold {
+    engine *e;
+    VkEvent event;
+    posenc__thread thread;
+    bool started;
+} queue_hold;
+
+static void set_event_later(void *argument)
+{
+    queue_hold *hold = argument;
+    posenc__sleep_seconds(HOLD_SECONDS);
+    CHECK(hold->e->SetEvent(hold->e->device, hold->event) == VK_SUCCESS);
+}
+
+/* Submits a command buffer that waits for hold->event: later compute and transfer work on the
+ * queue waits with it. */
+static bool hold_queue(engine *e, VkCommandPool pool, queue_hold *hold)
+{
+    memset(hold, 0, sizeof *hold);
+    hold->e = e;
+    VkEventCreateInfo info = {.sType = VK_STRUCTURE_TYPE_EVENT_CREATE_INFO};
+    if (e->CreateEvent(e->device, &info, NULL, &hold->event) != VK_SUCCESS)
+        return false;
+    VkCommandBuffer commands = begin_commands(e, pool);
+    if (!commands)
+        return false;
+    e->CmdWaitEvents(commands, 1, &hold->event, VK_PIPELINE_STAGE_HOST_BIT,
+                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+                     NULL, 0, NULL, 0, NULL);
+    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                           .commandBufferCount = 1,
+                           .pCommandBuffers = &commands};
+    return e->EndCommandBuffer(commands) == VK_SUCCESS &&
+           e->QueueSubmit(e->queue, 1, &submit, VK_NULL_HANDLE) == VK_SUCCESS;
+}
+
+/* Lets the queue go on HOLD_SECONDS from now, from another thread (set at once if none). */
+static void release_queue_later(queue_hold *hold)
+{
+    hold->started = posenc__thread_start(&hold->thread, set_event_later, hold);
+    CHECK(hold->started);
+    if (!hold->started)
+        hold->e->SetEvent(hold->e->device, hold->event);
+}
+
+static void hold_finish(queue_hold *hold)
+{
+    engine *e = hold->e;
+    if (hold->started)
+        posenc__thread_join(&hold->thread);
+    else if (hold->event)
+        e->SetEvent(e->device, hold->event); /* never left waiting */
+    CHECK(e->QueueWaitIdle(e->queue) == VK_SUCCESS);
+    if (hold->event)
+        e->DestroyEvent(e->device, hold->event, NULL);
+}
+
+static void test_destroy_waits(engine *e, VkCommandPool pool)
+{
+    posenc_context *ctx = external_context(e, e->queue, e->features);
+    arena a;
+    rope_work *w = calloc(1, sizeof *w);
+    CHECK(arena_create(e, &a, 4 * SLOT) && w);
+    if (!ctx || !a.bytes || !w) {
+        posenc_context_destroy(ctx);
+        free(w);
+        arena_destroy(e, &a);
+        return;
+    }
+    w->dtype = POSENC_DTYPE_F32;
+    w->theta = 10000.0;
+
+    /* posenc_buffer_destroy: a buffer of posenc's own, rotated by a held-back submit. */
+    const int64_t shape[2] = {16, 64};
+    float zeros[16 * 64] = {0};
+    posenc_buffer *buffer = NULL;
+    posenc_buffer_desc buffer_desc = {.size = sizeof zeros, .initial_data = zeros};
+    CHECK_OK(posenc_buffer_create(ctx, &buffer_desc, &buffer));
+    queue_hold hold;
+    posenc_event *event = NULL;
+    if (buffer && hold_queue(e, pool, &hold)) {
+        posenc_rope_desc rope = {.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 2, shape)};
+        CHECK_OK(posenc_rope_submit(ctx, &rope, &event));
+        if (event)
+            CHECK_STATUS(posenc_event_wait(event, 0), POSENC_TIMEOUT); /* held */
+        release_queue_later(&hold);
+        posenc_buffer_destroy(buffer);
+        buffer = NULL;
+        if (event)
+            CHECK_STATUS(posenc_event_wait(event, 0), POSENC_OK); /* done before it returned */
+        posenc_event_destroy(event);
+    }
+    hold_finish(&hold);
+    posenc_buffer_destroy(buffer);
+
+    /* posenc_context_destroy: the engine's buffer, wrapped, rotated by a held-back submit, shows
+     * the result as soon as the context is gone. */
+    rope_fill(w, &a, 93);
+    if (rope_wrap(ctx, w, &a) && hold_queue(e, pool, &hold)) {
+        posenc_rope_desc rope = rope_desc_of(w);
+        CHECK_OK(posenc_rope_submit(ctx, &rope, NULL));
+        release_queue_later(&hold);
+        posenc_context_destroy(ctx); /* also destroys the wraps */
+        ctx = NULL;
+        rope_check(w, &a, "after posenc_context_destroy");
+    }
+    hold_finish(&hold);
+    posenc_context_destroy(ctx);
+    free(w);
+    arena_destroy(e, &a);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The caller's allocation callbacks and pipeline cache: every object posenc creates goes
  * through the callbacks (and is freed by the time the context is gone), and the borrowed cache
  * outlives the context (the validation layer reports a second destruction).
@@ -1863,6 +1985,7 @@ static void run_engine(bool push_descriptor, bool storage16)
         test_threads(&e, ctx);
         test_wrap_while_recording(&e, ctx);
         test_calls_on_queue(&e, ctx);
+        test_destroy_waits(&e, pool);
         test_record_errors(&e, ctx, pool);
         if (e.features & POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT)
             test_record_imported(&e, ctx, pool);
