@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Debug names and labels (VK_EXT_debug_utils): posenc's objects named once, when they are made,
- * and each dispatch wrapped in a label from a string built with its pipeline, so that
- * validation messages and capture tools say which objects and commands are posenc's. Without
- * the extension every function here does nothing. */
+ * and each dispatch wrapped in a label built with the context, so that validation messages and
+ * capture tools say which objects and commands are posenc's. Without the extension every
+ * function here does nothing. */
 #include "vulkan/vk_internal.h"
 
 #include "core/kernels.h"
@@ -41,6 +41,18 @@ posenc_status posenc_vk_debug_init(posenc_context *ctx, bool wanted, const char 
     debug->SetDebugUtilsObjectNameEXT = name;
     debug->CmdBeginDebugUtilsLabelEXT = begin;
     debug->CmdEndDebugUtilsLabelEXT = end;
+    /* "rope_f16_s16" -> "posenc rope f16 s16": each pipeline's name and its dispatches' label,
+     * made here once for all, so that a dispatch formats nothing. */
+    for (int kernel = 0; kernel < POSENC__SPIRV_VARIANT_COUNT; kernel++) {
+        char *label = debug->kernel_labels[kernel];
+        const posenc__spirv *spirv = posenc__spirv_get((posenc_vk_kernel)kernel);
+        snprintf(label, sizeof debug->kernel_labels[kernel], "posenc %s",
+                 spirv ? spirv->name : "kernel");
+        for (char *c = label; *c; c++) {
+            if (*c == '_')
+                *c = ' ';
+        }
+    }
     return POSENC_OK;
 }
 
@@ -69,21 +81,10 @@ void posenc_vk_debug_name_allocation(const posenc_vk_context *vk,
                          name);
 }
 
-void posenc_vk_debug_name_pipeline(posenc_vk_context *vk, posenc_vk_kernel kernel)
+void posenc_vk_debug_name_pipeline(const posenc_vk_context *vk, posenc_vk_kernel kernel)
 {
-    if (!vk->debug.SetDebugUtilsObjectNameEXT)
-        return;
-    /* "rope_f16_s16" -> "posenc rope f16 s16": the pipeline's name and its dispatches' label. */
-    char *label = vk->debug.kernel_labels[kernel];
-    const posenc__spirv *spirv = posenc__spirv_get(kernel);
-    snprintf(label, sizeof vk->debug.kernel_labels[kernel], "posenc %s",
-             spirv ? spirv->name : "kernel");
-    for (char *c = label; *c; c++) {
-        if (*c == '_')
-            *c = ' ';
-    }
     posenc_vk_debug_name(vk, VK_OBJECT_TYPE_PIPELINE, POSENC_VK_OBJECT(vk->pipelines[kernel]),
-                         label);
+                         vk->debug.kernel_labels[kernel]);
 }
 
 void posenc_vk_debug_label_begin(const posenc_vk_context *vk, VkCommandBuffer commands,

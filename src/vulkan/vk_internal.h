@@ -239,8 +239,8 @@ typedef struct posenc_vk_debug {
     PFN_vkSetDebugUtilsObjectNameEXT SetDebugUtilsObjectNameEXT;
     PFN_vkCmdBeginDebugUtilsLabelEXT CmdBeginDebugUtilsLabelEXT;
     PFN_vkCmdEndDebugUtilsLabelEXT CmdEndDebugUtilsLabelEXT;
-    /* "posenc rope f16": each pipeline's name and its dispatches' label, built when the
-     * pipeline is made. */
+    /* "posenc rope f16": each pipeline's name and its dispatches' label, built once by
+     * posenc_vk_debug_init. */
     char kernel_labels[POSENC__SPIRV_VARIANT_COUNT][40];
 } posenc_vk_debug;
 
@@ -363,8 +363,8 @@ void posenc_vk_debug_name(const posenc_vk_context *vk, VkObjectType type, uint64
 /* Names the VkBuffer and the VkDeviceMemory of an allocation. */
 void posenc_vk_debug_name_allocation(const posenc_vk_context *vk,
                                      const posenc_vk_allocation *allocation, const char *name);
-/* Names vk->pipelines[kernel], just made, and builds its label. */
-void posenc_vk_debug_name_pipeline(posenc_vk_context *vk, posenc_vk_kernel kernel);
+/* Names vk->pipelines[kernel], just made, after its kernel (its dispatches' label). */
+void posenc_vk_debug_name_pipeline(const posenc_vk_context *vk, posenc_vk_kernel kernel);
 void posenc_vk_debug_label_begin(const posenc_vk_context *vk, VkCommandBuffer commands,
                                  const char *label);
 void posenc_vk_debug_label_end(const posenc_vk_context *vk, VkCommandBuffer commands);
