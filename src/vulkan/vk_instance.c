@@ -131,8 +131,8 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
         flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
     }
     /* A context's instance names its objects and labels its dispatches wherever the extension
-     * is offered (by the driver, the loader or a capture tool's layer): it costs nothing until
-     * something listens. */
+     * is offered (by the driver, the loader or a capture tool's layer), for whoever looks: a
+     * call per object made and two per dispatch. */
     bool debug_utils =
         log_ctx && has_extension(extensions, extension_count, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     if (debug_utils)
