@@ -1557,16 +1557,17 @@ static VKAPI_ATTR void VKAPI_CALL spy_dispatch(VkCommandBuffer commands, uint32_
     spy.real_dispatch(commands, x, y, z);
 }
 
-/* The wrapper for `name`, after loading the real function with `load`; NULL for others. */
-static PFN_vkVoidFunction spy_wrapper(const char *name, PFN_vkVoidFunction real)
+/* What posenc gets for `name`, whose real function is `real`: the spy's wrapper for the four
+ * functions it watches (NULL for the extension's while it is hidden), `real` for the others. */
+static PFN_vkVoidFunction spy_lookup(const char *name, PFN_vkVoidFunction real)
 {
+    PFN_vkVoidFunction wrapper = NULL;
+    bool debug = true;
     if (strcmp(name, "vkCmdDispatch") == 0) {
         spy.real_dispatch = (PFN_vkCmdDispatch)real;
-        return real ? (PFN_vkVoidFunction)spy_dispatch : NULL;
-    }
-    bool debug = true;
-    PFN_vkVoidFunction wrapper = NULL;
-    if (strcmp(name, "vkSetDebugUtilsObjectNameEXT") == 0) {
+        wrapper = (PFN_vkVoidFunction)spy_dispatch;
+        debug = false;
+    } else if (strcmp(name, "vkSetDebugUtilsObjectNameEXT") == 0) {
         spy.real_name = (PFN_vkSetDebugUtilsObjectNameEXT)real;
         wrapper = (PFN_vkVoidFunction)spy_name;
     } else if (strcmp(name, "vkCmdBeginDebugUtilsLabelEXT") == 0) {
@@ -1576,20 +1577,15 @@ static PFN_vkVoidFunction spy_wrapper(const char *name, PFN_vkVoidFunction real)
         spy.real_end = (PFN_vkCmdEndDebugUtilsLabelEXT)real;
         wrapper = (PFN_vkVoidFunction)spy_end;
     } else {
-        debug = false;
+        return real;
     }
-    if (debug && (spy.hide_debug_utils || !real))
-        return NULL;
-    return wrapper;
+    return !real || (debug && spy.hide_debug_utils) ? NULL : wrapper;
 }
 
 static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL spy_get_device_proc_addr(VkDevice device,
                                                                          const char *name)
 {
-    PFN_vkVoidFunction real = spy.real_get_device(device, name);
-    PFN_vkVoidFunction wrapper = spy_wrapper(name, real);
-    bool wrapped = wrapper || strcmp(name, "vkCmdDispatch") == 0 || strstr(name, "DebugUtils");
-    return wrapped ? wrapper : real;
+    return spy_lookup(name, spy.real_get_device(device, name));
 }
 
 static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL spy_get_instance_proc_addr(VkInstance instance,
@@ -1600,10 +1596,7 @@ static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL spy_get_instance_proc_addr(VkIns
             (PFN_vkGetDeviceProcAddr)spy.real_get_instance(instance, "vkGetDeviceProcAddr");
         return (PFN_vkVoidFunction)spy_get_device_proc_addr;
     }
-    PFN_vkVoidFunction real = spy.real_get_instance(instance, name);
-    PFN_vkVoidFunction wrapper = spy_wrapper(name, real);
-    bool wrapped = wrapper || strcmp(name, "vkCmdDispatch") == 0 || strstr(name, "DebugUtils");
-    return wrapped ? wrapper : real;
+    return spy_lookup(name, spy.real_get_instance(instance, name));
 }
 
 static void spy_reset(engine *e, bool hide_debug_utils)
