@@ -1489,8 +1489,10 @@ static void test_bad_handles(engine *e)
  * own, which checks that labels pair up). Function pointers carry no state: one spy per process,
  * used by one thread at a time.
  */
-#define SPY_NAMES 256
+#define SPY_NAMES 2048 /* more than the objects of TABLES_PAST_CACHE tables */
 #define SPY_NAME_BYTES 48
+/* Distinct frequency tables that certainly outgrow those a context keeps (256). */
+#define TABLES_PAST_CACHE 300
 
 static struct {
     PFN_vkGetInstanceProcAddr real_get_instance;
@@ -1506,6 +1508,7 @@ static struct {
     int depth;                    /* labels open */
     char label[SPY_NAME_BYTES];   /* the innermost one */
     uint32_t dispatches, labelled_dispatches;
+    uint32_t table_writes;        /* labels "posenc frequency table write" */
     char dispatch_labels[8][SPY_NAME_BYTES]; /* distinct labels around dispatches */
     uint32_t dispatch_label_count;
 } spy;
@@ -1532,6 +1535,7 @@ static VKAPI_ATTR void VKAPI_CALL spy_begin(VkCommandBuffer commands,
     spy.label_calls++;
     spy.depth++;
     snprintf(spy.label, sizeof spy.label, "%s", info->pLabelName ? info->pLabelName : "");
+    spy.table_writes += strcmp(spy.label, "posenc frequency table write") == 0;
     spy.real_begin(commands, info);
 }
 
@@ -1709,6 +1713,19 @@ static void test_debug_names_recorded(engine *e, VkCommandPool pool)
             submit_and_wait(e, commands);
             rope_check(w, &a, "labelled"); /* labels change nothing */
             posenc_buffer_destroy(table);
+
+            /* More distinct tables than the context keeps: the command buffer writes the
+             * later ones into the ring, inside a label of their own. Recorded, not run. */
+            VkCommandBuffer many = begin_commands(e, pool);
+            for (int i = 0; many && i < TABLES_PAST_CACHE && spy.table_writes == 0; i++) {
+                w->theta = 20000.0 + i;
+                cmd_rope(ctx, many, w);
+            }
+            CHECK(spy.table_writes > 0);
+            CHECK(spy_named(VK_OBJECT_TYPE_BUFFER, "posenc frequency table ring", false));
+            spy_check_labels("tables written by the command buffer");
+            if (many)
+                CHECK(e->EndCommandBuffer(many) == VK_SUCCESS);
         }
         rope_unwrap(w);
     }

@@ -107,11 +107,13 @@
  *   "posenc rope bf16 s16" with 16-bit storage, "posenc sinusoidal f32"), "posenc pipeline
  *   layout", "posenc descriptor set layout", "posenc descriptor pool", "posenc pipeline cache",
  *   buffers and their memory ("posenc buffer", "posenc staging", "posenc frequency table",
- *   "posenc placeholder", "posenc imported host memory"), and with a queue "posenc command
- *   pool", "posenc command buffer", "posenc fence", "posenc submission command buffer",
- *   "posenc submission fence". The caller's objects (wrapped VkBuffers too) keep their names.
+ *   "posenc frequency table ring", "posenc placeholder", "posenc imported host memory"), and
+ *   with a queue "posenc command pool", "posenc command buffer", "posenc fence", "posenc
+ *   submission command buffer", "posenc submission fence". The caller's objects (wrapped
+ *   VkBuffers too) keep their names.
  * - Each dispatch posenc records, into the caller's command buffer or its own, lies inside a
- *   label of its pipeline's name, opened and closed around it: a label the caller opened
+ *   label of its pipeline's name, opened and closed around it, and so does each write of a
+ *   frequency table into the ring ("posenc frequency table write"): a label the caller opened
  *   before the call stays open, and encloses posenc's.
  * - Without the flag posenc calls none of these functions, even where the instance has the
  *   extension. The functions come from vulkan.get_instance_proc_addr; with the flag set on an
