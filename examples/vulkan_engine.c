@@ -4,9 +4,13 @@
  *   1. its own compute pass, which writes q and k (vulkan_engine_fill.comp),
  *   2. posenc's RoPE on q and k, in place (posenc_vk_cmd_rope),
  *   3. its own pass, which reads them to compute attention logits (vulkan_engine_scores.comp),
- * with the barriers of posenc_vulkan.h's synchronization contract between them. The logits are
- * checked against a float64 reference; the exit code is non-zero on a mismatch, or when the
- * validation layer (VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation) reports anything.
+ * with the barriers of posenc_vulkan.h's synchronization contract between them. Where the
+ * instance offers VK_EXT_debug_utils the engine enables it, listens with a messenger, labels its
+ * own passes and tells posenc (POSENC_VULKAN_FEATURE_DEBUG_UTILS), which then names its objects
+ * and labels its dispatches: a capture tool shows "engine fill", "posenc rope f32", "engine
+ * scores", and validation messages name posenc's objects. The logits are checked against a
+ * float64 reference; the exit code is non-zero on a mismatch, or when the validation layer
+ * (VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation) reports anything.
  * Usage: vulkan_engine [DIRECTORY_OF_SPV_FILES] */
 #include <posenc/posenc_vulkan.h>
 
@@ -69,6 +73,8 @@ typedef struct engine {
     uint32_t family;
     VkQueue queue;
     bool push_descriptor;
+    PFN_vkCmdBeginDebugUtilsLabelEXT begin_label; /* NULL without VK_EXT_debug_utils */
+    PFN_vkCmdEndDebugUtilsLabelEXT end_label;
     VkBuffer buffer; /* q, k and scores, one after the other */
     VkDeviceMemory memory;
     float *mapped;
@@ -132,6 +138,10 @@ static void engine_create(engine *e)
             .pfnUserCallback = on_message,
         };
         VK_CHECK(create(e->instance, &messenger_info, NULL, &e->messenger));
+        e->begin_label = (PFN_vkCmdBeginDebugUtilsLabelEXT)vkGetInstanceProcAddr(
+            e->instance, "vkCmdBeginDebugUtilsLabelEXT");
+        e->end_label = (PFN_vkCmdEndDebugUtilsLabelEXT)vkGetInstanceProcAddr(
+            e->instance, "vkCmdEndDebugUtilsLabelEXT");
     }
 
     uint32_t count = 1;
@@ -259,9 +269,14 @@ static void pass_create(engine *e, pass *p, const char *dir, const char *name, u
     }
 }
 
-static void pass_record(engine *e, const pass *p, VkCommandBuffer cmd, const void *push,
-                        uint32_t push_bytes, uint32_t invocations)
+static void pass_record(engine *e, const pass *p, VkCommandBuffer cmd, const char *label,
+                        const void *push, uint32_t push_bytes, uint32_t invocations)
 {
+    if (e->begin_label) {
+        VkDebugUtilsLabelEXT info = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT,
+                                     .pLabelName = label};
+        e->begin_label(cmd, &info);
+    }
     VkWriteDescriptorSet writes[3];
     for (uint32_t i = 0; i < p->bindings; i++)
         writes[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
@@ -282,6 +297,8 @@ static void pass_record(engine *e, const pass *p, VkCommandBuffer cmd, const voi
     }
     vkCmdPushConstants(cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
     vkCmdDispatch(cmd, (invocations + 63) / 64, 1, 1);
+    if (e->end_label)
+        e->end_label(cmd);
 }
 
 static void pass_destroy(engine *e, pass *p)
@@ -321,11 +338,14 @@ int main(int argc, char **argv)
     engine e = {0};
     engine_create(&e);
 
-    /* ---- posenc on the engine's device: borrowed handles, nothing of them is destroyed ---- */
+    /* ---- posenc on the engine's device: borrowed handles, nothing of them is destroyed ----
+     * enabled_features says what the engine enabled: push descriptors on the device, debug
+     * utils on the instance (posenc then names its objects and labels its dispatches). */
     posenc_context_desc desc = {
         .vulkan = posenc_vulkan_external_of(
             e.instance, e.physical, e.device, e.family, e.queue, vkGetInstanceProcAddr,
-            e.push_descriptor ? POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR : 0),
+            (e.push_descriptor ? POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR : 0u) |
+                (e.messenger ? POSENC_VULKAN_FEATURE_DEBUG_UTILS : 0u)),
     };
     posenc_context *ctx = NULL;
     if (posenc_context_create(&desc, &ctx) != POSENC_OK) {
@@ -384,7 +404,7 @@ int main(int argc, char **argv)
     VK_CHECK(vkBeginCommandBuffer(cmd, &begin));
 
     const uint32_t counts[2] = {Q_COUNT, K_COUNT};
-    pass_record(&e, &fill, cmd, counts, sizeof counts, Q_COUNT);
+    pass_record(&e, &fill, cmd, "engine fill", counts, sizeof counts, Q_COUNT);
     compute_barrier(cmd); /* the engine's writes of q and k -> posenc's reads */
     if (posenc_vk_cmd_rope(ctx, cmd, &rope) != POSENC_OK) {
         fprintf(stderr, "posenc_vk_cmd_rope: %s\n", posenc_context_last_error(ctx));
@@ -392,7 +412,7 @@ int main(int argc, char **argv)
     }
     compute_barrier(cmd); /* posenc's writes of q and k -> the engine's reads */
     const uint32_t shape[4] = {TOKENS, Q_HEADS, K_HEADS, HEAD_DIM};
-    pass_record(&e, &scores, cmd, shape, sizeof shape, SCORE_COUNT);
+    pass_record(&e, &scores, cmd, "engine scores", shape, sizeof shape, SCORE_COUNT);
     VkMemoryBarrier to_host = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                                .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
                                .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
@@ -438,9 +458,9 @@ int main(int argc, char **argv)
         }
     }
     printf("vulkan_engine: %d logits, worst error %.3g of the magnitude, %d validation messages, "
-           "descriptors %s: %s\n",
+           "descriptors %s, debug labels %s: %s\n",
            SCORE_COUNT, worst, validation_messages, e.push_descriptor ? "pushed" : "from a pool",
-           bad || validation_messages ? "FAILED" : "ok");
+           e.messenger ? "on" : "off", bad || validation_messages ? "FAILED" : "ok");
 
     /* ---- teardown: posenc first (it frees only what it created), then the engine ---- */
     posenc_buffer_destroy(q);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* posenc_rope_submit / posenc_sinusoidal_submit and events, on every device: submitted work
  * gives the same bits as the synchronous call, runs in submission order even when each submit
- * uses a different frequency table, and a refused submit writes nothing. */
+ * uses a different frequency table, a refused submit writes nothing, and destroying a buffer
+ * waits for the submitted work that uses it. */
 #include "test_common.h"
 
 #include <stdint.h>
@@ -171,6 +172,36 @@ static void test_submit_errors(posenc_context *ctx)
     posenc_event_destroy(NULL);
 }
 
+/* posenc_buffer_destroy right after a submit that uses the buffer waits for that work: its event
+ * is done when the destroy returns. The work is large enough to be still running then on the
+ * software devices of CI (the output says whether it was); under AddressSanitizer, memory
+ * freed under running work would also be reported as used after free. */
+static void test_destroy_waits(posenc_context *ctx)
+{
+    enum { BIG_TOKENS = 1024, BIG_HEADS = 32, BIG_DIM = 128 }; /* 16 MiB of f32 */
+    int64_t shape[3] = {BIG_TOKENS, BIG_HEADS, BIG_DIM};
+    posenc_buffer *buffer = NULL;
+    posenc_buffer_desc buffer_desc = {.size = sizeof(float) * BIG_TOKENS * BIG_HEADS * BIG_DIM};
+    CHECK_OK(posenc_buffer_create(ctx, &buffer_desc, &buffer));
+    if (!buffer)
+        return;
+    posenc_rope_desc desc = {0};
+    desc.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, shape);
+    posenc_event *event = NULL;
+    CHECK_OK(posenc_rope_submit(ctx, &desc, &event));
+    if (!event) {
+        posenc_buffer_destroy(buffer);
+        return;
+    }
+    posenc_status before = posenc_event_wait(event, 0);
+    CHECK(before == POSENC_OK || before == POSENC_TIMEOUT);
+    posenc_buffer_destroy(buffer);
+    CHECK_STATUS(posenc_event_wait(event, 0), POSENC_OK);
+    posenc_event_destroy(event);
+    printf("    posenc_buffer_destroy after a submit: %s\n",
+           before == POSENC_TIMEOUT ? "waited for the running work" : "the work had ended");
+}
+
 /* Events still alive when the context goes are freed with it (the leak checker watches). */
 static void test_events_outlived(const posenc_device_info *info)
 {
@@ -201,6 +232,7 @@ static void run_device(posenc_context *ctx, const posenc_device_info *info)
     test_rope_submits(ctx);
     test_sinusoidal_submit(ctx);
     test_submit_errors(ctx);
+    test_destroy_waits(ctx);
     test_events_outlived(info);
 }
 

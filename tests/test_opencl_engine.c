@@ -10,6 +10,8 @@
  *   nothing (posenc_context_stats), and a bad descriptor that builds nothing;
  * - that enqueued work waits for the caller's events (a user event holds it back, and the
  *   output stays untouched until it is set), and posenc's later work waits for it too;
+ * - that posenc_buffer_destroy and posenc_context_destroy return only once posenc's work that
+ *   a user event holds back is done;
  * - an out-of-order queue, where posenc orders its own commands, and where the caller's
  *   blocked command does not block posenc's synchronous calls (no clFinish on the queue);
  * - enqueues from 4 threads on one context, and from 2 while 2 others wrap, create and destroy
@@ -798,6 +800,88 @@ static void test_user_event(cl_device_id device)
     engine_destroy(&e);
 }
 
+/* ---- Teardown ---------------------------------------------------------------------------------
+ * posenc_buffer_destroy and posenc_context_destroy wait for posenc's own commands: a RoPE held
+ * back by a user event, which another thread sets HOLD_MS later, is complete when either
+ * returns (a destroy that did not wait would return while the RoPE is still queued). The
+ * engine's cl_mem, wrapped for it, then shows both rotations. */
+enum { HOLD_MS = 200 };
+
+typedef struct gate_setter {
+    cl_event gate;
+    posenc__thread thread;
+} gate_setter;
+
+static void set_gate_later(void *argument)
+{
+    gate_setter *g = argument;
+    sleep_ms(HOLD_MS);
+    CHECK_CL(clSetUserEventStatus(g->gate, CL_COMPLETE));
+}
+
+static void test_destroy_waits(cl_device_id device)
+{
+    engine e;
+    if (!engine_create(&e, device, 0)) {
+        CHECK(!"engine_create");
+        return;
+    }
+    posenc_context *ctx = context_on(&e);
+    enum { T = 4, H = 2, COUNT = T * H * HEAD_DIM };
+    float q_in[COUNT], stored[COUNT], back[COUNT];
+    fill(q_in, stored, COUNT, POSENC_DTYPE_F32, 23);
+    cl_mem q_mem = device_buffer(&e, sizeof stored, stored);
+    for (int round = 0; round < 2 && ctx && q_mem; round++) {
+        cl_int err = CL_SUCCESS;
+        gate_setter g = {.gate = clCreateUserEvent(e.context, &err)};
+        CHECK_CL(err);
+        posenc_buffer *q = wrap(ctx, q_mem);
+        cl_event rotated = NULL;
+        if (g.gate && q) {
+            posenc_rope_desc rope = {0};
+            rope.q = posenc_tensor_of_buffer(q, POSENC_DTYPE_F32, 3, (int64_t[]){T, H, HEAD_DIM});
+            rope.position_offset = 100;
+            CHECK_OK(posenc_cl_enqueue_rope(ctx, &rope, 1, &g.gate, &rotated));
+            CHECK_CL(clFlush(e.queue));
+        }
+        bool started = g.gate && posenc__thread_start(&g.thread, set_gate_later, &g);
+        CHECK(started);
+        if (!started && g.gate)
+            clSetUserEventStatus(g.gate, CL_COMPLETE); /* so that nothing waits forever */
+        if (round == 0) {
+            posenc_buffer_destroy(q);
+        } else {
+            posenc_context_destroy(ctx); /* destroys q too */
+            ctx = NULL;
+        }
+        if (rotated) {
+            cl_int status = execution_status(rotated);
+            if (status != CL_COMPLETE) {
+                test_failures++;
+                fprintf(stderr, "  %s returned with posenc's RoPE still %d\n",
+                        round == 0 ? "posenc_buffer_destroy" : "posenc_context_destroy",
+                        (int)status);
+            }
+            clReleaseEvent(rotated);
+        }
+        if (started)
+            posenc__thread_join(&g.thread);
+        if (g.gate)
+            clReleaseEvent(g.gate);
+    }
+    if (q_mem) {
+        read_buffer(&e, q_mem, 0, sizeof back, back);
+        /* Two rotations by 100 + t are one by 2 (100 + t), within two roundings. */
+        int32_t at[T];
+        for (int t = 0; t < T; t++)
+            at[t] = 2 * (100 + t);
+        CHECK(rope_failures(back, q_in, POSENC_DTYPE_F32, T, H, at, 10000.0, 8.0) == 0);
+        clReleaseMemObject(q_mem);
+    }
+    posenc_context_destroy(ctx);
+    engine_destroy(&e);
+}
+
 /* ---- An out-of-order queue ------------------------------------------------------------------- */
 
 static void test_out_of_order(cl_device_id device)
@@ -1314,6 +1398,7 @@ int main(void)
             test_dtypes(ids[d]);
             test_prepare(ids[d]);
             test_user_event(ids[d]);
+            test_destroy_waits(ids[d]);
             test_out_of_order(ids[d]);
             test_threads(ids[d]);
             test_wrap_while_enqueueing(ids[d]);

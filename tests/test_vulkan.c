@@ -7,7 +7,8 @@
  *   the float64 reference on sampled rows (every row would take minutes on a software device);
  * - host tensors off their element boundary, realigned in staging;
  * - the pipeline cache file: saved, loaded, a foreign one ignored, an unwritable path reported;
- * - layers named in VK_INSTANCE_LAYERS work together with posenc's own validation.
+ * - layers named in VK_INSTANCE_LAYERS work together with posenc's own validation, and posenc's
+ *   own instance then enables VK_EXT_debug_utils (which the layer offers) for debug names.
  * A machine without a Vulkan device skips this test, unless POSENC_TEST_REQUIRE_DEVICES names
  * vulkan (the Linux presets, which CI runs with lavapipe): then a skip would hide the backend, and
  * the test fails. */
@@ -413,7 +414,17 @@ static void test_pipeline_cache(uint32_t index)
     printf("    pipeline cache: saved (%ld bytes), loaded, foreign data ignored\n", saved);
 }
 
-/* Layers from VK_INSTANCE_LAYERS next to posenc's own validation layer. */
+/* Counts the contexts that say they name their objects (VK_EXT_debug_utils enabled). */
+static void log_debug_names(posenc_log_level level, const char *message, void *user_data)
+{
+    if (strstr(message, "; debug names on"))
+        ++*(int *)user_data;
+    test_count_warnings(level, message, NULL);
+}
+
+/* Layers from VK_INSTANCE_LAYERS next to posenc's own validation layer. The layer offers
+ * VK_EXT_debug_utils, so posenc's own instance enables it and names and labels its work; the
+ * layer checks that each label is closed in its command buffer (any message fails the test). */
 static void test_instance_layers(uint32_t index)
 {
     static const char *const manifests[] = {
@@ -431,17 +442,19 @@ static void test_instance_layers(uint32_t index)
     const char *saved = posenc__env_get("VK_INSTANCE_LAYERS");
     char *restore = saved ? posenc__strdup(saved) : NULL;
     posenc__env_set("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation");
-    posenc_context *ctx = context_with(index, NULL, test_count_warnings, NULL);
+    int named = 0;
+    posenc_context *ctx = context_with(index, NULL, log_debug_names, &named);
     if (ctx) {
         small_rope(ctx);
         posenc_context_destroy(ctx);
     }
+    CHECK(named == 1);
     if (restore)
         posenc__env_set("VK_INSTANCE_LAYERS", restore);
     else
         posenc__env_unset("VK_INSTANCE_LAYERS");
     free(restore);
-    printf("    VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation: ok\n");
+    printf("    VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation, debug names on: ok\n");
 }
 
 int main(void)

@@ -35,7 +35,8 @@
     X(GetBufferMemoryRequirements) X(AllocateMemory) X(FreeMemory) X(BindBufferMemory)         \
     X(MapMemory) X(CreateCommandPool) X(DestroyCommandPool) X(AllocateCommandBuffers)          \
     X(BeginCommandBuffer) X(EndCommandBuffer) X(CmdPipelineBarrier) X(QueueSubmit)             \
-    X(QueueWaitIdle) X(CreatePipelineCache) X(DestroyPipelineCache)
+    X(QueueWaitIdle) X(CreatePipelineCache) X(DestroyPipelineCache) X(CreateEvent)            \
+    X(DestroyEvent) X(SetEvent) X(CmdWaitEvents)
 
 #define MEMBER_(name) PFN_vk##name name;
 
@@ -61,6 +62,7 @@ typedef struct engine {
     uint32_t family;
     VkQueue queue;
     uint32_t features; /* posenc_vulkan_feature bits enabled on the device */
+    bool debug_utils;  /* VK_EXT_debug_utils enabled on the instance */
     char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
     VkPhysicalDeviceMemoryProperties memory;
     ENGINE_FUNCTIONS(MEMBER_)
@@ -120,6 +122,25 @@ static bool has_layer(PFN_vkGetInstanceProcAddr gipa, const char *name)
     return found;
 }
 
+/* Offered by the implementation, the loader or an implicit layer. */
+static bool instance_has_extension(PFN_vkGetInstanceProcAddr gipa, const char *name)
+{
+    PFN_vkEnumerateInstanceExtensionProperties enumerate =
+        (PFN_vkEnumerateInstanceExtensionProperties)gipa(
+            NULL, "vkEnumerateInstanceExtensionProperties");
+    uint32_t count = 0;
+    if (!enumerate || enumerate(NULL, &count, NULL) != VK_SUCCESS)
+        return false;
+    VkExtensionProperties *extensions = calloc(count + 1, sizeof *extensions);
+    bool found = false;
+    if (extensions && enumerate(NULL, &count, extensions) >= 0) {
+        for (uint32_t i = 0; i < count && !found; i++)
+            found = strcmp(extensions[i].extensionName, name) == 0;
+    }
+    free(extensions);
+    return found;
+}
+
 static bool device_has_extension(engine *e, const char *name)
 {
     uint32_t count = 0;
@@ -135,7 +156,8 @@ static bool device_has_extension(engine *e, const char *name)
     return found;
 }
 
-/* Instance (with the validation layer when installed) and its first device with compute. */
+/* Instance (with the validation layer when installed, and VK_EXT_debug_utils where offered)
+ * and its first device with compute. */
 static bool engine_instance(engine *e, const char **reason)
 {
     memset(e, 0, sizeof *e);
@@ -145,6 +167,9 @@ static bool engine_instance(engine *e, const char **reason)
     PFN_vkCreateInstance create =
         (PFN_vkCreateInstance)e->GetInstanceProcAddr(NULL, "vkCreateInstance");
     bool validation = has_layer(e->GetInstanceProcAddr, "VK_LAYER_KHRONOS_validation");
+    e->debug_utils =
+        validation || instance_has_extension(e->GetInstanceProcAddr,
+                                             VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     const char *layer = "VK_LAYER_KHRONOS_validation";
     const char *extension = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
@@ -159,7 +184,7 @@ static bool engine_instance(engine *e, const char **reason)
         .pApplicationInfo = &app,
         .enabledLayerCount = validation ? 1 : 0,
         .ppEnabledLayerNames = &layer,
-        .enabledExtensionCount = validation ? 1 : 0,
+        .enabledExtensionCount = e->debug_utils ? 1 : 0,
         .ppEnabledExtensionNames = &extension,
     };
     if (!create || create(&info, NULL, &e->instance) != VK_SUCCESS) {
@@ -1141,6 +1166,127 @@ static void test_calls_on_queue(engine *e, posenc_context *ctx)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Teardown: posenc_buffer_destroy and posenc_context_destroy wait for posenc's own submissions
+ * on the caller's queue. The engine holds them back: a command buffer of its own, submitted
+ * first, waits for a VkEvent that another thread sets HOLD_SECONDS later, and posenc's
+ * submission after it on the same queue cannot finish before. A destroy that did not wait would
+ * return with posenc's RoPE still pending.
+ */
+#define HOLD_SECONDS 0.2
+
+typedef struct queue_hold {
+    engine *e;
+    VkEvent event;
+    posenc__thread thread;
+    bool started;
+} queue_hold;
+
+static void set_event_later(void *argument)
+{
+    queue_hold *hold = argument;
+    posenc__sleep_seconds(HOLD_SECONDS);
+    CHECK(hold->e->SetEvent(hold->e->device, hold->event) == VK_SUCCESS);
+}
+
+/* Submits a command buffer that waits for hold->event: later compute and transfer work on the
+ * queue waits with it. */
+static bool hold_queue(engine *e, VkCommandPool pool, queue_hold *hold)
+{
+    memset(hold, 0, sizeof *hold);
+    hold->e = e;
+    VkEventCreateInfo info = {.sType = VK_STRUCTURE_TYPE_EVENT_CREATE_INFO};
+    if (e->CreateEvent(e->device, &info, NULL, &hold->event) != VK_SUCCESS)
+        return false;
+    VkCommandBuffer commands = begin_commands(e, pool);
+    if (!commands)
+        return false;
+    e->CmdWaitEvents(commands, 1, &hold->event, VK_PIPELINE_STAGE_HOST_BIT,
+                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+                     NULL, 0, NULL, 0, NULL);
+    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                           .commandBufferCount = 1,
+                           .pCommandBuffers = &commands};
+    return e->EndCommandBuffer(commands) == VK_SUCCESS &&
+           e->QueueSubmit(e->queue, 1, &submit, VK_NULL_HANDLE) == VK_SUCCESS;
+}
+
+/* Lets the queue go on HOLD_SECONDS from now, from another thread (set at once if none). */
+static void release_queue_later(queue_hold *hold)
+{
+    hold->started = posenc__thread_start(&hold->thread, set_event_later, hold);
+    CHECK(hold->started);
+    if (!hold->started)
+        hold->e->SetEvent(hold->e->device, hold->event);
+}
+
+static void hold_finish(queue_hold *hold)
+{
+    engine *e = hold->e;
+    if (hold->started)
+        posenc__thread_join(&hold->thread);
+    else if (hold->event)
+        e->SetEvent(e->device, hold->event); /* never left waiting */
+    CHECK(e->QueueWaitIdle(e->queue) == VK_SUCCESS);
+    if (hold->event)
+        e->DestroyEvent(e->device, hold->event, NULL);
+}
+
+static void test_destroy_waits(engine *e, VkCommandPool pool)
+{
+    posenc_context *ctx = external_context(e, e->queue, e->features);
+    arena a;
+    rope_work *w = calloc(1, sizeof *w);
+    CHECK(arena_create(e, &a, 4 * SLOT) && w);
+    if (!ctx || !a.bytes || !w) {
+        posenc_context_destroy(ctx);
+        free(w);
+        arena_destroy(e, &a);
+        return;
+    }
+    w->dtype = POSENC_DTYPE_F32;
+    w->theta = 10000.0;
+
+    /* posenc_buffer_destroy: a buffer of posenc's own, rotated by a held-back submit. */
+    const int64_t shape[2] = {16, 64};
+    float zeros[16 * 64] = {0};
+    posenc_buffer *buffer = NULL;
+    posenc_buffer_desc buffer_desc = {.size = sizeof zeros, .initial_data = zeros};
+    CHECK_OK(posenc_buffer_create(ctx, &buffer_desc, &buffer));
+    queue_hold hold;
+    posenc_event *event = NULL;
+    if (buffer && hold_queue(e, pool, &hold)) {
+        posenc_rope_desc rope = {.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 2, shape)};
+        CHECK_OK(posenc_rope_submit(ctx, &rope, &event));
+        if (event)
+            CHECK_STATUS(posenc_event_wait(event, 0), POSENC_TIMEOUT); /* held */
+        release_queue_later(&hold);
+        posenc_buffer_destroy(buffer);
+        buffer = NULL;
+        if (event)
+            CHECK_STATUS(posenc_event_wait(event, 0), POSENC_OK); /* done before it returned */
+        posenc_event_destroy(event);
+    }
+    hold_finish(&hold);
+    posenc_buffer_destroy(buffer);
+
+    /* posenc_context_destroy: the engine's buffer, wrapped, rotated by a held-back submit, shows
+     * the result as soon as the context is gone. */
+    rope_fill(w, &a, 93);
+    if (rope_wrap(ctx, w, &a) && hold_queue(e, pool, &hold)) {
+        posenc_rope_desc rope = rope_desc_of(w);
+        CHECK_OK(posenc_rope_submit(ctx, &rope, NULL));
+        release_queue_later(&hold);
+        posenc_context_destroy(ctx); /* also destroys the wraps */
+        ctx = NULL;
+        rope_check(w, &a, "after posenc_context_destroy");
+    }
+    hold_finish(&hold);
+    posenc_context_destroy(ctx);
+    free(w);
+    arena_destroy(e, &a);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The caller's allocation callbacks and pipeline cache: every object posenc creates goes
  * through the callbacks (and is freed by the time the context is gone), and the borrowed cache
  * outlives the context (the validation layer reports a second destruction).
@@ -1335,6 +1481,345 @@ static void test_bad_handles(engine *e)
     }
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Debug names and labels (POSENC_VULKAN_FEATURE_DEBUG_UTILS), seen through a
+ * vkGetInstanceProcAddr of the test's own, through which posenc loads every function: it hands
+ * out wrappers of vkSetDebugUtilsObjectNameEXT, the two label calls and vkCmdDispatch that note
+ * what posenc asked for and then call the real functions (with the validation layer on, its
+ * own, which checks that labels pair up). Function pointers carry no state: one spy per process,
+ * used by one thread at a time.
+ */
+#define SPY_NAMES 2048 /* more than the objects of TABLES_PAST_CACHE tables */
+#define SPY_NAME_BYTES 48
+/* Distinct frequency tables that certainly outgrow those a context keeps (256). */
+#define TABLES_PAST_CACHE 300
+
+static struct {
+    PFN_vkGetInstanceProcAddr real_get_instance;
+    PFN_vkGetDeviceProcAddr real_get_device;
+    PFN_vkSetDebugUtilsObjectNameEXT real_name;
+    PFN_vkCmdBeginDebugUtilsLabelEXT real_begin;
+    PFN_vkCmdEndDebugUtilsLabelEXT real_end;
+    PFN_vkCmdDispatch real_dispatch;
+    bool hide_debug_utils; /* answer NULL for the extension: an instance without it */
+    uint32_t name_calls, label_calls;
+    VkObjectType types[SPY_NAMES];
+    char names[SPY_NAMES][SPY_NAME_BYTES];
+    int depth;                    /* labels open */
+    char label[SPY_NAME_BYTES];   /* the innermost one */
+    uint32_t dispatches, labelled_dispatches;
+    uint32_t table_writes;        /* labels "posenc frequency table write" */
+    char dispatch_labels[8][SPY_NAME_BYTES]; /* distinct labels around dispatches */
+    uint32_t dispatch_label_count;
+} spy;
+
+static VKAPI_ATTR VkResult VKAPI_CALL spy_name(VkDevice device,
+                                               const VkDebugUtilsObjectNameInfoEXT *info)
+{
+    if (spy.name_calls < SPY_NAMES) {
+        spy.types[spy.name_calls] = info->objectType;
+        snprintf(spy.names[spy.name_calls], SPY_NAME_BYTES, "%s",
+                 info->pObjectName ? info->pObjectName : "");
+    }
+    spy.name_calls++;
+    if (info->objectHandle == 0) {
+        test_failures++;
+        fprintf(stderr, "  a name for VK_NULL_HANDLE: %s\n", info->pObjectName);
+    }
+    return spy.real_name(device, info);
+}
+
+static VKAPI_ATTR void VKAPI_CALL spy_begin(VkCommandBuffer commands,
+                                            const VkDebugUtilsLabelEXT *info)
+{
+    spy.label_calls++;
+    spy.depth++;
+    snprintf(spy.label, sizeof spy.label, "%s", info->pLabelName ? info->pLabelName : "");
+    spy.table_writes += strcmp(spy.label, "posenc frequency table write") == 0;
+    spy.real_begin(commands, info);
+}
+
+static VKAPI_ATTR void VKAPI_CALL spy_end(VkCommandBuffer commands)
+{
+    spy.depth--;
+    spy.label[0] = '\0';
+    spy.real_end(commands);
+}
+
+static VKAPI_ATTR void VKAPI_CALL spy_dispatch(VkCommandBuffer commands, uint32_t x, uint32_t y,
+                                               uint32_t z)
+{
+    spy.dispatches++;
+    if (spy.depth > 0 && strncmp(spy.label, "posenc ", 7) == 0) {
+        spy.labelled_dispatches++;
+        bool seen = false;
+        for (uint32_t i = 0; i < spy.dispatch_label_count && !seen; i++)
+            seen = strcmp(spy.dispatch_labels[i], spy.label) == 0;
+        if (!seen && spy.dispatch_label_count < 8)
+            memcpy(spy.dispatch_labels[spy.dispatch_label_count++], spy.label, sizeof spy.label);
+    }
+    spy.real_dispatch(commands, x, y, z);
+}
+
+/* What posenc gets for `name`, whose real function is `real`: the spy's wrapper for the four
+ * functions it watches (NULL for the extension's while it is hidden), `real` for the others. */
+static PFN_vkVoidFunction spy_lookup(const char *name, PFN_vkVoidFunction real)
+{
+    PFN_vkVoidFunction wrapper = NULL;
+    bool debug = true;
+    if (strcmp(name, "vkCmdDispatch") == 0) {
+        spy.real_dispatch = (PFN_vkCmdDispatch)real;
+        wrapper = (PFN_vkVoidFunction)spy_dispatch;
+        debug = false;
+    } else if (strcmp(name, "vkSetDebugUtilsObjectNameEXT") == 0) {
+        spy.real_name = (PFN_vkSetDebugUtilsObjectNameEXT)real;
+        wrapper = (PFN_vkVoidFunction)spy_name;
+    } else if (strcmp(name, "vkCmdBeginDebugUtilsLabelEXT") == 0) {
+        spy.real_begin = (PFN_vkCmdBeginDebugUtilsLabelEXT)real;
+        wrapper = (PFN_vkVoidFunction)spy_begin;
+    } else if (strcmp(name, "vkCmdEndDebugUtilsLabelEXT") == 0) {
+        spy.real_end = (PFN_vkCmdEndDebugUtilsLabelEXT)real;
+        wrapper = (PFN_vkVoidFunction)spy_end;
+    } else {
+        return real;
+    }
+    return !real || (debug && spy.hide_debug_utils) ? NULL : wrapper;
+}
+
+static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL spy_get_device_proc_addr(VkDevice device,
+                                                                         const char *name)
+{
+    return spy_lookup(name, spy.real_get_device(device, name));
+}
+
+static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL spy_get_instance_proc_addr(VkInstance instance,
+                                                                           const char *name)
+{
+    if (strcmp(name, "vkGetDeviceProcAddr") == 0) {
+        spy.real_get_device =
+            (PFN_vkGetDeviceProcAddr)spy.real_get_instance(instance, "vkGetDeviceProcAddr");
+        return (PFN_vkVoidFunction)spy_get_device_proc_addr;
+    }
+    return spy_lookup(name, spy.real_get_instance(instance, name));
+}
+
+static void spy_reset(engine *e, bool hide_debug_utils)
+{
+    memset(&spy, 0, sizeof spy);
+    spy.real_get_instance = e->GetInstanceProcAddr;
+    spy.hide_debug_utils = hide_debug_utils;
+}
+
+/* Whether an object of `type` was named `name` (a prefix, when `prefix`). */
+static bool spy_named(VkObjectType type, const char *name, bool prefix)
+{
+    for (uint32_t i = 0; i < spy.name_calls && i < SPY_NAMES; i++) {
+        bool match = prefix ? strncmp(spy.names[i], name, strlen(name)) == 0
+                            : strcmp(spy.names[i], name) == 0;
+        if (spy.types[i] == type && match)
+            return true;
+    }
+    fprintf(stderr, "  no object of type %d named '%s'%s\n", (int)type, name,
+            prefix ? " (or longer)" : "");
+    return false;
+}
+
+static bool spy_dispatch_label(const char *prefix)
+{
+    for (uint32_t i = 0; i < spy.dispatch_label_count; i++) {
+        if (strncmp(spy.dispatch_labels[i], prefix, strlen(prefix)) == 0)
+            return true;
+    }
+    fprintf(stderr, "  no dispatch inside a label '%s...'\n", prefix);
+    return false;
+}
+
+/* Every dispatch posenc recorded so far sat inside one of its labels, all closed again. */
+static void spy_check_labels(const char *what)
+{
+    if (spy.dispatches == 0 || spy.labelled_dispatches != spy.dispatches || spy.depth != 0) {
+        test_failures++;
+        fprintf(stderr, "  %s: %u dispatches, %u inside a posenc label, %d labels left open\n",
+                what, spy.dispatches, spy.labelled_dispatches, spy.depth);
+    }
+}
+
+static posenc_context *spy_context(engine *e, VkDevice device, VkQueue queue, uint32_t features)
+{
+    posenc_context_desc desc = {
+        .log = test_count_warnings,
+        .vulkan = posenc_vulkan_external_of(e->instance, e->physical, device,
+                                            device ? e->family : 0, queue,
+                                            spy_get_instance_proc_addr, features),
+    };
+    posenc_context *ctx = NULL;
+    posenc_status status = posenc_context_create(&desc, &ctx);
+    if (status != POSENC_OK) {
+        test_failures++;
+        fprintf(stderr, "  debug context: %s: %s\n", posenc_status_name(status),
+                posenc_thread_last_error());
+    }
+    return ctx;
+}
+
+/* On the caller's device: names at creation, then a RoPE and a sinusoidal table recorded into
+ * the test's command buffer, and work on the caller's queue. */
+static void test_debug_names_recorded(engine *e, VkCommandPool pool)
+{
+    spy_reset(e, false);
+    uint32_t features = e->features | POSENC_VULKAN_FEATURE_DEBUG_UTILS;
+    posenc_context *ctx = spy_context(e, e->device, e->queue, features);
+    if (!ctx)
+        return;
+    CHECK(spy_named(VK_OBJECT_TYPE_PIPELINE_LAYOUT, "posenc pipeline layout", false));
+    CHECK(spy_named(VK_OBJECT_TYPE_DESCRIPTOR_SET_LAYOUT, "posenc descriptor set layout", false));
+    CHECK(spy_named(VK_OBJECT_TYPE_PIPELINE_CACHE, "posenc pipeline cache", false));
+    CHECK(spy_named(VK_OBJECT_TYPE_COMMAND_POOL, "posenc command pool", false));
+    CHECK(spy_named(VK_OBJECT_TYPE_COMMAND_BUFFER, "posenc command buffer", false));
+    CHECK(spy_named(VK_OBJECT_TYPE_FENCE, "posenc fence", false));
+    CHECK(spy_named(VK_OBJECT_TYPE_BUFFER, "posenc placeholder", false));
+    CHECK(spy_named(VK_OBJECT_TYPE_DEVICE_MEMORY, "posenc placeholder", false));
+
+    arena a;
+    rope_work *w = calloc(1, sizeof *w);
+    CHECK(arena_create(e, &a, 4 * SLOT + 4096) && w);
+    VkCommandBuffer commands = begin_commands(e, pool);
+    if (a.bytes && w && commands) {
+        w->dtype = POSENC_DTYPE_F16;
+        w->theta = 10000.0;
+        rope_fill(w, &a, 91);
+        if (rope_wrap(ctx, w, &a)) {
+            host_to_compute(e, commands);
+            cmd_rope(ctx, commands, w);
+            spy_check_labels("posenc_vk_cmd_rope");
+            CHECK(spy_dispatch_label("posenc rope f16"));
+            CHECK(spy_named(VK_OBJECT_TYPE_PIPELINE, "posenc rope f16", true));
+            CHECK(spy_named(VK_OBJECT_TYPE_BUFFER, "posenc frequency table", false));
+            if (!(e->features & POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR))
+                CHECK(spy_named(VK_OBJECT_TYPE_DESCRIPTOR_POOL, "posenc descriptor pool", false));
+
+            posenc_buffer *table = NULL;
+            CHECK_OK(posenc_vk_buffer_wrap(ctx, a.buffer, 4 * SLOT, 4096, &table));
+            const int64_t shape[2] = {8, 32};
+            posenc_sinusoidal_desc sinusoidal = {
+                .out = posenc_tensor_of_buffer(table, POSENC_DTYPE_F32, 2, shape)};
+            CHECK_OK(posenc_vk_cmd_sinusoidal(ctx, commands, &sinusoidal));
+            spy_check_labels("posenc_vk_cmd_sinusoidal");
+            CHECK(spy_dispatch_label("posenc sinusoidal f32"));
+            CHECK(spy_named(VK_OBJECT_TYPE_PIPELINE, "posenc sinusoidal f32", false));
+
+            compute_to_host(e, commands);
+            CHECK(e->EndCommandBuffer(commands) == VK_SUCCESS);
+            submit_and_wait(e, commands);
+            rope_check(w, &a, "labelled"); /* labels change nothing */
+            posenc_buffer_destroy(table);
+
+            /* More distinct tables than the context keeps: the command buffer writes the
+             * later ones into the ring, inside a label of their own. Recorded, not run. */
+            VkCommandBuffer many = begin_commands(e, pool);
+            for (int i = 0; many && i < TABLES_PAST_CACHE && spy.table_writes == 0; i++) {
+                w->theta = 20000.0 + i;
+                cmd_rope(ctx, many, w);
+            }
+            CHECK(spy.table_writes > 0);
+            CHECK(spy_named(VK_OBJECT_TYPE_BUFFER, "posenc frequency table ring", false));
+            spy_check_labels("tables written by the command buffer");
+            if (many)
+                CHECK(e->EndCommandBuffer(many) == VK_SUCCESS);
+        }
+        rope_unwrap(w);
+    }
+
+    /* posenc's own submissions on the caller's queue: its buffers, staging, the command
+     * buffers and fences of submits, and their dispatches labelled too. */
+    uint32_t dispatches = spy.dispatches;
+    float host[8 * 32] = {0};
+    const int64_t shape[2] = {8, 32};
+    posenc_sinusoidal_desc staged = {.out = posenc_tensor_of_host(host, POSENC_DTYPE_F32, 2,
+                                                                  shape)};
+    CHECK_OK(posenc_sinusoidal(ctx, &staged));
+    CHECK(host[1] == 1.0f); /* cos(0) of row 0 */
+    CHECK(spy_named(VK_OBJECT_TYPE_BUFFER, "posenc staging", false));
+    posenc_buffer *buffer = NULL;
+    posenc_buffer_desc buffer_desc = {.size = sizeof host};
+    CHECK_OK(posenc_buffer_create(ctx, &buffer_desc, &buffer));
+    CHECK(spy_named(VK_OBJECT_TYPE_BUFFER, "posenc buffer", false));
+    posenc_rope_desc rope = {.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 2, shape)};
+    posenc_event *event = NULL;
+    CHECK_OK(posenc_rope_submit(ctx, &rope, &event));
+    CHECK_OK(posenc_event_wait(event, UINT64_MAX));
+    posenc_event_destroy(event);
+    posenc_buffer_destroy(buffer);
+    CHECK(spy_named(VK_OBJECT_TYPE_COMMAND_BUFFER, "posenc submission command buffer", false));
+    CHECK(spy_named(VK_OBJECT_TYPE_FENCE, "posenc submission fence", false));
+    CHECK(spy.dispatches > dispatches);
+    spy_check_labels("posenc's own submissions");
+    CHECK(spy_dispatch_label("posenc rope f32"));
+
+    posenc_context_destroy(ctx);
+    free(w);
+    arena_destroy(e, &a);
+}
+
+/* Without the feature nothing is named or labelled, though the instance has the extension; a
+ * feature the instance lacks is refused by name; and posenc's own device on the caller's
+ * instance is named as well. */
+static void test_debug_names_other_setups(engine *e, VkCommandPool pool)
+{
+    spy_reset(e, false);
+    posenc_context *ctx = spy_context(e, e->device, e->queue,
+                                      e->features & ~(uint32_t)POSENC_VULKAN_FEATURE_DEBUG_UTILS);
+    arena a;
+    rope_work *w = calloc(1, sizeof *w);
+    CHECK(arena_create(e, &a, 4 * SLOT) && w);
+    VkCommandBuffer commands = begin_commands(e, pool);
+    if (ctx && a.bytes && w && commands) {
+        w->dtype = POSENC_DTYPE_F32;
+        rope_fill(w, &a, 92);
+        if (rope_wrap(ctx, w, &a)) {
+            host_to_compute(e, commands);
+            cmd_rope(ctx, commands, w);
+            compute_to_host(e, commands);
+            CHECK(e->EndCommandBuffer(commands) == VK_SUCCESS);
+            submit_and_wait(e, commands);
+            rope_check(w, &a, "unlabelled");
+        }
+        rope_unwrap(w);
+        CHECK(spy.dispatches > 0);
+        CHECK(spy.name_calls == 0 && spy.label_calls == 0);
+    }
+    posenc_context_destroy(ctx);
+    free(w);
+    arena_destroy(e, &a);
+
+    spy_reset(e, true);
+    posenc_context_desc desc = {
+        .vulkan = posenc_vulkan_external_of(e->instance, e->physical, e->device, e->family,
+                                            e->queue, spy_get_instance_proc_addr,
+                                            e->features | POSENC_VULKAN_FEATURE_DEBUG_UTILS),
+    };
+    expect_create_error(desc, POSENC_INVALID_ARGUMENT, "vulkan.enabled_features");
+    CHECK(strstr(posenc_thread_last_error(), "VK_EXT_debug_utils") != NULL);
+
+    /* vulkan.device NULL: posenc makes the device, on the caller's instance. */
+    spy_reset(e, false);
+    ctx = spy_context(e, NULL, NULL, POSENC_VULKAN_FEATURE_DEBUG_UTILS);
+    if (ctx) {
+        CHECK(spy_named(VK_OBJECT_TYPE_COMMAND_POOL, "posenc command pool", false));
+        float host[4 * 64];
+        for (int i = 0; i < 4 * 64; i++)
+            host[i] = 1.0f;
+        const int64_t shape[2] = {4, 64};
+        posenc_rope_desc rope = {.q = posenc_tensor_of_host(host, POSENC_DTYPE_F32, 2, shape)};
+        CHECK_OK(posenc_rope(ctx, &rope));
+        CHECK(host[0] == 1.0f && host[64] != 1.0f); /* position 0 stays, position 1 turns */
+        spy_check_labels("posenc's own device");
+        CHECK(spy_dispatch_label("posenc rope f32"));
+        CHECK(spy_named(VK_OBJECT_TYPE_PIPELINE, "posenc rope f32", false));
+        posenc_context_destroy(ctx);
+    }
+}
+
 /* Recording refuses host memory by name, writes nothing, and needs a caller's device. */
 static void test_record_errors(engine *e, posenc_context *ctx, VkCommandPool pool)
 {
@@ -1493,6 +1978,10 @@ static void run_engine(bool push_descriptor, bool storage16)
         return;
     }
     int before = test_failures;
+    /* The first run records everything with debug names and labels, under the validation layer
+     * (which checks that each label is closed in its command buffer); the second without. */
+    if (push_descriptor && e.debug_utils)
+        e.features |= POSENC_VULKAN_FEATURE_DEBUG_UTILS;
     test_bad_handles(&e);
     posenc_context *ctx = external_context(&e, e.queue, e.features);
     VkCommandPool pool = make_pool(&e);
@@ -1506,6 +1995,7 @@ static void run_engine(bool push_descriptor, bool storage16)
         test_threads(&e, ctx);
         test_wrap_while_recording(&e, ctx);
         test_calls_on_queue(&e, ctx);
+        test_destroy_waits(&e, pool);
         test_record_errors(&e, ctx, pool);
         if (e.features & POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT)
             test_record_imported(&e, ctx, pool);
@@ -1513,14 +2003,21 @@ static void run_engine(bool push_descriptor, bool storage16)
         test_prepare(&e, pool);
         test_allocator_and_cache(&e, pool);
         test_decode_loop(&e, pool, push_descriptor ? DECODE_STEPS : DECODE_STEPS / 10);
+        if (e.debug_utils) {
+            test_debug_names_recorded(&e, pool);
+            test_debug_names_other_setups(&e, pool);
+        } else {
+            printf("  VK_EXT_debug_utils is not offered: debug names not checked\n");
+        }
     }
     posenc_context_destroy(ctx);
     if (pool)
         e.DestroyCommandPool(e.device, pool, NULL);
-    printf("  %-40s descriptors %s, f16/bf16 %s, host memory %s: %s\n", e.name,
-           e.features & POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR ? "pushed" : "from pools",
+    printf("  %-40s descriptors %s, f16/bf16 %s, host memory %s, debug names %s: %s\n",
+           e.name, e.features & POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR ? "pushed" : "from pools",
            e.features & POSENC_VULKAN_FEATURE_16BIT_STORAGE ? "16-bit storage" : "packed",
            e.features & POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT ? "imported" : "staged",
+           e.features & POSENC_VULKAN_FEATURE_DEBUG_UTILS ? "on" : "off",
            test_failures == before ? "ok" : "FAILED");
     engine_destroy(&e);
 }

@@ -41,6 +41,18 @@
  *   (a tensor of a rope or record call, an upload or download) is the caller's error, and so is
  *   any call on a context that another thread destroys. posenc does not detect these.
  *
+ * Teardown
+ * - The destroy calls return nothing and cannot fail. Where posenc can see work that still uses
+ *   what is destroyed (its own submissions and commands, through their fences and events) it
+ *   waits for that work; work it cannot see is the caller's to finish first.
+ * - posenc_buffer_destroy waits for the work posenc submitted that uses the buffer (submits,
+ *   staged copies; on OpenCL all of posenc's commands, posenc_cl_enqueue_* included).
+ *   posenc_context_destroy waits for all of posenc's own work on the context, then destroys
+ *   the buffers and events still alive. posenc_event_destroy never waits.
+ * - Neither waits for anything else on a caller's device or queue. What an engine must have
+ *   completed before each destroy call (command buffers recorded by posenc_vk_cmd_*, events
+ *   that posenc's enqueued work waits for) is stated in posenc_vulkan.h and posenc_opencl.h.
+ *
  * Accuracy promise (every backend, every device, with or without float64)
  * - RoPE, f32 output: |out - exact| / |rotated pair| <= 8 * 2^-24 (about 4.8e-7) for any int32
  *   position, and for float positions of magnitude below 2^31.
@@ -213,8 +225,9 @@ typedef enum posenc_context_flags {
     POSENC_CONTEXT_VALIDATION = 1u << 3,     /* enable API validation (Vulkan layers) */
 } posenc_context_flags;
 
-/* Optional features of a caller's VkDevice that posenc may use: set in
- * posenc_vulkan_external.enabled_features only those the caller enabled at vkCreateDevice. */
+/* Optional features of a caller's VkDevice (and instance) that posenc may use: set in
+ * posenc_vulkan_external.enabled_features only those the caller enabled at vkCreateDevice
+ * (vkCreateInstance for DEBUG_UTILS). */
 typedef enum posenc_vulkan_feature {
     /* VkPhysicalDevice16BitStorageFeatures.storageBuffer16BitAccess: f16/bf16 loaded and stored
      * as 16-bit values (without it: two per 32-bit word, same results) */
@@ -225,6 +238,13 @@ typedef enum posenc_vulkan_feature {
     /* the VK_EXT_external_memory_host extension: on a unified-memory device, caller host memory
      * is imported instead of copied (posenc_device_info.host_memory_import) */
     POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT = 1u << 2,
+    /* the VK_EXT_debug_utils extension, enabled on the instance: posenc names its objects
+     * (vkSetDebugUtilsObjectNameEXT: "posenc rope f16", "posenc buffer", ...) and wraps each
+     * dispatch it records, into its own command buffers or the caller's, in a label
+     * (vkCmdBeginDebugUtilsLabelEXT: "posenc rope f16"), for validation messages and capture
+     * tools. An instance setting, so it may be given with or without vulkan.device. Contexts
+     * on posenc's own instance do the same whenever the loader offers the extension. */
+    POSENC_VULKAN_FEATURE_DEBUG_UTILS = 1u << 3,
 } posenc_vulkan_feature;
 
 /* A caller's own Vulkan objects, for engines that bring their device. All borrowed, not
@@ -234,7 +254,8 @@ typedef struct posenc_vulkan_external {
     const void *physical_device;      /* VkPhysicalDevice; required */
     const void *device;               /* VkDevice; NULL: posenc creates its own device on
                                        * physical_device (then queue_family, queue and
-                                       * enabled_features must stay zero) */
+                                       * enabled_features must stay zero, except for
+                                       * POSENC_VULKAN_FEATURE_DEBUG_UTILS) */
     uint32_t queue_family;            /* compute-capable queue family of `device` */
     const void *queue;                /* VkQueue of queue_family; NULL: posenc records only, never
                                        * submits (posenc_vk_cmd_*; posenc_rope and copies through
@@ -286,8 +307,11 @@ typedef struct posenc_context posenc_context;
  * be NULL (all defaults). */
 POSENC_API posenc_status posenc_context_create(const posenc_context_desc *desc,
                                                posenc_context **context);
-/* Waits for outstanding work and frees everything the context created. NULL is a no-op. Buffers
- * still alive are destroyed too (their handles become invalid). */
+/* Waits for the work posenc itself submitted or enqueued on the context (never for other work
+ * on a caller's device or queue), then frees everything the context created. Buffers and
+ * events still alive are destroyed too (their handles become invalid). NULL is a no-op. No
+ * other call on the context may run; on a caller's device, what must have completed first is
+ * in posenc_vulkan.h / posenc_opencl.h ("Teardown"). */
 POSENC_API void posenc_context_destroy(posenc_context *context);
 
 /* What posenc_context_create would choose for `desc`, without initialising anything.
@@ -360,7 +384,9 @@ typedef struct posenc_buffer_desc {
 POSENC_API posenc_status posenc_buffer_create(posenc_context *context,
                                               const posenc_buffer_desc *desc,
                                               posenc_buffer **buffer);
-/* NULL is a no-op. */
+/* Waits for the work posenc submitted that uses the buffer (see "Teardown" above), unmaps it if
+ * mapped, and frees what posenc allocated for it (never wrapped memory or a wrapped VkBuffer
+ * or cl_mem). No other call may be using it. NULL is a no-op. */
 POSENC_API void posenc_buffer_destroy(posenc_buffer *buffer);
 POSENC_API uint64_t posenc_buffer_size(const posenc_buffer *buffer);
 POSENC_API posenc_status posenc_buffer_upload(posenc_buffer *buffer, uint64_t offset,
@@ -618,7 +644,8 @@ POSENC_API posenc_status posenc_prepare(posenc_context *context, const posenc_pr
  *   call, and accepted where the device imported it at the buffer's creation.
  * - Work of one context runs in submission order, and posenc_buffer_upload/download on the
  *   context are ordered after it: a download shows the results of every earlier submit.
- *   posenc_buffer_destroy and posenc_context_destroy wait for the work that uses them.
+ *   posenc_buffer_destroy and posenc_context_destroy wait for the work that uses them: the
+ *   event of such work is complete when they return (see "Teardown").
  * - Until the work is done, the caller must not touch the memory of a buffer it uses through
  *   other means (a wrapped host_memory pointer, an engine's own view of the memory).
  * - The event is optional (NULL: not wanted). Events belong to their context: destroy them

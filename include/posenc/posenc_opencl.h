@@ -21,11 +21,26 @@
  * - posenc_rope / posenc_sinusoidal (and host tensors) work as on any context: they enqueue on
  *   the caller's queue and wait for their own commands only (never clFinish on the queue).
  *   posenc_context_finish, posenc_buffer_destroy and posenc_context_destroy also wait for
- *   posenc's commands only: work enqueued after an event that is never set would wait forever.
+ *   posenc's commands only: work enqueued after an event that is never set would wait forever
+ *   (see "Teardown").
  * - posenc_context_device describes the caller's device (backend_index 0: it is not one of the
  *   devices posenc enumerates). Kernels are built on first use through the program binary cache
  *   (posenc_context_desc.cache_dir), as for contexts posenc creates, or ahead of it by
  *   posenc_prepare (posenc.h, "Warm-up"), so that the first enqueue builds nothing.
+ *
+ * Teardown: what must have completed before each destroy call
+ * - posenc_buffer_destroy and posenc_context_destroy wait, inside the call, until every
+ *   command posenc enqueued on the queue is complete (posenc_cl_enqueue_*, submits, synchronous
+ *   calls and copies), and for nothing else: never clFinish on the queue. Hence, before either,
+ *   every event in a wait list given to posenc_cl_enqueue_* must be complete or certain to
+ *   complete without the calling thread: a user event already set (clSetUserEventStatus) or
+ *   set by another thread, a command of the caller's already flushed. Otherwise the destroy
+ *   waits forever. That is the only requirement: OpenCL keeps memory that enqueued commands use
+ *   until they are done, and posenc's own commands are over when the call returns.
+ * - The wrapped cl_mem, the context, device and queue are retained by posenc: the caller may
+ *   release its own references whenever it likes; posenc releases its own in the destroy.
+ * - Events that posenc_cl_enqueue_* returned are the caller's, released with clReleaseEvent
+ *   before or after the destroy. posenc_event_destroy does not wait.
  *
  * Threads
  * - A posenc context serialises its own state: posenc_cl_enqueue_rope and

@@ -17,7 +17,9 @@
  *
  * Synchronization contract of posenc_vk_cmd_rope / posenc_vk_cmd_sinusoidal
  * - posenc records only vkCmdBindPipeline, descriptor binding (vkCmdPushDescriptorSetKHR or
- *   vkCmdBindDescriptorSets), vkCmdPushConstants and vkCmdDispatch, plus a compute-to-compute
+ *   vkCmdBindDescriptorSets), vkCmdPushConstants and vkCmdDispatch (each dispatch inside a
+ *   vkCmdBeginDebugUtilsLabelEXT / vkCmdEndDebugUtilsLabelEXT pair with
+ *   POSENC_VULKAN_FEATURE_DEBUG_UTILS, see "Debug names" below), plus a compute-to-compute
  *   memory barrier between two of its own dispatches of the same call that touch the same bytes
  *   (q and k slices of one fused buffer, or a tensor split because it is larger than
  *   maxStorageBufferRange). No submission, no waiting, no queue access, no other barriers; the
@@ -57,9 +59,9 @@
  *   buffer writes its table itself (a barrier, vkCmdUpdateBuffer into a 64-slot ring, a
  *   barrier, before the dispatch), so a later submit still reads the right one. Two command
  *   buffers carrying such tables must not run at the same time on different queues unless they
- *   were recorded fewer than 64 such tables apart. Destroying a posenc_buffer frees the descriptor sets that bind its VkBuffer (for
- *   wraps: when no other wrap of that VkBuffer is alive): do it only when no command buffer
- *   recorded with it will be submitted again.
+ *   were recorded fewer than 64 such tables apart. Destroying a posenc_buffer frees the
+ *   descriptor sets that bind its VkBuffer (for wraps: when no other wrap of that VkBuffer is
+ *   alive): see "Teardown" below.
  * - Descriptors: with POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR they are pushed into the command
  *   buffer and nothing is allocated. Without it, posenc keeps one descriptor set per distinct
  *   set of bound ranges (buffer, offset, range of each binding), written at its first use and
@@ -75,6 +77,49 @@
  *   record that needs it (milliseconds on some drivers). posenc_prepare (posenc.h, "Warm-up")
  *   creates them ahead, while the engine loads, so that the first record creates nothing.
  *
+ * Teardown: what must have completed before each destroy call
+ * - posenc waits, inside the destroy, for what it submitted itself to the context's queue
+ *   (posenc_rope, posenc_sinusoidal, the submits, staged uploads and downloads): their fences.
+ *   It cannot see the caller's submissions of command buffers that posenc_vk_cmd_* recorded
+ *   into, and it never waits for the caller's queue or device (no vkQueueWaitIdle, no
+ *   vkDeviceWaitIdle on a caller's device: the engine's other work may go on meanwhile).
+ * - posenc_buffer_destroy(b): every command buffer into which posenc_vk_cmd_* recorded a
+ *   command using b has completed execution, and none of them is submitted again (reset,
+ *   re-record or free them): the descriptor sets binding b are freed, and a VkBuffer that
+ *   posenc allocated is destroyed. Destroy a wrap before the caller's VkBuffer it wraps.
+ * - posenc_context_destroy(ctx): every command buffer into which posenc_vk_cmd_* recorded
+ *   anything on ctx has completed execution, and none of them is submitted again (ctx's
+ *   pipelines, layouts, descriptor sets and frequency tables are destroyed); and no other
+ *   call on ctx runs. The caller's VkDevice and VkInstance are destroyed after it.
+ * - A sufficient rule for an engine: the fence of its last submission that contains posenc's
+ *   commands has signalled (or vkDeviceWaitIdle has returned).
+ * - posenc_event_destroy needs nothing (it does not wait). On posenc's own device
+ *   (posenc_context_desc.vulkan.device NULL, or a device posenc picked) posenc_context_destroy
+ *   also waits for the whole device.
+ * - Destroying too early cannot be caught by posenc; the validation layer reports it
+ *   (VUID-vkDestroyBuffer-buffer-00922, VUID-vkFreeDescriptorSets-pDescriptorSets-00309,
+ *   VUID-vkDestroyPipeline-pipeline-00765), naming posenc's objects when the context has
+ *   POSENC_VULKAN_FEATURE_DEBUG_UTILS ("VkBuffer 0x... [posenc buffer]").
+ *
+ * Debug names (POSENC_VULKAN_FEATURE_DEBUG_UTILS: VK_EXT_debug_utils enabled on the instance)
+ * - Every object posenc creates on the device is named once, when made, with
+ *   vkSetDebugUtilsObjectNameEXT: pipelines after their kernel ("posenc rope f16",
+ *   "posenc rope bf16 s16" with 16-bit storage, "posenc sinusoidal f32"), "posenc pipeline
+ *   layout", "posenc descriptor set layout", "posenc descriptor pool", "posenc pipeline cache",
+ *   buffers and their memory ("posenc buffer", "posenc staging", "posenc frequency table",
+ *   "posenc frequency table ring", "posenc placeholder", "posenc imported host memory"), and
+ *   with a queue "posenc command pool", "posenc command buffer", "posenc fence", "posenc
+ *   submission command buffer", "posenc submission fence". The caller's objects (wrapped
+ *   VkBuffers too) keep their names.
+ * - Each dispatch posenc records, into the caller's command buffer or its own, lies inside a
+ *   label of its pipeline's name, opened and closed around it, and so does each write of a
+ *   frequency table into the ring ("posenc frequency table write"): a label the caller opened
+ *   before the call stays open, and encloses posenc's.
+ * - Without the flag posenc calls none of these functions, even where the instance has the
+ *   extension. The functions come from vulkan.get_instance_proc_addr; with the flag set on an
+ *   instance that lacks them, posenc_context_create fails (INVALID_ARGUMENT naming
+ *   vulkan.enabled_features).
+ *
  * Threads
  * - Recording from several threads at once into different command buffers on the same context
  *   is safe: the context serialises its internal state (validation, frequency tables, descriptor
@@ -82,7 +127,7 @@
  *   may wrap buffers (posenc_vk_buffer_wrap), create, upload, download and destroy them, e.g.
  *   an engine wrapping the buffers of a new layer while another thread records the last one.
  * - Destroying a buffer while another thread records with it is the caller's error, as is
- *   destroying one while a command buffer recorded with it may still be submitted (above).
+ *   destroying one while a command buffer recorded with it may still run (see "Teardown").
  * - posenc_context_last_error gives each thread a whole message: that of whichever call on the
  *   context failed or succeeded last (see posenc.h).
  * - Every other call on the context (posenc_rope, posenc_sinusoidal, submits and events,
@@ -124,7 +169,8 @@ static inline posenc_vulkan_external posenc_vulkan_external_of(
 
 /* A posenc_buffer over [offset, offset + range) of the caller's VkBuffer, so that tensor views
  * and all of posenc's validation apply to it. Borrowed: posenc_buffer_destroy frees only posenc's
- * record (destroy it before the VkBuffer). The VkBuffer needs VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+ * record and descriptor sets (destroy it before the VkBuffer, once the command buffers recorded
+ * with it have completed: see "Teardown"). The VkBuffer needs VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
  * (and TRANSFER_SRC/DST for posenc_buffer_upload/download, which copy through a staging buffer
  * and need the context's queue); `offset` must be a multiple of 16 and of the device's
  * minStorageBufferOffsetAlignment; range > 0 (VK_WHOLE_SIZE is not accepted: give the size). */

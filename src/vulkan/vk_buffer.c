@@ -42,6 +42,8 @@ posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf)
         posenc__mutex_lock(&vk->lock);
         posenc_status status = posenc_vk_allocate(ctx, buf->size, vk->device_memory_type,
                                                   vk->unified, "size", &state->allocation);
+        if (status == POSENC_OK)
+            posenc_vk_debug_name_allocation(vk, &state->allocation, "posenc buffer");
         posenc__mutex_unlock(&vk->lock);
         if (status != POSENC_OK) {
             free(state);
@@ -104,6 +106,8 @@ static posenc_status transfer(posenc_context *ctx, posenc_buffer *buf, uint64_t 
     } else {
         status = posenc_vk_allocate(ctx, size, vk->host_memory_type, true, "staging",
                                     &temporary);
+        if (status == POSENC_OK)
+            posenc_vk_debug_name_allocation(vk, &temporary, "posenc staging");
         staging = &temporary;
     }
     if (status != POSENC_OK && size > CHUNK_BYTES) {

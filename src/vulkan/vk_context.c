@@ -194,6 +194,8 @@ static posenc_status create_layouts(posenc_context *ctx, posenc_vk_context *vk)
         vk->fns.CreateDescriptorSetLayout(vk->device, &set_info, vk->allocator, &vk->set_layout);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkCreateDescriptorSetLayout");
+    posenc_vk_debug_name(vk, VK_OBJECT_TYPE_DESCRIPTOR_SET_LAYOUT,
+                         POSENC_VK_OBJECT(vk->set_layout), "posenc descriptor set layout");
     VkPushConstantRange push = {VK_SHADER_STAGE_COMPUTE_BIT, 0, POSENC_VK_PUSH_BYTES};
     VkPipelineLayoutCreateInfo layout_info = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
@@ -206,6 +208,8 @@ static posenc_status create_layouts(posenc_context *ctx, posenc_vk_context *vk)
                                           &vk->pipeline_layout);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkCreatePipelineLayout");
+    posenc_vk_debug_name(vk, VK_OBJECT_TYPE_PIPELINE_LAYOUT, POSENC_VK_OBJECT(vk->pipeline_layout),
+                         "posenc pipeline layout");
     return POSENC_OK;
 }
 
@@ -223,6 +227,8 @@ static posenc_status create_commands(posenc_context *ctx, posenc_vk_context *vk)
         vk->fns.CreateCommandPool(vk->device, &pool_info, vk->allocator, &vk->command_pool);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkCreateCommandPool");
+    posenc_vk_debug_name(vk, VK_OBJECT_TYPE_COMMAND_POOL, POSENC_VK_OBJECT(vk->command_pool),
+                         "posenc command pool");
     VkCommandBufferAllocateInfo buffer_info = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
         .commandPool = vk->command_pool,
@@ -232,10 +238,13 @@ static posenc_status create_commands(posenc_context *ctx, posenc_vk_context *vk)
     result = vk->fns.AllocateCommandBuffers(vk->device, &buffer_info, &vk->commands);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkAllocateCommandBuffers");
+    posenc_vk_debug_name(vk, VK_OBJECT_TYPE_COMMAND_BUFFER, POSENC_VK_OBJECT(vk->commands),
+                         "posenc command buffer");
     VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     result = vk->fns.CreateFence(vk->device, &fence_info, vk->allocator, &vk->fence);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkCreateFence");
+    posenc_vk_debug_name(vk, VK_OBJECT_TYPE_FENCE, POSENC_VK_OBJECT(vk->fence), "posenc fence");
     return POSENC_OK;
 }
 
@@ -297,21 +306,26 @@ posenc_status posenc_vk_context_finish_init(posenc_context *ctx)
         status = create_commands(ctx, vk);
     if (status == POSENC_OK)
         status = posenc_vk_pipeline_cache_create(ctx);
+    if (status == POSENC_OK && !vk->borrowed_pipeline_cache)
+        posenc_vk_debug_name(vk, VK_OBJECT_TYPE_PIPELINE_CACHE,
+                             POSENC_VK_OBJECT(vk->pipeline_cache), "posenc pipeline cache");
     if (status == POSENC_OK)
         status = posenc_vk_allocate(ctx, 16, vk->host_memory_type, true, "placeholder",
                                     &vk->placeholder);
     if (status != POSENC_OK)
         return status;
+    posenc_vk_debug_name_allocation(vk, &vk->placeholder, "posenc placeholder");
     /* Windows of at most 2^31 bytes keep every element index of a kernel in 31 bits. */
     uint64_t limit = vk->physical->max_binding;
     vk->binding_limit = (limit < (UINT64_C(1) << 31) ? limit : (UINT64_C(1) << 31)) & ~(uint64_t)15;
     posenc__log(ctx, POSENC_LOG_DEBUG,
-                "vulkan: %s%s; f16/bf16 %s; descriptors %s; validation %s",
+                "vulkan: %s%s; f16/bf16 %s; descriptors %s; validation %s; debug names %s",
                 vk->unified ? "unified memory, buffers mapped" : "buffers staged",
                 vk->host_import ? ", host memory imported" : "",
                 vk->storage16 ? "with 16-bit storage" : "packed two per word",
                 vk->CmdPushDescriptorSetKHR ? "pushed" : "from pools",
-                vk->instance.validation ? "on" : "off");
+                vk->instance.validation ? "on" : "off",
+                vk->debug.SetDebugUtilsObjectNameEXT ? "on" : "off");
     return POSENC_OK;
 }
 
@@ -338,6 +352,8 @@ posenc_status posenc_vk_context_init(posenc_context *ctx, const posenc__device *
     }
     if (status == POSENC_OK)
         status = posenc_vk_create_device(ctx, vk);
+    if (status == POSENC_OK)
+        status = posenc_vk_debug_init(ctx, vk->instance.debug_utils, NULL);
     if (status == POSENC_OK)
         status = posenc_vk_context_finish_init(ctx);
     if (status != POSENC_OK) {

@@ -43,6 +43,8 @@ static posenc_status add_pool(posenc_context *ctx, posenc_vk_context *vk)
                                                    &vk->pools[vk->pool_count]);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkCreateDescriptorPool");
+    posenc_vk_debug_name(vk, VK_OBJECT_TYPE_DESCRIPTOR_POOL,
+                         POSENC_VK_OBJECT(vk->pools[vk->pool_count]), "posenc descriptor pool");
     vk->pool_count++;
     return POSENC_OK;
 }

@@ -135,6 +135,7 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
     }
     memcpy(vk->previous, windows->infos, sizeof vk->previous);
     vk->dispatches++;
+    posenc_vk_debug_label_begin(vk, commands, vk->debug.kernel_labels[kernel]);
     vk->fns.CmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     if (vk->CmdPushDescriptorSetKHR) {
         VkWriteDescriptorSet writes[POSENC_VK_BINDINGS];
@@ -160,5 +161,6 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
     if (max_groups > 65535) /* plenty to fill any device; the kernels loop over the rest */
         max_groups = 65535;
     vk->fns.CmdDispatch(commands, (uint32_t)(groups < max_groups ? groups : max_groups), 1, 1);
+    posenc_vk_debug_label_end(vk, commands);
     return POSENC_OK;
 }

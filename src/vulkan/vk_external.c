@@ -12,7 +12,9 @@
 
 #define KNOWN_FEATURES                                                                         \
     (POSENC_VULKAN_FEATURE_16BIT_STORAGE | POSENC_VULKAN_FEATURE_PUSH_DESCRIPTOR |               \
-     POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT)
+     POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT | POSENC_VULKAN_FEATURE_DEBUG_UTILS)
+/* Features of the instance rather than the device: allowed when posenc makes the device. */
+#define INSTANCE_FEATURES POSENC_VULKAN_FEATURE_DEBUG_UTILS
 
 /* What can be checked before any Vulkan call. */
 static posenc_status check_fields(posenc_context *ctx, const posenc_vulkan_external *ext)
@@ -30,11 +32,12 @@ static posenc_status check_fields(posenc_context *ctx, const posenc_vulkan_exter
                             "vulkan.enabled_features: unknown bits 0x%x",
                             ext->enabled_features & ~(uint32_t)KNOWN_FEATURES);
     if (!ext->device) {
-        const char *field = ext->queue              ? "queue"
-                            : ext->queue_family     ? "queue_family"
-                            : ext->enabled_features ? "enabled_features"
-                            : ext->pipeline_cache   ? "pipeline_cache"
-                                                    : NULL;
+        uint32_t device_features = ext->enabled_features & ~(uint32_t)INSTANCE_FEATURES;
+        const char *field = ext->queue            ? "queue"
+                            : ext->queue_family   ? "queue_family"
+                            : device_features     ? "enabled_features"
+                            : ext->pipeline_cache ? "pipeline_cache"
+                                                  : NULL;
         if (field)
             return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                                 "vulkan.%s: must be zero when vulkan.device is NULL (posenc then "
@@ -174,6 +177,10 @@ posenc_status posenc_vk_context_init_external(posenc_context *ctx,
         else
             status = posenc_vk_create_device(ctx, vk);
     }
+    if (status == POSENC_OK)
+        status = posenc_vk_debug_init(
+            ctx, (ext->enabled_features & POSENC_VULKAN_FEATURE_DEBUG_UTILS) != 0,
+            "vulkan.enabled_features");
     if (status == POSENC_OK)
         status = posenc_vk_context_finish_init(ctx);
     if (status != POSENC_OK) {

@@ -49,6 +49,7 @@ static posenc_status ring_for(posenc_context *ctx, uint64_t bytes)
                                               vk->device_memory_type, false, "rotary_dim", memory);
     if (status != POSENC_OK)
         return status;
+    posenc_vk_debug_name_allocation(vk, memory, "posenc frequency table ring");
     posenc__atomic64_add(&ctx->stats.table_bytes, memory->size);
     ring->ring_count++;
     ring->slot_bytes = slot_bytes;
@@ -98,6 +99,7 @@ posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs
             return status;
         }
         memcpy(table->memory.mapped, words->words, (size_t)bytes);
+        posenc_vk_debug_name_allocation(vk, &table->memory, "posenc frequency table");
     }
     if (recorded)
         posenc__gpu_tables_pin(&vk->table_cache, slot);
@@ -113,6 +115,7 @@ void posenc_vk_write_table(posenc_context *ctx)
     if (!ring->pending)
         return;
     VkBuffer buffer = ring->rings[ring->ring_count - 1].buffer;
+    posenc_vk_debug_label_begin(vk, vk->target, "posenc frequency table write");
     /* Earlier reads of the slot (compute) and writes of it (transfer) finish first. */
     VkMemoryBarrier before = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
@@ -143,6 +146,7 @@ void posenc_vk_write_table(posenc_context *ctx)
     vk->fns.CmdPipelineBarrier(vk->target, VK_PIPELINE_STAGE_TRANSFER_BIT,
                                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, NULL, 1, &after, 0,
                                NULL);
+    posenc_vk_debug_label_end(vk, vk->target);
     ring->pending = NULL;
 }
 

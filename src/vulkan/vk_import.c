@@ -96,6 +96,7 @@ bool posenc_vk_import(posenc_context *ctx, const void *host, uint64_t size, cons
     posenc__log(ctx, POSENC_LOG_DEBUG, "vulkan: %s: host memory at %p (%llu bytes) imported",
                 name, host, (unsigned long long)size);
     made.size = span;
+    posenc_vk_debug_name_allocation(vk, &made, "posenc imported host memory");
     *allocation = made;
     *base = (uint64_t)((uintptr_t)host - lo);
     return true;

@@ -130,14 +130,17 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
         enabled[enabled_count++] = PORTABILITY_ENUMERATION;
         flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
     }
+    /* A context's instance names its objects and labels its dispatches wherever the extension
+     * is offered (by the driver, the loader or a capture tool's layer), for whoever looks: a
+     * call per object made and two per dispatch. */
+    bool debug_utils =
+        log_ctx && has_extension(extensions, extension_count, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    if (debug_utils)
+        enabled[enabled_count++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
     /* Layers may also come from VK_INSTANCE_LAYERS, unknown to posenc: their messages go to the
      * log as well, rather than to the layers' default output. */
     const char *env_layers = posenc__env_get("VK_INSTANCE_LAYERS");
-    bool messenger = log_ctx && (with_layer || (env_layers && *env_layers)) &&
-                     has_extension(extensions, extension_count,
-                                   VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
-    if (messenger)
-        enabled[enabled_count++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    bool messenger = debug_utils && (with_layer || (env_layers && *env_layers));
     free(extensions);
 
     /* Vulkan 1.1 is the baseline; asking for up to 1.3 lets newer devices report their core
@@ -213,6 +216,7 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
         return POSENC_BACKEND_UNAVAILABLE;
     }
     instance->validation = with_layer;
+    instance->debug_utils = debug_utils;
     if (messenger && instance->fns.CreateDebugUtilsMessengerEXT) {
         result = instance->fns.CreateDebugUtilsMessengerEXT(instance->handle, &messenger_info,
                                                             NULL, &instance->messenger);

@@ -18,6 +18,8 @@
 #include "core/kernels.h"
 #include "core/platform.h"
 
+#include <string.h>
+
 /* ---------------------------------------------------------------------------------------------
  * Function tables (vk_loader.c)
  */
@@ -129,13 +131,15 @@ typedef struct posenc_vk_instance {
     uint32_t api_version;                /* requested in VkApplicationInfo */
     VkDebugUtilsMessengerEXT messenger;  /* VK_NULL_HANDLE when none */
     bool validation;                     /* VK_LAYER_KHRONOS_validation enabled by posenc */
+    bool debug_utils;                    /* VK_EXT_debug_utils enabled by posenc */
     bool borrowed;                       /* the caller's instance: never destroyed */
     posenc_vk_instance_fns fns;
 } posenc_vk_instance;
 
-/* Creates an instance: portability enumeration when offered (MoltenVK), and with `log_ctx` and
- * `validation`, the Khronos validation layer (when installed) plus a debug messenger that
- * forwards warnings and errors to log_ctx's log. A messenger is also made when layers come from
+/* Creates an instance: portability enumeration when offered (MoltenVK), and with `log_ctx`
+ * VK_EXT_debug_utils when offered (debug names and labels, vk_debug.c), with `validation` too
+ * the Khronos validation layer (when installed) plus a debug messenger that forwards warnings
+ * and errors to log_ctx's log. A messenger is also made when layers come from
  * VK_INSTANCE_LAYERS. On failure writes a message and returns the status. */
 posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation,
                                         posenc_vk_instance *instance, char *message,
@@ -229,6 +233,17 @@ typedef struct posenc_vk_submission {
     uint64_t serial; /* 0: free */
 } posenc_vk_submission;
 
+/* Debug names and labels (vk_debug.c): the functions of VK_EXT_debug_utils, NULL when the
+ * instance has no such extension enabled (or the caller did not say it has). */
+typedef struct posenc_vk_debug {
+    PFN_vkSetDebugUtilsObjectNameEXT SetDebugUtilsObjectNameEXT;
+    PFN_vkCmdBeginDebugUtilsLabelEXT CmdBeginDebugUtilsLabelEXT;
+    PFN_vkCmdEndDebugUtilsLabelEXT CmdEndDebugUtilsLabelEXT;
+    /* "posenc rope f16": each pipeline's name and its dispatches' label, built once by
+     * posenc_vk_debug_init. */
+    char kernel_labels[POSENC__SPIRV_VARIANT_COUNT][40];
+} posenc_vk_debug;
+
 typedef struct posenc_vk_context {
     posenc_vk_instance instance;
     const posenc_vk_physical *physical;
@@ -283,6 +298,7 @@ typedef struct posenc_vk_context {
     posenc__device device_record; /* a caller's device: what posenc_context_device reports */
     posenc_vk_physical physical_record;
     posenc_vk_loader loader;      /* a caller's device: its vkGetInstanceProcAddr */
+    posenc_vk_debug debug;
 } posenc_vk_context;
 
 typedef struct posenc_vk_buffer {
@@ -313,7 +329,7 @@ posenc_status posenc_vk_allocate(posenc_context *ctx, uint64_t size, uint32_t ty
                                  bool host_visible, const char *what,
                                  posenc_vk_allocation *allocation);
 void posenc_vk_release(posenc_context *ctx, posenc_vk_allocation *allocation);
-/* Grows a host-visible allocation to at least `size` bytes (contents not kept). */
+/* Grows a host-visible staging allocation to at least `size` bytes (contents not kept). */
 posenc_status posenc_vk_reserve(posenc_context *ctx, posenc_vk_allocation *allocation,
                                 uint64_t size, const char *what);
 
@@ -336,6 +352,37 @@ posenc_status posenc_vk_create_device(posenc_context *ctx, posenc_vk_context *vk
 void posenc_vk_destroy_state(posenc_context *ctx, bool save_cache);
 /* Whether POSENC_VULKAN_DISABLE lists `feature`. */
 bool posenc_vk_disabled(const char *feature);
+
+/* vk_debug.c: debug names and labels. posenc_vk_debug_init loads the functions when `wanted`
+ * (the instance has VK_EXT_debug_utils enabled); where they are missing, a caller's instance
+ * (`field`: the field that claimed the extension) is INVALID_ARGUMENT, posenc's own (`field`
+ * NULL) goes without names. The others do nothing without the functions. */
+posenc_status posenc_vk_debug_init(posenc_context *ctx, bool wanted, const char *field);
+void posenc_vk_debug_name(const posenc_vk_context *vk, VkObjectType type, uint64_t handle,
+                          const char *name);
+/* Names the VkBuffer and the VkDeviceMemory of an allocation. */
+void posenc_vk_debug_name_allocation(const posenc_vk_context *vk,
+                                     const posenc_vk_allocation *allocation, const char *name);
+/* Names vk->pipelines[kernel], just made, after its kernel (its dispatches' label). */
+void posenc_vk_debug_name_pipeline(const posenc_vk_context *vk, posenc_vk_kernel kernel);
+void posenc_vk_debug_label_begin(const posenc_vk_context *vk, VkCommandBuffer commands,
+                                 const char *label);
+void posenc_vk_debug_label_end(const posenc_vk_context *vk, VkCommandBuffer commands);
+
+/* The bits of a Vulkan handle as VkDebugUtilsObjectNameInfoEXT.objectHandle takes them: a
+ * pointer (dispatchable handles, and the others on 64-bit platforms) or a uint64_t. */
+static inline uint64_t posenc_vk_object_bits(const void *handle, size_t size)
+{
+    if (size == sizeof(uint64_t)) {
+        uint64_t bits;
+        memcpy(&bits, handle, sizeof bits);
+        return bits;
+    }
+    uintptr_t address;
+    memcpy(&address, handle, sizeof address);
+    return (uint64_t)address;
+}
+#define POSENC_VK_OBJECT(handle) posenc_vk_object_bits(&(handle), sizeof(handle))
 
 /* vk_descriptors.c: the set for `infos` (the pool path), written at its first use and then kept
  * until one of its buffers is released, or the context goes. */

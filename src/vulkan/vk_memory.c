@@ -100,6 +100,7 @@ posenc_status posenc_vk_reserve(posenc_context *ctx, posenc_vk_allocation *alloc
     if (status != POSENC_OK)
         return status;
     posenc__atomic64_add(&ctx->stats.staging_bytes, made.size - allocation->size); /* grows */
+    posenc_vk_debug_name_allocation(vk, &made, "posenc staging");
     posenc_vk_release(ctx, allocation);
     *allocation = made;
     return POSENC_OK;

@@ -76,6 +76,8 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
     else
         status = posenc_vk_allocate(ctx, plan->bytes, vk->host_memory_type, true, "staging",
                                     &staging->temporary);
+    if (status == POSENC_OK)
+        posenc_vk_debug_name_allocation(vk, &staging->temporary, "posenc staging");
     if (status != POSENC_OK) {
         posenc_vk_unstage(ctx, staging, false);
         return status;

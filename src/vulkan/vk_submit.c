@@ -101,6 +101,10 @@ static posenc_status acquire(posenc_context *ctx, posenc_vk_submission **out)
         vk->fns.FreeCommandBuffers(vk->device, vk->command_pool, 1, &made.commands);
         return posenc_vk_fail(ctx, result, "vkCreateFence");
     }
+    posenc_vk_debug_name(vk, VK_OBJECT_TYPE_COMMAND_BUFFER, POSENC_VK_OBJECT(made.commands),
+                         "posenc submission command buffer");
+    posenc_vk_debug_name(vk, VK_OBJECT_TYPE_FENCE, POSENC_VK_OBJECT(made.fence),
+                         "posenc submission fence");
     vk->submissions[vk->submission_count] = made;
     *out = &vk->submissions[vk->submission_count++];
     return POSENC_OK;

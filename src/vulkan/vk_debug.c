@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/* Debug names and labels (VK_EXT_debug_utils): posenc's objects named once, when they are made,
+ * and each dispatch wrapped in a label built with the context, so that validation messages and
+ * capture tools say which objects and commands are posenc's. Without the extension every
+ * function here does nothing. */
+#include "vulkan/vk_internal.h"
+
+#include "core/kernels.h"
+
+#include <stdio.h>
+#include <string.h>
+
+posenc_status posenc_vk_debug_init(posenc_context *ctx, bool wanted, const char *field)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    posenc_vk_debug *debug = &vk->debug;
+    memset(debug, 0, sizeof *debug);
+    if (!wanted)
+        return POSENC_OK;
+    /* Instance-level functions of the extension: the loader, and any layer that implements it,
+     * dispatch them to the device the call names. */
+    PFN_vkGetInstanceProcAddr get = vk->instance.loader->GetInstanceProcAddr;
+    VkInstance instance = vk->instance.handle;
+    PFN_vkSetDebugUtilsObjectNameEXT name =
+        (PFN_vkSetDebugUtilsObjectNameEXT)get(instance, "vkSetDebugUtilsObjectNameEXT");
+    PFN_vkCmdBeginDebugUtilsLabelEXT begin =
+        (PFN_vkCmdBeginDebugUtilsLabelEXT)get(instance, "vkCmdBeginDebugUtilsLabelEXT");
+    PFN_vkCmdEndDebugUtilsLabelEXT end =
+        (PFN_vkCmdEndDebugUtilsLabelEXT)get(instance, "vkCmdEndDebugUtilsLabelEXT");
+    if (!name || !begin || !end) {
+        if (!field)
+            return POSENC_OK; /* posenc's own instance: names are a nicety */
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "%s: POSENC_VULKAN_FEATURE_DEBUG_UTILS is set but the instance has "
+                            "no %s (enable VK_EXT_debug_utils at vkCreateInstance)",
+                            field,
+                            !name    ? "vkSetDebugUtilsObjectNameEXT"
+                            : !begin ? "vkCmdBeginDebugUtilsLabelEXT"
+                                     : "vkCmdEndDebugUtilsLabelEXT");
+    }
+    debug->SetDebugUtilsObjectNameEXT = name;
+    debug->CmdBeginDebugUtilsLabelEXT = begin;
+    debug->CmdEndDebugUtilsLabelEXT = end;
+    /* "rope_f16_s16" -> "posenc rope f16 s16": each pipeline's name and its dispatches' label,
+     * made here once for all, so that a dispatch formats nothing. */
+    for (int kernel = 0; kernel < POSENC__SPIRV_VARIANT_COUNT; kernel++) {
+        char *label = debug->kernel_labels[kernel];
+        const posenc__spirv *spirv = posenc__spirv_get((posenc_vk_kernel)kernel);
+        snprintf(label, sizeof debug->kernel_labels[kernel], "posenc %s",
+                 spirv ? spirv->name : "kernel");
+        for (char *c = label; *c; c++) {
+            if (*c == '_')
+                *c = ' ';
+        }
+    }
+    return POSENC_OK;
+}
+
+void posenc_vk_debug_name(const posenc_vk_context *vk, VkObjectType type, uint64_t handle,
+                          const char *name)
+{
+    if (!vk->debug.SetDebugUtilsObjectNameEXT || !handle)
+        return;
+    VkDebugUtilsObjectNameInfoEXT info = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_OBJECT_NAME_INFO_EXT,
+        .objectType = type,
+        .objectHandle = handle,
+        .pObjectName = name,
+    };
+    /* A name is a nicety: a failure (out of host memory) leaves the object unnamed. */
+    (void)vk->debug.SetDebugUtilsObjectNameEXT(vk->device, &info);
+}
+
+void posenc_vk_debug_name_allocation(const posenc_vk_context *vk,
+                                     const posenc_vk_allocation *allocation, const char *name)
+{
+    if (!vk->debug.SetDebugUtilsObjectNameEXT)
+        return;
+    posenc_vk_debug_name(vk, VK_OBJECT_TYPE_BUFFER, POSENC_VK_OBJECT(allocation->buffer), name);
+    posenc_vk_debug_name(vk, VK_OBJECT_TYPE_DEVICE_MEMORY, POSENC_VK_OBJECT(allocation->memory),
+                         name);
+}
+
+void posenc_vk_debug_name_pipeline(const posenc_vk_context *vk, posenc_vk_kernel kernel)
+{
+    posenc_vk_debug_name(vk, VK_OBJECT_TYPE_PIPELINE, POSENC_VK_OBJECT(vk->pipelines[kernel]),
+                         vk->debug.kernel_labels[kernel]);
+}
+
+void posenc_vk_debug_label_begin(const posenc_vk_context *vk, VkCommandBuffer commands,
+                                 const char *label)
+{
+    if (!vk->debug.CmdBeginDebugUtilsLabelEXT)
+        return;
+    VkDebugUtilsLabelEXT info = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT,
+        .pLabelName = label,
+    };
+    vk->debug.CmdBeginDebugUtilsLabelEXT(commands, &info);
+}
+
+void posenc_vk_debug_label_end(const posenc_vk_context *vk, VkCommandBuffer commands)
+{
+    if (vk->debug.CmdEndDebugUtilsLabelEXT)
+        vk->debug.CmdEndDebugUtilsLabelEXT(commands);
+}
