@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* posenc inside a Vulkan engine: a headless "engine" owns its instance, device, queue and
- * buffers, and records into ONE command buffer, submitted ONCE:
+ * buffers. At load it has posenc build what the frames will need (posenc_prepare); then, frame
+ * after frame, it re-records ONE command buffer and submits it:
  *   1. its own compute pass, which writes q and k (vulkan_engine_fill.comp),
- *   2. posenc's RoPE on q and k, in place (posenc_vk_cmd_rope),
+ *   2. posenc's RoPE on q and k, in place (posenc_vk_cmd_rope), at positions moving on by the
+ *      frame's tokens,
  *   3. its own pass, which reads them to compute attention logits (vulkan_engine_scores.comp),
  * with the barriers of posenc_vulkan.h's synchronization contract between them. Where the
  * instance offers VK_EXT_debug_utils the engine enables it, listens with a messenger, labels its
  * own passes and tells posenc (POSENC_VULKAN_FEATURE_DEBUG_UTILS), which then names its objects
  * and labels its dispatches: a capture tool shows "engine fill", "posenc rope f32", "engine
- * scores", and validation messages name posenc's objects. The logits are checked against a
- * float64 reference; the exit code is non-zero on a mismatch, or when the validation layer
+ * scores", and validation messages name posenc's objects. Each frame's logits are checked
+ * against a float64 reference; the exit code is non-zero on a mismatch, or when the validation layer
  * (VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation) reports anything.
  * Usage: vulkan_engine [DIRECTORY_OF_SPV_FILES] */
 #include <posenc/posenc_vulkan.h>
@@ -23,7 +25,7 @@
 #define EXAMPLE_SHADER_DIR "."
 #endif
 
-enum { TOKENS = 8, Q_HEADS = 4, K_HEADS = 2, HEAD_DIM = 64, POSITION_OFFSET = 1000 };
+enum { TOKENS = 8, Q_HEADS = 4, K_HEADS = 2, HEAD_DIM = 64, POSITION_OFFSET = 1000, FRAMES = 3 };
 #define Q_COUNT (TOKENS * Q_HEADS * HEAD_DIM)
 #define K_COUNT (TOKENS * K_HEADS * HEAD_DIM)
 #define SCORE_COUNT (Q_HEADS * TOKENS * TOKENS)
@@ -310,9 +312,9 @@ static void pass_destroy(engine *e, pass *p)
 
 /* ---- the float64 reference ------------------------------------------------------------------ */
 
-/* The values of vulkan_engine_fill.comp, rotated (NeoX pairing) at position POSITION_OFFSET + t:
- * angles from the double-precision product, reduced by the C library in double. */
-static void reference_rotated(double *q, double *k)
+/* The values of vulkan_engine_fill.comp, rotated (NeoX pairing) at position offset + t: angles
+ * from the double-precision product, reduced by the C library in double. */
+static void reference_rotated(double *q, double *k, int32_t offset)
 {
     for (int i = 0; i < Q_COUNT; i++)
         q[i] = (double)((i * 7u + 3u) % 17u) / 8.0 - 1.0;
@@ -323,13 +325,45 @@ static void reference_rotated(double *q, double *k)
             double *x = h < Q_HEADS ? q + (t * Q_HEADS + h) * HEAD_DIM
                                     : k + (t * K_HEADS + h - Q_HEADS) * HEAD_DIM;
             for (int j = 0; j < HEAD_DIM / 2; j++) {
-                double angle = (POSITION_OFFSET + t) * pow(THETA, -2.0 * j / HEAD_DIM);
+                double angle = (double)(offset + t) * pow(THETA, -2.0 * j / HEAD_DIM);
                 double a = x[j], b = x[j + HEAD_DIM / 2];
                 x[j] = a * cos(angle) - b * sin(angle);
                 x[j + HEAD_DIM / 2] = a * sin(angle) + b * cos(angle);
             }
         }
     }
+}
+
+/* The frame's logits against float64: how many are off, and the worst error. Tolerance:
+ * posenc's promise (8 * 2^-24 of each rotated pair) plus the f32 dot product of HEAD_DIM terms
+ * (at most HEAD_DIM * 2^-24 of the sum of |products|), so 2 * HEAD_DIM * 2^-24 of that sum covers
+ * both. */
+static int check_scores(const float *result, int32_t offset, double *worst)
+{
+    static double ref_q[Q_COUNT], ref_k[K_COUNT];
+    reference_rotated(ref_q, ref_k, offset);
+    int bad = 0;
+    for (int h = 0; h < Q_HEADS; h++) {
+        for (int i = 0; i < TOKENS; i++) {
+            for (int j = 0; j < TOKENS; j++) {
+                const double *qv = ref_q + (i * Q_HEADS + h) * HEAD_DIM;
+                const double *kv = ref_k + (j * K_HEADS + h / (Q_HEADS / K_HEADS)) * HEAD_DIM;
+                double dot = 0.0, magnitude = 0.0;
+                for (int d = 0; d < HEAD_DIM; d++) {
+                    dot += qv[d] * kv[d];
+                    magnitude += fabs(qv[d] * kv[d]);
+                }
+                double expected = dot / sqrt(HEAD_DIM), scale = magnitude / sqrt(HEAD_DIM);
+                double got = result[(h * TOKENS + i) * TOKENS + j];
+                double error = fabs(got - expected) / scale;
+                *worst = error > *worst ? error : *worst;
+                if (!(error <= 2.0 * HEAD_DIM / 16777216.0) && bad++ < 5)
+                    fprintf(stderr, "offset %d: scores[%d][%d][%d] = %.9g, expected %.9g\n",
+                            (int)offset, h, i, j, got, expected);
+            }
+        }
+    }
+    return bad;
 }
 
 int main(int argc, char **argv)
@@ -387,7 +421,16 @@ int main(int argc, char **argv)
     fill.infos[1] = scores.infos[1] = k_info;
     scores.infos[2] = scores_info;
 
-    /* ---- one command buffer: fill, barrier, RoPE, barrier, scores, barrier to the host ---- */
+    /* ---- at load time: every pipeline and table the frames will use, so the first frame
+     * records without building anything ---- */
+    if (posenc_prepare(ctx, &(posenc_prepare_desc){.rope = &rope, .rope_count = 1}) !=
+        POSENC_OK) {
+        fprintf(stderr, "posenc_prepare: %s\n", posenc_context_last_error(ctx));
+        return 1;
+    }
+
+    /* ---- a frame loop: one command buffer, re-recorded every frame (fill, barrier, RoPE,
+     * barrier, scores, barrier to the host), the positions moving on by TOKENS a frame ---- */
     VkCommandPoolCreateInfo command_pool_info = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, .queueFamilyIndex = e.family};
     VkCommandPool command_pool;
@@ -399,68 +442,47 @@ int main(int argc, char **argv)
         .commandBufferCount = 1};
     VkCommandBuffer cmd;
     VK_CHECK(vkAllocateCommandBuffers(e.device, &command_info, &cmd));
-    VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                      .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    VK_CHECK(vkBeginCommandBuffer(cmd, &begin));
-
-    const uint32_t counts[2] = {Q_COUNT, K_COUNT};
-    pass_record(&e, &fill, cmd, "engine fill", counts, sizeof counts, Q_COUNT);
-    compute_barrier(cmd); /* the engine's writes of q and k -> posenc's reads */
-    if (posenc_vk_cmd_rope(ctx, cmd, &rope) != POSENC_OK) {
-        fprintf(stderr, "posenc_vk_cmd_rope: %s\n", posenc_context_last_error(ctx));
-        return 1;
-    }
-    compute_barrier(cmd); /* posenc's writes of q and k -> the engine's reads */
-    const uint32_t shape[4] = {TOKENS, Q_HEADS, K_HEADS, HEAD_DIM};
-    pass_record(&e, &scores, cmd, "engine scores", shape, sizeof shape, SCORE_COUNT);
-    VkMemoryBarrier to_host = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                               .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
-                               .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
-    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
-                         1, &to_host, 0, NULL, 0, NULL);
-    VK_CHECK(vkEndCommandBuffer(cmd));
-
     VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VkFence fence;
     VK_CHECK(vkCreateFence(e.device, &fence_info, NULL, &fence));
-    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                           .commandBufferCount = 1,
-                           .pCommandBuffers = &cmd};
-    VK_CHECK(vkQueueSubmit(e.queue, 1, &submit, fence));
-    VK_CHECK(vkWaitForFences(e.device, 1, &fence, VK_TRUE, UINT64_MAX));
-
-    /* ---- check: each logit against float64. Tolerance: posenc's promise (8 * 2^-24 of each
-     * rotated pair) plus the f32 dot product of HEAD_DIM terms (at most HEAD_DIM * 2^-24 of the
-     * sum of |products|), so 2 * HEAD_DIM * 2^-24 of that sum covers both. ---- */
-    static double ref_q[Q_COUNT], ref_k[K_COUNT];
-    reference_rotated(ref_q, ref_k);
-    const float *result = e.mapped + Q_COUNT + K_COUNT;
     int bad = 0;
     double worst = 0.0;
-    for (int h = 0; h < Q_HEADS; h++) {
-        for (int i = 0; i < TOKENS; i++) {
-            for (int j = 0; j < TOKENS; j++) {
-                const double *qv = ref_q + (i * Q_HEADS + h) * HEAD_DIM;
-                const double *kv = ref_k + (j * K_HEADS + h / (Q_HEADS / K_HEADS)) * HEAD_DIM;
-                double dot = 0.0, magnitude = 0.0;
-                for (int d = 0; d < HEAD_DIM; d++) {
-                    dot += qv[d] * kv[d];
-                    magnitude += fabs(qv[d] * kv[d]);
-                }
-                double expected = dot / sqrt(HEAD_DIM), scale = magnitude / sqrt(HEAD_DIM);
-                double got = result[(h * TOKENS + i) * TOKENS + j];
-                double error = fabs(got - expected) / scale;
-                worst = error > worst ? error : worst;
-                if (!(error <= 2.0 * HEAD_DIM / 16777216.0) && bad++ < 5)
-                    fprintf(stderr, "scores[%d][%d][%d] = %.9g, expected %.9g\n", h, i, j, got,
-                            expected);
-            }
+    for (int frame = 0; frame < FRAMES && !bad; frame++) {
+        rope.position_offset = POSITION_OFFSET + frame * TOKENS;
+        VK_CHECK(vkResetCommandPool(e.device, command_pool, 0)); /* last frame's fence waited */
+        VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                          .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+        VK_CHECK(vkBeginCommandBuffer(cmd, &begin));
+        const uint32_t counts[2] = {Q_COUNT, K_COUNT};
+        pass_record(&e, &fill, cmd, "engine fill", counts, sizeof counts, Q_COUNT);
+        compute_barrier(cmd); /* the engine's writes of q and k -> posenc's reads */
+        if (posenc_vk_cmd_rope(ctx, cmd, &rope) != POSENC_OK) {
+            fprintf(stderr, "posenc_vk_cmd_rope: %s\n", posenc_context_last_error(ctx));
+            return 1;
         }
+        compute_barrier(cmd); /* posenc's writes of q and k -> the engine's reads */
+        const uint32_t shape[4] = {TOKENS, Q_HEADS, K_HEADS, HEAD_DIM};
+        pass_record(&e, &scores, cmd, "engine scores", shape, sizeof shape, SCORE_COUNT);
+        VkMemoryBarrier to_host = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                                   .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                                   .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                             VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, NULL, 0, NULL);
+        VK_CHECK(vkEndCommandBuffer(cmd));
+
+        VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                               .commandBufferCount = 1,
+                               .pCommandBuffers = &cmd};
+        VK_CHECK(vkQueueSubmit(e.queue, 1, &submit, fence));
+        VK_CHECK(vkWaitForFences(e.device, 1, &fence, VK_TRUE, UINT64_MAX));
+        VK_CHECK(vkResetFences(e.device, 1, &fence));
+        bad = check_scores(e.mapped + Q_COUNT + K_COUNT, rope.position_offset, &worst);
     }
-    printf("vulkan_engine: %d logits, worst error %.3g of the magnitude, %d validation messages, "
-           "descriptors %s, debug labels %s: %s\n",
-           SCORE_COUNT, worst, validation_messages, e.push_descriptor ? "pushed" : "from a pool",
-           e.messenger ? "on" : "off", bad || validation_messages ? "FAILED" : "ok");
+    printf("vulkan_engine: %d frames of %d logits, worst error %.3g of the magnitude, %d "
+           "validation messages, descriptors %s, debug labels %s: %s\n",
+           FRAMES, SCORE_COUNT, worst, validation_messages,
+           e.push_descriptor ? "pushed" : "from a pool", e.messenger ? "on" : "off",
+           bad || validation_messages ? "FAILED" : "ok");
 
     /* ---- teardown: posenc first (it frees only what it created), then the engine ---- */
     posenc_buffer_destroy(q);
