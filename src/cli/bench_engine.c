@@ -37,6 +37,31 @@ uint64_t bench_engine_kernels(posenc_context *context)
     return stats.kernels_built + stats.kernels_loaded;
 }
 
+void bench_engine_keep(bench_engine_times *times, double *later, int i, double seconds)
+{
+    if (i == 0)
+        times->first_seconds = seconds;
+    else
+        later[i - 1] = seconds;
+}
+
+const char *bench_engine_finish(posenc_context *context, posenc_buffer *buffer,
+                                posenc_status status, const char *call, uint64_t kernels_before,
+                                double *later, bench_engine_times *times, char *error,
+                                size_t error_size)
+{
+    if (status == POSENC_OK) {
+        times->later_seconds = bench_engine_median(later, BENCH_ENGINE_LATER);
+        times->built_by_calls = bench_engine_kernels(context) - kernels_before;
+    } else {
+        snprintf(error, error_size, "%s: %s: %s", call, posenc_status_name(status),
+                 context ? posenc_context_last_error(context) : posenc_thread_last_error());
+    }
+    posenc_buffer_destroy(buffer);
+    posenc_context_destroy(context);
+    return status == POSENC_OK ? NULL : error;
+}
+
 bool bench_engine_time(const posenc_device_info *info, const char *cache_dir,
                        bench_engine_times *times, char *error, size_t error_size)
 {

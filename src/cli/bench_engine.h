@@ -36,6 +36,16 @@ posenc_rope_desc bench_engine_rope(posenc_buffer *buffer);
 double bench_engine_median(double *seconds, size_t count);
 /* posenc_context_stats' kernels_built + kernels_loaded. */
 uint64_t bench_engine_kernels(posenc_context *context);
+/* Keeps call `i`'s time: the first in times->first_seconds, the later ones in `later` for their
+ * median. */
+void bench_engine_keep(bench_engine_times *times, double *later, int i, double seconds);
+/* The end of a timing, whatever happened: on success the later calls' median and the kernels
+ * built since `kernels_before`, else the failure of `call` in `error`; then the buffer and the
+ * context are destroyed. NULL, or `error`. */
+const char *bench_engine_finish(posenc_context *context, posenc_buffer *buffer,
+                                posenc_status status, const char *call, uint64_t kernels_before,
+                                double *later, bench_engine_times *times, char *error,
+                                size_t error_size);
 
 /* The two halves, each in its own file; false with "not in this build" where the API's headers
  * were absent at build time. */

@@ -144,21 +144,10 @@ static const char *time_enqueues(engine *e, const char *cache_dir, bench_engine_
             e->WaitForEvents(1, &done);
             e->ReleaseEvent(done);
         }
-        if (i == 0)
-            times->first_seconds = seconds;
-        else
-            later[i - 1] = seconds;
+        bench_engine_keep(times, later, i, seconds);
     }
-    if (status == POSENC_OK) {
-        times->later_seconds = bench_engine_median(later, BENCH_ENGINE_LATER);
-        times->built_by_calls = bench_engine_kernels(context) - kernels;
-    } else {
-        snprintf(error, error_size, "%s: %s: %s", call, posenc_status_name(status),
-                 context ? posenc_context_last_error(context) : posenc_thread_last_error());
-    }
-    posenc_buffer_destroy(buffer);
-    posenc_context_destroy(context);
-    return status == POSENC_OK ? NULL : error;
+    return bench_engine_finish(context, buffer, status, call, kernels, later, times, error,
+                               error_size);
 }
 
 bool bench_engine_time_opencl(const posenc_device_info *info, const char *cache_dir,
