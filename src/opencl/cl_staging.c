@@ -155,59 +155,57 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
     return status;
 }
 
-/* A map for reading and its unmap, after `after`: what OpenCL requires before the host reads
- * memory a kernel wrote through a CL_MEM_USE_HOST_PTR buffer (no copy where the device shares
- * host memory: the map returns the host address). Their events go to `events`, waited for
- * together by the caller: the unmap follows the map. */
-static cl_int enqueue_host_sync(posenc_cl_context *state, cl_mem mem, uint64_t offset,
-                                uint64_t size, cl_event after, cl_event *events, uint32_t *count)
+/* A read of `size` bytes at `offset` into `host`, the very memory the CL_MEM_USE_HOST_PTR buffer
+ * `mem` was made over: how OpenCL makes a kernel's writes there visible to the host (1.2,
+ * 5.2.2), one command where a map and unmap take two. On a device sharing host memory it copies
+ * nothing. OpenCL asks that no other command use the buffer while the read runs, so each read
+ * waits for the one before (`*after`, the kernel for the first); the event goes to `events`. */
+static cl_int enqueue_host_read(posenc_cl_context *state, cl_mem mem, uint64_t offset,
+                                uint64_t size, uint8_t *host, cl_event *after, cl_event *events,
+                                uint32_t *count)
 {
-    const posenc_cl_api *cl = state->cl;
-    cl_event map = NULL;
-    cl_int err = CL_SUCCESS;
-    void *mapped = cl->EnqueueMapBuffer(state->queue, mem, CL_FALSE, CL_MAP_READ, (size_t)offset,
-                                        (size_t)size, 1, &after, &map, &err);
-    if (map)
-        events[(*count)++] = map;
-    if (err != CL_SUCCESS || !mapped)
-        return err == CL_SUCCESS ? CL_MAP_FAILURE : err;
-    cl_event unmapped = NULL;
-    err = cl->EnqueueUnmapMemObject(state->queue, mem, mapped, 1, &map, &unmapped);
-    if (unmapped)
-        events[(*count)++] = unmapped;
+    cl_event read = NULL;
+    cl_int err = state->cl->EnqueueReadBuffer(state->queue, mem, CL_FALSE, (size_t)offset,
+                                              (size_t)size, host, 1, after, &read);
+    if (read) {
+        events[(*count)++] = read;
+        *after = read;
+    }
     return err;
 }
 
 /* The host sees what the kernel wrote into imported memory: the written views of imported
- * wrapped buffers and the written imported regions, mapped and unmapped, then waited for. */
+ * wrapped buffers and the written imported regions, read in place, then waited for together. */
 static posenc_status sync_imported(posenc_context *ctx, posenc_cl_staging *staging,
                                    cl_event after)
 {
     posenc_cl_context *state = ctx->backend_state;
     const posenc__gpu_staging *plan = &staging->plan;
-    cl_event events[4 * POSENC__GPU_MAX_VIEWS] = {0};
+    cl_event events[2 * POSENC__GPU_MAX_VIEWS] = {0};
     uint32_t count = 0;
     cl_int err = CL_SUCCESS;
     for (uint32_t i = 0; i < plan->view_count && err == CL_SUCCESS; i++) {
         const posenc__gpu_staged_view *v = &plan->views[i];
         const posenc_buffer *buf = v->view->buffer;
         if (buf && buf->host_imported && (v->access & POSENC__GPU_WRITE))
-            err = enqueue_host_sync(state, posenc_cl_buffer_mem(buf), v->view->offset,
-                                    posenc__gpu_view_extent(v->view), after, events, &count);
+            err = enqueue_host_read(state, posenc_cl_buffer_mem(buf), v->view->offset,
+                                    posenc__gpu_view_extent(v->view),
+                                    (uint8_t *)buf->host_memory + v->view->offset, &after, events,
+                                    &count);
     }
     for (uint32_t r = 0; r < plan->region_count && err == CL_SUCCESS; r++) {
         const posenc__gpu_region *region = &plan->regions[r];
         if (region->written && region->imported)
-            err = enqueue_host_sync(state, staging->imports[r], staging->import_base[r],
-                                    (uint64_t)(region->hi - region->lo), after, events, &count);
+            err = enqueue_host_read(state, staging->imports[r], staging->import_base[r],
+                                    (uint64_t)(region->hi - region->lo), region->lo, &after,
+                                    events, &count);
     }
     /* Every event is waited for and released, also after a failed enqueue. */
     cl_int waited = posenc_cl_complete_all(state->cl, count, events);
     err = err == CL_SUCCESS ? waited : err;
     return err == CL_SUCCESS ? POSENC_OK
                              : posenc_cl_fail(ctx, err, "output",
-                                              "clEnqueueMapBuffer / clEnqueueUnmapMemObject "
-                                              "(imported host memory)");
+                                              "clEnqueueReadBuffer (imported host memory)");
 }
 
 static posenc_status copy_out(posenc_context *ctx, posenc_cl_staging *staging, cl_event after)
