@@ -569,6 +569,23 @@ typedef struct posenc_rope_desc {
                                  * to rotary_dim/2, e.g. {16, 24, 24}; 0 for the other kinds */
     const uint8_t *component_map; /* POSITIONS_MAP: rotary_dim/2 entries, each < components */
     uint32_t components;          /* POSITIONS_MAP: position components per token, 1 to 4 */
+
+    /* Paged KV cache (vLLM's slot_mapping): the rotated k of token (b, t) is written straight
+     * into row slot_mapping[b, t] of k_cache, and v, when given, is copied into the same row of
+     * v_cache, in the same call: no second pass over k. A slot that is negative (vLLM's
+     * padding, -1) or not below the cache's slot count writes nothing for that token; the call
+     * never writes outside the caches. Each slot should appear once per call (tokens sharing a
+     * slot leave one of their rows in it, unspecified which). With k_cache, k itself is only
+     * read unless k_out is given (k_out may be k itself: rotated in place as well). */
+    posenc_tensor k_cache;      /* optional: [num_slots, k_heads, head_dim] or
+                                 * [num_blocks, block_size, k_heads, head_dim] (slot s is row
+                                 * s % block_size of block s / block_size), q's dtype, any
+                                 * strides: vLLM's NHD layout as it is, HND with the block and
+                                 * head strides swapped */
+    posenc_tensor slot_mapping; /* i32 [tokens] (batch 1) or [batch, tokens]: required with
+                                 * k_cache */
+    posenc_tensor v;            /* optional, needs v_cache: k's shape and dtype, any strides */
+    posenc_tensor v_cache;      /* with v: k_cache's shape and dtype, any strides */
 } posenc_rope_desc;
 
 POSENC_API posenc_status posenc_rope(posenc_context *context, const posenc_rope_desc *desc);

@@ -23,8 +23,9 @@
 #define POSENC__GPU_READ 1u
 #define POSENC__GPU_WRITE 2u
 
-/* Views one operation adds at most (RoPE: q, q_out, k, k_out, positions, with room to spare). */
-#define POSENC__GPU_MAX_VIEWS 8
+/* Views one operation adds at most (RoPE: q, q_out, k, k_out, positions, slot_mapping, k_cache,
+ * v, v_cache, with room to spare). */
+#define POSENC__GPU_MAX_VIEWS 12
 /* Regions start on this boundary in the staging area (plus their lead, below 16). */
 #define POSENC__GPU_REGION_ALIGNMENT 256
 /* A staging area at most this large stays with the context for the next call; larger is freed

@@ -185,6 +185,16 @@ typedef struct posenc__rope_op {
     float attention_factor;
     const posenc__freq *freqs; /* rotary_dim / 2 entries */
     uint64_t freqs_id;         /* equal ids within a context: equal tables (0: unknown) */
+    /* Paged KV cache. The caches are [blocks, block_size, k_heads, head_dim] (a 3-D cache is
+     * one block of num_slots rows): slot s is element (s / block_size, s % block_size, h, d).
+     * A slot outside [0, num_slots) writes nothing. */
+    bool has_k_cache;
+    bool has_v;              /* v copied into v_cache (only with k_cache) */
+    bool k_out_written;      /* k_out (or k in place) is written; false: with k_cache and no
+                              * k_out, k is only read and k_out equals k */
+    posenc__view slots;      /* i32 [1, 1, batch, tokens] (batch 1: [1, 1, 1, tokens]) */
+    posenc__view k_cache, v, v_cache;
+    int64_t num_slots;       /* blocks * block_size */
 } posenc__rope_op;
 
 typedef struct posenc__sinusoidal_op {

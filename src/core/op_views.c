@@ -5,8 +5,8 @@
 #include "core/gpu_staging.h"
 #include "core/tensor.h"
 
-const char *const posenc__rope_view_names[POSENC__ROPE_VIEWS] = {"q", "q_out", "k", "k_out",
-                                                                 "positions"};
+const char *const posenc__rope_view_names[POSENC__ROPE_VIEWS] = {
+    "q", "q_out", "k", "k_out", "positions", "slot_mapping", "k_cache", "v", "v_cache"};
 const char *const posenc__sinusoidal_view_names[POSENC__SINUSOIDAL_VIEWS] = {"out", "x",
                                                                              "positions"};
 
@@ -15,8 +15,12 @@ void posenc__rope_views(const posenc__rope_op *op, const posenc__view *views[POS
     views[0] = &op->q;
     views[1] = op->q_in_place ? NULL : &op->q_out;
     views[2] = op->has_k ? &op->k : NULL;
-    views[3] = op->has_k && !op->k_in_place ? &op->k_out : NULL;
+    views[3] = op->k_out_written && !op->k_in_place ? &op->k_out : NULL;
     views[4] = op->has_positions ? &op->positions : NULL;
+    views[5] = op->has_k_cache ? &op->slots : NULL;
+    views[6] = op->has_k_cache ? &op->k_cache : NULL;
+    views[7] = op->has_v ? &op->v : NULL;
+    views[8] = op->has_v ? &op->v_cache : NULL;
 }
 
 void posenc__sinusoidal_views(posenc_context *ctx, const posenc__sinusoidal_op *op,
@@ -34,8 +38,12 @@ void posenc__rope_view_access(const posenc__rope_op *op, unsigned access[POSENC_
     access[0] = op->q_in_place ? R | W : R;
     access[1] = op->q_in_place ? 0 : W;
     access[2] = !op->has_k ? 0 : op->k_in_place ? R | W : R;
-    access[3] = op->has_k && !op->k_in_place ? W : 0;
+    access[3] = op->k_out_written && !op->k_in_place ? W : 0;
     access[4] = op->has_positions ? R : 0;
+    access[5] = op->has_k_cache ? R : 0;
+    access[6] = op->has_k_cache ? W : 0;
+    access[7] = op->has_v ? R : 0;
+    access[8] = op->has_v ? W : 0;
 }
 
 void posenc__sinusoidal_view_access(const posenc__sinusoidal_op *op,
@@ -54,8 +62,12 @@ void posenc__rope_given_views(const posenc__rope_op *op,
     views[0] = &op->q;
     views[1] = &op->q_out; /* q itself when the caller left q_out out */
     views[2] = op->has_k ? &op->k : NULL;
-    views[3] = op->has_k ? &op->k_out : NULL;
+    views[3] = op->k_out_written ? &op->k_out : NULL;
     views[4] = op->has_positions ? &op->positions : NULL;
+    views[5] = op->has_k_cache ? &op->slots : NULL;
+    views[6] = op->has_k_cache ? &op->k_cache : NULL;
+    views[7] = op->has_v ? &op->v : NULL;
+    views[8] = op->has_v ? &op->v_cache : NULL;
 }
 
 void posenc__sinusoidal_given_views(const posenc__sinusoidal_op *op,

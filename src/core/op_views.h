@@ -6,7 +6,8 @@
 
 #include "core/internal.h"
 
-#define POSENC__ROPE_VIEWS 5       /* q, q_out, k, k_out, positions */
+/* q, q_out, k, k_out, positions, slot_mapping, k_cache, v, v_cache */
+#define POSENC__ROPE_VIEWS 9
 #define POSENC__SINUSOIDAL_VIEWS 3 /* out, x, positions */
 
 /* The names messages use, in the order of the lists below. */
@@ -14,7 +15,8 @@ extern const char *const posenc__rope_view_names[POSENC__ROPE_VIEWS];
 extern const char *const posenc__sinusoidal_view_names[POSENC__SINUSOIDAL_VIEWS];
 
 /* Fills `views` with the operation's views; NULL where a view is absent or is its own input
- * (an output rotated in place, x added into out itself), so each memory appears once. */
+ * (an output rotated in place, x added into out itself) or is not written (k_out standing for k
+ * when only k_cache takes the rotated k), so each memory appears once. */
 void posenc__rope_views(const posenc__rope_op *op, const posenc__view *views[POSENC__ROPE_VIEWS]);
 void posenc__sinusoidal_views(posenc_context *ctx, const posenc__sinusoidal_op *op,
                               const posenc__view *views[POSENC__SINUSOIDAL_VIEWS]);

@@ -3,6 +3,7 @@
  * Backends receive a posenc__rope_op they can trust. */
 #include "backend.h"
 #include "core/frequencies.h"
+#include "core/rope_cache.h"
 #include "core/scaling.h"
 #include "core/tensor.h"
 
@@ -287,8 +288,13 @@ posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *
             status =
                 posenc__check_disjoint(ctx, &op.k_out, k_out_name, &op.positions, "positions");
     }
+    if (status == POSENC_OK)
+        status = posenc__rope_resolve_cache(ctx, desc, &op);
     if (status != POSENC_OK)
         return status;
+    if (op.has_k_cache && ctx->device->info.backend != POSENC_BACKEND_CPU) /* KV-CACHE-GUARD */
+        return posenc__fail(ctx, POSENC_UNSUPPORTED, "k_cache: not yet on the %s backend",
+                            posenc_backend_name(ctx->device->info.backend));
 
     /* With several components, from the largest position of any component. */
     uint32_t sequence_length = desc->scaling.sequence_length;
