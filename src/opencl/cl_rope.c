@@ -116,6 +116,7 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
                                                                  : POSENC_POSITIONS_F32)
                         << POSENC_ROPE_FLAG_POSITIONS_SHIFT;
 
-    return posenc_cl_run(ctx, kernel, units, "rope", b, POSENC__ROPE_VIEWS, freqs, &params, sizeof params,
-                         &staging, wait_count, wait_list, event);
+    /* The kernel's buffers: q, q_out, k, k_out, positions (then the table). */
+    return posenc_cl_run(ctx, kernel, units, "rope", b, POSITIONS + 1, freqs, &params,
+                         sizeof params, &staging, wait_count, wait_list, event);
 }
