@@ -40,10 +40,12 @@ void posenc__rope_view_access(const posenc__rope_op *op, unsigned access[POSENC_
     access[2] = !op->has_k ? 0 : op->k_in_place ? R | W : R;
     access[3] = op->k_out_written && !op->k_in_place ? W : 0;
     access[4] = op->has_positions ? R : 0;
+    /* The caches are written at the rows of the slots only: staged, their other rows are
+     * copied in and back unchanged, like a view that is read and written. */
     access[5] = op->has_k_cache ? R : 0;
-    access[6] = op->has_k_cache ? W : 0;
+    access[6] = op->has_k_cache ? R | W : 0;
     access[7] = op->has_v ? R : 0;
-    access[8] = op->has_v ? W : 0;
+    access[8] = op->has_v ? R | W : 0;
 }
 
 void posenc__sinusoidal_view_access(const posenc__sinusoidal_op *op,
