@@ -2,16 +2,19 @@
 /* RoPE on the CPU. Per token, the rotation table (sin and cos of every frequency, with the
  * attention factor and direction folded in) is computed once with the vector sincos and reused
  * by every q and k head of that token. Work is split over tokens, and over heads when there are
- * fewer tokens than threads; a small job (a decode step) runs on the calling thread alone. */
+ * fewer tokens than threads; a small job (a decode step) runs on the calling thread alone.
+ * With a paged KV cache, the k heads of a token go to its cache row in the same unit of work:
+ * rotated straight into the row, or copied there from k_out while still in L1. */
 #include "cpu/cpu_internal.h"
+#include "core/rope_cache.h"
 
 #include <math.h>
 
 typedef struct rope_job {
     const posenc__rope_op *op;
     const posenc_cpu_context *state;
-    const uint8_t *q_in, *k_in, *positions;
-    uint8_t *q_out, *k_out;
+    const uint8_t *q_in, *k_in, *positions, *slots, *v_in;
+    uint8_t *q_out, *k_out, *k_cache, *v_cache;
     int64_t rows;   /* batch * tokens */
     int64_t heads;  /* q heads, then k heads */
     int64_t chunk;  /* heads per unit of work */
@@ -117,15 +120,13 @@ static void rotate_head_strided(const posenc__rope_op *op, const float *table, c
         memcpy(out + d * out_stride, in + d * in_stride, element);
 }
 
-/* Heads [first, end) of one tensor at one token. */
-static void rotate_heads(const rope_job *job, const float *table, const posenc__view *in_view,
-                         const uint8_t *in_base, const posenc__view *out_view, uint8_t *out_base,
-                         bool in_place, int64_t row, int64_t first, int64_t end)
+/* `heads` heads from `in` (its head `first` at token (b, t)) to `out`, laid out as the views
+ * say in their dims 2 and 3. */
+static void rotate_heads_at(const rope_job *job, const float *table, const posenc__view *in_view,
+                            const uint8_t *in, const posenc__view *out_view, uint8_t *out,
+                            bool in_place, int64_t heads)
 {
     const posenc__rope_op *op = job->op;
-    int64_t b = row / op->tokens, t = row % op->tokens;
-    const uint8_t *in = posenc_cpu_element((uint8_t *)in_base, in_view, b, t, first, 0);
-    uint8_t *out = posenc_cpu_element(out_base, out_view, b, t, first, 0);
     int64_t element = (int64_t)posenc_dtype_size(in_view->dtype);
     if (in_view->strides[3] == element && out_view->strides[3] == element) {
         const uint32_t pairs = op->rotary_dim / 2;
@@ -137,7 +138,7 @@ static void rotate_heads(const rope_job *job, const float *table, const posenc__
             .out = out,
             .in_head_stride = in_view->strides[2],
             .out_head_stride = out_view->strides[2],
-            .heads = end - first,
+            .heads = heads,
             .rotary_dim = op->rotary_dim,
             .head_dim = (uint32_t)op->head_dim,
             .dtype = in_view->dtype,
@@ -147,9 +148,68 @@ static void rotate_heads(const rope_job *job, const float *table, const posenc__
         job->state->kernels->rope_heads(&args);
         return;
     }
-    for (int64_t h = 0; h < end - first; h++)
+    for (int64_t h = 0; h < heads; h++)
         rotate_head_strided(op, table, in + h * in_view->strides[2], in_view->strides[3],
                             out + h * out_view->strides[2], out_view->strides[3], !in_place);
+}
+
+/* Heads [first, end) of one tensor at one token. */
+static void rotate_heads(const rope_job *job, const float *table, const posenc__view *in_view,
+                         const uint8_t *in_base, const posenc__view *out_view, uint8_t *out_base,
+                         bool in_place, int64_t row, int64_t first, int64_t end)
+{
+    const posenc__rope_op *op = job->op;
+    int64_t b = row / op->tokens, t = row % op->tokens;
+    rotate_heads_at(job, table, in_view,
+                    posenc_cpu_element((uint8_t *)in_base, in_view, b, t, first, 0), out_view,
+                    posenc_cpu_element(out_base, out_view, b, t, first, 0), in_place,
+                    end - first);
+}
+
+/* Copies `heads` whole heads bit for bit between two views' layouts. */
+static void copy_heads_at(const posenc__rope_op *op, const posenc__view *in_view,
+                          const uint8_t *in, const posenc__view *out_view, uint8_t *out,
+                          int64_t heads)
+{
+    size_t element = posenc_dtype_size(in_view->dtype);
+    size_t head_bytes = (size_t)op->head_dim * element;
+    for (int64_t h = 0; h < heads; h++) {
+        const uint8_t *i = in + h * in_view->strides[2];
+        uint8_t *o = out + h * out_view->strides[2];
+        if (in_view->strides[3] == (int64_t)element && out_view->strides[3] == (int64_t)element) {
+            memcpy(o, i, head_bytes);
+            continue;
+        }
+        for (int64_t d = 0; d < op->head_dim; d++)
+            memcpy(o + d * out_view->strides[3], i + d * in_view->strides[3], element);
+    }
+}
+
+/* The cache rows of k heads [first, end) of one token, and of v's, when its slot is one. */
+static void write_cache(const rope_job *job, const float *table, int64_t row, int64_t first,
+                        int64_t end)
+{
+    const posenc__rope_op *op = job->op;
+    int64_t b = row / op->tokens, t = row % op->tokens, block, slot_row;
+    int32_t slot;
+    memcpy(&slot, posenc_cpu_element((uint8_t *)job->slots, &op->slots, 0, 0, b, t),
+           sizeof slot);
+    if (!posenc__cache_slot(op, slot, &block, &slot_row))
+        return;
+    uint8_t *k_row = posenc_cpu_element(job->k_cache, &op->k_cache, block, slot_row, first, 0);
+    if (op->k_out_written) /* just written, still in L1: copy it rather than rotate again */
+        copy_heads_at(op, &op->k_out,
+                      posenc_cpu_element(job->k_out, &op->k_out, b, t, first, 0), &op->k_cache,
+                      k_row, end - first);
+    else
+        rotate_heads_at(job, table, &op->k,
+                        posenc_cpu_element((uint8_t *)job->k_in, &op->k, b, t, first, 0),
+                        &op->k_cache, k_row, false, end - first);
+    if (op->has_v)
+        copy_heads_at(op, &op->v, posenc_cpu_element((uint8_t *)job->v_in, &op->v, b, t, first, 0),
+                      &op->v_cache,
+                      posenc_cpu_element(job->v_cache, &op->v_cache, block, slot_row, first, 0),
+                      end - first);
 }
 
 /* The yardstick's counterpart of rotate_heads: the same elements read and written back (in
@@ -222,10 +282,14 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
         if (h0 < op->q_heads)
             rotate_heads(job, table, &op->q, job->q_in, &op->q_out, job->q_out, op->q_in_place,
                          row, h0, h1 < op->q_heads ? h1 : op->q_heads);
-        if (h1 > op->q_heads)
-            rotate_heads(job, table, &op->k, job->k_in, &op->k_out, job->k_out, op->k_in_place,
-                         row, (h0 > op->q_heads ? h0 : op->q_heads) - op->q_heads,
-                         h1 - op->q_heads);
+        if (h1 > op->q_heads) {
+            int64_t k0 = (h0 > op->q_heads ? h0 : op->q_heads) - op->q_heads;
+            if (op->k_out_written)
+                rotate_heads(job, table, &op->k, job->k_in, &op->k_out, job->k_out,
+                             op->k_in_place, row, k0, h1 - op->q_heads);
+            if (op->has_k_cache)
+                write_cache(job, table, row, k0, h1 - op->q_heads);
+        }
     }
 }
 
@@ -246,6 +310,10 @@ static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, bo
         .k_in = op->has_k ? posenc__view_host_base(ctx, &op->k) : NULL,
         .k_out = op->has_k ? posenc__view_host_base(ctx, &op->k_out) : NULL,
         .positions = op->has_positions ? posenc__view_host_base(ctx, &op->positions) : NULL,
+        .slots = op->has_k_cache ? posenc__view_host_base(ctx, &op->slots) : NULL,
+        .k_cache = op->has_k_cache ? posenc__view_host_base(ctx, &op->k_cache) : NULL,
+        .v_in = op->has_v ? posenc__view_host_base(ctx, &op->v) : NULL,
+        .v_cache = op->has_v ? posenc__view_host_base(ctx, &op->v_cache) : NULL,
         .rows = op->batch * op->tokens,
         .heads = op->q_heads + (op->has_k ? op->k_heads : 0),
         .sin_scale = op->inverse ? -op->attention_factor : op->attention_factor,
