@@ -54,9 +54,15 @@
  * pass-through dims left alone. Without it they are copied from the input. */
 #define POSENC_ROPE_FLAG_IN_PLACE 16u
 #define POSENC_ROPE_FLAG_K_IN_PLACE 32u /* rope.cl: the same for k */
+/* rope.comp: the output row of token (b, t) is the paged KV cache row of its slot (the slots
+ * binding): block slot / block_size at out_stride_batch, row slot % block_size at
+ * out_stride_token. A slot outside [0, num_slots) writes nothing for the token. */
+#define POSENC_ROPE_FLAG_SLOTS 64u
 
-/* rope.comp's push constants (92 bytes): one tensor, q or k, over [batch, tokens, heads].
- * Offsets and strides in elements from the start of each binding. */
+/* rope.comp's push constants (112 bytes): one tensor, q, k or v, over [batch, tokens, heads].
+ * Offsets and strides in elements from the start of each binding. With POSENC_ROPE_FLAG_SLOTS
+ * the out strides of batch and token are those of a cache block and of a row in it, and the
+ * slots' offset and strides (batch stride 0 for a batch of 1) find each token's i32 slot. */
 #define POSENC_ROPE_PUSH(X)                                                                       \
     X(POSENC_PARAM_U32, in_offset)                                                                \
     X(POSENC_PARAM_U32, in_stride_batch)                                                          \
@@ -80,7 +86,12 @@
     X(POSENC_PARAM_U32, head_dim)                                                                 \
     X(POSENC_PARAM_I32, position_offset)                                                          \
     X(POSENC_PARAM_U32, flags)                                                                    \
-    X(POSENC_PARAM_F32, attention_factor)
+    X(POSENC_PARAM_F32, attention_factor)                                                         \
+    X(POSENC_PARAM_U32, slots_offset)                                                             \
+    X(POSENC_PARAM_U32, slots_stride_batch)                                                       \
+    X(POSENC_PARAM_U32, slots_stride_token)                                                       \
+    X(POSENC_PARAM_U32, block_size)                                                               \
+    X(POSENC_PARAM_U32, num_slots)
 
 /* rope.cl's arguments 6..39, after the six buffers: q and k in one launch. For q, q_out, k and
  * k_out in turn the offset and the strides of batch, token, head and dim, in elements (0 for
@@ -207,7 +218,7 @@ POSENC_PARAM_CHECK(posenc__copy_push, POSENC_COPY_PUSH);
 POSENC_PARAM_CHECK(posenc__copy_args, POSENC_COPY_ARGS);
 _Static_assert(sizeof(unsigned int) == 4 && sizeof(int) == 4 && sizeof(float) == 4,
                "32-bit parameters");
-_Static_assert(sizeof(posenc__rope_push) == 92, "rope.comp's push constants, 92 bytes");
+_Static_assert(sizeof(posenc__rope_push) == 112, "rope.comp's push constants, 112 bytes");
 _Static_assert(sizeof(posenc__rope_args) == 34 * 4, "rope.cl's arguments 6..39");
 _Static_assert(sizeof(posenc__sinusoidal_params) == 72,
                "sinusoidal.comp's push constants, sinusoidal.cl's arguments 4..21");

@@ -10,6 +10,10 @@
 // loads and stores are contiguous across a work group. Invocations past the pairs of a row copy
 // two pass-through dims each instead (out of place only).
 //
+// With POSENC_ROPE_FLAG_SLOTS the output is a paged KV cache: token (b, t) writes the row of its
+// slot (binding 4) and nothing when the slot is outside [0, num_slots). The host runs k into
+// k_cache this way, and v into v_cache with pairs = 0 (every dim copied).
+//
 // Variants (-D): POSENC_OUT_F32, POSENC_OUT_F16 or POSENC_OUT_BF16, the tensor type;
 // POSENC_STORAGE16=1 for 16-bit types on devices with 16-bit storage (else two per word, see
 // elements.glsl).
@@ -20,6 +24,7 @@
 //   2  positions  i32 or f32 elements, as uint words; read only with POSITIONS_I32/F32
 //   3  freqs      uint triplets (int_turns, frac_hi, frac_lo) per pair: turns per position;
 //                 then one uint per pair: the position component it uses (multimodal kinds)
+//   4  slots      i32 cache slot of each token, as uint words; read only with FLAG_SLOTS
 // Push constants: POSENC_ROPE_PUSH and the POSENC_ROPE_FLAG_* flags of posenc_kernel_params.h.
 // Offsets and strides are in elements from the start of each binding (bound at a multiple of 4
 // bytes, so that 16-bit elements keep their place in a word). The host splits larger work into
@@ -44,6 +49,7 @@ layout(std430, set = 0, binding = 0) buffer Out { POSENC_ELEMENT_T out_data[]; }
 layout(std430, set = 0, binding = 1) readonly buffer In { POSENC_ELEMENT_T in_data[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Positions { uint positions[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Freqs { uint freqs[]; };
+layout(std430, set = 0, binding = 4) readonly buffer Slots { uint slots[]; };
 
 #include "elements.glsl"
 
@@ -133,8 +139,18 @@ void main()
         uint b = row / params.tokens;
         uint t = row - b * params.tokens;
         uint in_row = params.in_offset + b * params.in_stride_batch + t * params.in_stride_token;
-        uint out_row = params.out_offset + b * params.out_stride_batch +
-                       t * params.out_stride_token;
+        // The output's batch and token: with slots, the cache block and its row.
+        uint out_b = b, out_t = t;
+        if ((params.flags & POSENC_ROPE_FLAG_SLOTS) != 0u) {
+            int slot = int(slots[params.slots_offset + b * params.slots_stride_batch +
+                                 t * params.slots_stride_token]);
+            if (slot < 0 || uint(slot) >= params.num_slots)
+                continue;
+            out_b = uint(slot) / params.block_size;
+            out_t = uint(slot) - out_b * params.block_size;
+        }
+        uint out_row = params.out_offset + out_b * params.out_stride_batch +
+                       out_t * params.out_stride_token;
         if (in_place)
             in_row = out_row;
 

@@ -292,10 +292,6 @@ posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *
         status = posenc__rope_resolve_cache(ctx, desc, &op);
     if (status != POSENC_OK)
         return status;
-    /* KV-CACHE-GUARD: the Vulkan kernels do not write the cache yet. */
-    if (op.has_k_cache && ctx->device->info.backend == POSENC_BACKEND_VULKAN)
-        return posenc__fail(ctx, POSENC_UNSUPPORTED, "k_cache: not yet on the vulkan backend");
-
     /* KV-CACHE-GUARD: the OpenCL kernels do not write the cache yet. */
     if (op.has_k_cache && ctx->device->info.backend == POSENC_BACKEND_OPENCL)
         return posenc__fail(ctx, POSENC_UNSUPPORTED, "k_cache: not yet on the opencl backend");

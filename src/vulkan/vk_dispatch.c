@@ -11,6 +11,8 @@
  * elements keep their half of a word and vectors their alignment. */
 #define WINDOW_ALIGNMENT 16
 
+_Static_assert(POSENC_VK_BINDINGS <= POSENC__GPU_MAX_BINDINGS, "core/gpu_split.h's bindings");
+
 typedef struct split_job {
     const posenc_vk_binding *bindings;
     uint32_t binding_count;
@@ -37,7 +39,7 @@ static posenc_status record_box(posenc_context *ctx, const posenc__gpu_box *box,
         }
     }
     if (job->params_size && vk->table_binding.buffer)
-        windows.infos[POSENC_VK_BINDINGS - 1] = (VkDescriptorBufferInfo){
+        windows.infos[POSENC_VK_TABLE_BINDING] = (VkDescriptorBufferInfo){
             vk->table_binding.buffer, vk->table_binding.offset, (job->params_size + 15) & ~15ull};
     return job->record(ctx, box, &windows, job->user);
 }
@@ -86,6 +88,29 @@ posenc_status posenc_vk_split(posenc_context *ctx, const posenc_vk_binding *bind
     return status;
 }
 
+/* Earlier dispatches' reads and writes before later ones' (write after read as well). */
+static void compute_barrier(posenc_vk_context *vk)
+{
+    VkMemoryBarrier barrier = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
+        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+    };
+    vk->fns.CmdPipelineBarrier(vk->target, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, NULL, 0,
+                               NULL);
+}
+
+void posenc_vk_barrier_between_passes(posenc_context *ctx)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    if (vk->dispatches == 0)
+        return;
+    compute_barrier(vk);
+    /* The next dispatch is then the first after a barrier, as at the start of a call. */
+    vk->dispatches = 0;
+}
+
 static bool ranges_overlap(const VkDescriptorBufferInfo *a, const VkDescriptorBufferInfo *b)
 {
     return a->buffer == b->buffer && a->offset < b->offset + b->range &&
@@ -123,16 +148,8 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
         if (status != POSENC_OK)
             return status;
     }
-    if (vk->dispatches > 0 && needs_barrier(vk->previous, windows->infos)) {
-        VkMemoryBarrier barrier = {
-            .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-            .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
-            .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
-        };
-        vk->fns.CmdPipelineBarrier(commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, NULL,
-                                   0, NULL);
-    }
+    if (vk->dispatches > 0 && needs_barrier(vk->previous, windows->infos))
+        compute_barrier(vk);
     memcpy(vk->previous, windows->infos, sizeof vk->previous);
     vk->dispatches++;
     posenc_vk_debug_label_begin(vk, commands, vk->debug.kernel_labels[kernel]);

@@ -176,9 +176,12 @@ typedef struct posenc_vk_physical {
 /* The kernels, each created at first use: the SPIR-V variants of shaders/variants.cmake. */
 typedef posenc__spirv_id posenc_vk_kernel;
 
-/* Storage buffers of every kernel: set 0, bindings 0-3; push constants up to this size. */
-#define POSENC_VK_BINDINGS 4
-#define POSENC_VK_PUSH_BYTES 96
+/* Storage buffers of every kernel: set 0, bindings 0-4, of which the frequency table is
+ * POSENC_VK_TABLE_BINDING (the shaders' binding 3; rope.comp's slots follow it at 4); push
+ * constants up to this size (the 128 bytes every Vulkan device offers). */
+#define POSENC_VK_BINDINGS 5
+#define POSENC_VK_TABLE_BINDING 3
+#define POSENC_VK_PUSH_BYTES 128
 /* Local size of every kernel (the shaders' local_size_x): within the 128 invocations every
  * Vulkan device supports. */
 #define POSENC_VK_LOCAL_SIZE 64
@@ -430,7 +433,8 @@ typedef struct posenc_vk_place {
 /* Where a (non-host) buffer view's bytes are. */
 posenc_vk_place posenc_vk_place_of(const posenc__view *view);
 
-#define POSENC_VK_MAX_VIEWS 6
+/* Views one operation binds at most (RoPE's nine, core/op_views.h). */
+#define POSENC_VK_MAX_VIEWS 9
 
 /* Host-memory views (host tensors, buffers wrapping host memory) of one operation in the
  * staging buffer, as core/gpu_staging.h plans them. */
@@ -495,13 +499,17 @@ typedef posenc_status (*posenc_vk_record_fn)(posenc_context *ctx, const posenc_v
 
 /* Splits `shape` into boxes whose every binding fits in one descriptor range
  * (maxStorageBufferRange) and whose cells times `units_per_cell` fit in 31 bits, and records
- * each with `record`. Bindings past `binding_count` get the placeholder; binding 3 of every
- * kernel is the frequency table of vk->table (its first `params_size` bytes) when
- * `params_size` > 0. */
+ * each with `record`. Bindings past `binding_count`, and unbound ones, get the placeholder;
+ * POSENC_VK_TABLE_BINDING is the frequency table of vk->table (its first `params_size` bytes)
+ * when `params_size` > 0. */
 posenc_status posenc_vk_split(posenc_context *ctx, const posenc_vk_binding *bindings,
                               uint32_t binding_count, const int64_t shape[3],
                               uint64_t units_per_cell, uint64_t params_size,
                               posenc_vk_record_fn record, void *user);
+/* Makes the next dispatch wait for every dispatch recorded so far in this call: for a pass that
+ * writes what an earlier pass of several dispatches read (the check between consecutive
+ * dispatches sees only the last of them). */
+void posenc_vk_barrier_between_passes(posenc_context *ctx);
 /* Binds `kernel` with `windows` and `push` and dispatches enough groups for `invocations`
  * (within maxComputeWorkGroupCount; the kernels loop over the rest). */
 posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
@@ -518,7 +526,7 @@ static inline uint32_t posenc_vk_element_size(posenc_dtype dtype)
 posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
 /* Record the dispatches of an operation into vk->target, with the views at `places` (in the
- * order q, q_out, k, k_out, positions / out, x, positions) and the table in vk->table. Nothing
+ * order of core/op_views.h's lists) and the table in vk->table. Nothing
  * else is recorded except barriers between dispatches that touch the same bytes. */
 posenc_status posenc_vk_rope_record(posenc_context *ctx, const posenc__rope_op *op,
                                     const posenc_vk_place *places);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* RoPE on Vulkan (shaders/rope.comp): q and k each in their own dispatches of one submission,
- * split where a tensor is larger than one binding may address. */
+/* RoPE on Vulkan (shaders/rope.comp): q, k and the paged KV cache writes each in their own
+ * dispatches of one submission, split where a tensor is larger than one binding may address. */
 #include "vulkan/vk_internal.h"
 
 #include "posenc_kernel_params.h"
@@ -13,13 +13,26 @@
 
 _Static_assert(sizeof(posenc__rope_push) <= POSENC_VK_PUSH_BYTES, "rope.comp's push constants");
 
-enum { BINDING_OUT = 0, BINDING_IN = 1, BINDING_POSITIONS = 2 };
+enum { BINDING_OUT = 0, BINDING_IN = 1, BINDING_POSITIONS = 2, BINDING_SLOTS = 4 };
+_Static_assert(BINDING_SLOTS < POSENC_VK_BINDINGS && BINDING_SLOTS != POSENC_VK_TABLE_BINDING,
+               "rope.comp's bindings");
+
+/* One pass of rope.comp over [batch, tokens, heads]: q or k rotated into its output (or in
+ * place), k rotated into k_cache, or v copied into v_cache (no pairs: every dim copied). */
+typedef struct rope_pass {
+    const posenc__view *in, *out;
+    bool in_place;
+    bool rotate;  /* false: every dim is copied */
+    bool cache;   /* out is a KV cache: each token's row is its slot's */
+    posenc_vk_place in_at, out_at;
+    const char *in_name, *out_name;
+} rope_pass;
 
 typedef struct rope_job {
     const posenc__rope_op *op;
-    const posenc__view *in, *out;
-    bool in_place;
+    const rope_pass *pass;
     posenc_vk_kernel kernel;
+    uint32_t pairs;      /* rotated per row: rotary_dim / 2, or 0 */
     uint32_t pass_units; /* per row: pass-through dims copied two by two, out of place */
 } rope_job;
 
@@ -34,16 +47,18 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
                                  const posenc_vk_windows *windows, void *user)
 {
     const rope_job *job = user;
+    const rope_pass *pass = job->pass;
     const posenc__rope_op *op = job->op;
-    uint32_t e = posenc_vk_element_size(job->out->dtype);
+    const posenc__view *out = pass->out;
+    uint32_t e = posenc_vk_element_size(out->dtype);
     int64_t batch = box->count[0], tokens = box->count[1], heads = box->count[2];
     uint64_t rows = (uint64_t)(batch * tokens);
-    uint64_t per_row = op->rotary_dim / 2 + job->pass_units;
+    uint64_t per_row = job->pairs + job->pass_units;
 
     posenc__gpu_head_split split =
         posenc__gpu_split_heads(rows, per_row, (uint64_t)heads, TARGET_INVOCATIONS);
 
-    const posenc__view *in = job->in_place ? job->out : job->in;
+    const posenc__view *in = pass->in_place ? out : pass->in;
     posenc__rope_push push = {
         .in_offset = windows->first[BINDING_IN],
         .in_stride_batch = element_stride(in->strides[0], e, batch),
@@ -51,25 +66,25 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
         .in_stride_head = element_stride(in->strides[2], e, heads),
         .in_stride_dim = element_stride(in->strides[3], e, op->head_dim),
         .out_offset = windows->first[BINDING_OUT],
-        .out_stride_batch = element_stride(job->out->strides[0], e, batch),
-        .out_stride_token = element_stride(job->out->strides[1], e, tokens),
-        .out_stride_head = element_stride(job->out->strides[2], e, heads),
-        .out_stride_dim = element_stride(job->out->strides[3], e, op->head_dim),
+        .out_stride_batch = element_stride(out->strides[0], e, batch),
+        .out_stride_token = element_stride(out->strides[1], e, tokens),
+        .out_stride_head = element_stride(out->strides[2], e, heads),
+        .out_stride_dim = element_stride(out->strides[3], e, op->head_dim),
         .batch = (uint32_t)batch,
         .tokens = (uint32_t)tokens,
         .heads = (uint32_t)heads,
         .heads_per_invocation = (uint32_t)split.heads_per_unit,
-        .pairs = op->rotary_dim / 2,
+        .pairs = job->pairs,
         .head_dim = (uint32_t)op->head_dim,
         /* Absent positions: the box's first token is token start[1]; the front end checked
          * that position_offset + tokens - 1 stays an int32. */
         .position_offset = (int32_t)((int64_t)op->position_offset + box->start[1]),
         .flags = (op->style == POSENC_ROPE_GPTJ ? POSENC_ROPE_FLAG_GPTJ : 0u) |
                  (op->inverse ? POSENC_ROPE_FLAG_INVERSE : 0u) |
-                 (job->in_place ? POSENC_ROPE_FLAG_IN_PLACE : 0u),
+                 (pass->in_place ? POSENC_ROPE_FLAG_IN_PLACE : 0u),
         .attention_factor = op->attention_factor,
     };
-    if (op->has_positions) {
+    if (op->has_positions && job->pairs > 0) {
         push.positions_offset = windows->first[BINDING_POSITIONS];
         push.positions_stride_batch =
             op->positions_per_batch ? element_stride(op->positions.strides[2], 4, batch) : 0;
@@ -79,6 +94,20 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
         push.flags |= (op->positions.dtype == POSENC_DTYPE_I32 ? POSENC_POSITIONS_I32
                                                                : POSENC_POSITIONS_F32)
                       << POSENC_ROPE_FLAG_POSITIONS_SHIFT;
+    }
+    if (pass->cache) {
+        /* The whole cache is bound (any slot may be hit): its blocks and rows stand in for the
+         * output's batch and tokens, and the slots binding's window starts at the box's first
+         * token, so that each token finds its own slot however the work was split. */
+        push.out_stride_batch = element_stride(out->strides[0], e, out->shape[0]);
+        push.out_stride_token = element_stride(out->strides[1], e, out->shape[1]);
+        push.slots_offset = windows->first[BINDING_SLOTS];
+        push.slots_stride_batch = element_stride(op->slots.strides[2], 4, batch);
+        push.slots_stride_token = element_stride(op->slots.strides[3], 4, tokens);
+        push.block_size = (uint32_t)out->shape[1];
+        /* Below 2^32: the cache fits one binding. */
+        push.num_slots = (uint32_t)op->num_slots;
+        push.flags |= POSENC_ROPE_FLAG_SLOTS;
     }
     return posenc_vk_dispatch(ctx, job->kernel, windows, &push, sizeof push, split.units);
 }
@@ -94,32 +123,54 @@ static posenc_vk_kernel rope_kernel(const posenc_vk_context *vk, posenc_dtype dt
     }
 }
 
-/* One tensor (q or k): its bindings over [batch, tokens, heads] and the split dispatches. */
-static posenc_status rope_tensor(posenc_context *ctx, const posenc__rope_op *op,
-                                 const posenc__view *in, const posenc__view *out, bool in_place,
-                                 const posenc_vk_place *in_place_of, const posenc_vk_place *out_at,
-                                 const posenc_vk_place *positions_at, const char *in_name,
-                                 const char *out_name)
+/* The bytes a view's elements span from its element 0. */
+static int64_t view_span(const posenc__view *view, uint32_t element)
+{
+    int64_t span = element;
+    for (int k = 0; k < POSENC_MAX_DIMS; k++)
+        span += (view->shape[k] - 1) * view->strides[k];
+    return span;
+}
+
+/* One pass: its bindings over [batch, tokens, heads] and the split dispatches. */
+static posenc_status rope_pass_record(posenc_context *ctx, const posenc__rope_op *op,
+                                      const rope_pass *pass, const posenc_vk_place *positions_at,
+                                      const posenc_vk_place *slots_at)
 {
     posenc_vk_context *vk = ctx->backend_state;
+    const posenc__view *out = pass->out, *in = pass->in;
     uint32_t e = posenc_vk_element_size(out->dtype);
-    posenc_vk_binding bindings[3] = {
-        {.place = *out_at,
+    posenc_vk_binding bindings[POSENC_VK_BINDINGS] = {
+        {.place = pass->out_at,
          .strides = {out->strides[0], out->strides[1], out->strides[2]},
          .inner = (op->head_dim - 1) * out->strides[3] + e,
          .element_size = e,
-         .name = out_name},
-        {.element_size = e, .name = in_name},
+         .name = pass->out_name},
+        {.element_size = e, .name = pass->in_name},
         {.element_size = 4, .name = "positions"},
+        {.element_size = 4, .name = "frequencies"}, /* the table, bound by posenc_vk_split */
+        {.element_size = 4, .name = "slot_mapping"},
     };
-    if (!in_place) {
-        bindings[BINDING_IN].place = *in_place_of;
+    if (pass->cache) {
+        /* Any row of the cache may be written: a window spans every block and row of the box's
+         * heads, so that only a cache larger than one binding (with one head per window) is
+         * UNSUPPORTED, naming it. */
+        bindings[BINDING_OUT].strides[0] = 0;
+        bindings[BINDING_OUT].strides[1] = 0;
+        bindings[BINDING_OUT].inner = view_span(out, e) - (out->shape[2] - 1) * out->strides[2];
+        bindings[BINDING_SLOTS].place = *slots_at;
+        bindings[BINDING_SLOTS].strides[0] = op->slots.strides[2];
+        bindings[BINDING_SLOTS].strides[1] = op->slots.strides[3];
+        bindings[BINDING_SLOTS].inner = 4;
+    }
+    if (!pass->in_place) {
+        bindings[BINDING_IN].place = pass->in_at;
         bindings[BINDING_IN].strides[0] = in->strides[0];
         bindings[BINDING_IN].strides[1] = in->strides[1];
         bindings[BINDING_IN].strides[2] = in->strides[2];
         bindings[BINDING_IN].inner = (op->head_dim - 1) * in->strides[3] + e;
     }
-    if (op->has_positions) {
+    if (op->has_positions && pass->rotate) {
         bindings[BINDING_POSITIONS].place = *positions_at;
         bindings[BINDING_POSITIONS].strides[0] =
             op->positions_per_batch ? op->positions.strides[2] : 0;
@@ -128,17 +179,18 @@ static posenc_status rope_tensor(posenc_context *ctx, const posenc__rope_op *op,
         bindings[BINDING_POSITIONS].inner =
             (op->positions.shape[1] - 1) * op->component_stride + 4;
     }
+    uint32_t pairs = pass->rotate ? op->rotary_dim / 2 : 0;
     rope_job job = {
         .op = op,
-        .in = in,
-        .out = out,
-        .in_place = in_place,
+        .pass = pass,
         .kernel = rope_kernel(vk, out->dtype),
-        .pass_units = in_place ? 0 : (uint32_t)((op->head_dim - op->rotary_dim + 1) / 2),
+        .pairs = pairs,
+        .pass_units =
+            pass->in_place ? 0 : (uint32_t)((op->head_dim - 2 * (int64_t)pairs + 1) / 2),
     };
     int64_t shape[3] = {op->batch, op->tokens, out->shape[2]};
-    return posenc_vk_split(ctx, bindings, 3, shape, op->rotary_dim / 2 + job.pass_units,
-                           (uint64_t)(op->rotary_dim / 2) * 16, record_rope, &job);
+    return posenc_vk_split(ctx, bindings, POSENC_VK_BINDINGS, shape, pairs + job.pass_units,
+                           (uint64_t)pairs * 16, record_rope, &job);
 }
 
 posenc_status posenc_vk_rope_pipelines(posenc_context *ctx, const posenc__rope_op *op)
@@ -150,16 +202,60 @@ posenc_status posenc_vk_rope_pipelines(posenc_context *ctx, const posenc__rope_o
 posenc_status posenc_vk_rope_record(posenc_context *ctx, const posenc__rope_op *op,
                                     const posenc_vk_place *places)
 {
-    enum { Q, Q_OUT, K, K_OUT, POSITIONS };
-    posenc_status status = rope_tensor(
-        ctx, op, &op->q, op->q_in_place ? &op->q : &op->q_out, op->q_in_place, &places[Q],
-        op->q_in_place ? &places[Q] : &places[Q_OUT], &places[POSITIONS], "q",
-        op->q_in_place ? "q" : "q_out");
-    if (status == POSENC_OK && op->has_k)
-        status = rope_tensor(ctx, op, &op->k, op->k_in_place ? &op->k : &op->k_out,
-                             op->k_in_place, &places[K],
-                             op->k_in_place ? &places[K] : &places[K_OUT], &places[POSITIONS],
-                             "k", op->k_in_place ? "k" : "k_out");
+    enum { Q, Q_OUT, K, K_OUT, POSITIONS, SLOTS, K_CACHE, V, V_CACHE };
+    rope_pass q = {
+        .in = &op->q,
+        .out = op->q_in_place ? &op->q : &op->q_out,
+        .in_place = op->q_in_place,
+        .rotate = true,
+        .in_at = places[Q],
+        .out_at = op->q_in_place ? places[Q] : places[Q_OUT],
+        .in_name = "q",
+        .out_name = op->q_in_place ? "q" : "q_out",
+    };
+    posenc_status status = rope_pass_record(ctx, op, &q, &places[POSITIONS], NULL);
+    if (status == POSENC_OK && op->has_k_cache) {
+        /* From k as it is, so before k is rotated in place. */
+        rope_pass k_cache = {
+            .in = &op->k,
+            .out = &op->k_cache,
+            .rotate = true,
+            .cache = true,
+            .in_at = places[K],
+            .out_at = places[K_CACHE],
+            .in_name = "k",
+            .out_name = "k_cache",
+        };
+        status = rope_pass_record(ctx, op, &k_cache, &places[POSITIONS], &places[SLOTS]);
+    }
+    if (status == POSENC_OK && op->has_v) {
+        rope_pass v_cache = {
+            .in = &op->v,
+            .out = &op->v_cache,
+            .cache = true,
+            .in_at = places[V],
+            .out_at = places[V_CACHE],
+            .in_name = "v",
+            .out_name = "v_cache",
+        };
+        status = rope_pass_record(ctx, op, &v_cache, &places[POSITIONS], &places[SLOTS]);
+    }
+    if (status == POSENC_OK && op->has_k && op->k_out_written) {
+        /* The cache pass read k: rotating k in place waits for every dispatch of it. */
+        if (op->has_k_cache && op->k_in_place)
+            posenc_vk_barrier_between_passes(ctx);
+        rope_pass k = {
+            .in = &op->k,
+            .out = op->k_in_place ? &op->k : &op->k_out,
+            .in_place = op->k_in_place,
+            .rotate = true,
+            .in_at = places[K],
+            .out_at = op->k_in_place ? places[K] : places[K_OUT],
+            .in_name = "k",
+            .out_name = op->k_in_place ? "k" : "k_out",
+        };
+        status = rope_pass_record(ctx, op, &k, &places[POSITIONS], NULL);
+    }
     return status;
 }
 

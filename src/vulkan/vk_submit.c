@@ -13,6 +13,10 @@
 
 #include <stdlib.h>
 
+_Static_assert(POSENC__ROPE_VIEWS <= POSENC_VK_MAX_VIEWS &&
+                   POSENC__SINUSOIDAL_VIEWS <= POSENC_VK_MAX_VIEWS,
+               "places of every operation's views");
+
 /* Submissions in flight at once; one more waits for the oldest. */
 #define MAX_SUBMISSIONS 16
 
