@@ -6,6 +6,8 @@
  * recorded before another frequency table was used, four threads recording at once, buffers
  * wrapped, made and destroyed on other threads while others record, the push-descriptor and
  * the descriptor-pool paths, synchronous and asynchronous calls on the caller's queue,
+ * the paged KV cache write recorded and submitted twice with different slots, and through
+ * posenc_rope_submit, byte for byte what the synchronous call writes,
  * posenc_prepare building every pipeline and table before the first record, and a decode loop
  * of 100,000 dynamic-NTK steps with a frequency table each (flat memory). A
  * machine without a Vulkan device skips it, unless POSENC_TEST_REQUIRE_DEVICES names vulkan. */
@@ -1166,6 +1168,210 @@ static void test_calls_on_queue(engine *e, posenc_context *ctx)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * The paged KV cache write on engine buffers: the rope_work tensors (k rotated in place, k_out
+ * set to k) plus slot_mapping, k_cache [BLOCKS, BLOCK_SIZE, K_HEADS, HEAD_DIM] packed, v, and
+ * v_cache in the HND layout, one SLOT each after rope_work's four. Recorded once and submitted
+ * with two slot mappings, and through posenc_rope_submit, each run compared byte for byte with
+ * a synchronous posenc_rope of the same inputs (test_kv_cache checks that one against a plain
+ * RoPE and the reference on every device).
+ */
+enum { BLOCKS = 3, BLOCK_SIZE = 4, KV_SLOTS = BLOCKS * BLOCK_SIZE };
+enum { KV_SLOT_MAPPING = 4, KV_K_CACHE, KV_V, KV_V_CACHE, KV_REGIONS };
+#define KV_FILL 0x5a /* every cache byte before a run: rows without a slot keep it */
+
+typedef struct kv_work {
+    rope_work rope;
+    posenc_buffer *slots, *k_cache, *v, *v_cache;
+} kv_work;
+
+/* Two mappings: each with a padding slot (-1) and one past the cache, which write nothing. */
+static const int32_t kv_slot_runs[2][TOKENS] = {{5, -1, 11, 0, KV_SLOTS, 3, 7},
+                                                {2, 9, 4, -3, 1, 10, KV_SLOTS + 100}};
+
+static unsigned char *kv_region(const arena *a, int region)
+{
+    return a->bytes + (size_t)region * SLOT;
+}
+
+/* Fresh inputs (k is rotated in place, so before every run), `slots`, and filled caches. */
+static void kv_fill(kv_work *w, arena *a, const int32_t *slots, uint64_t seed)
+{
+    rope_fill(&w->rope, a, seed);
+    test_rng rng = {seed + 1000};
+    size_t e = posenc_dtype_size(w->rope.dtype);
+    for (int i = 0; i < K_COUNT; i++)
+        ref_store(w->rope.dtype, kv_region(a, KV_V) + i * e, test_rng_uniform(&rng, -2.0, 2.0));
+    memcpy(kv_region(a, KV_SLOT_MAPPING), slots, TOKENS * sizeof *slots);
+    memset(kv_region(a, KV_K_CACHE), KV_FILL, SLOT);
+    memset(kv_region(a, KV_V_CACHE), KV_FILL, SLOT);
+}
+
+static bool kv_wrap(posenc_context *ctx, kv_work *w, arena *a)
+{
+    posenc_buffer **buffers[] = {&w->slots, &w->k_cache, &w->v, &w->v_cache};
+    bool ok = rope_wrap(ctx, &w->rope, a);
+    for (int i = 0; i < 4 && ok; i++)
+        ok = posenc_vk_buffer_wrap(ctx, a->buffer, (VkDeviceSize)(KV_SLOT_MAPPING + i) * SLOT,
+                                   SLOT, buffers[i]) == POSENC_OK;
+    CHECK(ok);
+    return ok;
+}
+
+static void kv_unwrap(kv_work *w)
+{
+    rope_unwrap(&w->rope);
+    posenc_buffer_destroy(w->slots);
+    posenc_buffer_destroy(w->k_cache);
+    posenc_buffer_destroy(w->v);
+    posenc_buffer_destroy(w->v_cache);
+    w->slots = w->k_cache = w->v = w->v_cache = NULL;
+}
+
+static posenc_rope_desc kv_desc_of(const kv_work *w)
+{
+    posenc_rope_desc desc = rope_desc_of(&w->rope);
+    const int64_t k_shape[3] = {TOKENS, K_HEADS, HEAD_DIM};
+    const int64_t cache_shape[4] = {BLOCKS, BLOCK_SIZE, K_HEADS, HEAD_DIM};
+    const int64_t slots_shape[1] = {TOKENS};
+    int64_t e = (int64_t)posenc_dtype_size(w->rope.dtype);
+    desc.k_out = desc.k; /* rotated in place as well */
+    desc.slot_mapping =
+        posenc_tensor_of_buffer(w->slots, POSENC_DTYPE_I32, 1, slots_shape);
+    desc.k_cache = posenc_tensor_of_buffer(w->k_cache, w->rope.dtype, 4, cache_shape);
+    desc.v = posenc_tensor_of_buffer(w->v, w->rope.dtype, 3, k_shape);
+    desc.v_cache = posenc_tensor_of_buffer(w->v_cache, w->rope.dtype, 4, cache_shape);
+    const int64_t hnd[4] = {K_HEADS * BLOCK_SIZE * HEAD_DIM * e, HEAD_DIM * e,
+                            BLOCK_SIZE * HEAD_DIM * e, e};
+    memcpy(desc.v_cache.strides, hnd, sizeof hnd);
+    return desc;
+}
+
+/* The bytes a run writes or must leave alone: q_out, k, and both caches. */
+static const int kv_outputs[] = {1, 2, KV_K_CACHE, KV_V_CACHE};
+
+/* What a synchronous posenc_rope writes from the same inputs, into `expected` (4 SLOTs), and
+ * its q_out and k against the reference. The caches' rows of the slots are checked against
+ * the rotated k and v here too, so that the comparison does not rest on the synchronous call
+ * alone. */
+static void kv_expected(posenc_context *ctx, kv_work *w, arena *a, const int32_t *slots,
+                        uint64_t seed, unsigned char *expected)
+{
+    kv_fill(w, a, slots, seed);
+    posenc_rope_desc desc = kv_desc_of(w);
+    posenc_status status = posenc_rope(ctx, &desc);
+    CHECK_OK(status);
+    if (status != POSENC_OK)
+        fprintf(stderr, "  posenc_rope: %s\n", posenc_context_last_error(ctx));
+    rope_check(&w->rope, a, "posenc_rope with a KV cache");
+    size_t e = posenc_dtype_size(w->rope.dtype);
+    size_t row = HEAD_DIM * e;
+    unsigned char fill[HEAD_DIM * 4];
+    memset(fill, KV_FILL, sizeof fill);
+    bool written[KV_SLOTS] = {false};
+    for (int t = 0; t < TOKENS; t++) {
+        if (slots[t] < 0 || slots[t] >= KV_SLOTS)
+            continue;
+        written[slots[t]] = true;
+        for (int h = 0; h < K_HEADS; h++) {
+            const unsigned char *k_row = a->bytes + 2 * SLOT + (size_t)(t * K_HEADS + h) * row;
+            const unsigned char *k_cached =
+                kv_region(a, KV_K_CACHE) + (size_t)(slots[t] * K_HEADS + h) * row;
+            CHECK(memcmp(k_cached, k_row, row) == 0);
+        }
+    }
+    /* Rows without a slot keep their bytes; v's rows are in v_cache (HND) as they are. */
+    for (int s = 0; s < KV_SLOTS; s++) {
+        for (int h = 0; h < K_HEADS && !written[s]; h++) {
+            size_t at = (size_t)(((s / BLOCK_SIZE * K_HEADS + h) * BLOCK_SIZE + s % BLOCK_SIZE) *
+                                 HEAD_DIM) * e;
+            CHECK(memcmp(kv_region(a, KV_K_CACHE) + (size_t)(s * K_HEADS + h) * row, fill, row) ==
+                  0);
+            CHECK(memcmp(kv_region(a, KV_V_CACHE) + at, fill, row) == 0);
+        }
+    }
+    for (int t = 0; t < TOKENS; t++) {
+        for (int h = 0; h < K_HEADS && slots[t] >= 0 && slots[t] < KV_SLOTS; h++) {
+            int32_t s = slots[t];
+            size_t at = (size_t)(((s / BLOCK_SIZE * K_HEADS + h) * BLOCK_SIZE + s % BLOCK_SIZE) *
+                                 HEAD_DIM) * e;
+            CHECK(memcmp(kv_region(a, KV_V_CACHE) + at,
+                         kv_region(a, KV_V) + (size_t)(t * K_HEADS + h) * row, row) == 0);
+        }
+    }
+    for (size_t i = 0; i < sizeof kv_outputs / sizeof kv_outputs[0]; i++)
+        memcpy(expected + i * SLOT, kv_region(a, kv_outputs[i]), SLOT);
+}
+
+static void kv_compare(const arena *a, const unsigned char *expected, const char *what,
+                       posenc_dtype dtype)
+{
+    static const char *const names[] = {"q_out", "k", "k_cache", "v_cache"};
+    for (size_t i = 0; i < sizeof kv_outputs / sizeof kv_outputs[0]; i++) {
+        if (memcmp(kv_region(a, kv_outputs[i]), expected + i * SLOT, SLOT) != 0) {
+            test_failures++;
+            fprintf(stderr, "  %s %s: %s differs from the synchronous call's\n", what,
+                    posenc_dtype_name(dtype), names[i]);
+        }
+    }
+}
+
+/* A recorded command buffer submitted with two slot mappings, and posenc_rope_submit, in every
+ * dtype, each byte for byte what the synchronous call writes. */
+static void test_kv_cache(engine *e, posenc_context *ctx, VkCommandPool pool)
+{
+    static const posenc_dtype dtypes[3] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16, POSENC_DTYPE_BF16};
+    arena a;
+    CHECK(arena_create(e, &a, KV_REGIONS * SLOT));
+    kv_work *w = calloc(1, sizeof *w);
+    unsigned char *expected = malloc(4 * SLOT);
+    for (int d = 0; d < 3 && a.bytes && w && expected; d++) {
+        memset(w, 0, sizeof *w);
+        w->rope.dtype = dtypes[d];
+        w->rope.style = d == 1 ? POSENC_ROPE_GPTJ : POSENC_ROPE_NEOX;
+        w->rope.theta = 10000.0;
+        uint64_t seed = 300 + (uint64_t)d;
+        if (!kv_wrap(ctx, w, &a)) {
+            kv_unwrap(w);
+            continue;
+        }
+        posenc_rope_desc desc = kv_desc_of(w);
+        VkCommandBuffer commands = begin_commands(e, pool);
+        bool recorded = commands != VK_NULL_HANDLE;
+        if (recorded) {
+            host_to_compute(e, commands);
+            posenc_status status = posenc_vk_cmd_rope(ctx, commands, &desc);
+            CHECK_OK(status);
+            if (status != POSENC_OK)
+                fprintf(stderr, "  posenc_vk_cmd_rope: %s\n", posenc_context_last_error(ctx));
+            recorded = status == POSENC_OK;
+            compute_to_host(e, commands);
+            CHECK(e->EndCommandBuffer(commands) == VK_SUCCESS);
+        }
+        for (int run = 0; run < 2 && recorded; run++) {
+            kv_expected(ctx, w, &a, kv_slot_runs[run], seed, expected);
+            kv_fill(w, &a, kv_slot_runs[run], seed);
+            submit_and_wait(e, commands);
+            kv_compare(&a, expected, run ? "recorded, second run" : "recorded", w->rope.dtype);
+        }
+        kv_fill(w, &a, kv_slot_runs[1], seed);
+        posenc_event *event = NULL;
+        posenc_status status = posenc_rope_submit(ctx, &desc, &event);
+        CHECK_OK(status);
+        if (status == POSENC_OK) {
+            CHECK_OK(posenc_event_wait(event, UINT64_MAX));
+            posenc_event_destroy(event);
+            kv_compare(&a, expected, "posenc_rope_submit", w->rope.dtype);
+        } else {
+            fprintf(stderr, "  posenc_rope_submit: %s\n", posenc_context_last_error(ctx));
+        }
+        kv_unwrap(w);
+    }
+    free(expected);
+    free(w);
+    arena_destroy(e, &a);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Teardown: posenc_buffer_destroy and posenc_context_destroy wait for posenc's own submissions
  * on the caller's queue. The engine holds them back: a command buffer of its own, submitted
  * first, waits for a VkEvent that another thread sets HOLD_SECONDS later, and posenc's
@@ -1995,6 +2201,7 @@ static void run_engine(bool push_descriptor, bool storage16)
         test_threads(&e, ctx);
         test_wrap_while_recording(&e, ctx);
         test_calls_on_queue(&e, ctx);
+        test_kv_cache(&e, ctx, pool);
         test_destroy_waits(&e, pool);
         test_record_errors(&e, ctx, pool);
         if (e.features & POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT)
