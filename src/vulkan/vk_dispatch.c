@@ -101,31 +101,28 @@ static void compute_barrier(posenc_vk_context *vk)
                                NULL);
 }
 
-void posenc_vk_barrier_between_passes(posenc_context *ctx)
-{
-    posenc_vk_context *vk = ctx->backend_state;
-    if (vk->dispatches == 0)
-        return;
-    compute_barrier(vk);
-    /* The next dispatch is then the first after a barrier, as at the start of a call. */
-    vk->dispatches = 0;
-}
-
 static bool ranges_overlap(const VkDescriptorBufferInfo *a, const VkDescriptorBufferInfo *b)
 {
     return a->buffer == b->buffer && a->offset < b->offset + b->range &&
            b->offset < a->offset + a->range;
 }
 
-/* Whether two dispatches of one call touch the same bytes where one of them writes (binding 0,
- * the output, is the only one the kernels write): q and k slices of one fused tensor, or the
- * windows of a split tensor, which are aligned down and may share a few bytes. */
-static bool needs_barrier(const VkDescriptorBufferInfo *previous,
-                          const VkDescriptorBufferInfo *next)
+/* Whether a dispatch binds a range that one since the last barrier writes, or writes one that it
+ * binds (binding 0, the output, is the only one the kernels write): q and k slices of one fused
+ * tensor, a pass that rotates in place what an earlier one read (k into its cache), or the
+ * windows of a split tensor, which are aligned down and may share a few bytes. Every earlier
+ * dispatch counts, not only the last: the windows of a split pass each overlap a different
+ * window of the next pass. */
+static bool needs_barrier(const posenc_vk_context *vk, const VkDescriptorBufferInfo *next)
 {
-    for (uint32_t i = 0; i < POSENC_VK_BINDINGS; i++) {
-        if (ranges_overlap(&previous[0], &next[i]) || ranges_overlap(&next[0], &previous[i]))
-            return true;
+    if (vk->dispatches == POSENC_VK_TRACKED_DISPATCHES)
+        return true;
+    for (uint32_t d = 0; d < vk->dispatches; d++) {
+        const VkDescriptorBufferInfo *previous = vk->previous[d];
+        for (uint32_t i = 0; i < POSENC_VK_BINDINGS; i++) {
+            if (ranges_overlap(&previous[0], &next[i]) || ranges_overlap(&next[0], &previous[i]))
+                return true;
+        }
     }
     return false;
 }
@@ -148,10 +145,11 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
         if (status != POSENC_OK)
             return status;
     }
-    if (vk->dispatches > 0 && needs_barrier(vk->previous, windows->infos))
+    if (needs_barrier(vk, windows->infos)) {
         compute_barrier(vk);
-    memcpy(vk->previous, windows->infos, sizeof vk->previous);
-    vk->dispatches++;
+        vk->dispatches = 0;
+    }
+    memcpy(vk->previous[vk->dispatches++], windows->infos, sizeof vk->previous[0]);
     posenc_vk_debug_label_begin(vk, commands, vk->debug.kernel_labels[kernel]);
     vk->fns.CmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     if (vk->CmdPushDescriptorSetKHR) {

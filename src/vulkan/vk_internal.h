@@ -182,6 +182,9 @@ typedef posenc__spirv_id posenc_vk_kernel;
 #define POSENC_VK_BINDINGS 5
 #define POSENC_VK_TABLE_BINDING 3
 #define POSENC_VK_PUSH_BYTES 128
+/* Dispatches of one call whose ranges are remembered between barriers (one more is preceded
+ * by a barrier). */
+#define POSENC_VK_TRACKED_DISPATCHES 32
 /* Local size of every kernel (the shaders' local_size_x): within the 128 invocations every
  * Vulkan device supports. */
 #define POSENC_VK_LOCAL_SIZE 64
@@ -282,11 +285,12 @@ typedef struct posenc_vk_context {
     bool storage16;               /* 16-bit storage enabled: the "_s16" kernels */
     bool recording;               /* between posenc_vk_begin and posenc_vk_submit */
     bool lost;                    /* the device was lost: every call fails */
-    /* The command buffer dispatches go into, and the ranges of the previous dispatch of the
-     * same call (a barrier separates two dispatches when one writes what the other binds). */
+    /* The command buffer dispatches go into, and the ranges of the dispatches of the same call
+     * since its start or its last barrier: a barrier comes before a dispatch that binds what
+     * one of them writes, or writes what one of them binds. */
     VkCommandBuffer target;
-    VkDescriptorBufferInfo previous[POSENC_VK_BINDINGS];
-    uint32_t dispatches;          /* of the call being recorded */
+    VkDescriptorBufferInfo previous[POSENC_VK_TRACKED_DISPATCHES][POSENC_VK_BINDINGS];
+    uint32_t dispatches;          /* entries of `previous` */
     posenc_vk_allocation placeholder; /* bound where a kernel has no buffer */
     posenc__gpu_tables table_cache;
     posenc_vk_freq_table tables[POSENC__GPU_MAX_TABLES];
@@ -506,10 +510,6 @@ posenc_status posenc_vk_split(posenc_context *ctx, const posenc_vk_binding *bind
                               uint32_t binding_count, const int64_t shape[3],
                               uint64_t units_per_cell, uint64_t params_size,
                               posenc_vk_record_fn record, void *user);
-/* Makes the next dispatch wait for every dispatch recorded so far in this call: for a pass that
- * writes what an earlier pass of several dispatches read (the check between consecutive
- * dispatches sees only the last of them). */
-void posenc_vk_barrier_between_passes(posenc_context *ctx);
 /* Binds `kernel` with `windows` and `push` and dispatches enough groups for `invocations`
  * (within maxComputeWorkGroupCount; the kernels loop over the rest). */
 posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,

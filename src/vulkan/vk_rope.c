@@ -215,7 +215,8 @@ posenc_status posenc_vk_rope_record(posenc_context *ctx, const posenc__rope_op *
     };
     posenc_status status = rope_pass_record(ctx, op, &q, &places[POSITIONS], NULL);
     if (status == POSENC_OK && op->has_k_cache) {
-        /* From k as it is, so before k is rotated in place. */
+        /* From k as it is, so before k is rotated in place (posenc_vk_dispatch puts a barrier
+         * between the two). */
         rope_pass k_cache = {
             .in = &op->k,
             .out = &op->k_cache,
@@ -241,9 +242,6 @@ posenc_status posenc_vk_rope_record(posenc_context *ctx, const posenc__rope_op *
         status = rope_pass_record(ctx, op, &v_cache, &places[POSITIONS], &places[SLOTS]);
     }
     if (status == POSENC_OK && op->has_k && op->k_out_written) {
-        /* The cache pass read k: rotating k in place waits for every dispatch of it. */
-        if (op->has_k_cache && op->k_in_place)
-            posenc_vk_barrier_between_passes(ctx);
         rope_pass k = {
             .in = &op->k,
             .out = op->k_in_place ? &op->k : &op->k_out,
