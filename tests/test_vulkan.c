@@ -5,6 +5,8 @@
  *   is split into several dispatches: a RoPE on a heads-first q above that size and a packed k,
  *   a sinusoidal table above it in host memory, and the copy roofline over it, checked against
  *   the float64 reference on sampled rows (every row would take minutes on a software device);
+ * - the paged KV cache write of a k split over tokens, each dispatch finding its tokens' slots,
+ *   and a cache larger than one binding refused, naming it;
  * - host tensors off their element boundary, realigned in staging;
  * - the pipeline cache file: saved, loaded, a foreign one ignored, an unwritable path reported;
  * - layers named in VK_INSTANCE_LAYERS work together with posenc's own validation, and posenc's
@@ -194,6 +196,129 @@ done:
     free(positions);
     free(q_out);
     free(k_out);
+}
+
+/* The paged KV cache write split over tokens: q and k [64, 1, 128] f32, one token row every
+ * `stride` bytes of one device buffer so that each spans more than one binding, with a small
+ * host cache [4, 16, 1, 128] that every split dispatch binds whole. Each dispatch must find its
+ * own tokens' slots: the rows are checked against the reference and bit for bit against k
+ * rotated by a plain RoPE. A cache larger than one binding is then refused, naming it, with q
+ * left as it was. */
+static void test_large_kv_cache(posenc_context *ctx, uint64_t binding)
+{
+    enum { TOKENS = 64, DIM = 128, BLOCKS = 4, BLOCK_SIZE = 16, ROW = DIM * 4 };
+    const int64_t stride = (int64_t)((binding / (TOKENS - 2) + 1023) & ~(uint64_t)1023);
+    posenc_buffer *qk = NULL, *large_cache = NULL;
+    posenc_buffer_desc qk_desc = {.size = (uint64_t)(TOKENS * stride)};
+    CHECK_OK(posenc_buffer_create(ctx, &qk_desc, &qk));
+    if (!qk)
+        return;
+    static float rows[TOKENS][DIM], cache[BLOCKS * BLOCK_SIZE][DIM], rotated[TOKENS][DIM];
+    static float q_before[TOKENS][DIM], q_after[TOKENS][DIM];
+    int32_t positions[TOKENS], slots[TOKENS];
+    for (int t = 0; t < TOKENS; t++) {
+        for (int which = 0; which < 2; which++) {
+            for (int d = 0; d < DIM; d++)
+                rows[t][d] = input_value(20 + (uint64_t)which, (uint64_t)(t * DIM + d));
+            CHECK_OK(posenc_buffer_upload(qk, (uint64_t)(t * stride + which * ROW), rows[t], ROW));
+        }
+        positions[t] = token_position(t);
+        /* Reversed, so that no slot follows its token, and every third token without one. */
+        slots[t] = t % 3 == 2 ? -1 : TOKENS - 1 - t;
+    }
+    memset(cache, 0x5a, sizeof cache);
+
+    const int64_t shape[3] = {TOKENS, 1, DIM};
+    const int64_t strides[3] = {stride, ROW, 4};
+    const int64_t cache_shape[4] = {BLOCKS, BLOCK_SIZE, 1, DIM};
+    const int64_t tokens = TOKENS;
+    posenc_rope_desc desc = {
+        .q = posenc_tensor_of_buffer(qk, POSENC_DTYPE_F32, 3, shape),
+        .k = posenc_tensor_of_buffer(qk, POSENC_DTYPE_F32, 3, shape),
+        .positions = posenc_tensor_of_host(positions, POSENC_DTYPE_I32, 1, &tokens),
+        .k_cache = posenc_tensor_of_host(cache, POSENC_DTYPE_F32, 4, cache_shape),
+        .slot_mapping = posenc_tensor_of_host(slots, POSENC_DTYPE_I32, 1, &tokens),
+        .theta = 500000.0,
+    };
+    memcpy(desc.q.strides, strides, sizeof strides);
+    memcpy(desc.k.strides, strides, sizeof strides);
+    desc.k.offset = ROW;
+    split_operations = 0;
+    posenc_status status = posenc_rope(ctx, &desc);
+    CHECK_OK(status);
+    if (status != POSENC_OK)
+        fprintf(stderr, "  %s\n", posenc_context_last_error(ctx));
+    CHECK(split_operations == 2); /* q, and k into the cache */
+
+    /* k is only read; a plain RoPE then rotates it in place, for the bit comparison. */
+    bool k_kept = true;
+    for (int t = 0; t < TOKENS; t++) {
+        CHECK_OK(posenc_buffer_download(qk, (uint64_t)(t * stride + ROW), rotated[t], ROW));
+        for (int d = 0; d < DIM; d++)
+            k_kept = k_kept && rotated[t][d] == input_value(21, (uint64_t)(t * DIM + d));
+    }
+    CHECK(k_kept);
+    posenc_rope_desc plain = desc;
+    plain.k_out = plain.k;
+    plain.k_cache = plain.slot_mapping = (posenc_tensor){0};
+    CHECK_OK(posenc_rope(ctx, &plain));
+    for (int t = 0; t < TOKENS; t++)
+        CHECK_OK(posenc_buffer_download(qk, (uint64_t)(t * stride + ROW), rotated[t], ROW));
+
+    double inv_freq[DIM / 2];
+    ref_rope_frequencies(&desc, DIM, inv_freq);
+    ref_stats stats = {0};
+    unsigned char fill[ROW];
+    memset(fill, 0x5a, sizeof fill);
+    bool written[BLOCKS * BLOCK_SIZE] = {false};
+    int bad = 0;
+    for (int t = 0; t < TOKENS; t++) {
+        if (slots[t] < 0)
+            continue;
+        written[slots[t]] = true;
+        const float *row = cache[slots[t]];
+        if (memcmp(row, rotated[t], ROW) != 0 && bad++ < 5)
+            fprintf(stderr, "  k_cache row %d: not token %d's k_out\n", slots[t], t);
+        double x[DIM], ref[DIM];
+        for (int d = 0; d < DIM; d++)
+            x[d] = input_value(21, (uint64_t)(t * DIM + d));
+        ref_rope_head(x, ref, DIM, DIM, POSENC_ROPE_NEOX, inv_freq, (double)positions[t], 1.0,
+                      false);
+        for (int d = 0; d < DIM; d++) {
+            int pair = d < DIM / 2 ? d + DIM / 2 : d - DIM / 2;
+            if (!ref_check(&stats, POSENC_DTYPE_F32, row[d], ref[d], hypot(ref[d], ref[pair]), 0.0) &&
+                bad++ < 5)
+                fprintf(stderr, "  k_cache[%d, %d]: got %.9g, expected %.9g\n", slots[t], d,
+                        row[d], ref[d]);
+        }
+    }
+    for (int s = 0; s < BLOCKS * BLOCK_SIZE; s++) {
+        if (!written[s] && memcmp(cache[s], fill, ROW) != 0 && bad++ < 5)
+            fprintf(stderr, "  k_cache row %d: written without a slot\n", s);
+    }
+    if (bad)
+        test_failures++;
+    printf("    kv cache: q and k spanning %.1f MiB each, split: max error %.2f x 2^-24 |pair| "
+           "over %llu values\n",
+           (double)((TOKENS - 1) * stride + ROW) / MIB, stats.max_units, stats.values);
+
+    /* One head of this cache spans more than a binding. */
+    const int64_t large_slots = (int64_t)(binding / ROW) + 1;
+    posenc_buffer_desc large_desc = {.size = (uint64_t)large_slots * ROW};
+    CHECK_OK(posenc_buffer_create(ctx, &large_desc, &large_cache));
+    for (int t = 0; t < TOKENS; t++)
+        CHECK_OK(posenc_buffer_download(qk, (uint64_t)(t * stride), q_before[t], ROW));
+    if (large_cache) {
+        const int64_t large_shape[3] = {large_slots, 1, DIM};
+        desc.k_cache = posenc_tensor_of_buffer(large_cache, POSENC_DTYPE_F32, 3, large_shape);
+        CHECK_STATUS(posenc_rope(ctx, &desc), POSENC_UNSUPPORTED);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "k_cache");
+        for (int t = 0; t < TOKENS; t++)
+            CHECK_OK(posenc_buffer_download(qk, (uint64_t)(t * stride), q_after[t], ROW));
+        CHECK(memcmp(q_before, q_after, sizeof q_before) == 0);
+    }
+    posenc_buffer_destroy(large_cache);
+    posenc_buffer_destroy(qk);
 }
 
 /* A sinusoidal table [rows, 256] f32 in host memory, larger than one binding. */
@@ -481,6 +606,7 @@ int main(void)
             test_large_sinusoidal(ctx, binding);
             /* The RoPE (its q), the in-place and the write-only roofline over q, the table. */
             CHECK(split_operations == 4);
+            test_large_kv_cache(ctx, binding);
         } else {
             printf("    tensors above the binding limit: too large to test on this device\n");
         }

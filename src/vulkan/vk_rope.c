@@ -132,6 +132,12 @@ static int64_t view_span(const posenc__view *view, uint32_t element)
     return span;
 }
 
+/* The bytes of one head of a cache, over every block and row. */
+static int64_t cache_head_span(const posenc__view *cache, uint32_t element)
+{
+    return view_span(cache, element) - (cache->shape[2] - 1) * cache->strides[2];
+}
+
 /* One pass: its bindings over [batch, tokens, heads] and the split dispatches. */
 static posenc_status rope_pass_record(posenc_context *ctx, const posenc__rope_op *op,
                                       const rope_pass *pass, const posenc_vk_place *positions_at,
@@ -157,7 +163,7 @@ static posenc_status rope_pass_record(posenc_context *ctx, const posenc__rope_op
          * UNSUPPORTED, naming it. */
         bindings[BINDING_OUT].strides[0] = 0;
         bindings[BINDING_OUT].strides[1] = 0;
-        bindings[BINDING_OUT].inner = view_span(out, e) - (out->shape[2] - 1) * out->strides[2];
+        bindings[BINDING_OUT].inner = cache_head_span(out, e);
         bindings[BINDING_SLOTS].place = *slots_at;
         bindings[BINDING_SLOTS].strides[0] = op->slots.strides[2];
         bindings[BINDING_SLOTS].strides[1] = op->slots.strides[3];
@@ -199,10 +205,35 @@ posenc_status posenc_vk_rope_pipelines(posenc_context *ctx, const posenc__rope_o
     return posenc_vk_pipeline(ctx, rope_kernel(ctx->backend_state, op->q.dtype), &pipeline);
 }
 
+/* A cache is bound whole for each head (any slot may be hit): one larger than a binding may
+ * address is refused before anything is recorded, so that a caller's command buffer is left as
+ * it was. */
+static posenc_status check_cache(posenc_context *ctx, const posenc__view *cache, const char *name)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    uint32_t e = posenc_vk_element_size(cache->dtype);
+    uint64_t head_span = (uint64_t)cache_head_span(cache, e);
+    if (head_span <= vk->binding_limit)
+        return POSENC_OK;
+    return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                        "%s: one head of the cache spans %llu bytes, more than one kernel binding "
+                        "may address on this device (%llu bytes); any slot may be written, so "
+                        "the cache is bound whole",
+                        name, (unsigned long long)head_span,
+                        (unsigned long long)vk->binding_limit);
+}
+
 posenc_status posenc_vk_rope_record(posenc_context *ctx, const posenc__rope_op *op,
                                     const posenc_vk_place *places)
 {
     enum { Q, Q_OUT, K, K_OUT, POSITIONS, SLOTS, K_CACHE, V, V_CACHE };
+    if (op->has_k_cache) {
+        posenc_status status = check_cache(ctx, &op->k_cache, "k_cache");
+        if (status == POSENC_OK && op->has_v)
+            status = check_cache(ctx, &op->v_cache, "v_cache");
+        if (status != POSENC_OK)
+            return status;
+    }
     rope_pass q = {
         .in = &op->q,
         .out = op->q_in_place ? &op->q : &op->q_out,
