@@ -1316,10 +1316,14 @@ static void kv_compare(const arena *a, const unsigned char *expected, const char
 }
 
 /* A recorded command buffer submitted with two slot mappings, and posenc_rope_submit, in every
- * dtype, each byte for byte what the synchronous call writes. */
-static void test_kv_cache(engine *e, posenc_context *ctx, VkCommandPool pool)
+ * dtype, each byte for byte what the synchronous call writes. On a context of its own, where
+ * posenc_prepare builds everything the recording needs. */
+static void test_kv_cache(engine *e, VkCommandPool pool)
 {
     static const posenc_dtype dtypes[3] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16, POSENC_DTYPE_BF16};
+    posenc_context *ctx = external_context(e, e->queue, e->features);
+    if (!ctx)
+        return;
     arena a;
     CHECK(arena_create(e, &a, KV_REGIONS * SLOT));
     kv_work *w = calloc(1, sizeof *w);
@@ -1335,6 +1339,9 @@ static void test_kv_cache(engine *e, posenc_context *ctx, VkCommandPool pool)
             continue;
         }
         posenc_rope_desc desc = kv_desc_of(w);
+        posenc_prepare_desc prepare = {.rope = &desc, .rope_count = 1};
+        CHECK_OK(posenc_prepare(ctx, &prepare));
+        posenc_stats prepared = stats_of(ctx);
         VkCommandBuffer commands = begin_commands(e, pool);
         bool recorded = commands != VK_NULL_HANDLE;
         if (recorded) {
@@ -1347,6 +1354,9 @@ static void test_kv_cache(engine *e, posenc_context *ctx, VkCommandPool pool)
             compute_to_host(e, commands);
             CHECK(e->EndCommandBuffer(commands) == VK_SUCCESS);
         }
+        posenc_stats after = stats_of(ctx);
+        CHECK(after.kernels_built == prepared.kernels_built &&
+              after.freq_tables == prepared.freq_tables);
         for (int run = 0; run < 2 && recorded; run++) {
             kv_expected(ctx, w, &a, kv_slot_runs[run], seed, expected);
             kv_fill(w, &a, kv_slot_runs[run], seed);
@@ -1369,6 +1379,7 @@ static void test_kv_cache(engine *e, posenc_context *ctx, VkCommandPool pool)
     free(expected);
     free(w);
     arena_destroy(e, &a);
+    posenc_context_destroy(ctx);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -2201,7 +2212,7 @@ static void run_engine(bool push_descriptor, bool storage16)
         test_threads(&e, ctx);
         test_wrap_while_recording(&e, ctx);
         test_calls_on_queue(&e, ctx);
-        test_kv_cache(&e, ctx, pool);
+        test_kv_cache(&e, pool);
         test_destroy_waits(&e, pool);
         test_record_errors(&e, ctx, pool);
         if (e.features & POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT)
