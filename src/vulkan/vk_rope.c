@@ -207,13 +207,16 @@ posenc_status posenc_vk_rope_pipelines(posenc_context *ctx, const posenc__rope_o
 
 /* A cache is bound whole for each head (any slot may be hit): one larger than a binding may
  * address is refused before anything is recorded, so that a caller's command buffer is left as
- * it was. */
+ * it was. A window starts up to an alignment (the device's, 16 bytes at least) below the head
+ * and ends on a word: that much is kept free. */
 static posenc_status check_cache(posenc_context *ctx, const posenc__view *cache, const char *name)
 {
     posenc_vk_context *vk = ctx->backend_state;
     uint32_t e = posenc_vk_element_size(cache->dtype);
     uint64_t head_span = (uint64_t)cache_head_span(cache, e);
-    if (head_span <= vk->binding_limit)
+    uint64_t alignment = vk->physical->binding_alignment > 16 ? vk->physical->binding_alignment
+                                                              : 16;
+    if (head_span + alignment <= vk->binding_limit)
         return POSENC_OK;
     return posenc__fail(ctx, POSENC_UNSUPPORTED,
                         "%s: one head of the cache spans %llu bytes, more than one kernel binding "
