@@ -580,8 +580,8 @@ typedef struct posenc_rope_desc {
      * into row slot_mapping[b, t] of k_cache, and v, when given, is copied into the same row of
      * v_cache, in the same call: no second pass over k. A slot that is negative (vLLM's
      * padding, -1) or not below the cache's slot count writes nothing for that token; the call
-     * never writes outside the caches. Each slot should appear once per call (tokens sharing a
-     * slot leave one of their rows in it, unspecified which). With k_cache, k itself is only
+     * never writes outside the caches. Each slot must appear once per call: a row that several
+     * tokens name holds unspecified values. With k_cache, k itself is only
      * read unless k_out is given (k_out may be k itself: rotated in place as well). */
     posenc_tensor k_cache;      /* optional: [num_slots, k_heads, head_dim] or
                                  * [num_blocks, block_size, k_heads, head_dim] (slot s is row
