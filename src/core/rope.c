@@ -296,10 +296,6 @@ posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *
     if (op.has_k_cache && ctx->device->info.backend == POSENC_BACKEND_VULKAN)
         return posenc__fail(ctx, POSENC_UNSUPPORTED, "k_cache: not yet on the vulkan backend");
 
-    /* KV-CACHE-GUARD: the OpenCL kernels do not write the cache yet. */
-    if (op.has_k_cache && ctx->device->info.backend == POSENC_BACKEND_OPENCL)
-        return posenc__fail(ctx, POSENC_UNSUPPORTED, "k_cache: not yet on the opencl backend");
-
 
     /* With several components, from the largest position of any component. */
     uint32_t sequence_length = desc->scaling.sequence_length;
