@@ -4,6 +4,8 @@
  * below 1, a fractional ext_factor, attn_factor, n_ctx_orig 0 or 512, freq_factors, normal and
  * NeoX modes, partial rotary dims), each checked against a float64 transcription of ggml's
  * formulas (docs/ggml.md), written here from ggml's source independently of the library.
+ * With ggml_rope_set_offset's rotary offset too (the rotated dims at the end of a head, or
+ * inside it), in place and out of place.
  *
  * Also measured, not asserted: how far ggml's own float32 evaluation (theta multiplied up pair
  * by pair, then sinf/cosf) drifts from the exact rotation at large positions, next to posenc's
@@ -28,6 +30,8 @@ typedef struct ggml_case {
     int n_ctx_orig;
     double freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow;
     const double *freq_factors;
+    int offset;        /* ggml_rope_set_offset: the first rotated dim */
+    bool out_of_place; /* into a separate output (ggml's graph tensor) rather than in place */
 } ggml_case;
 
 /* ---- ggml's formulas, in float64 ---- */
@@ -79,13 +83,16 @@ static void ggml_float32_sincos(const ggml_case *c, int32_t position, int j, flo
 
 /* ---- the same call through posenc ---- */
 
-static posenc_rope_desc desc_of(const ggml_case *c, float *q, int32_t *pos)
+static posenc_rope_desc desc_of(const ggml_case *c, float *q, float *q_out, int32_t *pos)
 {
     int64_t shape[2] = {TOKENS, HEAD_DIM}, positions_shape[1] = {TOKENS};
     posenc_rope_desc desc = {
         .q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 2, shape),
+        .q_out = q_out ? posenc_tensor_of_host(q_out, POSENC_DTYPE_F32, 2, shape)
+                       : (posenc_tensor){0},
         .positions = posenc_tensor_of_host(pos, POSENC_DTYPE_I32, 1, positions_shape),
         .rotary_dim = (uint32_t)c->n_dims,
+        .rotary_offset = (uint32_t)c->offset,
         .style = c->mode == 2 ? POSENC_ROPE_NEOX : POSENC_ROPE_GPTJ,
         .theta = c->freq_base,
         .attention_factor = c->attn_factor,
@@ -112,30 +119,36 @@ static void run_case(posenc_context *context, const ggml_case *c, errors *e)
 {
     static int32_t pos[TOKENS];
     memcpy(pos, positions, sizeof pos);
-    float q[TOKENS][HEAD_DIM];
-    int pairs = c->n_dims / 2;
+    float input[TOKENS][HEAD_DIM], output[TOKENS][HEAD_DIM];
+    int pairs = c->n_dims / 2, first = c->offset, end = c->offset + c->n_dims;
     for (int t = 0; t < TOKENS; t++) {
-        for (int d = 0; d < HEAD_DIM; d++)
-            q[t][d] = d >= c->n_dims ? (float)(d + 0.5) : 0.0f; /* pass-through dims */
+        for (int d = 0; d < HEAD_DIM; d++) {
+            bool rotated = d >= first && d < end;
+            input[t][d] = rotated ? 0.0f : (float)(d + 0.5); /* pass-through dims */
+            output[t][d] = -1.0f;
+        }
         for (int j = 0; j < pairs; j++)
-            q[t][c->mode == 2 ? j : 2 * j] = 1.0f;
+            input[t][first + (c->mode == 2 ? j : 2 * j)] = 1.0f;
     }
-    posenc_rope_desc desc = desc_of(c, &q[0][0], pos);
+    posenc_rope_desc desc =
+        desc_of(c, &input[0][0], c->out_of_place ? &output[0][0] : NULL, pos);
     posenc_status status = posenc_rope(context, &desc);
     if (status != POSENC_OK) {
         test_failures++;
-        fprintf(stderr, "  n_dims %d mode %d fs %g ef %g: %s: %s\n", c->n_dims, c->mode,
-                c->freq_scale, c->ext_factor, posenc_status_name(status),
+        fprintf(stderr, "  n_dims %d offset %d mode %d fs %g ef %g: %s: %s\n", c->n_dims,
+                c->offset, c->mode, c->freq_scale, c->ext_factor, posenc_status_name(status),
                 posenc_context_last_error(context));
         return;
     }
+    float (*q)[HEAD_DIM] = c->out_of_place ? output : input;
     double worst = 0;
     for (int t = 0; t < TOKENS; t++) {
         for (int j = 0; j < pairs; j++) {
             double mscale, s, co;
             double w = ggml_frequency(c, j, &mscale);
             ref_sincos_product(positions[t], w, &s, &co);
-            int a = c->mode == 2 ? j : 2 * j, b = c->mode == 2 ? j + pairs : 2 * j + 1;
+            int a = first + (c->mode == 2 ? j : 2 * j);
+            int b = first + (c->mode == 2 ? j + pairs : 2 * j + 1);
             double error = hypot(q[t][a] - mscale * co, q[t][b] - mscale * s) / fabs(mscale);
             worst = fmax(worst, error);
             float fs, fc;
@@ -144,17 +157,18 @@ static void run_case(posenc_context *context, const ggml_case *c, errors *e)
                 e->ggml_f32 = fmax(e->ggml_f32, hypot(fc - mscale * co, fs - mscale * s) /
                                                     fabs(mscale));
         }
-        for (int d = c->n_dims; d < HEAD_DIM; d++)
-            CHECK(q[t][d] == (float)(d + 0.5));
+        for (int d = 0; d < HEAD_DIM; d++)
+            if (d < first || d >= end)
+                CHECK(q[t][d] == (float)(d + 0.5));
     }
     e->posenc = fmax(e->posenc, worst);
     e->cases++;
     if (!(worst <= PROMISE)) {
         test_failures++;
         fprintf(stderr,
-                "  n_dims %d mode %d n_ctx_orig %d fs %g ef %g af %g ff %s: worst error %.3g, "
-                "promise %.3g\n",
-                c->n_dims, c->mode, c->n_ctx_orig, c->freq_scale, c->ext_factor, c->attn_factor,
+                "  n_dims %d offset %d mode %d n_ctx_orig %d fs %g ef %g af %g ff %s: worst "
+                "error %.3g, promise %.3g\n",
+                c->n_dims, c->offset, c->mode, c->n_ctx_orig, c->freq_scale, c->ext_factor, c->attn_factor,
                 c->freq_factors ? "yes" : "no", worst, PROMISE);
     }
 }
@@ -191,6 +205,15 @@ static void test_device(posenc_context *context, const posenc_device_info *info)
                                     .freq_factors = ff ? freq_factors : NULL,
                                 };
                                 run_case(context, &c, &e);
+                                if (c.n_dims == HEAD_DIM / 2) {
+                                    /* The rotated dims at the end of the head (in place),
+                                     * then inside it (out of place). */
+                                    c.offset = HEAD_DIM - c.n_dims;
+                                    run_case(context, &c, &e);
+                                    c.offset = 8;
+                                    c.out_of_place = true;
+                                    run_case(context, &c, &e);
+                                }
                             }
     printf("  %-9s %-40s %d cases, worst error in units of 2^-24 of the pair norm: posenc %.2f "
            "(positions to 2e9), ggml's float32 formula %.3g (positions to 1000003)\n",
@@ -279,7 +302,7 @@ static void run_mrope_case(posenc_context *context, const mrope_case *m)
         ggml_case full = *g;
         full.n_dims = MM_DIM;
         float unused;
-        desc.scaling = desc_of(&full, &unused, NULL).scaling;
+        desc.scaling = desc_of(&full, &unused, NULL, NULL).scaling;
     }
     posenc_status status = posenc_rope(context, &desc);
     if (status != POSENC_OK) {
@@ -345,7 +368,7 @@ static void test_validation(posenc_context *context)
     int32_t pos[TOKENS] = {0};
     ggml_case c = {.n_dims = HEAD_DIM, .mode = 2, .freq_base = 10000, .freq_scale = 4.0,
                    .ext_factor = -0.5, .attn_factor = 1, .beta_fast = 32, .beta_slow = 64};
-    posenc_rope_desc desc = desc_of(&c, &q[0][0], pos);
+    posenc_rope_desc desc = desc_of(&c, &q[0][0], NULL, pos);
     CHECK_OK(posenc_rope(context, &desc)); /* freq_scale > 1, ext_factor < 0, betas swapped */
     for (int t = 0; t < TOKENS; t++)
         for (int d = 0; d < HEAD_DIM; d++)
@@ -377,9 +400,29 @@ static void test_validation(posenc_context *context)
     yarn.scaling.freq_scale = 0.25;
     CHECK_STATUS(posenc_rope(context, &yarn), POSENC_INVALID_ARGUMENT);
     CHECK_MESSAGE(posenc_context_last_error(context), "scaling.freq_scale");
+
+    /* Rotary offsets: even, inside the head, with the rotated dims inside it too. */
+    posenc_rope_desc offset = desc;
+    offset.scaling = (posenc_rope_scaling){0};
+    offset.rotary_dim = 16;
+    const uint32_t bad_offsets[] = {3, HEAD_DIM, HEAD_DIM - 8};
+    for (size_t i = 0; i < sizeof bad_offsets / sizeof bad_offsets[0]; i++) {
+        offset.rotary_offset = bad_offsets[i];
+        CHECK_STATUS(posenc_rope(context, &offset), POSENC_INVALID_SHAPE);
+        CHECK_MESSAGE(posenc_context_last_error(context),
+                      i < 2 ? "rotary_offset" : "rotary_dim");
+    }
     for (int t = 0; t < TOKENS; t++)
         for (int d = 0; d < HEAD_DIM; d++)
             CHECK(q[t][d] == 1.0f); /* every refused call left q alone */
+    /* Without rotary_dim, every dim from the offset on is rotated. */
+    offset.rotary_dim = 0;
+    offset.rotary_offset = HEAD_DIM - 2;
+    pos[1] = 5;
+    CHECK_OK(posenc_rope(context, &offset));
+    for (int d = 0; d < HEAD_DIM - 2; d++)
+        CHECK(q[1][d] == 1.0f);
+    CHECK(q[1][HEAD_DIM - 2] != 1.0f || q[1][HEAD_DIM - 1] != 1.0f);
 }
 
 int main(void)

@@ -537,7 +537,8 @@ typedef struct posenc_rope_scaling {
  *   t = position * inv_freq[j], inv_freq[j] = theta^(-2j / rotary_dim), j < rotary_dim / 2
  *   (multimodal kinds: the position component and inv_freq of posenc_rope_multimodal).
  * q is [batch, tokens, q_heads, head_dim], k is [batch, tokens, k_heads, head_dim] (k_heads may
- * differ: grouped-query attention). Dims from rotary_dim to head_dim pass through unchanged. */
+ * differ: grouped-query attention). Dims from rotary_dim to head_dim pass through unchanged
+ * (with rotary_offset, the rotated dims start there instead of at 0). */
 typedef struct posenc_rope_desc {
     posenc_tensor q;          /* required */
     posenc_tensor q_out;      /* absent: q is rotated in place; otherwise same shape and dtype */
@@ -551,7 +552,12 @@ typedef struct posenc_rope_desc {
                                * permuted strides */
     int32_t position_offset;  /* absent positions: position = position_offset + token index (every
                                * component); must be 0 when positions are given */
-    uint32_t rotary_dim;      /* even, <= head_dim; default head_dim */
+    uint32_t rotary_dim;      /* even, <= head_dim - rotary_offset; default all dims from
+                               * rotary_offset on */
+    uint32_t rotary_offset;   /* the first rotated dim: dims [rotary_offset, rotary_offset +
+                               * rotary_dim) are rotated (pairs counted from it), the dims before
+                               * and after pass through; even; default 0 (ggml_rope_set_offset:
+                               * the rotary part at the end of a head, as DeepSeek's MLA) */
     posenc_rope_style style;  /* default NEOX */
     double theta;             /* frequency base; default 10000 */
     double attention_factor;  /* scales cos and sin; default 1, or the scaling's own */

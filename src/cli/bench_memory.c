@@ -3,6 +3,7 @@
  * k [T, 8, 128] in one allocation, on a device buffer, a page-aligned host tensor and a buffer
  * wrapping page-aligned host memory, for a decode step, a short chunk and a prefill. */
 #include "bench_memory.h"
+#include "bench_stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,20 +100,6 @@ static double time_batch(posenc_context *context, const posenc_rope_desc *desc, 
     return (posenc__seconds_now() - start) / repeats;
 }
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double quantile(double *values, uint32_t n, double q)
-{
-    qsort(values, n, sizeof values[0], compare_double);
-    double at = q * (n - 1);
-    uint32_t i = (uint32_t)at;
-    return i + 1 < n ? values[i] + (at - i) * (values[i + 1] - values[i]) : values[n - 1];
-}
-
 static void run_row(posenc_context *context, uint32_t runs, double sample_seconds,
                     bench_memory_row *row)
 {
@@ -150,12 +137,11 @@ static void run_row(posenc_context *context, uint32_t runs, double sample_second
     for (int form = 0; form < BENCH_MEMORY_FORMS; form++) {
         for (uint32_t i = 0; i < run; i++)
             ratios[i] = times[DEVICE_BUFFER][i] / times[form][i];
-        row->ratio[form] = quantile(ratios, run, 0.5);
-        row->ratio_p10[form] = quantile(ratios, run, 0.1);
-        row->ratio_p90[form] = quantile(ratios, run, 0.9);
+        bench_spread(ratios, run, &row->ratio[form], &row->ratio_p10[form],
+                     &row->ratio_p90[form]);
     }
     for (int form = 0; form < BENCH_MEMORY_FORMS; form++)
-        row->median[form] = quantile(times[form], run, 0.5);
+        bench_spread(times[form], run, &row->median[form], NULL, NULL);
     forms_free(&f);
 }
 

@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "bench_engine.h"
+#include "bench_kv_cache.h"
 #include "bench_memory.h"
+#include "bench_stats.h"
 #include "cli.h"
 #include "device.h"
 #include "diagnostics.h"
@@ -46,6 +48,10 @@ static const char bench_help[] =
     "decode, a 64-token chunk and a prefill) on a device buffer, a page-aligned host tensor and\n"
     "a buffer wrapping page-aligned host memory, timed in turn in each run; 'vs buffer' is the\n"
     "device buffer's time / the form's time (1.0: host memory costs nothing extra).\n"
+    "Paged KV cache, on the native CPU path: RoPE of q in place with k and v written into\n"
+    "caches of 4096 slots in one call (k_cache, slot_mapping, v_cache), against RoPE of q and k\n"
+    "in place followed by a copy of each token's k and v rows into the caches; 'saves' is the\n"
+    "separate time / the fused time, for a decode step and a 4096-token prefill.\n"
     "\n"
     "flags:\n"
     "  --device SEL   cpu, vulkan, vulkan:1, opencl:0 or a name substring; repeat for more\n"
@@ -165,22 +171,6 @@ typedef struct bench_first_call {
 } bench_first_call;
 
 /* ---- time, caches, temporary directories ---- */
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The q-quantile (0..1) of `n` sorted values, interpolated. */
-static double quantile(const double *sorted, uint32_t n, double q)
-{
-    double at = q * (n - 1);
-    uint32_t i = (uint32_t)at;
-    if (i + 1 >= n)
-        return sorted[n - 1];
-    return sorted[i] + (at - i) * (sorted[i + 1] - sorted[i]);
-}
 
 static bench_caches bench_read_caches(void)
 {
@@ -385,14 +375,6 @@ static double time_batch(bench_workload *w, bool copy, uint32_t repeats, posenc_
     return (posenc__seconds_now() - start) / repeats;
 }
 
-static void spread_of(double *values, uint32_t n, double *median, double *p10, double *p90)
-{
-    qsort(values, n, sizeof values[0], compare_double);
-    *median = quantile(values, n, 0.5);
-    *p10 = quantile(values, n, 0.1);
-    *p90 = quantile(values, n, 0.9);
-}
-
 /* Warm-up runs of the operation and of its copy (every page of the tensors mapped, both paths'
  * code and tables hot), then timed runs, each a batch of calls lasting about sample_seconds
  * and a batch of as many copies, so both see the same machine state. Without --runs, a row
@@ -466,10 +448,10 @@ static void run_case(posenc_context *context, const bench_case *c, const bench_o
          * where a ratio of two medians would keep them. */
         for (uint32_t i = 0; i < run; i++)
             ratios[i] = copies[i] / times[i];
-        spread_of(ratios, run, &result->ratio, &result->ratio_p10, &result->ratio_p90);
-        spread_of(copies, run, &result->copy_median, &result->copy_p10, &result->copy_p90);
+        bench_spread(ratios, run, &result->ratio, &result->ratio_p10, &result->ratio_p90);
+        bench_spread(copies, run, &result->copy_median, &result->copy_p10, &result->copy_p90);
     }
-    spread_of(times, run, &result->median, &result->p10, &result->p90);
+    bench_spread(times, run, &result->median, &result->p10, &result->p90);
     workload_free(&w);
 }
 
@@ -552,8 +534,7 @@ static bool time_prepared_call(const posenc_device_info *info, const bench_optio
             later[i - 1] = seconds;
     }
     if (status == POSENC_OK) {
-        qsort(later, LATER_CALLS, sizeof later[0], compare_double);
-        first->later_op_seconds = later[LATER_CALLS / 2];
+        bench_spread(later, LATER_CALLS, &first->later_op_seconds, NULL, NULL);
     }
     workload_free(&w);
     posenc_context_destroy(context);
@@ -975,6 +956,15 @@ int cli_bench_main(int argc, char **argv)
             for (int i = 0; i < BENCH_MEMORY_ROWS; i++)
                 any_failed = any_failed || memory_rows[i].status != POSENC_OK;
         }
+        bench_kv_cache_row kv_rows[BENCH_KV_CACHE_ROWS];
+        bool kv_cache = status == POSENC_OK && bench_kv_cache_applies(&info);
+        if (kv_cache) {
+            bench_progress(&options, selector, "kv cache", (unsigned)CASE_COUNT,
+                           (unsigned)CASE_COUNT);
+            bench_kv_cache_run(context, options.runs, options.sample_seconds, kv_rows);
+            for (int i = 0; i < BENCH_KV_CACHE_ROWS; i++)
+                any_failed = any_failed || kv_rows[i].status != POSENC_OK;
+        }
         bench_progress_clear(&options);
         for (size_t i = 0; i < CASE_COUNT; i++)
             any_failed = any_failed || results[i].status != POSENC_OK;
@@ -985,6 +975,8 @@ int cli_bench_main(int argc, char **argv)
                               d == 0);
             if (memory)
                 bench_memory_print_json(memory_rows);
+            if (kv_cache)
+                bench_kv_cache_print_json(kv_rows);
             printf("}");
         } else {
             print_device_header(&info, selector, variant, &options);
@@ -1000,6 +992,8 @@ int cli_bench_main(int argc, char **argv)
                 }
             if (memory)
                 bench_memory_print(memory_rows);
+            if (kv_cache)
+                bench_kv_cache_print(kv_rows);
         }
         fflush(stdout);
         posenc_context_destroy(context);

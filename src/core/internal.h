@@ -180,6 +180,7 @@ typedef struct posenc__rope_op {
     int32_t position_offset;
     int64_t batch, tokens, q_heads, k_heads, head_dim;
     uint32_t rotary_dim;
+    uint32_t rotary_offset;  /* even: dims [rotary_offset, + rotary_dim) are rotated */
     posenc_rope_style style;
     bool inverse;
     float attention_factor;

@@ -28,6 +28,12 @@ static int64_t view_extent(const posenc__view *view)
     return extent;
 }
 
+posenc__view_span posenc__view_span_of(posenc_context *ctx, const posenc__view *view)
+{
+    location at = locate(ctx, view);
+    return (posenc__view_span){at.space, at.base, at.base + view_extent(view)};
+}
+
 posenc_status posenc__check_output_distinct(posenc_context *ctx, const posenc__view *view,
                                             const char *name)
 {

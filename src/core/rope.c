@@ -239,13 +239,22 @@ posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *
     if (op.head_dim > UINT32_MAX)
         return posenc__fail(ctx, POSENC_INVALID_SHAPE, "q.shape: head_dim %lld is too large",
                             (long long)op.head_dim);
-    uint32_t rotary_dim = desc->rotary_dim ? desc->rotary_dim : (uint32_t)op.head_dim;
+    if (desc->rotary_offset % 2 || desc->rotary_offset >= op.head_dim)
+        return posenc__fail(ctx, POSENC_INVALID_SHAPE,
+                            "rotary_offset: must be even and below head_dim %lld, got %u",
+                            (long long)op.head_dim, desc->rotary_offset);
+    uint32_t rotary_dim =
+        desc->rotary_dim ? desc->rotary_dim : (uint32_t)op.head_dim - desc->rotary_offset;
     if (rotary_dim % 2)
         return posenc__fail(ctx, POSENC_INVALID_SHAPE,
                             desc->rotary_dim ? "rotary_dim: must be even, got %u"
                                              : "rotary_dim: defaults to head_dim %u, which is "
                                                "odd; set an even rotary_dim",
                             rotary_dim);
+    if (rotary_dim > op.head_dim - desc->rotary_offset && desc->rotary_offset)
+        return posenc__fail(ctx, POSENC_INVALID_SHAPE,
+                            "rotary_dim: %u from rotary_offset %u reaches past head_dim %lld",
+                            rotary_dim, desc->rotary_offset, (long long)op.head_dim);
     if (rotary_dim > op.head_dim)
         return posenc__fail(ctx, POSENC_INVALID_SHAPE,
                             "rotary_dim: %u is larger than head_dim %lld", rotary_dim,
@@ -254,6 +263,7 @@ posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "style: unknown value %d",
                             (int)desc->style);
     op.rotary_dim = rotary_dim;
+    op.rotary_offset = desc->rotary_offset;
     op.style = desc->style;
     op.inverse = desc->inverse;
 
@@ -292,6 +302,11 @@ posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *
         status = posenc__rope_resolve_cache(ctx, desc, &op);
     if (status != POSENC_OK)
         return status;
+    /* ROTARY-OFFSET-GUARD: the GPU kernels rotate from dim 0 only, so far. */
+    if (op.rotary_offset && ctx->device->info.backend != POSENC_BACKEND_CPU)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED, "rotary_offset: not yet on the %s backend",
+                            posenc_backend_name(ctx->device->info.backend));
+
     /* KV-CACHE-GUARD: the Vulkan kernels do not write the cache yet. */
     if (op.has_k_cache && ctx->device->info.backend == POSENC_BACKEND_VULKAN)
         return posenc__fail(ctx, POSENC_UNSUPPORTED, "k_cache: not yet on the vulkan backend");

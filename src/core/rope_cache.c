@@ -57,6 +57,30 @@ static posenc_status resolve_slots(posenc_context *ctx, const posenc_tensor *ten
     return POSENC_OK;
 }
 
+/* A view (or NULL: absent), its span and its name, for check_apart. */
+typedef struct named_span {
+    const posenc__view *view;
+    posenc__view_span span;
+    const char *name;
+} named_span;
+
+static named_span span_of(posenc_context *ctx, const posenc__view *view, const char *name)
+{
+    named_span named = {view, {NULL, 0, 0}, name};
+    if (view)
+        named.span = posenc__view_span_of(ctx, view);
+    return named;
+}
+
+/* INVALID_LAYOUT when output `out` shares a byte with `other`; absent views share none. */
+static posenc_status check_apart(posenc_context *ctx, const named_span *out,
+                                 const named_span *other)
+{
+    if (!out->view || !other->view || !posenc__spans_meet(&out->span, &other->span))
+        return POSENC_OK;
+    return posenc__check_disjoint(ctx, out->view, out->name, other->view, other->name);
+}
+
 posenc_status posenc__rope_resolve_cache(posenc_context *ctx, const posenc_rope_desc *desc,
                                          posenc__rope_op *op)
 {
@@ -123,35 +147,35 @@ posenc_status posenc__rope_resolve_cache(posenc_context *ctx, const posenc_rope_
         op->k_in_place = false;
 
     /* The caches are outputs: they share no byte with any other view of the call, and the
-     * other outputs none with the new inputs. */
-    const char *q_out_name = op->q_in_place ? "q" : "q_out";
-    const char *k_out_name = op->k_in_place ? "k" : "k_out";
-    const posenc__view *others[] = {&op->q, &op->q_out, &op->k,
-                                    op->k_out_written ? &op->k_out : NULL,
-                                    op->has_positions ? &op->positions : NULL, &op->slots,
-                                    has_v ? &op->v : NULL};
-    const char *other_names[] = {"q", q_out_name, "k", k_out_name, "positions", "slot_mapping",
-                                 "v"};
-    for (size_t i = 0; i < sizeof others / sizeof others[0] && status == POSENC_OK; i++) {
-        if (!others[i])
-            continue;
-        status = posenc__check_disjoint(ctx, &op->k_cache, "k_cache", others[i],
-                                        other_names[i]);
-        if (status == POSENC_OK && has_v)
-            status = posenc__check_disjoint(ctx, &op->v_cache, "v_cache", others[i],
-                                            other_names[i]);
+     * other outputs none with the inputs the cache brings. A decode step makes these checks at
+     * every call, so each view's span is computed once and compared first. */
+    enum { Q, Q_OUT, K, K_OUT, POSITIONS, SLOTS, V, OTHERS };
+    const posenc__view *others[OTHERS] = {
+        &op->q, op->q_in_place ? NULL : &op->q_out, &op->k,
+        op->k_out_written && !op->k_in_place ? &op->k_out : NULL,
+        op->has_positions ? &op->positions : NULL, &op->slots, has_v ? &op->v : NULL};
+    const char *names[OTHERS] = {"q", "q_out", "k", "k_out", "positions", "slot_mapping", "v"};
+    named_span spans[OTHERS];
+    for (int i = 0; i < OTHERS; i++)
+        spans[i] = span_of(ctx, others[i], names[i]);
+    named_span k_cache = span_of(ctx, &op->k_cache, "k_cache");
+    named_span v_cache = span_of(ctx, has_v ? &op->v_cache : NULL, "v_cache");
+    for (int i = 0; i < OTHERS && status == POSENC_OK; i++) {
+        status = check_apart(ctx, &k_cache, &spans[i]);
+        if (status == POSENC_OK)
+            status = check_apart(ctx, &v_cache, &spans[i]);
     }
-    if (status == POSENC_OK && has_v)
-        status = posenc__check_disjoint(ctx, &op->v_cache, "v_cache", &op->k_cache, "k_cache");
-    const posenc__view *outputs[] = {&op->q_out, op->k_out_written ? &op->k_out : NULL};
-    const char *output_names[] = {q_out_name, k_out_name};
-    for (size_t i = 0; i < 2 && status == POSENC_OK; i++) {
-        if (!outputs[i])
-            continue;
-        status = posenc__check_disjoint(ctx, outputs[i], output_names[i], &op->slots,
-                                        "slot_mapping");
-        if (status == POSENC_OK && has_v)
-            status = posenc__check_disjoint(ctx, outputs[i], output_names[i], &op->v, "v");
+    if (status == POSENC_OK)
+        status = check_apart(ctx, &v_cache, &k_cache);
+    /* q and k written in place are outputs too, under their own names. */
+    named_span q_written = op->q_in_place ? span_of(ctx, &op->q, "q") : spans[Q_OUT];
+    named_span k_written = !op->k_out_written ? span_of(ctx, NULL, "k")
+                           : op->k_in_place   ? span_of(ctx, &op->k, "k")
+                                              : spans[K_OUT];
+    for (int i = SLOTS; i <= V && status == POSENC_OK; i++) {
+        status = check_apart(ctx, &q_written, &spans[i]);
+        if (status == POSENC_OK)
+            status = check_apart(ctx, &k_written, &spans[i]);
     }
     return status;
 }

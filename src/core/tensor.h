@@ -31,6 +31,19 @@ posenc_status posenc__check_output_distinct(posenc_context *ctx, const posenc__v
 /* Both views address exactly the same elements in the same order (in-place operation). */
 bool posenc__views_identical(posenc_context *ctx, const posenc__view *a, const posenc__view *b);
 
+/* The bytes a view spans, [lo, hi) in its memory space (host addresses, or one buffer's
+ * offsets): views whose spans do not meet share no byte, a test cheap enough to run first when
+ * one view is checked against many. */
+typedef struct posenc__view_span {
+    const void *space;
+    int64_t lo, hi;
+} posenc__view_span;
+posenc__view_span posenc__view_span_of(posenc_context *ctx, const posenc__view *view);
+static inline bool posenc__spans_meet(const posenc__view_span *a, const posenc__view_span *b)
+{
+    return a->space == b->space && a->lo < b->hi && b->lo < a->hi;
+}
+
 /* Whether any byte of `a` may also be a byte of `b`. Exact for ordinary strided layouts (fused
  * qkv slices are told apart); answers "may" when the search would be too long. */
 bool posenc__views_may_overlap(posenc_context *ctx, const posenc__view *a, const posenc__view *b);

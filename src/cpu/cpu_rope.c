@@ -92,8 +92,14 @@ static void rotate_head_strided(const posenc__rope_op *op, const float *table, c
                                 int64_t in_stride, uint8_t *out, int64_t out_stride,
                                 bool copy_rest)
 {
-    const uint32_t rot = op->rotary_dim, pairs = rot / 2;
+    const uint32_t rot = op->rotary_dim, pairs = rot / 2, first = op->rotary_offset;
     const posenc_dtype dtype = op->q.dtype;
+    size_t element = posenc_dtype_size(dtype);
+    if (copy_rest)
+        for (uint32_t d = 0; d < first; d++)
+            memcpy(out + d * out_stride, in + d * in_stride, element);
+    in += first * in_stride;
+    out += first * out_stride;
     for (uint32_t j = 0; j < pairs; j++) {
         uint32_t ia, ib;
         float c, s;
@@ -115,8 +121,7 @@ static void rotate_head_strided(const posenc__rope_op *op, const float *table, c
     }
     if (!copy_rest)
         return;
-    size_t element = posenc_dtype_size(dtype);
-    for (int64_t d = rot; d < op->head_dim; d++)
+    for (int64_t d = rot; d < op->head_dim - first; d++)
         memcpy(out + d * out_stride, in + d * in_stride, element);
 }
 
@@ -129,18 +134,23 @@ static void rotate_heads_at(const rope_job *job, const float *table, const posen
     const posenc__rope_op *op = job->op;
     int64_t element = (int64_t)posenc_dtype_size(in_view->dtype);
     if (in_view->strides[3] == element && out_view->strides[3] == element) {
-        const uint32_t pairs = op->rotary_dim / 2;
+        const uint32_t pairs = op->rotary_dim / 2, first = op->rotary_offset;
+        if (!in_place && first) /* the dims before the rotated ones pass through */
+            for (int64_t h = 0; h < heads; h++)
+                memcpy(out + h * out_view->strides[2], in + h * in_view->strides[2],
+                       (size_t)(first * element));
+        /* The kernels rotate from a head's first dim: they see the head from rotary_offset. */
         posenc_cpu_rope_heads args = {
             .table = table,
             .pair_sin = table + 2 * (size_t)op->rotary_dim,
             .pair_cos = table + 2 * (size_t)op->rotary_dim + pairs,
-            .in = in,
-            .out = out,
+            .in = in + first * element,
+            .out = out + first * element,
             .in_head_stride = in_view->strides[2],
             .out_head_stride = out_view->strides[2],
             .heads = heads,
             .rotary_dim = op->rotary_dim,
-            .head_dim = (uint32_t)op->head_dim,
+            .head_dim = (uint32_t)op->head_dim - first,
             .dtype = in_view->dtype,
             .style = op->style,
             .copy_rest = !in_place,
