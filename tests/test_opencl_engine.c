@@ -824,6 +824,16 @@ static void kv_case(const engine *e, posenc_context *ctx, posenc_dtype dtype, in
         read_buffer(e, mems[1], 0, k_bytes, results[1] + q_bytes);
         read_buffer(e, mems[5], 0, caches_bytes, results[1] + q_bytes + k_bytes);
 
+        /* Enqueued work runs on device memory only: a host cache is refused, untouched. */
+        kv_memory host_caches = device;
+        host_caches.caches = NULL;
+        host_caches.caches_host = results[0];
+        posenc_rope_desc refused = kv_desc(&host_caches, dtype, mode);
+        CHECK_STATUS(posenc_cl_enqueue_rope(ctx, &refused, 0, NULL, NULL),
+                     POSENC_INVALID_ARGUMENT);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "k_cache.host");
+        CHECK(results[0][0] == 0 && memcmp(results[0], results[0] + 1, result_bytes - 1) == 0);
+
         /* The submit, on the inputs and caches as they were. */
         CHECK_CL(clEnqueueWriteBuffer(e->queue, mems[0], CL_TRUE, 0, q_bytes, q_stored, 0, NULL,
                                       NULL));
