@@ -58,6 +58,11 @@
  * binding): block slot / block_size at out_stride_batch, row slot % block_size at
  * out_stride_token. A slot outside [0, num_slots) writes nothing for the token. */
 #define POSENC_ROPE_FLAG_SLOTS 64u
+/* rope.cl: the paged KV cache. K_CACHE: k's heads are also written to the k_cache row of their
+ * token's slot, and v_heads of v to the same v_cache row; K_CACHE_ONLY: k_out is not written
+ * (k is only read). */
+#define POSENC_ROPE_FLAG_K_CACHE 128u
+#define POSENC_ROPE_FLAG_K_CACHE_ONLY 256u
 
 /* rope.comp's push constants (112 bytes): one tensor, q, k or v, over [batch, tokens, heads].
  * Offsets and strides in elements from the start of each binding. With POSENC_ROPE_FLAG_SLOTS
@@ -93,10 +98,13 @@
     X(POSENC_PARAM_U32, block_size)                                                               \
     X(POSENC_PARAM_U32, num_slots)
 
-/* rope.cl's arguments 6..39, after the six buffers: q and k in one launch. For q, q_out, k and
+/* rope.cl's arguments 10..64, after the ten buffers: q and k in one launch. For q, q_out, k and
  * k_out in turn the offset and the strides of batch, token, head and dim, in elements (0 for
  * dims of size 1); the positions' offset and strides (batch stride 0 when the batch shares the
- * positions, component stride 0 with one component); then the work's sizes. */
+ * positions, component stride 0 with one component); then the work's sizes; then the paged KV
+ * cache (read with POSENC_ROPE_FLAG_K_CACHE only): slot_mapping's offset and strides, the
+ * caches' block size and slot count, and the offsets and strides of k_cache, v and v_cache
+ * (a cache's strides are those of block, row in the block, head and dim). */
 #define POSENC_ROPE_ARGS(X)                                                                       \
     X(POSENC_PARAM_U32, q_offset)                                                                 \
     X(POSENC_PARAM_U32, q_stride_batch)                                                           \
@@ -131,7 +139,28 @@
     X(POSENC_PARAM_U32, lanes) /* rotary_dim/2, plus head_dim - rotary_dim when copying */        \
     X(POSENC_PARAM_I32, position_offset)                                                          \
     X(POSENC_PARAM_U32, flags)                                                                    \
-    X(POSENC_PARAM_F32, attention_factor)
+    X(POSENC_PARAM_F32, attention_factor)                                                         \
+    X(POSENC_PARAM_U32, v_heads) /* k_heads with v, else 0 */                                     \
+    X(POSENC_PARAM_U32, slots_offset)                                                             \
+    X(POSENC_PARAM_U32, slots_stride_batch)                                                       \
+    X(POSENC_PARAM_U32, slots_stride_token)                                                       \
+    X(POSENC_PARAM_U32, block_size)                                                               \
+    X(POSENC_PARAM_U32, num_slots) /* slots at or past it write nothing */                        \
+    X(POSENC_PARAM_U32, kc_offset)                                                                \
+    X(POSENC_PARAM_U32, kc_stride_block)                                                          \
+    X(POSENC_PARAM_U32, kc_stride_row)                                                            \
+    X(POSENC_PARAM_U32, kc_stride_head)                                                           \
+    X(POSENC_PARAM_U32, kc_stride_dim)                                                            \
+    X(POSENC_PARAM_U32, v_offset)                                                                 \
+    X(POSENC_PARAM_U32, v_stride_batch)                                                           \
+    X(POSENC_PARAM_U32, v_stride_token)                                                           \
+    X(POSENC_PARAM_U32, v_stride_head)                                                            \
+    X(POSENC_PARAM_U32, v_stride_dim)                                                             \
+    X(POSENC_PARAM_U32, vc_offset)                                                                \
+    X(POSENC_PARAM_U32, vc_stride_block)                                                          \
+    X(POSENC_PARAM_U32, vc_stride_row)                                                            \
+    X(POSENC_PARAM_U32, vc_stride_head)                                                           \
+    X(POSENC_PARAM_U32, vc_stride_dim)
 
 /* ---- Sinusoidal encodings (sinusoidal.comp, sinusoidal.cl) ------------------------------------
  * flags: bits 0-1 the layout (posenc_sinusoidal_layout: 0 interleaved, 1 sin|cos, 2 cos|sin) */
@@ -219,7 +248,7 @@ POSENC_PARAM_CHECK(posenc__copy_args, POSENC_COPY_ARGS);
 _Static_assert(sizeof(unsigned int) == 4 && sizeof(int) == 4 && sizeof(float) == 4,
                "32-bit parameters");
 _Static_assert(sizeof(posenc__rope_push) == 112, "rope.comp's push constants, 112 bytes");
-_Static_assert(sizeof(posenc__rope_args) == 34 * 4, "rope.cl's arguments 6..39");
+_Static_assert(sizeof(posenc__rope_args) == 55 * 4, "rope.cl's arguments 10..64");
 _Static_assert(sizeof(posenc__sinusoidal_params) == 72,
                "sinusoidal.comp's push constants, sinusoidal.cl's arguments 4..21");
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* What only the OpenCL backend has, on every OpenCL device present:
  * - a host tensor spanning more than the device's largest allocation is refused with
- *   POSENC_UNSUPPORTED and a message naming it, and its memory is not touched;
+ *   POSENC_UNSUPPORTED and a message naming it, and its memory is not touched; so is a host
+ *   KV cache, which is bound whole however few rows a call writes;
  * - host memory that is not aligned to its element size works (staging realigns it), and host
  *   tensors misaligned against each other in one memory are either handled or refused cleanly;
  * - the copy roofline, in place and write only, on a device buffer and on wrapped memory.
@@ -53,6 +54,38 @@ static void test_larger_than_one_allocation(posenc_context *ctx, const posenc_de
     CHECK_STATUS(posenc_sinusoidal(ctx, &table), POSENC_UNSUPPORTED);
     CHECK_MESSAGE(posenc_context_last_error(ctx), "out");
     printf("    a %llu-byte host view: %s\n", (unsigned long long)span,
+           posenc_context_last_error(ctx));
+
+    /* A KV cache is bound whole (any slot may be written), so it must fit one allocation
+     * however few rows the call writes: refused, naming the cache. */
+    float q_head[16], k_head[16], v_head[16], small_cache[2 * 16];
+    int32_t slot = 1;
+    for (int i = 0; i < 16; i++)
+        q_head[i] = k_head[i] = v_head[i] = (float)i;
+    const int64_t head_shape[3] = {1, 1, 16}, cache_shape[3] = {2, 1, 16};
+    posenc_tensor big_cache = posenc_tensor_of_host(memory, POSENC_DTYPE_F32, 3, cache_shape);
+    big_cache.strides[0] = (int64_t)(span - 64);
+    const char *caches[2] = {"k_cache", "v_cache"};
+    for (int which = 0; which < 2; which++) {
+        posenc_rope_desc cached = {0};
+        cached.q = posenc_tensor_of_host(q_head, POSENC_DTYPE_F32, 3, head_shape);
+        cached.k = posenc_tensor_of_host(k_head, POSENC_DTYPE_F32, 3, head_shape);
+        cached.slot_mapping = posenc_tensor_of_host(&slot, POSENC_DTYPE_I32, 1,
+                                                    (const int64_t[]){1});
+        cached.v = posenc_tensor_of_host(v_head, POSENC_DTYPE_F32, 3, head_shape);
+        posenc_tensor small = posenc_tensor_of_host(small_cache, POSENC_DTYPE_F32, 3,
+                                                    cache_shape);
+        cached.k_cache = which == 0 ? big_cache : small;
+        cached.v_cache = which == 0 ? small : big_cache;
+        CHECK_STATUS(posenc_rope(ctx, &cached), POSENC_UNSUPPORTED);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), caches[which]);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "largest allocation");
+    }
+    untouched = q_head[15] == 15.0f && k_head[15] == 15.0f;
+    for (int i = 0; i < 16; i++)
+        untouched &= first[i] == (float)i && last[i] == (float)i;
+    CHECK(untouched);
+    printf("    a %llu-byte host KV cache: %s\n", (unsigned long long)span,
            posenc_context_last_error(ctx));
     posenc__memory_unmap(memory, bytes);
 

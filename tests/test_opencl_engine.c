@@ -8,6 +8,9 @@
  *   on engine buffers and sub-buffers;
  * - posenc_prepare: every program and table built before the first enqueue, which then builds
  *   nothing (posenc_context_stats), and a bad descriptor that builds nothing;
+ * - the paged KV cache write (k_cache, slot_mapping, v, v_cache) enqueued after the caller's
+ *   event and submitted, bit for bit what the synchronous call writes on host memory, in f32,
+ *   f16 and bf16, with no byte written outside the slots' rows;
  * - that enqueued work waits for the caller's events (a user event holds it back, and the
  *   output stays untouched until it is set), and posenc's later work waits for it too;
  * - that posenc_buffer_destroy and posenc_context_destroy return only once posenc's work that
@@ -686,6 +689,251 @@ static void test_prepare(cl_device_id device)
         if (mems[i])
             clReleaseMemObject(mems[i]);
     }
+    posenc_context_destroy(ctx);
+    engine_destroy(&e);
+}
+
+/* ---- The paged KV cache on the caller's queue ------------------------------------------------ */
+
+/* Blocks of the caches, and guard bytes around each cache in their one engine allocation: no
+ * slot may write there. */
+enum { BLOCKS = 3, BLOCK_SIZE = 4, CACHE_SLOTS = BLOCKS * BLOCK_SIZE, GUARD = 64 };
+#define CACHE_FILL 0xa5
+/* Per mode: slots past the end (12, INT32_MAX) and negative ones write nothing. */
+static const int32_t kv_slots[2][TOKENS] = {{9, -1, 12, 0, 5}, {INT32_MAX, 3, 11, -1, 6}};
+
+/* Element index of (slot, head, dim) in k_cache (HND: [blocks, heads, block_size, dim]) and
+ * v_cache (NHD, packed). */
+static size_t k_cache_at(int32_t slot, int h, int d)
+{
+    size_t block = (size_t)slot / BLOCK_SIZE, row = (size_t)slot % BLOCK_SIZE;
+    return ((block * K_HEADS + (size_t)h) * BLOCK_SIZE + row) * HEAD_DIM + (size_t)d;
+}
+
+static size_t v_cache_at(int32_t slot, int h, int d)
+{
+    return ((size_t)slot * K_HEADS + (size_t)h) * HEAD_DIM + (size_t)d;
+}
+
+/* Where one path of the call finds its memory: posenc buffers or host memory (NULL buffers). */
+typedef struct kv_memory {
+    posenc_buffer *q, *k, *v, *slots, *positions, *caches;
+    void *q_host, *k_host, *v_host, *caches_host;
+} kv_memory;
+
+static posenc_tensor kv_tensor(posenc_buffer *buffer, void *host, posenc_dtype dtype,
+                               uint32_t ndim, const int64_t *shape)
+{
+    return buffer ? posenc_tensor_of_buffer(buffer, dtype, ndim, shape)
+                  : posenc_tensor_of_host(host, dtype, ndim, shape);
+}
+
+/* q rotated in place; k only read (mode 0) or rotated in place (mode 1) and into k_cache; v
+ * copied into v_cache. */
+static posenc_rope_desc kv_desc(const kv_memory *m, posenc_dtype dtype, int mode)
+{
+    int64_t e = (int64_t)posenc_dtype_size(dtype);
+    const int64_t k_shape[3] = {TOKENS, K_HEADS, HEAD_DIM};
+    const int64_t cache_shape[4] = {BLOCKS, BLOCK_SIZE, K_HEADS, HEAD_DIM};
+    void *slots_host = (void *)(uintptr_t)kv_slots[mode];
+    void *positions_host = (void *)(uintptr_t)positions;
+    posenc_rope_desc desc = {
+        .q = kv_tensor(m->q, m->q_host, dtype, 3, (int64_t[]){TOKENS, Q_HEADS, HEAD_DIM}),
+        .k = kv_tensor(m->k, m->k_host, dtype, 3, k_shape),
+        .positions = kv_tensor(m->positions, positions_host, POSENC_DTYPE_I32, 1,
+                               (int64_t[]){TOKENS}),
+        .theta = 10000.0,
+        .slot_mapping = kv_tensor(m->slots, slots_host, POSENC_DTYPE_I32, 1,
+                                  (int64_t[]){TOKENS}),
+        .k_cache = kv_tensor(m->caches, m->caches_host, dtype, 4, cache_shape),
+        .v = kv_tensor(m->v, m->v_host, dtype, 3, k_shape),
+        .v_cache = kv_tensor(m->caches, m->caches_host, dtype, 4, cache_shape),
+    };
+    if (mode == 1)
+        desc.k_out = desc.k;
+    size_t cache_bytes = (size_t)CACHE_SLOTS * K_HEADS * HEAD_DIM * (size_t)e;
+    desc.k_cache.offset = GUARD;
+    const int64_t hnd[4] = {K_HEADS * BLOCK_SIZE * HEAD_DIM * e, HEAD_DIM * e,
+                            BLOCK_SIZE * HEAD_DIM * e, e};
+    memcpy(desc.k_cache.strides, hnd, sizeof hnd);
+    desc.v_cache.offset = 2 * GUARD + cache_bytes;
+    return desc;
+}
+
+/* One dtype and mode through the three paths: a synchronous call on host memory, an enqueue on
+ * the caller's queue after the caller's own write of the caches, and a submit; each path's q,
+ * k and whole cache allocation (guards included) bit for bit alike. The synchronous result is
+ * checked against the float64 reference, v, the guards and the rows without a slot. */
+static void kv_case(const engine *e, posenc_context *ctx, posenc_dtype dtype, int mode)
+{
+    size_t element = posenc_dtype_size(dtype);
+    size_t q_bytes = (size_t)TOKENS * Q_HEADS * HEAD_DIM * element;
+    size_t k_count = (size_t)TOKENS * K_HEADS * HEAD_DIM, k_bytes = k_count * element;
+    size_t cache_bytes = (size_t)CACHE_SLOTS * K_HEADS * HEAD_DIM * element;
+    size_t caches_bytes = 3 * GUARD + 2 * cache_bytes;
+    float q_in[TOKENS * Q_HEADS * HEAD_DIM], k_in[TOKENS * K_HEADS * HEAD_DIM];
+    float v_in[TOKENS * K_HEADS * HEAD_DIM];
+    unsigned char q_stored[TOKENS * Q_HEADS * HEAD_DIM * 4];
+    unsigned char k_stored[TOKENS * K_HEADS * HEAD_DIM * 4];
+    unsigned char v_stored[TOKENS * K_HEADS * HEAD_DIM * 4];
+    fill(q_in, q_stored, sizeof q_in / sizeof q_in[0], dtype, 600 + (uint64_t)mode);
+    fill(k_in, k_stored, k_count, dtype, 700 + (uint64_t)mode);
+    fill(v_in, v_stored, k_count, dtype, 800 + (uint64_t)mode);
+
+    /* Each path's results: q, k, then the caches' allocation. */
+    size_t result_bytes = q_bytes + k_bytes + caches_bytes;
+    unsigned char *results[3] = {calloc(1, result_bytes), calloc(1, result_bytes),
+                                 calloc(1, result_bytes)};
+    unsigned char *fill_bytes = malloc(caches_bytes);
+    cl_mem mems[6] = {device_buffer(e, q_bytes, q_stored), device_buffer(e, k_bytes, k_stored),
+                      device_buffer(e, k_bytes, v_stored),
+                      device_buffer(e, sizeof kv_slots[mode], kv_slots[mode]),
+                      device_buffer(e, sizeof positions, positions),
+                      device_buffer(e, caches_bytes, NULL)};
+    posenc_buffer *wrapped[6] = {NULL};
+    bool ready = results[0] && results[1] && results[2] && fill_bytes;
+    for (int i = 0; i < 6 && ready; i++)
+        ready = mems[i] && (wrapped[i] = wrap(ctx, mems[i])) != NULL;
+    CHECK(ready);
+    if (ready) {
+        memset(fill_bytes, CACHE_FILL, caches_bytes);
+        kv_memory device = {.q = wrapped[0], .k = wrapped[1], .v = wrapped[2],
+                            .slots = wrapped[3], .positions = wrapped[4], .caches = wrapped[5]};
+        posenc_rope_desc device_desc = kv_desc(&device, dtype, mode);
+
+        /* posenc_prepare builds what the enqueue runs: it then builds nothing. */
+        posenc_prepare_desc prepare = {.rope = &device_desc, .rope_count = 1};
+        CHECK_OK(posenc_prepare(ctx, &prepare));
+        posenc_stats prepared = stats_of(ctx);
+
+        /* The enqueue waits for the caller's non-blocking write of the caches. */
+        cl_event filled = NULL, rotated = NULL;
+        CHECK_CL(clEnqueueWriteBuffer(e->queue, mems[5], CL_FALSE, 0, caches_bytes, fill_bytes,
+                                      0, NULL, &filled));
+        CHECK_OK(posenc_cl_enqueue_rope(ctx, &device_desc, 1, &filled, &rotated));
+        posenc_stats enqueued = stats_of(ctx);
+        CHECK(enqueued.kernels_built == prepared.kernels_built &&
+              enqueued.kernels_loaded == prepared.kernels_loaded);
+        if (rotated) {
+            CHECK_CL(clWaitForEvents(1, &rotated));
+            clReleaseEvent(rotated);
+        }
+        if (filled)
+            clReleaseEvent(filled);
+        read_buffer(e, mems[0], 0, q_bytes, results[1]);
+        read_buffer(e, mems[1], 0, k_bytes, results[1] + q_bytes);
+        read_buffer(e, mems[5], 0, caches_bytes, results[1] + q_bytes + k_bytes);
+
+        /* Enqueued work runs on device memory only: a host cache is refused, untouched. */
+        kv_memory host_caches = device;
+        host_caches.caches = NULL;
+        host_caches.caches_host = results[0];
+        posenc_rope_desc refused = kv_desc(&host_caches, dtype, mode);
+        CHECK_STATUS(posenc_cl_enqueue_rope(ctx, &refused, 0, NULL, NULL),
+                     POSENC_INVALID_ARGUMENT);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "k_cache.host");
+        CHECK(results[0][0] == 0 && memcmp(results[0], results[0] + 1, result_bytes - 1) == 0);
+
+        /* The submit, on the inputs and caches as they were. */
+        CHECK_CL(clEnqueueWriteBuffer(e->queue, mems[0], CL_TRUE, 0, q_bytes, q_stored, 0, NULL,
+                                      NULL));
+        CHECK_CL(clEnqueueWriteBuffer(e->queue, mems[1], CL_TRUE, 0, k_bytes, k_stored, 0, NULL,
+                                      NULL));
+        CHECK_CL(clEnqueueWriteBuffer(e->queue, mems[5], CL_TRUE, 0, caches_bytes, fill_bytes,
+                                      0, NULL, NULL));
+        posenc_event *submitted = NULL;
+        CHECK_OK(posenc_rope_submit(ctx, &device_desc, &submitted));
+        if (submitted) {
+            CHECK_OK(posenc_event_wait(submitted, UINT64_MAX));
+            posenc_event_destroy(submitted);
+        }
+        read_buffer(e, mems[0], 0, q_bytes, results[2]);
+        read_buffer(e, mems[1], 0, k_bytes, results[2] + q_bytes);
+        read_buffer(e, mems[5], 0, caches_bytes, results[2] + q_bytes + k_bytes);
+        unsigned char v_back[TOKENS * K_HEADS * HEAD_DIM * 4];
+        read_buffer(e, mems[2], 0, k_bytes, v_back);
+        CHECK(memcmp(v_back, v_stored, k_bytes) == 0); /* v is only read */
+
+        /* The synchronous call on host memory, in the results' own layout. */
+        unsigned char *host = results[0];
+        memcpy(host, q_stored, q_bytes);
+        memcpy(host + q_bytes, k_stored, k_bytes);
+        memcpy(host + q_bytes + k_bytes, fill_bytes, caches_bytes);
+        kv_memory host_memory = {.q_host = host, .k_host = host + q_bytes, .v_host = v_stored,
+                                 .caches_host = host + q_bytes + k_bytes};
+        posenc_rope_desc host_desc = kv_desc(&host_memory, dtype, mode);
+        CHECK_OK(posenc_rope(ctx, &host_desc));
+
+        CHECK(memcmp(results[1], host, result_bytes) == 0);
+        CHECK(memcmp(results[2], host, result_bytes) == 0);
+        CHECK(rope_failures(host, q_in, dtype, TOKENS, Q_HEADS, positions, 10000.0, 0) == 0);
+        const unsigned char *k_result = host + q_bytes;
+        if (mode == 0)
+            CHECK(memcmp(k_result, k_stored, k_bytes) == 0);
+        else
+            CHECK(rope_failures(k_result, k_in, dtype, TOKENS, K_HEADS, positions, 10000.0,
+                                0) == 0);
+
+        /* The cache rows of the tokens with a slot, gathered in token order; every other byte
+         * of the allocation still the fill. */
+        const unsigned char *caches = host + q_bytes + k_bytes;
+        unsigned char *expected = malloc(caches_bytes), *gathered = malloc(k_bytes);
+        float k_of[TOKENS * K_HEADS * HEAD_DIM];
+        int32_t at[TOKENS];
+        int rows = 0;
+        CHECK(expected && gathered);
+        if (expected)
+            memset(expected, CACHE_FILL, caches_bytes);
+        for (int t = 0; t < TOKENS && expected && gathered; t++) {
+            int32_t slot = kv_slots[mode][t];
+            if (slot < 0 || slot >= CACHE_SLOTS)
+                continue;
+            for (int h = 0; h < K_HEADS; h++) {
+                for (int d = 0; d < HEAD_DIM; d++) {
+                    size_t token_at = ((size_t)t * K_HEADS + (size_t)h) * HEAD_DIM + (size_t)d;
+                    size_t row_at = ((size_t)rows * K_HEADS + (size_t)h) * HEAD_DIM + (size_t)d;
+                    size_t k_at = GUARD + k_cache_at(slot, h, d) * element;
+                    size_t v_at = 2 * GUARD + cache_bytes + v_cache_at(slot, h, d) * element;
+                    memcpy(gathered + row_at * element, caches + k_at, element);
+                    k_of[row_at] = k_in[token_at];
+                    /* In place, k is k_out: the cache row holds its very bits. */
+                    memcpy(expected + k_at,
+                           mode == 1 ? k_result + token_at * element : caches + k_at, element);
+                    memcpy(expected + v_at, v_stored + token_at * element, element);
+                }
+            }
+            at[rows++] = positions[t];
+        }
+        if (expected && gathered) {
+            CHECK(rows == 3);
+            CHECK(memcmp(caches, expected, caches_bytes) == 0);
+            CHECK(rope_failures(gathered, k_of, dtype, rows, K_HEADS, at, 10000.0, 0) == 0);
+        }
+        free(expected);
+        free(gathered);
+    }
+    for (int i = 0; i < 6; i++) {
+        posenc_buffer_destroy(wrapped[i]);
+        if (mems[i])
+            clReleaseMemObject(mems[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        free(results[i]);
+    free(fill_bytes);
+}
+
+static void test_kv_cache(cl_device_id device)
+{
+    engine e;
+    if (!engine_create(&e, device, 0)) {
+        CHECK(!"engine_create");
+        return;
+    }
+    posenc_context *ctx = context_on(&e);
+    const posenc_dtype dtypes[] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16, POSENC_DTYPE_BF16};
+    for (size_t d = 0; d < 3 && ctx; d++)
+        for (int mode = 0; mode < 2; mode++)
+            kv_case(&e, ctx, dtypes[d], mode);
     posenc_context_destroy(ctx);
     engine_destroy(&e);
 }
@@ -1397,6 +1645,7 @@ int main(void)
             test_mismatched_handles(ids[d]);
             test_dtypes(ids[d]);
             test_prepare(ids[d]);
+            test_kv_cache(ids[d]);
             test_user_event(ids[d]);
             test_destroy_waits(ids[d]);
             test_out_of_order(ids[d]);

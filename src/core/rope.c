@@ -307,11 +307,6 @@ posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *
         return posenc__fail(ctx, POSENC_UNSUPPORTED, "rotary_offset: not yet on the %s backend",
                             posenc_backend_name(ctx->device->info.backend));
 
-    /* KV-CACHE-GUARD: the OpenCL kernels do not write the cache yet. */
-    if (op.has_k_cache && ctx->device->info.backend == POSENC_BACKEND_OPENCL)
-        return posenc__fail(ctx, POSENC_UNSUPPORTED, "k_cache: not yet on the opencl backend");
-
-
     /* With several components, from the largest position of any component. */
     uint32_t sequence_length = desc->scaling.sequence_length;
     if (sequence_length == 0 && (desc->scaling.type == POSENC_ROPE_SCALING_DYNAMIC_NTK ||
