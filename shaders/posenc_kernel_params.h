@@ -64,7 +64,7 @@
 #define POSENC_ROPE_FLAG_K_CACHE 128u
 #define POSENC_ROPE_FLAG_K_CACHE_ONLY 256u
 
-/* rope.comp's push constants (112 bytes): one tensor, q, k or v, over [batch, tokens, heads].
+/* rope.comp's push constants (116 bytes): one tensor, q, k or v, over [batch, tokens, heads].
  * Offsets and strides in elements from the start of each binding. With POSENC_ROPE_FLAG_SLOTS
  * the out strides of batch and token are those of a cache block and of a row in it, and the
  * slots' offset and strides (batch stride 0 for a batch of 1) find each token's i32 slot. */
@@ -96,9 +96,10 @@
     X(POSENC_PARAM_U32, slots_stride_batch)                                                       \
     X(POSENC_PARAM_U32, slots_stride_token)                                                       \
     X(POSENC_PARAM_U32, block_size)                                                               \
-    X(POSENC_PARAM_U32, num_slots)
+    X(POSENC_PARAM_U32, num_slots)                                                                \
+    X(POSENC_PARAM_U32, rotary_offset) /* the first rotated dim (even) */
 
-/* rope.cl's arguments 10..64, after the ten buffers: q and k in one launch. For q, q_out, k and
+/* rope.cl's arguments 10..65, after the ten buffers: q and k in one launch. For q, q_out, k and
  * k_out in turn the offset and the strides of batch, token, head and dim, in elements (0 for
  * dims of size 1); the positions' offset and strides (batch stride 0 when the batch shares the
  * positions, component stride 0 with one component); then the work's sizes; then the paged KV
@@ -160,7 +161,8 @@
     X(POSENC_PARAM_U32, vc_stride_block)                                                          \
     X(POSENC_PARAM_U32, vc_stride_row)                                                            \
     X(POSENC_PARAM_U32, vc_stride_head)                                                           \
-    X(POSENC_PARAM_U32, vc_stride_dim)
+    X(POSENC_PARAM_U32, vc_stride_dim)                                                            \
+    X(POSENC_PARAM_U32, rotary_offset) /* the first rotated dim (even) */
 
 /* ---- Sinusoidal encodings (sinusoidal.comp, sinusoidal.cl) ------------------------------------
  * flags: bits 0-1 the layout (posenc_sinusoidal_layout: 0 interleaved, 1 sin|cos, 2 cos|sin) */
@@ -247,8 +249,8 @@ POSENC_PARAM_CHECK(posenc__copy_push, POSENC_COPY_PUSH);
 POSENC_PARAM_CHECK(posenc__copy_args, POSENC_COPY_ARGS);
 _Static_assert(sizeof(unsigned int) == 4 && sizeof(int) == 4 && sizeof(float) == 4,
                "32-bit parameters");
-_Static_assert(sizeof(posenc__rope_push) == 112, "rope.comp's push constants, 112 bytes");
-_Static_assert(sizeof(posenc__rope_args) == 55 * 4, "rope.cl's arguments 10..64");
+_Static_assert(sizeof(posenc__rope_push) == 116, "rope.comp's push constants, 116 bytes");
+_Static_assert(sizeof(posenc__rope_args) == 56 * 4, "rope.cl's arguments 10..65");
 _Static_assert(sizeof(posenc__sinusoidal_params) == 72,
                "sinusoidal.comp's push constants, sinusoidal.cl's arguments 4..21");
 #endif

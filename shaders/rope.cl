@@ -2,8 +2,9 @@
 /* Rotary position embeddings (posenc_rope) for q and k of one layer in one launch:
  *   (x_a, x_b) -> (x_a c - x_b s, x_a s + x_b c),  s, c = attention_factor * sin, cos(t)
  * with t = +-position * inv_freq[j] reduced exactly (angle.cl). NeoX pairs dim j with
- * j + rotary_dim/2, GPT-J dim 2j with 2j+1. Dims from rotary_dim to head_dim are copied
- * unchanged when a tensor is rotated out of place (and left alone in place).
+ * j + rotary_dim/2, GPT-J dim 2j with 2j+1, counted from rotary_offset (0 but for a rotary
+ * part inside the head). The other dims are copied unchanged when a tensor is rotated out of
+ * place (and left alone in place).
  * With POSENC_ROPE_FLAG_K_CACHE the same launch also writes the paged KV cache: each k head of
  * token (b, t), rotated exactly as for k_out, is stored in row slot_mapping[b, t] of k_cache,
  * and each v head is copied bit for bit into the same row of v_cache; a slot outside
@@ -28,7 +29,7 @@
  *          POSENC_ROPE_FLAG_K_CACHE (v and v_cache with v_heads > 0), else any buffer
  *   9      freqs      global uint triplets (int_turns, frac_hi, frac_lo), rotary_dim/2 of them,
  *                     then rotary_dim/2 uints: the position component each frequency uses
- *   10..64 POSENC_ROPE_ARGS of posenc_kernel_params.h: offsets and strides of the tensors, the
+ *   10..65 POSENC_ROPE_ARGS of posenc_kernel_params.h: offsets and strides of the tensors, the
  *          positions' layout, the sizes, the chunk size (heads_per_unit), the lanes
  *          (rotary_dim/2, plus head_dim - rotary_dim when a copy is needed), position_offset
  *          (positions absent: position = position_offset + token, every component), the
@@ -105,7 +106,10 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
             const global POSENC_BITS_TYPE *q_bits = (const global POSENC_BITS_TYPE *)q;
             const global POSENC_BITS_TYPE *k_bits = (const global POSENC_BITS_TYPE *)k;
             const global POSENC_BITS_TYPE *v_bits = (const global POSENC_BITS_TYPE *)v;
-            uint d = rotary_dim + (lane - half_count);
+            /* Those before rotary_offset, then those after the rotated dims. */
+            uint d = lane - half_count;
+            if (d >= rotary_offset)
+                d += rotary_dim;
             for (uint h = head_begin; h < head_end; h++) {
                 if (h < q_heads) {
                     if (q_copied)
@@ -159,7 +163,7 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
         s = s * attention_factor;
         c = c * attention_factor;
 
-        uint dim_a = lane * first_step;
+        uint dim_a = rotary_offset + lane * first_step;
         uint dim_b = dim_a + second;
         for (uint h = head_begin; h < head_end; h++) {
             if (h >= qk_heads) { /* v: its two dims copied as bits into the cache row */

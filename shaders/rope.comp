@@ -2,8 +2,9 @@
 // RoPE (posenc_rope) on one tensor, q or k, over a box of [batch, tokens, heads]:
 //   (x_a, x_b) -> (x_a c - x_b s, x_a s + x_b c),  s = +-attention_factor * sin(t),
 //   c = attention_factor * cos(t),  t = position * inv_freq[j]
-// with (a, b) = (j, j + pairs) in the NeoX style and (2j, 2j + 1) in the GPT-J style. Out of
-// place, dims from 2 * pairs to head_dim are copied unchanged. Angles follow angle.glsl.
+// with (a, b) = (j, j + pairs) in the NeoX style and (2j, 2j + 1) in the GPT-J style, counted
+// from rotary_offset (0 but for a rotary part inside the head). Out of place, the other dims are
+// copied unchanged. Angles follow angle.glsl.
 //
 // One invocation per (row, pair j) computes sin and cos once and rotates pair j of a run of
 // `heads_per_invocation` heads; consecutive invocations take consecutive pairs, so each head's
@@ -155,7 +156,11 @@ void main()
             in_row = out_row;
 
         if (j >= pairs) {
-            uint d = 2u * pairs + 2u * (j - pairs);
+            // The pass-through dims: those before rotary_offset, then those after the rotated
+            // ones (rotary_offset is even, so a unit's two dims never straddle them).
+            uint d = 2u * (j - pairs);
+            if (d >= params.rotary_offset)
+                d += 2u * pairs;
             for (uint h = first_head; h < end_head; h++)
                 copy_dims(in_row + h * params.in_stride_head, out_row + h * params.out_stride_head,
                           d);
@@ -174,8 +179,8 @@ void main()
         precise float scaled_s = s * params.attention_factor;
         precise float scaled_c = c * params.attention_factor;
 
-        uint da = gptj ? 2u * j : j;
-        uint db = gptj ? da + 1u : j + pairs;
+        uint da = params.rotary_offset + (gptj ? 2u * j : j);
+        uint db = gptj ? da + 1u : da + pairs;
         uint in_stride_dim = in_place ? params.out_stride_dim : params.in_stride_dim;
         uint in_stride_head = in_place ? params.out_stride_head : params.in_stride_head;
         for (uint h = first_head; h < end_head; h++) {

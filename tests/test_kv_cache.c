@@ -21,7 +21,8 @@ typedef struct kv_case {
     const char *name;
     posenc_rope_style style;
     int64_t batch, tokens, q_heads, k_heads, head_dim;
-    uint32_t rotary_dim;        /* 0: head_dim */
+    uint32_t rotary_dim;        /* 0: head_dim - rotary_offset */
+    uint32_t rotary_offset;
     int64_t blocks, block_size; /* blocks 0: a 3-D cache of block_size slots */
     bool hnd;                   /* 4-D cache stored [blocks, heads, block_size, dim] */
     bool fused_kv;              /* k and v interleaved per token in one allocation */
@@ -39,15 +40,15 @@ static const int32_t slots_decode[] = {37};
 static const int32_t positions_decode[] = {1048575};
 
 static const kv_case cases[] = {
-    {"neox, 3-D cache, k read only, v", POSENC_ROPE_NEOX, 1, 5, 4, 2, 64, 0, 0, 16, false,
+    {"neox, 3-D cache, k read only, v", POSENC_ROPE_NEOX, 1, 5, 4, 2, 64, 0, 0, 0, 16, false,
      false, K_READ_ONLY, true, NULL, slots_mixed},
-    {"gptj partial, batch 2, HND blocks, k in place, v", POSENC_ROPE_GPTJ, 2, 3, 2, 2, 48, 32,
+    {"gptj partial, batch 2, HND blocks, k in place, v", POSENC_ROPE_GPTJ, 2, 3, 2, 2, 48, 32, 0,
      4, 4, true, false, K_IN_PLACE, true, positions_batch, slots_batch},
-    {"neox 6 of 10, k_out, slot edges", POSENC_ROPE_NEOX, 1, 7, 3, 1, 10, 6, 0, 8, false, false,
-     K_OUT, false, NULL, slots_edges},
-    {"gptj, fused kv, NHD blocks, v", POSENC_ROPE_GPTJ, 1, 5, 2, 3, 16, 0, 4, 4, false, true,
+    {"neox 6 of 10 from dim 2, k_out, slot edges", POSENC_ROPE_NEOX, 1, 7, 3, 1, 10, 6, 2, 0, 8,
+     false, false, K_OUT, false, NULL, slots_edges},
+    {"gptj, fused kv, NHD blocks, v", POSENC_ROPE_GPTJ, 1, 5, 2, 3, 16, 0, 0, 4, 4, false, true,
      K_READ_ONLY, true, NULL, slots_mixed},
-    {"decode 32+8 x 128 at 2^20", POSENC_ROPE_NEOX, 1, 1, 32, 8, 128, 0, 0, 64, false, false,
+    {"decode 32+8 x 128 at 2^20", POSENC_ROPE_NEOX, 1, 1, 32, 8, 128, 0, 0, 0, 64, false, false,
      K_READ_ONLY, true, positions_decode, slots_decode},
 };
 
@@ -119,7 +120,8 @@ static bool run_case(posenc_context *context, const kv_case *c, posenc_dtype dty
 {
     const size_t e = posenc_dtype_size(dtype);
     const int64_t B = c->batch, T = c->tokens, HQ = c->q_heads, HK = c->k_heads, D = c->head_dim;
-    const uint32_t rot = c->rotary_dim ? c->rotary_dim : (uint32_t)D;
+    const uint32_t first = c->rotary_offset;
+    const uint32_t rot = c->rotary_dim ? c->rotary_dim : (uint32_t)D - first;
     const size_t q_count = (size_t)(B * T * HQ * D), k_count = (size_t)(B * T * HK * D);
     const size_t cache_count = (size_t)(num_slots(c) * HK * D);
     int failures_before = test_failures;
@@ -199,6 +201,7 @@ static bool run_case(posenc_context *context, const kv_case *c, posenc_dtype dty
     posenc_rope_desc desc = {
         .q = test_memory_tensor(&run.q, dtype, 0, 4, q_shape, NULL),
         .rotary_dim = c->rotary_dim,
+        .rotary_offset = c->rotary_offset,
         .style = c->style,
         .slot_mapping = test_memory_tensor(&run.slots, POSENC_DTYPE_I32, 0, 2, bt_shape, NULL),
         .k_cache = cache_tensor(c, &run.k_cache, dtype),
@@ -226,6 +229,7 @@ static bool run_case(posenc_context *context, const kv_case *c, posenc_dtype dty
         .k = test_memory_tensor(&run.plain_k, dtype, 0, 4, k_shape, NULL),
         .positions = desc.positions,
         .rotary_dim = c->rotary_dim,
+        .rotary_offset = c->rotary_offset,
         .style = c->style,
     };
 
@@ -278,8 +282,10 @@ static bool run_case(posenc_context *context, const kv_case *c, posenc_dtype dty
                 for (int64_t d = 0; d < D; d++)
                     x[d] = ref_load(dtype, k_values + at + (size_t)d * e);
                 double position = c->positions ? c->positions[token] : (double)(token % T);
-                ref_rope_head(x, ref, (uint32_t)D, rot, c->style, inv_freq, position, factor,
-                              false);
+                /* The head from rotary_offset on, rotated as a head of its own. */
+                memcpy(ref, x, sizeof ref[0] * first);
+                ref_rope_head(x + first, ref + first, (uint32_t)D - first, rot, c->style,
+                              inv_freq, position, factor, false);
             }
             for (int64_t d = 0; d < D; d++) {
                 const unsigned char *got = run.k_cache.bytes + cache_at(c, e, slot, h, d);
@@ -293,14 +299,16 @@ static bool run_case(posenc_context *context, const kv_case *c, posenc_dtype dty
                 } else {
                     good = memcmp(got, run.plain_k.bytes + at + (size_t)d * e, e) == 0 &&
                            (!v_got || memcmp(v_got, v_values + at + (size_t)d * e, e) == 0);
-                    if (d < rot) {
-                        uint32_t j = c->style == POSENC_ROPE_GPTJ ? (uint32_t)d / 2
-                                                                  : (uint32_t)d % (rot / 2);
+                    if (d >= first && d < first + rot) {
+                        uint32_t r = (uint32_t)d - first;
+                        uint32_t j = c->style == POSENC_ROPE_GPTJ ? r / 2 : r % (rot / 2);
                         uint32_t ia, ib;
                         ref_rope_pair(c->style, rot, j, &ia, &ib);
                         good = ref_check(&stats, dtype, ref_load(dtype, got), ref[d],
-                                         hypot(ref[ia], ref[ib]), 0.0) &&
+                                         hypot(ref[first + ia], ref[first + ib]), 0.0) &&
                                good;
+                    } else {
+                        good = good && ref_load(dtype, got) == x[d];
                     }
                 }
                 if (!good) {

@@ -302,10 +302,6 @@ posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *
         status = posenc__rope_resolve_cache(ctx, desc, &op);
     if (status != POSENC_OK)
         return status;
-    /* ROTARY-OFFSET-GUARD: the GPU kernels rotate from dim 0 only, so far. */
-    if (op.rotary_offset && ctx->device->info.backend != POSENC_BACKEND_CPU)
-        return posenc__fail(ctx, POSENC_UNSUPPORTED, "rotary_offset: not yet on the %s backend",
-                            posenc_backend_name(ctx->device->info.backend));
 
     /* With several components, from the largest position of any component. */
     uint32_t sequence_length = desc->scaling.sequence_length;

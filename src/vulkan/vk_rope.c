@@ -76,6 +76,7 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
         .heads_per_invocation = (uint32_t)split.heads_per_unit,
         .pairs = job->pairs,
         .head_dim = (uint32_t)op->head_dim,
+        .rotary_offset = job->pairs ? op->rotary_offset : 0, /* v's copy: every dim from 0 */
         /* Absent positions: the box's first token is token start[1]; the front end checked
          * that position_offset + tokens - 1 stays an int32. */
         .position_offset = (int32_t)((int64_t)op->position_offset + box->start[1]),
