@@ -111,6 +111,11 @@ static PyMethodDef methods[] = {
      "NotImplemented for arrays it leaves to the general path."},
     {"_bench_c_rope", (PyCFunction)(void (*)(void))pyposenc_bench_c_rope, METH_FASTCALL,
      "_bench_c_rope(context, q, k, offset, calls) -> seconds per posenc_rope call, timed in C."},
+    {"prepare_buffers", pyposenc_prepare_buffers, METH_VARARGS,
+     "prepare_buffers(context, ropes, sinusoidals): posenc_prepare for lists of keyword dicts\n"
+     "in rope_buffers' and sinusoidal's own form; see Context.prepare."},
+    {"_set_prepare_general", pyposenc_set_prepare_general, METH_O,
+     "_set_prepare_general(function): what converts Context.prepare's arguments."},
     {"sinusoidal", (PyCFunction)(void (*)(void))pyposenc_sinusoidal,
      METH_VARARGS | METH_KEYWORDS, "Low-level sinusoidal encoding; see posenc.sinusoidal."},
     {NULL, NULL, 0, NULL},
