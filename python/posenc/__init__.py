@@ -223,6 +223,9 @@ def _slots(slot_mapping):
                                 and slot_mapping.dtype == np.int32):
         return slot_mapping
     module = type(slot_mapping).__module__ or ""
+    if not module.startswith("torch") and not isinstance(slot_mapping, (np.ndarray, list, tuple)) \
+            and hasattr(slot_mapping, "__dlpack__"):
+        return slot_mapping  # read through DLPack in C, its dtype checked there
     if module.startswith("torch"):
         _torch_memory(slot_mapping, "slot_mapping")
         slot_mapping = slot_mapping.detach().resolve_neg().numpy()
