@@ -242,7 +242,7 @@ def _slots(slot_mapping):
 
 
 def _rope_arguments(q, k=None, *, positions=None, offset=0, theta=None, style="neox",
-                    rotary_dim=None, inverse=False, scaling=None, multimodal=None,
+                    rotary_dim=None, rotary_offset=0, inverse=False, scaling=None, multimodal=None,
                     mrope_section=None, components=None, component_map=None, layout="bthd",
                     out=None, k_out=None, k_cache=None, slot_mapping=None, v=None,
                     v_cache=None, attention_factor=None):
@@ -281,8 +281,8 @@ def _rope_arguments(q, k=None, *, positions=None, offset=0, theta=None, style="n
     return dict(
         q=bq, k=bk, q_out=bq_out, k_out=bk_out, positions=_positions(positions),
         offset=int(offset), theta=float(theta), style=_name(_STYLES, style, "style"),
-        rotary_dim=int(rotary_dim or 0), inverse=bool(inverse),
-        attention_factor=float(attention_factor or 0.0), scaling=scaling,
+        rotary_dim=int(rotary_dim or 0), rotary_offset=int(rotary_offset or 0),
+        inverse=bool(inverse), attention_factor=float(attention_factor or 0.0), scaling=scaling,
         multimodal=_name(_MULTIMODAL, multimodal, "multimodal"), mrope_section=mrope_section,
         components=int(components or 0), component_map=component_map, layout=layout,
         bf16=bf16, k_cache=bk_cache, slot_mapping=_slots(slot_mapping), v=bv,
@@ -290,7 +290,7 @@ def _rope_arguments(q, k=None, *, positions=None, offset=0, theta=None, style="n
 
 
 def _rope_general(q, k=None, *, positions=None, offset=0, theta=None, style="neox",
-                  rotary_dim=None, inverse=False, scaling=None, multimodal=None,
+                  rotary_dim=None, rotary_offset=0, inverse=False, scaling=None, multimodal=None,
                   mrope_section=None, components=None, component_map=None, layout="bthd",
                   out=None, k_out=None, k_cache=None, slot_mapping=None, v=None, v_cache=None,
                   attention_factor=None, context=None):
@@ -300,7 +300,7 @@ def _rope_general(q, k=None, *, positions=None, offset=0, theta=None, style="neo
         context = default_context()
     _posenc.rope_buffers(context, **_rope_arguments(
         q, k, positions=positions, offset=offset, theta=theta, style=style,
-        rotary_dim=rotary_dim, inverse=inverse, scaling=scaling, multimodal=multimodal,
+        rotary_dim=rotary_dim, rotary_offset=rotary_offset, inverse=inverse, scaling=scaling, multimodal=multimodal,
         mrope_section=mrope_section, components=components, component_map=component_map,
         layout=layout, out=out, k_out=k_out, k_cache=k_cache, slot_mapping=slot_mapping, v=v,
         v_cache=v_cache, attention_factor=attention_factor))

@@ -57,7 +57,7 @@ _Multimodal = Literal["none", "1d", "mrope", "mrope_interleaved", "vision_2d",
 @overload
 def rope(q: _A, k: None = None, *, positions: Any = None, offset: int = 0,
          theta: float | None = None, style: _Style = "neox", rotary_dim: int | None = None,
-         inverse: bool = False, scaling: Mapping[str, Any] | Any | None = None,
+         rotary_offset: int = 0, inverse: bool = False, scaling: Mapping[str, Any] | Any | None = None,
          multimodal: _Multimodal = None, mrope_section: Sequence[int] | None = None,
          components: int | None = None, component_map: Sequence[int] | Any | None = None,
          layout: Literal["bthd", "bhtd"] = "bthd", out: _A | None = None, k_out: None = None,
@@ -66,7 +66,8 @@ def rope(q: _A, k: None = None, *, positions: Any = None, offset: int = 0,
          context: Context | None = None) -> _A: ...
 @overload
 def rope(q: _A, k: _B, *, positions: Any = None, offset: int = 0, theta: float | None = None,
-         style: _Style = "neox", rotary_dim: int | None = None, inverse: bool = False,
+         style: _Style = "neox", rotary_dim: int | None = None, rotary_offset: int = 0,
+         inverse: bool = False,
          scaling: Mapping[str, Any] | Any | None = None, multimodal: _Multimodal = None,
          mrope_section: Sequence[int] | None = None, components: int | None = None,
          component_map: Sequence[int] | Any | None = None,

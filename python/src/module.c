@@ -67,7 +67,8 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
 /* posenc.rope's documentation; the first line is its signature for inspect and help(). */
 #define ROPE_DOC                                                                                   \
     "rope($module, q, k=None, *, positions=None, offset=0, theta=None, style='neox', "             \
-    "rotary_dim=None, inverse=False, scaling=None, multimodal=None, mrope_section=None, "          \
+    "rotary_dim=None, rotary_offset=0, inverse=False, scaling=None, multimodal=None, "             \
+    "mrope_section=None, "                                                                         \
     "components=None, component_map=None, layout='bthd', out=None, k_out=None, "                   \
     "k_cache=None, slot_mapping=None, v=None, v_cache=None, attention_factor=None, "               \
     "context=None)\n"                                                                              \
@@ -84,7 +85,9 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
     "positions: int32 or float32 [tokens] or [batch, tokens] (multimodal kinds: a component\n"     \
     "axis innermost); default offset + token index. theta: the frequency base (default\n"          \
     "10000, or an HF config's rope_theta). style: \"neox\" (half split, HF/Llama) or\n"            \
-    "\"gptj\" (interleaved pairs). rotary_dim: leading dims rotated (default head_dim).\n"         \
+    "\"gptj\" (interleaved pairs). rotary_dim: dims rotated (default head_dim -\n"                 \
+    "rotary_offset). rotary_offset: the first rotated dim (default 0; DeepSeek's MLA,\n"           \
+    "ggml_rope_set_offset).\n"                                                                     \
     "inverse: rotate back. scaling: a dict in posenc form ({\"type\": \"yarn\", \"factor\":\n"     \
     "4.0, \"original_max_positions\": 4096, ...}, the fields of C's posenc_rope_scaling, e.g.\n"   \
     "\"yarn_ggml\" with freq_scale and ext_factor) or an HF transformers rope_scaling /\n"         \

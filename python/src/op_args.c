@@ -66,9 +66,9 @@ static int parse_component_map(PyObject *object, const posenc_rope_desc *desc, u
         return -1;
     }
     int64_t head_dim = desc->q.ndim ? desc->q.shape[desc->q.ndim - 1] : 0;
-    int64_t rotary_dim = desc->rotary_dim ? (int64_t)desc->rotary_dim : head_dim;
-    if (rotary_dim > 0 && rotary_dim % 2 == 0 && rotary_dim <= head_dim &&
-        n != rotary_dim / 2) {
+    int64_t rotated = head_dim - (int64_t)desc->rotary_offset;
+    int64_t rotary_dim = desc->rotary_dim ? (int64_t)desc->rotary_dim : rotated;
+    if (rotary_dim > 0 && rotary_dim % 2 == 0 && rotary_dim <= rotated && n != rotary_dim / 2) {
         pyposenc_raisef(POSENC_INVALID_SHAPE,
                         "component_map: %zd entries, but rotary_dim/2 = %lld are expected", n,
                         (long long)(rotary_dim / 2));
@@ -113,23 +113,23 @@ int pyposenc_rope_args_parse(PyObject *positional, PyObject *kwargs, pyposenc_ro
                                "style", "rotary_dim", "inverse", "attention_factor", "scaling",
                                "multimodal", "mrope_section", "layout", "bf16", "k_cache",
                                "slot_mapping", "v", "v_cache", "components", "component_map",
-                               NULL};
+                               "rotary_offset", NULL};
     PyObject *objects[PYPOSENC_ROPE_VIEWS];
     for (int i = 0; i < PYPOSENC_ROPE_VIEWS; i++) {
         objects[i] = Py_None;
     }
     PyObject *scaling_object = Py_None, *section_object = Py_None, *map_object = Py_None;
     int offset = 0, style = 0, inverse = 0, multimodal = 0, bf16 = 0;
-    unsigned int rotary_dim = 0, components = 0;
+    unsigned int rotary_dim = 0, components = 0, rotary_offset = 0;
     double theta = 0.0, attention_factor = 0.0;
     const char *layout = "bthd";
     memset(args, 0, sizeof *args);
     if (!PyArg_ParseTupleAndKeywords(
-            positional, kwargs, "O|$OOOOidiIpdOiOspOOOOIO:rope_buffers", keywords, &objects[0],
+            positional, kwargs, "O|$OOOOidiIpdOiOspOOOOIOI:rope_buffers", keywords, &objects[0],
             &objects[2], &objects[1], &objects[3], &objects[4], &offset, &theta, &style,
             &rotary_dim, &inverse, &attention_factor, &scaling_object, &multimodal,
             &section_object, &layout, &bf16, &objects[5], &objects[6], &objects[7], &objects[8],
-            &components, &map_object)) {
+            &components, &map_object, &rotary_offset)) {
         return -1;
     }
     int swap = 0;
@@ -143,6 +143,7 @@ int pyposenc_rope_args_parse(PyObject *positional, PyObject *kwargs, pyposenc_ro
     *desc = (posenc_rope_desc){
         .position_offset = offset,
         .rotary_dim = rotary_dim,
+        .rotary_offset = rotary_offset,
         .style = (posenc_rope_style)style,
         .theta = theta,
         .attention_factor = attention_factor,
