@@ -300,7 +300,8 @@ def _rope_general(q, k=None, *, positions=None, offset=0, theta=None, style="neo
         context = default_context()
     _posenc.rope_buffers(context, **_rope_arguments(
         q, k, positions=positions, offset=offset, theta=theta, style=style,
-        rotary_dim=rotary_dim, rotary_offset=rotary_offset, inverse=inverse, scaling=scaling, multimodal=multimodal,
+        rotary_dim=rotary_dim, rotary_offset=rotary_offset, inverse=inverse, scaling=scaling,
+        multimodal=multimodal,
         mrope_section=mrope_section, components=components, component_map=component_map,
         layout=layout, out=out, k_out=k_out, k_cache=k_cache, slot_mapping=slot_mapping, v=v,
         v_cache=v_cache, attention_factor=attention_factor))

@@ -116,3 +116,20 @@ def test_bad_input_names_the_field(rng, case, error, words):
     with pytest.raises(error, match=words):
         posenc.rope(q, **kw)
     np.testing.assert_array_equal(q, before)
+
+
+def test_map_length_counts_from_rotary_offset(rng):
+    # with rotary_offset 4 of head_dim 8, rotary_dim defaults to 4: two frequencies
+    q = _data(rng, (1, 3, 2, 8), np.float32)
+    q0 = q.copy()
+    positions = np.array([[1, 100], [2, 200], [3, 300]], np.int32)
+    kw = dict(positions=positions, multimodal="positions_map", components=2, rotary_offset=4,
+              context=posenc.Context("cpu"))
+    with pytest.raises(posenc.InvalidShape, match="component_map: 4 entries, but rotary_dim/2 = 2"):
+        posenc.rope(q, component_map=[0, 1, 1, 0], **kw)
+    np.testing.assert_array_equal(q, q0)
+    posenc.rope(q, component_map=[1, 0], **kw)
+    exact, scale = ref_rope(q0[..., 4:].astype(np.float64),
+                            positions[None][..., [1, 0]].astype(np.float64))
+    check(q[..., 4:], exact, scale, "float32")
+    np.testing.assert_array_equal(q[..., :4], q0[..., :4])
