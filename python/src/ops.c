@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* posenc._posenc.rope and .sinusoidal: keyword arguments mirroring the C descriptors, arrays
- * as tensor views with no copy, the work done with the GIL released. */
+/* posenc._posenc.rope_buffers and .sinusoidal (their arguments read by op_args.c) and
+ * rope_plain, run on a context's lock with the GIL released. */
 #include "pyposenc.h"
 
 #include <limits.h>
