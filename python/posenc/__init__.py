@@ -355,7 +355,8 @@ def _prepare_calls(calls, kind, convert):
         except Error as error:
             raise _placed(error, place) from None
         except TypeError as error:  # a keyword the call does not take, or a missing array
-            raise _error("InvalidArgument", "INVALID_ARGUMENT", f"{kind}[{i}]: {error}") from None
+            text = str(error).replace(f"_{kind}_arguments()", f"{kind}()")
+            raise _error("InvalidArgument", "INVALID_ARGUMENT", f"{kind}[{i}]: {text}") from None
     return converted
 
 
