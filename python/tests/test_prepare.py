@@ -119,3 +119,24 @@ def test_prepare_on_a_closed_context(rng):
     ctx.close()
     with pytest.raises(posenc.InvalidArgument, match="closed"):
         ctx.prepare(rope=dict(q=_data(rng, (1, 2, 1, 8))))
+
+
+@pytest.mark.parametrize("selector", DEVICES)
+def test_prepare_a_kv_cache_call(selector, rng):
+    q = _data(rng, (1, 3, 4, 16))
+    k = _data(rng, (1, 3, 2, 16))
+    v = _data(rng, (1, 3, 2, 16))
+    k0 = k.copy()
+    k_cache, v_cache = np.zeros((2, 4, 2, 16), np.float32), np.zeros((2, 4, 2, 16), np.float32)
+    call = dict(q=q, k=k, v=v, k_cache=k_cache, v_cache=v_cache, slot_mapping=[6, 0, 3])
+    with posenc.Context(selector, allow_software=True) as ctx:
+        ctx.prepare(rope=call)
+        np.testing.assert_array_equal(k_cache, 0)
+        np.testing.assert_array_equal(v_cache, 0)
+        made = _kernels(ctx)
+        posenc.rope(**call, context=ctx)
+        assert _kernels(ctx) == made
+    exact, scale = ref_rope(k0.astype(np.float64), np.arange(3.0)[None])
+    rows = k_cache.reshape(8, 2, 16)[[6, 0, 3]]
+    check(rows[None], exact, scale, "float32")
+    np.testing.assert_array_equal(v_cache.reshape(8, 2, 16)[[6, 0, 3]], v[0])
