@@ -46,6 +46,7 @@ _MULTIMODAL = {
     "vision_2d": 3,
     "vision_2d_pixtral": 4,
     "pixtral": 4,
+    "positions_map": 5,
 }
 _SINUSOIDAL_LAYOUTS = {"interleaved": 0, "sin_cos": 1, "cos_sin": 2}
 _SCALING_TYPES = {"none", "linear", "ntk", "dynamic_ntk", "dynamic-ntk", "yarn", "llama3",
@@ -215,18 +216,42 @@ def _name(table, value, what):
     return table[key]
 
 
-def _rope_general(q, k=None, *, positions=None, offset=0, theta=None, style="neox",
-                  rotary_dim=None, inverse=False, scaling=None, multimodal=None,
-                  mrope_section=None, layout="bthd", out=None, k_out=None,
-                  attention_factor=None, context=None):
-    """posenc.rope's calls that C does not do alone: options, conversions (bf16, torch, lists),
-    new arrays. posenc.rope (in C) hands them here as they came."""
-    if context is None:
-        context = default_context()
-    form = None
+def _slots(slot_mapping):
+    """slot_mapping as int32: int32 arrays as they are, other integers (lists, int64) checked
+    and converted; anything else left for posenc to refuse, naming the field."""
+    if slot_mapping is None or (type(slot_mapping) is np.ndarray
+                                and slot_mapping.dtype == np.int32):
+        return slot_mapping
+    module = type(slot_mapping).__module__ or ""
+    if not module.startswith("torch") and not isinstance(slot_mapping, (np.ndarray, list, tuple)) \
+            and hasattr(slot_mapping, "__dlpack__"):
+        return slot_mapping  # read through DLPack in C, its dtype checked there
+    if module.startswith("torch"):
+        _torch_memory(slot_mapping, "slot_mapping")
+        slot_mapping = slot_mapping.detach().resolve_neg().numpy()
+    array = np.asarray(slot_mapping)
+    if array.dtype == np.int32:
+        return slot_mapping if isinstance(slot_mapping, np.ndarray) else array
+    if np.issubdtype(array.dtype, np.integer):
+        if array.size and (array.min() < -2**31 or array.max() > 2**31 - 1):
+            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                         "slot_mapping: a value is outside int32")
+        return array.astype(np.int32)
+    raise _error("InvalidDtype", "INVALID_DTYPE",
+                 f"slot_mapping: dtype {array.dtype} is not int32")
+
+
+def _rope_arguments(q, k=None, *, positions=None, offset=0, theta=None, style="neox",
+                    rotary_dim=None, rotary_offset=0, inverse=False, scaling=None, multimodal=None,
+                    mrope_section=None, components=None, component_map=None, layout="bthd",
+                    out=None, k_out=None, k_cache=None, slot_mapping=None, v=None,
+                    v_cache=None, attention_factor=None):
+    """posenc.rope's arguments (context aside) as rope_buffers' keywords: HF configs read,
+    names to values, bf16 and torch arrays as buffers, positions and slots as int32."""
     if scaling is not None:
         head_dim = q.shape[-1] if hasattr(q, "shape") and len(q.shape) else None
         form, extras = _scaling(scaling, head_dim, rotary_dim)
+        scaling = form
         if attention_factor is None:
             attention_factor = extras.get("attention_factor")
         if mrope_section is None:
@@ -239,20 +264,47 @@ def _rope_general(q, k=None, *, positions=None, offset=0, theta=None, style="neo
             theta = extras.get("theta")
     if theta is None:
         theta = 10000.0
+    # with a cache, k is only read unless k_out is given
     bq, bf16_q = _buffer(q, "q", written=out is None)
-    bk, bf16_k = _buffer(k, "k", written=k_out is None)
+    bk, bf16_k = _buffer(k, "k", written=k_out is None and k_cache is None)
     bq_out, bf16_q_out = _buffer(out, "q_out", written=True)
     bk_out, bf16_k_out = _buffer(k_out, "k_out", written=True)
-    bf16 = bf16_q or bf16_k or bf16_q_out or bf16_k_out
+    bk_cache, bf16_k_cache = _buffer(k_cache, "k_cache", written=True)
+    bv, bf16_v = _buffer(v, "v")
+    bv_cache, bf16_v_cache = _buffer(v_cache, "v_cache", written=True)
+    bf16 = (bf16_q or bf16_k or bf16_q_out or bf16_k_out or bf16_k_cache or bf16_v
+            or bf16_v_cache)
     if mrope_section is not None:
         mrope_section = tuple(int(s) for s in mrope_section)
-    _posenc.rope_buffers(
-        context, bq, k=bk, q_out=bq_out, k_out=bk_out, positions=_positions(positions),
+    if component_map is not None and not isinstance(component_map, (bytes, bytearray)):
+        component_map = [int(c) for c in np.asarray(component_map).reshape(-1)]
+    return dict(
+        q=bq, k=bk, q_out=bq_out, k_out=bk_out, positions=_positions(positions),
         offset=int(offset), theta=float(theta), style=_name(_STYLES, style, "style"),
-        rotary_dim=int(rotary_dim or 0), inverse=bool(inverse),
-        attention_factor=float(attention_factor or 0.0), scaling=form,
+        rotary_dim=int(rotary_dim or 0), rotary_offset=int(rotary_offset or 0),
+        inverse=bool(inverse), attention_factor=float(attention_factor or 0.0), scaling=scaling,
         multimodal=_name(_MULTIMODAL, multimodal, "multimodal"), mrope_section=mrope_section,
-        layout=layout, bf16=bf16)
+        components=int(components or 0), component_map=component_map, layout=layout,
+        bf16=bf16, k_cache=bk_cache, slot_mapping=_slots(slot_mapping), v=bv,
+        v_cache=bv_cache)
+
+
+def _rope_general(q, k=None, *, positions=None, offset=0, theta=None, style="neox",
+                  rotary_dim=None, rotary_offset=0, inverse=False, scaling=None, multimodal=None,
+                  mrope_section=None, components=None, component_map=None, layout="bthd",
+                  out=None, k_out=None, k_cache=None, slot_mapping=None, v=None, v_cache=None,
+                  attention_factor=None, context=None):
+    """posenc.rope's calls that C does not do alone: options, conversions (bf16, torch, lists),
+    new arrays, the KV cache. posenc.rope (in C) hands them here as they came."""
+    if context is None:
+        context = default_context()
+    _posenc.rope_buffers(context, **_rope_arguments(
+        q, k, positions=positions, offset=offset, theta=theta, style=style,
+        rotary_dim=rotary_dim, rotary_offset=rotary_offset, inverse=inverse, scaling=scaling,
+        multimodal=multimodal,
+        mrope_section=mrope_section, components=components, component_map=component_map,
+        layout=layout, out=out, k_out=k_out, k_cache=k_cache, slot_mapping=slot_mapping, v=v,
+        v_cache=v_cache, attention_factor=attention_factor))
     q_written = q if out is None else out
     if k is None:
         return q_written
@@ -274,23 +326,56 @@ def _new_array(shape, dtype):
     return np.empty(shape, names.get(dtype, dtype) if isinstance(dtype, str) else dtype)
 
 
-def sinusoidal(out=None, *, positions=None, rows=None, d_model=None, batch=None, offset=0,
-               x=None, layout="interleaved", base=10000.0, freq_shift=0.0, position_scale=1.0,
-               input_scale=1.0, output_scale=1.0, dtype="float32", context=None):
-    """Sinusoidal position encodings (Vaswani et al.; diffusion timestep embeddings).
+def _placed(error, place):
+    """The same posenc error with its message preceded by the call it comes from."""
+    placed = type(error)(f"{place}{error}")
+    placed.status, placed.code = error.status, error.code
+    return placed
 
-    Writes ``out[b, r, :] = x[b, r, :] * input_scale + output_scale * PE(p)`` (without x: the
-    table ``output_scale * PE(p)``), p the position of row r: ``positions`` (int32 or float32
-    [rows] or [batch, rows]) times position_scale, or ``offset + r``. PE(p) holds d_model
-    values at frequencies ``base ** (-i / (d_model/2 - freq_shift))``; layout "interleaved"
-    (sin, cos, sin, cos, ...), "sin_cos" ([sin | cos], diffusers) or "cos_sin".
 
-    out: [rows, d_model] or [batch, rows, d_model], f32/f16/bf16, any strides; when None a
-    new numpy array of ``dtype`` is made, its shape from positions, x, or rows/d_model/batch.
-    x may be out itself (in place). Returns out.
-    """
-    if context is None:
-        context = default_context()
+def _prepare_calls(calls, kind, convert):
+    """Context.prepare's rope= or sinusoidal=: one dict of keyword arguments, or a sequence of
+    them, converted as the call itself converts them; a fault names its place ("rope[1].")."""
+    if calls is None:
+        return []
+    if isinstance(calls, dict):
+        calls = [calls]
+    converted = []
+    for i, call in enumerate(calls):
+        place = f"{kind}[{i}]."
+        if not isinstance(call, dict):
+            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                         f"{kind}[{i}]: a dict of {kind}'s keyword arguments is expected, "
+                         f"got {type(call).__name__}")
+        if "context" in call:
+            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                         f"{place}context: the prepared call runs on this Context")
+        try:
+            converted.append(convert(**call))
+        except Error as error:
+            raise _placed(error, place) from None
+        except TypeError as error:  # a keyword the call does not take, or a missing array
+            text = str(error).replace(f"_{kind}_arguments()", f"{kind}()")
+            raise _error("InvalidArgument", "INVALID_ARGUMENT", f"{kind}[{i}]: {text}") from None
+    return converted
+
+
+def _prepare_general(context, rope=None, sinusoidal=None):
+    """Context.prepare (in C) hands its arguments here to be converted."""
+    _posenc.prepare_buffers(
+        context, _prepare_calls(rope, "rope", _rope_arguments),
+        _prepare_calls(sinusoidal, "sinusoidal", lambda **call: _sinusoidal_arguments(**call)[0]))
+
+
+_posenc._set_prepare_general(_prepare_general)
+
+
+def _sinusoidal_arguments(out=None, *, positions=None, rows=None, d_model=None, batch=None,
+                          offset=0, x=None, layout="interleaved", base=10000.0, freq_shift=0.0,
+                          position_scale=1.0, input_scale=1.0, output_scale=1.0,
+                          dtype="float32"):
+    """posenc.sinusoidal's arguments (context aside) as _posenc.sinusoidal's keywords, out made
+    when not given."""
     for name, value in (("position_scale", position_scale), ("input_scale", input_scale),
                         ("output_scale", output_scale)):
         if value == 0:
@@ -315,10 +400,34 @@ def sinusoidal(out=None, *, positions=None, rows=None, d_model=None, batch=None,
         out = _new_array(shape, dtype)
     bout, bf16_out = _buffer(out, "out", written=True)
     bx, bf16_x = _buffer(x, "x")
-    _posenc.sinusoidal(
-        context, bout, x=bx, positions=positions, offset=int(offset),
+    return dict(
+        out=bout, x=bx, positions=positions, offset=int(offset),
         layout=_name(_SINUSOIDAL_LAYOUTS, layout, "layout"), base=float(base),
         freq_shift=float(freq_shift), position_scale=float(position_scale),
         input_scale=float(input_scale), output_scale=float(output_scale),
-        bf16=bf16_out or bf16_x)
+        bf16=bf16_out or bf16_x), out
+
+
+def sinusoidal(out=None, *, positions=None, rows=None, d_model=None, batch=None, offset=0,
+               x=None, layout="interleaved", base=10000.0, freq_shift=0.0, position_scale=1.0,
+               input_scale=1.0, output_scale=1.0, dtype="float32", context=None):
+    """Sinusoidal position encodings (Vaswani et al.; diffusion timestep embeddings).
+
+    Writes ``out[b, r, :] = x[b, r, :] * input_scale + output_scale * PE(p)`` (without x: the
+    table ``output_scale * PE(p)``), p the position of row r: ``positions`` (int32 or float32
+    [rows] or [batch, rows]) times position_scale, or ``offset + r``. PE(p) holds d_model
+    values at frequencies ``base ** (-i / (d_model/2 - freq_shift))``; layout "interleaved"
+    (sin, cos, sin, cos, ...), "sin_cos" ([sin | cos], diffusers) or "cos_sin".
+
+    out: [rows, d_model] or [batch, rows, d_model], f32/f16/bf16, any strides; when None a
+    new numpy array of ``dtype`` is made, its shape from positions, x, or rows/d_model/batch.
+    x may be out itself (in place). Returns out.
+    """
+    if context is None:
+        context = default_context()
+    arguments, out = _sinusoidal_arguments(
+        out, positions=positions, rows=rows, d_model=d_model, batch=batch, offset=offset, x=x,
+        layout=layout, base=base, freq_shift=freq_shift, position_scale=position_scale,
+        input_scale=input_scale, output_scale=output_scale, dtype=dtype)
+    _posenc.sinusoidal(context, **arguments)
     return out

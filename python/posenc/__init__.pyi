@@ -38,6 +38,10 @@ class Context:
                  allow_software: bool = False, ignore_env: bool = False) -> None: ...
     @property
     def device(self) -> dict[str, Any]: ...
+    def stats(self) -> dict[str, int]: ...
+    def prepare(self, *, rope: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+                sinusoidal: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None
+                ) -> None: ...
     def close(self) -> None: ...
     def __enter__(self) -> Context: ...
     def __exit__(self, *args: object) -> None: ...
@@ -47,22 +51,30 @@ def devices() -> list[dict[str, Any]]: ...
 def default_context() -> Context: ...
 
 _Style = Literal["neox", "gptj"] | int
-_Multimodal = Literal["none", "mrope", "mrope_interleaved", "vision_2d", "pixtral"] | int | None
+_Multimodal = Literal["none", "1d", "mrope", "mrope_interleaved", "vision_2d",
+                      "vision_2d_pixtral", "pixtral", "positions_map"] | int | None
 
 @overload
 def rope(q: _A, k: None = None, *, positions: Any = None, offset: int = 0,
          theta: float | None = None, style: _Style = "neox", rotary_dim: int | None = None,
-         inverse: bool = False, scaling: Mapping[str, Any] | Any | None = None,
+         rotary_offset: int = 0, inverse: bool = False,
+         scaling: Mapping[str, Any] | Any | None = None,
          multimodal: _Multimodal = None, mrope_section: Sequence[int] | None = None,
+         components: int | None = None, component_map: Sequence[int] | Any | None = None,
          layout: Literal["bthd", "bhtd"] = "bthd", out: _A | None = None, k_out: None = None,
-         attention_factor: float | None = None, context: Context | None = None) -> _A: ...
+         k_cache: None = None, slot_mapping: None = None, v: None = None,
+         v_cache: None = None, attention_factor: float | None = None,
+         context: Context | None = None) -> _A: ...
 @overload
 def rope(q: _A, k: _B, *, positions: Any = None, offset: int = 0, theta: float | None = None,
-         style: _Style = "neox", rotary_dim: int | None = None, inverse: bool = False,
+         style: _Style = "neox", rotary_dim: int | None = None, rotary_offset: int = 0,
+         inverse: bool = False,
          scaling: Mapping[str, Any] | Any | None = None, multimodal: _Multimodal = None,
-         mrope_section: Sequence[int] | None = None,
+         mrope_section: Sequence[int] | None = None, components: int | None = None,
+         component_map: Sequence[int] | Any | None = None,
          layout: Literal["bthd", "bhtd"] = "bthd", out: _A | None = None,
-         k_out: _B | None = None, attention_factor: float | None = None,
+         k_out: _B | None = None, k_cache: Any = None, slot_mapping: Any = None, v: Any = None,
+         v_cache: Any = None, attention_factor: float | None = None,
          context: Context | None = None) -> tuple[_A, _B]: ...
 
 def sinusoidal(out: _A | None = None, *, positions: Any = None, rows: int | None = None,

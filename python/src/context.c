@@ -199,6 +199,18 @@ static PyMethodDef context_methods[] = {
      "made (rope_calls, sinusoidal_calls, staged_bytes, uploaded_bytes, downloaded_bytes,\n"
      "kernels_built, kernels_loaded) and what it holds now (freq_tables, buffer_bytes,\n"
      "staging_bytes, table_bytes, device_bytes)."},
+    {"prepare", (PyCFunction)(void (*)(void))pyposenc_context_prepare,
+     METH_VARARGS | METH_KEYWORDS,
+     "prepare(*, rope=None, sinusoidal=None)\n--\n\n"
+     "Builds ahead of time the kernels and frequency tables of the calls described\n"
+     "(posenc_prepare), so that their first run is not slower than the next.\n\n"
+     "rope: a list of dicts, each holding the keyword arguments of one posenc.rope call\n"
+     "(q, k, positions, theta, scaling, multimodal, k_cache, ..., arrays included);\n"
+     "sinusoidal: the same for posenc.sinusoidal. Each call is validated exactly as the\n"
+     "call itself would be; a bad one raises naming its place (\"rope[1].rotary_dim: ...\")\n"
+     "and nothing is built. Nothing is computed or written. Kernels depend on the data\n"
+     "dtype and tables on the frequency options, not on shapes or positions: one call per\n"
+     "dtype and model is enough. On the native CPU device this only validates."},
     {"__enter__", context_enter, METH_NOARGS, NULL},
     {"__exit__", context_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},

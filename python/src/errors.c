@@ -146,3 +146,29 @@ PyObject *pyposenc_raisef(posenc_status status, const char *format, ...)
     pyposenc_raise(status, message);
     return NULL;
 }
+
+void pyposenc_error_prefix(const char *place)
+{
+    if (!PyErr_ExceptionMatches(error_base)) {
+        return;
+    }
+    /* PyErr_Fetch: the stable ABI of 3.11 has no PyErr_GetRaisedException. */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    PyObject *code = value ? PyObject_GetAttrString(value, "code") : NULL;
+    PyObject *text = value ? PyObject_Str(value) : NULL;
+    long status = code ? PyLong_AsLong(code) : -1;
+    const char *message = text ? PyUnicode_AsUTF8AndSize(text, NULL) : NULL;
+    if (!message || (status == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        PyErr_Restore(type, value, traceback);
+    } else {
+        pyposenc_raisef((posenc_status)status, "%s%s", place, message);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+    }
+    Py_XDECREF(code);
+    Py_XDECREF(text);
+}

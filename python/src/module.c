@@ -65,29 +65,51 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
 }
 
 /* posenc.rope's documentation; the first line is its signature for inspect and help(). */
-#define ROPE_DOC                                                                                  \
-    "rope($module, q, k=None, *, positions=None, offset=0, theta=None, style='neox', "           \
-    "rotary_dim=None, inverse=False, scaling=None, multimodal=None, mrope_section=None, "         \
-    "layout='bthd', out=None, k_out=None, attention_factor=None, context=None)\n--\n\n"          \
-    "Rotary position embedding of q (and k) of one attention layer.\n\n"                        \
-    "q: [batch, tokens, heads, head_dim] (\"bthd\"), [batch, heads, tokens, head_dim]\n"          \
-    "(\"bhtd\", HF's), [tokens, heads, head_dim] (or [heads, tokens, head_dim] with \"bhtd\"),\n" \
-    "[tokens, head_dim] or [head_dim]; any strides (a slice of a fused qkv array works); f32,\n" \
-    "f16 or bf16. k likewise, with its own head count (grouped-query attention).\n"             \
-    "Rotated in place unless out (for q) / k_out (for k) are given.\n\n"                       \
-    "positions: int32 or float32 [tokens] or [batch, tokens] (multimodal kinds: a component\n"  \
-    "axis innermost); default offset + token index. theta: the frequency base (default\n"       \
-    "10000, or an HF config's rope_theta). style: \"neox\" (half split, HF/Llama) or\n"         \
-    "\"gptj\" (interleaved pairs). rotary_dim: leading dims rotated (default head_dim).\n"      \
-    "inverse: rotate back. scaling: a dict in posenc form ({\"type\": \"yarn\", \"factor\":\n"    \
-    "4.0, \"original_max_positions\": 4096, ...}, the fields of C's posenc_rope_scaling) or\n"  \
-    "an HF transformers rope_scaling / rope_parameters dict or model config, as HF stores it\n" \
-    "(docs/python-hf.md); what the config says of theta, rotary_dim, M-RoPE and the\n"         \
-    "attention factor applies unless given here. multimodal: None, \"mrope\",\n"               \
-    "\"mrope_interleaved\", \"vision_2d\", \"pixtral\", with mrope_section (t, h, w).\n"          \
-    "attention_factor: scales cos and sin (default 1 or the scaling's own). context: a\n"       \
-    "posenc.Context (default: default_context()).\n\n"                                          \
-    "Returns the array written for q, or (q, k) when k is given."
+#define ROPE_DOC                                                                                   \
+    "rope($module, q, k=None, *, positions=None, offset=0, theta=None, style='neox', "             \
+    "rotary_dim=None, rotary_offset=0, inverse=False, scaling=None, multimodal=None, "             \
+    "mrope_section=None, "                                                                         \
+    "components=None, component_map=None, layout='bthd', out=None, k_out=None, "                   \
+    "k_cache=None, slot_mapping=None, v=None, v_cache=None, attention_factor=None, "               \
+    "context=None)\n"                                                                              \
+    "--\n"                                                                                         \
+    "\n"                                                                                           \
+    "Rotary position embedding of q (and k) of one attention layer.\n"                             \
+    "\n"                                                                                           \
+    "q: [batch, tokens, heads, head_dim] (\"bthd\"), [batch, heads, tokens, head_dim]\n"           \
+    "(\"bhtd\", HF's), [tokens, heads, head_dim] (or [heads, tokens, head_dim] with \"bhtd\"),\n"  \
+    "[tokens, head_dim] or [head_dim]; any strides (a slice of a fused qkv array works); f32,\n"   \
+    "f16 or bf16. k likewise, with its own head count (grouped-query attention).\n"                \
+    "Rotated in place unless out (for q) / k_out (for k) are given.\n"                             \
+    "\n"                                                                                           \
+    "positions: int32 or float32 [tokens] or [batch, tokens] (multimodal kinds: a component\n"     \
+    "axis innermost); default offset + token index. theta: the frequency base (default\n"          \
+    "10000, or an HF config's rope_theta). style: \"neox\" (half split, HF/Llama) or\n"            \
+    "\"gptj\" (interleaved pairs). rotary_dim: dims rotated (default head_dim -\n"                 \
+    "rotary_offset). rotary_offset: the first rotated dim (default 0; DeepSeek's MLA,\n"           \
+    "ggml_rope_set_offset).\n"                                                                     \
+    "inverse: rotate back. scaling: a dict in posenc form ({\"type\": \"yarn\", \"factor\":\n"     \
+    "4.0, \"original_max_positions\": 4096, ...}, the fields of C's posenc_rope_scaling, e.g.\n"   \
+    "\"yarn_ggml\" with freq_scale and ext_factor) or an HF transformers rope_scaling /\n"         \
+    "rope_parameters dict or model config, as HF stores it (docs/python-hf.md); what the\n"        \
+    "config says of theta, rotary_dim, M-RoPE and the attention factor applies unless given\n"     \
+    "here. multimodal: None, \"mrope\", \"mrope_interleaved\" (with mrope_section (t, h, w)),\n"   \
+    "\"vision_2d\", \"pixtral\", or \"positions_map\": positions [tokens, components] (or\n"       \
+    "[batch, tokens, components]), components 1 to 4, and frequency j (of rotary_dim/2)\n"         \
+    "uses component component_map[j].\n"                                                           \
+    "attention_factor: scales cos and sin (default 1 or the scaling's own).\n"                     \
+    "\n"                                                                                           \
+    "Paged KV cache (vLLM's slot_mapping): k_cache [num_slots, kv_heads, head_dim] or\n"           \
+    "[num_blocks, block_size, kv_heads, head_dim] (slot s is row s % block_size of block\n"        \
+    "s // block_size); with layout \"bhtd\" heads come first: [kv_heads, num_slots, head_dim]\n"   \
+    "or [num_blocks, kv_heads, block_size, head_dim]. Any strides, k's dtype. The rotated\n"       \
+    "k of token (b, t) goes into slot slot_mapping[b, t] (int32 [tokens] or [batch,\n"             \
+    "tokens]); a slot of -1 (padding) or past the cache writes nothing. v (k's shape) is\n"        \
+    "copied into the same slot of v_cache (k_cache's shape). With k_cache, k itself is only\n"     \
+    "read unless k_out is given. context: a posenc.Context (default: default_context()).\n"        \
+    "\n"                                                                                           \
+    "Returns the array written for q, or (q, k) when k is given (k as it is, unrotated,\n"         \
+    "when k_cache is given without k_out)."
 
 #define DEFAULT_CONTEXT_DOC                                                                       \
     "default_context()\n--\n\n"                                                                  \
@@ -111,6 +133,11 @@ static PyMethodDef methods[] = {
      "NotImplemented for arrays it leaves to the general path."},
     {"_bench_c_rope", (PyCFunction)(void (*)(void))pyposenc_bench_c_rope, METH_FASTCALL,
      "_bench_c_rope(context, q, k, offset, calls) -> seconds per posenc_rope call, timed in C."},
+    {"prepare_buffers", pyposenc_prepare_buffers, METH_VARARGS,
+     "prepare_buffers(context, ropes, sinusoidals): posenc_prepare for lists of keyword dicts\n"
+     "in rope_buffers' and sinusoidal's own form; see Context.prepare."},
+    {"_set_prepare_general", pyposenc_set_prepare_general, METH_O,
+     "_set_prepare_general(function): what converts Context.prepare's arguments."},
     {"sinusoidal", (PyCFunction)(void (*)(void))pyposenc_sinusoidal,
      METH_VARARGS | METH_KEYWORDS, "Low-level sinusoidal encoding; see posenc.sinusoidal."},
     {NULL, NULL, 0, NULL},

@@ -82,6 +82,42 @@ int pyposenc_scaling_parse(PyObject *dict, posenc_rope_scaling *scaling,
                            pyposenc_scaling_storage *storage);
 void pyposenc_scaling_free(pyposenc_scaling_storage *storage);
 
+/* op_args.c: the keyword arguments of one RoPE call (rope_buffers' own, q positional or
+ * keyword) as a descriptor. The layout "bhtd" reads q, k, their outs, v and the caches heads
+ * before tokens. Free with pyposenc_rope_args_free (also after a failed parse). */
+#define PYPOSENC_ROPE_VIEWS 9
+typedef struct pyposenc_rope_args {
+    posenc_rope_desc desc;
+    pyposenc_view views[PYPOSENC_ROPE_VIEWS];
+    pyposenc_scaling_storage storage;
+    uint8_t *component_map;
+} pyposenc_rope_args;
+
+int pyposenc_rope_args_parse(PyObject *positional, PyObject *kwargs, pyposenc_rope_args *args);
+void pyposenc_rope_args_free(pyposenc_rope_args *args);
+
+/* The same for one sinusoidal call (sinusoidal's keywords, out positional or keyword). */
+typedef struct pyposenc_sinusoidal_args {
+    posenc_sinusoidal_desc desc;
+    pyposenc_view views[3];
+} pyposenc_sinusoidal_args;
+
+int pyposenc_sinusoidal_args_parse(PyObject *positional, PyObject *kwargs,
+                                   pyposenc_sinusoidal_args *args);
+void pyposenc_sinusoidal_args_free(pyposenc_sinusoidal_args *args);
+
+/* errors.c: when the exception set is a posenc.Error, raises it again with its message
+ * preceded by `place` ("rope[1]."), so that it names the call it comes from. Other
+ * exceptions stay as they are. */
+void pyposenc_error_prefix(const char *place);
+
+/* prepare.c: Context.prepare, which hands its arguments to the Python layer's converter
+ * (given by _set_prepare_general), and prepare_buffers(context, ropes, sinusoidals), which
+ * takes lists of keyword dicts in rope_buffers' and sinusoidal's own form. */
+PyObject *pyposenc_context_prepare(PyObject *context, PyObject *args, PyObject *kwargs);
+PyObject *pyposenc_set_prepare_general(PyObject *module, PyObject *function);
+PyObject *pyposenc_prepare_buffers(PyObject *module, PyObject *args);
+
 /* ops.c: the operations. */
 PyObject *pyposenc_rope(PyObject *module, PyObject *args, PyObject *kwargs);
 /* rope with every other option at its default: posenc.rope's common call. `offset` NULL

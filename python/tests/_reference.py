@@ -66,14 +66,17 @@ def inv_freq(rotary_dim, theta=10000.0, scaling=None):
 
 def rope(x, positions, rotary_dim=None, theta=10000.0, style="neox", inverse=False,
          attention_factor=1.0, scaling=None):
-    """x: float64 [batch, tokens, heads, dim]; positions: [batch, tokens] float64.
+    """x: float64 [batch, tokens, heads, dim]; positions: [batch, tokens] float64, or
+    [batch, tokens, rotary_dim/2], frequency j's own position (multimodal kinds).
     Returns (rotated, pair norms broadcast to x's shape)."""
     x = np.asarray(x, np.float64)
     dim = x.shape[-1]
     rd = rotary_dim or dim
     half = rd // 2
     freq = inv_freq(rd, theta, scaling)
-    s, c = sincos(positions[..., None], freq)  # [batch, tokens, half]
+    positions = np.asarray(positions, np.float64)
+    per_frequency = positions if positions.ndim == 3 else positions[..., None]
+    s, c = sincos(per_frequency, freq)  # [batch, tokens, half]
     if inverse:
         s = -s
     s = s[:, :, None, :] * attention_factor

@@ -149,3 +149,20 @@ def test_no_reference_leaks(rng):
         for call in calls:
             call()
     assert (sys.getrefcount(q), sys.getrefcount(k)) == before
+
+
+def test_stub_has_every_keyword():
+    # the type stub offers what posenc.rope takes, and Context's methods
+    import pathlib
+    import re
+    stub = pathlib.Path(posenc.__file__).with_suffix(".pyi")
+    if not stub.exists():
+        pytest.skip("no stub beside the package")
+    text = stub.read_text()
+    overloads = re.findall(r"^def rope\((.*?)\) ->", text, re.M | re.S)
+    assert len(overloads) == 2
+    for keyword in inspect.signature(posenc._rope_general).parameters:
+        for overload in overloads:
+            assert re.search(rf"\b{keyword}:", overload), keyword
+    for method in ("prepare", "stats", "close"):
+        assert f"def {method}(" in text and callable(getattr(posenc.Context, method))

@@ -269,3 +269,23 @@ def test_bhtd_three_dims(rng):
     b = np.ascontiguousarray(q.transpose(1, 0, 2))
     posenc.rope(b, offset=2)
     np.testing.assert_array_equal(a.transpose(1, 0, 2), b)
+
+
+@pytest.mark.parametrize("style", ["neox", "gptj"])
+@pytest.mark.parametrize("rotary_dim", [None, 8])
+def test_rotary_offset(rng, dtype, style, rotary_dim):
+    # the rotated dims start at rotary_offset: those before and after pass through
+    name, dt = dtype
+    q = _data(rng, (1, 5, 2, 24), dt)
+    q0 = q.copy()
+    posenc.rope(q, rotary_offset=8, rotary_dim=rotary_dim, style=style, offset=30,
+                context=posenc.Context("cpu"))
+    end = 8 + (rotary_dim or 16)
+    exact, scale = _expect(q0[..., 8:end], np.arange(30.0, 35.0)[None], name, style=style)
+    check(q[..., 8:end], exact, scale, name)
+    np.testing.assert_array_equal(q[..., :8], q0[..., :8])
+    np.testing.assert_array_equal(q[..., end:], q0[..., end:])
+    q1 = q.copy()
+    with pytest.raises(posenc.InputError, match="rotary_offset"):
+        posenc.rope(q, rotary_offset=3)
+    np.testing.assert_array_equal(q, q1)

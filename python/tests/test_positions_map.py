@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: MIT
+# multimodal="positions_map" (any assignment of position components to frequencies) against
+# the float64 reference, in both styles, with partial rotary dims and ggml's YaRN, and its bad
+# input.
+import numpy as np
+import pytest
+
+import posenc
+from _reference import check, inv_freq, rope as ref_rope
+
+
+def _data(rng, shape, dt):
+    return rng.standard_normal(shape).astype(np.float32).astype(dt)
+
+
+@pytest.mark.parametrize("components", [1, 2, 3, 4])
+@pytest.mark.parametrize("style", ["neox", "gptj"])
+def test_map_against_reference(rng, dtype, components, style):
+    name, dt = dtype
+    tokens, dim, rotary_dim = 6, 32, 24
+    q = _data(rng, (2, tokens, 3, dim), dt)
+    q0 = q.copy()
+    positions = rng.integers(0, 50000, size=(2, tokens, components)).astype(np.int32)
+    component_map = rng.integers(0, components, size=rotary_dim // 2).astype(np.uint8)
+    # one component is plain positions, [batch, tokens] with no component axis (posenc.h)
+    given = positions[..., 0] if components == 1 else positions
+    posenc.rope(q, positions=given, multimodal="positions_map", components=components,
+                component_map=component_map, rotary_dim=rotary_dim, style=style)
+    # frequency j turns by positions[b, t, component_map[j]]
+    per_frequency = positions[..., component_map].astype(np.float64)
+    exact, scale = ref_rope(q0.astype(np.float64), per_frequency, rotary_dim=rotary_dim,
+                            style=style)
+    check(q, exact, scale, name)
+    np.testing.assert_array_equal(q[..., rotary_dim:], q0[..., rotary_dim:])
+
+
+def test_map_of_one_batch_tokens_by_components(rng):
+    # [tokens, C] positions (batch 1), a list for the map, k with its own heads
+    q = _data(rng, (1, 5, 2, 16), np.float32)
+    k = _data(rng, (1, 5, 1, 16), np.float32)
+    q0, k0 = q.copy(), k.copy()
+    positions = np.array([[1, 40, 900], [2, 50, 800], [3, 60, 700], [4, 70, 600],
+                          [5, 80, 500]], np.int32)
+    component_map = [2, 0, 1, 1, 0, 2, 2, 1]
+    posenc.rope(q, k, positions=positions, multimodal="positions_map", components=3,
+                component_map=component_map)
+    per_frequency = positions[None][..., component_map].astype(np.float64)
+    for got, before in ((q, q0), (k, k0)):
+        exact, scale = ref_rope(before.astype(np.float64), per_frequency)
+        check(got, exact, scale, "float32")
+
+
+def test_map_equals_mrope_sections(rng):
+    # M-RoPE with sections (2, 3, 3) is the map t t h h h w w w: the same bits
+    q = _data(rng, (1, 4, 2, 16), np.float32)
+    positions = rng.integers(0, 1000, size=(4, 3)).astype(np.int32)
+    a, b = q.copy(), q.copy()
+    posenc.rope(a, positions=positions, multimodal="mrope", mrope_section=(2, 3, 3))
+    posenc.rope(b, positions=positions, multimodal="positions_map", components=3,
+                component_map=[0, 0, 1, 1, 1, 2, 2, 2])
+    np.testing.assert_array_equal(a, b)
+
+
+def test_map_with_ggml_yarn(rng):
+    # ggml's M-RoPE runs with ggml's YaRN: both together, as ggml_rope_multi passes them
+    scaling = {"type": "yarn_ggml", "freq_scale": 0.25, "ext_factor": 1.0,
+               "original_max_positions": 4096}
+    q = _data(rng, (1, 4, 2, 32), np.float32)
+    q0 = q.copy()
+    positions = rng.integers(0, 30000, size=(4, 4)).astype(np.int32)
+    component_map = np.repeat(np.arange(4), 4)
+    posenc.rope(q, positions=positions, multimodal="positions_map", components=4,
+                component_map=component_map, scaling=scaling, theta=1e6)
+    factor = 1.0 + 0.1 * np.log(1.0 / 0.25)
+    per_frequency = positions[None][..., component_map].astype(np.float64)
+    exact, scale = ref_rope(q0.astype(np.float64), per_frequency, theta=1e6, scaling=scaling,
+                            attention_factor=factor)
+    assert not np.allclose(inv_freq(32, 1e6, scaling), inv_freq(32, 1e6))  # YaRN changes them
+    check(q, exact, scale, "float32")
+
+
+@pytest.mark.parametrize("case, error, words", [
+    ("no components", posenc.InvalidArgument, "components: multimodal POSITIONS_MAP"),
+    ("five components", posenc.InvalidArgument, "components"),
+    ("no map", posenc.InvalidArgument, "component_map: is required"),
+    ("short map", posenc.InvalidShape, "component_map: 3 entries, but rotary_dim/2 = 4"),
+    ("map entry", posenc.InvalidArgument, r"component_map\[2\]"),
+    ("negative entry", posenc.InvalidArgument, r"component_map\[0\]"),
+    ("map without kind", posenc.InvalidArgument, "component_map: is used only"),
+    ("components without kind", posenc.InvalidArgument, "components: is used only"),
+    ("positions components", posenc.InvalidShape, "positions"),
+])
+def test_bad_input_names_the_field(rng, case, error, words):
+    q = _data(rng, (1, 3, 2, 8), np.float32)
+    before = q.copy()
+    kw = dict(positions=np.zeros((3, 2), np.int32), multimodal="positions_map", components=2,
+              component_map=[0, 1, 1, 0])
+    if case == "no components":
+        del kw["components"]
+    elif case == "five components":
+        kw["components"], kw["positions"] = 5, np.zeros((3, 5), np.int32)
+    elif case == "no map":
+        del kw["component_map"]
+    elif case == "short map":
+        kw["component_map"] = [0, 1, 1]
+    elif case == "map entry":
+        kw["component_map"] = [0, 1, 2, 0]
+    elif case == "negative entry":
+        kw["component_map"] = [-1, 1, 1, 0]
+    elif case == "map without kind":
+        kw = dict(component_map=[0, 0, 0, 0])
+    elif case == "components without kind":
+        kw = dict(components=2)
+    elif case == "positions components":
+        kw["positions"] = np.zeros((3, 3), np.int32)
+    with pytest.raises(error, match=words):
+        posenc.rope(q, **kw)
+    np.testing.assert_array_equal(q, before)
+
+
+def test_map_length_counts_from_rotary_offset(rng):
+    # with rotary_offset 4 of head_dim 8, rotary_dim defaults to 4: two frequencies
+    q = _data(rng, (1, 3, 2, 8), np.float32)
+    q0 = q.copy()
+    positions = np.array([[1, 100], [2, 200], [3, 300]], np.int32)
+    kw = dict(positions=positions, multimodal="positions_map", components=2, rotary_offset=4,
+              context=posenc.Context("cpu"))
+    with pytest.raises(posenc.InvalidShape, match="component_map: 4 entries, but rotary_dim/2 = 2"):
+        posenc.rope(q, component_map=[0, 1, 1, 0], **kw)
+    np.testing.assert_array_equal(q, q0)
+    posenc.rope(q, component_map=[1, 0], **kw)
+    exact, scale = ref_rope(q0[..., 4:].astype(np.float64),
+                            positions[None][..., [1, 0]].astype(np.float64))
+    check(q[..., 4:], exact, scale, "float32")
+    np.testing.assert_array_equal(q[..., :4], q0[..., :4])
