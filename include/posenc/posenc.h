@@ -546,7 +546,8 @@ typedef struct posenc_rope_desc {
     posenc_tensor k_out;      /* absent: k in place */
     posenc_tensor positions;  /* i32 (or f32) [tokens] or [batch, tokens]; absent: token index.
                                * Multimodal kinds: [tokens, C] or [batch, tokens, C], C = 3
-                               * (M-RoPE), 2 (vision) or `components` (POSITIONS_MAP)
+                               * (M-RoPE), 2 (vision) or `components` (POSITIONS_MAP; with
+                               * one component the plain [tokens] or [batch, tokens])
                                * components innermost; any strides, so
                                * HF's [C, batch, tokens] position_ids pass as they are, with
                                * permuted strides */
