@@ -332,6 +332,22 @@ done:
     return test_failures == failures_before;
 }
 
+/* A descriptor that must be refused, with the status and the field the message names. */
+typedef struct bad_case {
+    const char *what, *field;
+    posenc_status status;
+    posenc_rope_desc desc;
+} bad_case;
+
+/* Appends a copy of `good` to the list, for the caller to spoil; returns it. */
+static posenc_rope_desc *add_bad(bad_case *list, size_t *count, const posenc_rope_desc *good,
+                                 const char *what, const char *field, posenc_status status)
+{
+    bad_case *added = &list[(*count)++];
+    *added = (bad_case){what, field, status, *good};
+    return &added->desc;
+}
+
 /* Bad descriptors: refused with the field named, and no byte of any output written. */
 static void test_errors(posenc_context *context)
 {
@@ -350,69 +366,39 @@ static void test_errors(posenc_context *context)
         .v = posenc_tensor_of_host(v, POSENC_DTYPE_F32, 3, shape),
         .v_cache = posenc_tensor_of_host(v_cache, POSENC_DTYPE_F32, 3, cache_shape),
     };
-    struct bad {
-        const char *what, *field;
-        posenc_status status;
-        posenc_rope_desc desc;
-    } bad[12];
+    const posenc_tensor absent = {0};
+    bad_case bad[12];
     size_t n = 0;
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        bad[i].desc = good;
-    bad[n].what = "no slot_mapping";
-    bad[n].field = "slot_mapping";
-    bad[n].status = POSENC_INVALID_ARGUMENT;
-    memset(&bad[n++].desc.slot_mapping, 0, sizeof(posenc_tensor));
-    bad[n].what = "f32 slot_mapping";
-    bad[n].field = "slot_mapping.dtype";
-    bad[n].status = POSENC_INVALID_DTYPE;
-    bad[n++].desc.slot_mapping =
-        posenc_tensor_of_host(slots_f32, POSENC_DTYPE_F32, 1, slot_shape);
-    bad[n].what = "slot_mapping of 1 token";
-    bad[n].field = "slot_mapping.shape";
-    bad[n].status = POSENC_INVALID_SHAPE;
-    bad[n++].desc.slot_mapping.shape[0] = 1;
-    bad[n].what = "cache of 2 heads";
-    bad[n].field = "k_cache.shape";
-    bad[n].status = POSENC_INVALID_SHAPE;
-    bad[n++].desc.k_cache.shape[1] = 2;
-    bad[n].what = "2-D cache";
-    bad[n].field = "k_cache.ndim";
-    bad[n].status = POSENC_INVALID_SHAPE;
-    bad[n].desc.k_cache.ndim = 2;
-    bad[n++].desc.k_cache.shape[0] = SLOTS * H;
-    bad[n].what = "f16 cache";
-    bad[n].field = "k_cache.dtype";
-    bad[n].status = POSENC_INVALID_DTYPE;
-    bad[n++].desc.k_cache.dtype = POSENC_DTYPE_F16;
-    bad[n].what = "v without v_cache";
-    bad[n].field = "v";
-    bad[n].status = POSENC_INVALID_ARGUMENT;
-    memset(&bad[n++].desc.v_cache, 0, sizeof(posenc_tensor));
-    bad[n].what = "cache without k";
-    bad[n].field = "k_cache";
-    bad[n].status = POSENC_INVALID_ARGUMENT;
-    memset(&bad[n++].desc.k, 0, sizeof(posenc_tensor));
-    bad[n].what = "slot_mapping without cache";
-    bad[n].field = "slot_mapping";
-    bad[n].status = POSENC_INVALID_ARGUMENT;
-    memset(&bad[n].desc.k_cache, 0, sizeof(posenc_tensor));
-    memset(&bad[n].desc.v, 0, sizeof(posenc_tensor));
-    memset(&bad[n++].desc.v_cache, 0, sizeof(posenc_tensor));
-    bad[n].what = "v_cache over k_cache";
-    bad[n].field = "v_cache";
-    bad[n].status = POSENC_INVALID_LAYOUT;
-    bad[n++].desc.v_cache.host = cache;
-    bad[n].what = "k_cache over q";
-    bad[n].field = "k_cache";
-    bad[n].status = POSENC_INVALID_LAYOUT;
-    bad[n].desc.k_cache.host = q;
-    bad[n].desc.k_cache.shape[0] = T;
-    memset(&bad[n].desc.v, 0, sizeof(posenc_tensor));
-    memset(&bad[n++].desc.v_cache, 0, sizeof(posenc_tensor));
-    bad[n].what = "v of another shape";
-    bad[n].field = "v.shape";
-    bad[n].status = POSENC_INVALID_SHAPE;
-    bad[n++].desc.v.shape[2] = 2;
+    posenc_rope_desc *d;
+    d = add_bad(bad, &n, &good, "no slot_mapping", "slot_mapping", POSENC_INVALID_ARGUMENT);
+    d->slot_mapping = absent;
+    d = add_bad(bad, &n, &good, "f32 slot_mapping", "slot_mapping.dtype", POSENC_INVALID_DTYPE);
+    d->slot_mapping = posenc_tensor_of_host(slots_f32, POSENC_DTYPE_F32, 1, slot_shape);
+    d = add_bad(bad, &n, &good, "slot_mapping of 1 token", "slot_mapping.shape",
+                POSENC_INVALID_SHAPE);
+    d->slot_mapping.shape[0] = 1;
+    d = add_bad(bad, &n, &good, "cache of 2 heads", "k_cache.shape", POSENC_INVALID_SHAPE);
+    d->k_cache.shape[1] = 2;
+    d = add_bad(bad, &n, &good, "2-D cache", "k_cache.ndim", POSENC_INVALID_SHAPE);
+    d->k_cache.ndim = 2;
+    d->k_cache.shape[0] = SLOTS * H;
+    d = add_bad(bad, &n, &good, "f16 cache", "k_cache.dtype", POSENC_INVALID_DTYPE);
+    d->k_cache.dtype = POSENC_DTYPE_F16;
+    d = add_bad(bad, &n, &good, "v without v_cache", "v", POSENC_INVALID_ARGUMENT);
+    d->v_cache = absent;
+    d = add_bad(bad, &n, &good, "cache without k", "k_cache", POSENC_INVALID_ARGUMENT);
+    d->k = absent;
+    d = add_bad(bad, &n, &good, "slot_mapping without cache", "slot_mapping",
+                POSENC_INVALID_ARGUMENT);
+    d->k_cache = d->v = d->v_cache = absent;
+    d = add_bad(bad, &n, &good, "v_cache over k_cache", "v_cache", POSENC_INVALID_LAYOUT);
+    d->v_cache.host = cache;
+    d = add_bad(bad, &n, &good, "k_cache over q", "k_cache", POSENC_INVALID_LAYOUT);
+    d->k_cache.host = q;
+    d->k_cache.shape[0] = T;
+    d->v = d->v_cache = absent;
+    d = add_bad(bad, &n, &good, "v of another shape", "v.shape", POSENC_INVALID_SHAPE);
+    d->v.shape[2] = 2;
 
     for (size_t i = 0; i < n; i++) {
         float before_q[T * H * D], before_k[T * H * D], before_cache[SLOTS * H * D];

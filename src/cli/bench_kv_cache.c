@@ -161,12 +161,6 @@ void bench_kv_cache_run(posenc_context *context, uint32_t runs, double sample_se
     }
 }
 
-static void format_us(double seconds, char *text, size_t size)
-{
-    snprintf(text, size, seconds < 1e-3 ? "%.2f us" : "%.3f ms",
-             seconds < 1e-3 ? seconds * 1e6 : seconds * 1e3);
-}
-
 void bench_kv_cache_print(const bench_kv_cache_row rows[BENCH_KV_CACHE_ROWS])
 {
     printf("  paged KV cache (f32 neox, q [T, 32, 128] in place, k and v [T, 8, 128] into caches "
@@ -180,8 +174,8 @@ void bench_kv_cache_print(const bench_kv_cache_row rows[BENCH_KV_CACHE_ROWS])
             continue;
         }
         char fused[32], separate[32], range[32];
-        format_us(row->fused, fused, sizeof fused);
-        format_us(row->separate, separate, sizeof separate);
+        bench_format_time(row->fused, fused, sizeof fused);
+        bench_format_time(row->separate, separate, sizeof separate);
         snprintf(range, sizeof range, "%.2f-%.2f", row->ratio_p10, row->ratio_p90);
         printf("  %-17s %-7lld %11s %14s %6.2f %-11s\n", row->name, (long long)row->tokens,
                fused, separate, row->ratio, range);

@@ -157,12 +157,6 @@ void bench_memory_run(posenc_context *context, uint32_t runs, double sample_seco
     }
 }
 
-static void format_us(double seconds, char *text, size_t size)
-{
-    snprintf(text, size, seconds < 1e-3 ? "%.1f us" : "%.2f ms",
-             seconds < 1e-3 ? seconds * 1e6 : seconds * 1e3);
-}
-
 void bench_memory_print(const bench_memory_row rows[BENCH_MEMORY_ROWS])
 {
     printf("  where the tensors live (f32 neox, in place; 'vs buffer' = device-buffer time / this "
@@ -178,7 +172,7 @@ void bench_memory_print(const bench_memory_row rows[BENCH_MEMORY_ROWS])
         }
         for (int form = 0; form < BENCH_MEMORY_FORMS; form++) {
             char median[32], range[32];
-            format_us(row->median[form], median, sizeof median);
+            bench_format_time(row->median[form], median, sizeof median);
             snprintf(range, sizeof range, "%.2f-%.2f", row->ratio_p10[form],
                      row->ratio_p90[form]);
             printf("  %-13s %-10lld %-13s %10s %9.2f %-11s\n", form ? "" : row->name,

@@ -2,6 +2,7 @@
 /* Median and percentiles of a bench's runs (bench_stats.h). */
 #include "bench_stats.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 static int compare_double(const void *a, const void *b)
@@ -29,4 +30,10 @@ void bench_spread(double *values, uint32_t n, double *median, double *p10, doubl
         *p10 = quantile(values, n, 0.1);
     if (p90)
         *p90 = quantile(values, n, 0.9);
+}
+
+void bench_format_time(double seconds, char *text, size_t size)
+{
+    snprintf(text, size, seconds < 1e-3 ? "%.2f us" : "%.3f ms",
+             seconds < 1e-3 ? seconds * 1e6 : seconds * 1e3);
 }

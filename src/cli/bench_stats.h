@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* The bench's statistics over the times or ratios of its runs: median and 10th to 90th
- * percentile, interpolated. */
+ * percentile, interpolated; and how the side-by-side rows print a time. */
 #ifndef POSENC_CLI_BENCH_STATS_H
 #define POSENC_CLI_BENCH_STATS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Sorts `values` (n >= 1) in place, then gives its median and 10th and 90th percentiles (any of
  * the three outputs may be NULL). */
 void bench_spread(double *values, uint32_t n, double *median, double *p10, double *p90);
+
+/* A time as the rows print it: "0.80 us" below a millisecond, else "4.300 ms". */
+void bench_format_time(double seconds, char *text, size_t size);
 
 #endif
