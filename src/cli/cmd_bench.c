@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bench_engine.h"
+#include "bench_fresh_process.h"
 #include "bench_kv_cache.h"
 #include "bench_memory.h"
 #include "bench_stats.h"
@@ -40,6 +41,9 @@ static const char bench_help[] =
     "operation runs as fast as memory allows. Backends without a copy kernel show '-' there.\n"
     "First call: context creation, then the first RoPE (decode, f32) including kernel builds;\n"
     "GPU backends twice, with an empty kernel cache directory and again with it filled.\n"
+    "Fresh process: `posenc rope` on that decode step, run as a new process and timed from its\n"
+    "start to its exit (median of 5 runs after one that fills the default kernel cache; 3\n"
+    "with --quick): the first call as an application makes it, the runtime's loading included.\n"
     "Warm-up: on a fresh context, posenc_prepare for that RoPE, then its first call and the\n"
     "median of the next 9 (equal when the first call builds nothing); and on GPU devices the\n"
     "same on a Vulkan device or OpenCL queue the bench makes itself, as an engine's, with the\n"
@@ -168,6 +172,8 @@ typedef struct bench_first_call {
     bool has_engine;
     bench_engine_times engine;
     char engine_error[320];
+    /* The same RoPE as a new process of its own makes it, the runtime's loading included. */
+    bench_fresh_process fresh;
 } bench_first_call;
 
 /* ---- time, caches, temporary directories ---- */
@@ -544,7 +550,7 @@ static bool time_prepared_call(const posenc_device_info *info, const bench_optio
 /* Cold: a fresh context with the empty kernel cache `dir` (NULL: none, as on the CPU); warm:
  * again with the cache the cold run filled. */
 static void measure_first_call(const posenc_device_info *info, const bench_options *options,
-                               const char *dir, bench_first_call *first)
+                               const char *selector, const char *dir, bench_first_call *first)
 {
     memset(first, 0, sizeof *first);
     char pipeline[600] = "";
@@ -566,6 +572,8 @@ static void measure_first_call(const posenc_device_info *info, const bench_optio
     if (first->status == POSENC_OK && dir)
         first->has_engine = bench_engine_time(info, dir, &first->engine, first->engine_error,
                                               sizeof first->engine_error);
+    if (first->status == POSENC_OK)
+        bench_fresh_process_run(selector, options->quick ? 3 : 5, &first->fresh);
 }
 
 /* ---- output ---- */
@@ -616,7 +624,7 @@ static void print_device_header(const posenc_device_info *info, const char *sele
     printf("\n");
 }
 
-static void print_first_call(const bench_first_call *first)
+static void print_first_call(const posenc_device_info *info, const bench_first_call *first)
 {
     if (first->status != POSENC_OK) {
         printf("  first call: failed: %s\n", first->error);
@@ -632,6 +640,7 @@ static void print_first_call(const bench_first_call *first)
         printf(" (empty kernel cache); with the cache filled: context %s, first RoPE %s", a, b);
     }
     printf("\n");
+    bench_fresh_process_print(&first->fresh, info->backend == POSENC_BACKEND_VULKAN);
     if (first->has_prepared) {
         char c[32];
         format_time(first->prepare_seconds, a, sizeof a);
@@ -729,6 +738,7 @@ static void print_json_device(const posenc_device_info *info, const char *select
                    first->engine.prepare_seconds * 1e3, first->engine.first_seconds * 1e3,
                    first->engine.later_seconds * 1e3,
                    (unsigned long long)first->engine.built_by_calls);
+        bench_fresh_process_print_json(&first->fresh);
     } else {
         printf(", \"error\": ");
         json_string(first->error);
@@ -930,7 +940,7 @@ int cli_bench_main(int argc, char **argv)
         bool have_dir = gpu && bench_make_temp_dir(dir, sizeof dir);
         bench_first_call first;
         bench_progress(&options, selector, "first call", 0, (unsigned)CASE_COUNT);
-        measure_first_call(&info, &options, have_dir ? dir : NULL, &first);
+        measure_first_call(&info, &options, selector, have_dir ? dir : NULL, &first);
 
         bench_result results[CASE_COUNT];
         memset(results, 0, sizeof results);
@@ -980,7 +990,7 @@ int cli_bench_main(int argc, char **argv)
             printf("}");
         } else {
             print_device_header(&info, selector, variant, &options);
-            print_first_call(&first);
+            print_first_call(&info, &first);
             for (size_t i = 0; i < CASE_COUNT; i++)
                 print_row(&bench_cases[i], &results[i],
                           bench_regime(&caches, &info, results[i].footprint));
