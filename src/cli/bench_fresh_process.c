@@ -25,8 +25,11 @@ void bench_fresh_process_run(const char *selector, uint32_t runs, bench_fresh_pr
             return;
         }
         if (exit_code != 0) {
-            snprintf(result->note, sizeof result->note,
-                     "posenc rope --device %s exited with %d", selector, exit_code);
+            /* 127: started, but the system could not execute this program in the child (a
+             * user-mode emulator without binfmt, for one). */
+            snprintf(result->note, sizeof result->note, "posenc rope --device %s exited with %d%s",
+                     selector, exit_code,
+                     exit_code == 127 ? ": the system could not run this program again" : "");
             return;
         }
         if (run > 0)
