@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: MIT
 # `python -m posenc bench`: posenc.rope from Python beside the same call timed in C, numpy's
-# vectorized RoPE and (when torch imports) HF transformers' apply_rotary_pos_emb, in one run.
+# vectorized RoPE and, where they import, ONNX Runtime's RotaryEmbedding operator and HF
+# transformers' apply_rotary_pos_emb (torch), in one run.
 """Side-by-side RoPE timings: a decode step and a prefill, f32, rotated in place.
 
 posenc from Python and the same call from C run in rounds that alternate between the two, so
 that a slow moment of a shared machine falls on both alike, each after one untimed call
-(arrays in cache); numpy and torch then take their rounds the same way. The report gives each
+(arrays in cache); numpy, ONNX Runtime and torch then take their rounds the same way. The report gives each
 one's median time per call over the rounds and the spread (fastest and slowest round). The
 Python overhead is posenc's median from Python minus the median of the same posenc_rope call
 timed in C on the same arrays (posenc._posenc._bench_c_rope: the clock read around the C calls
@@ -100,6 +101,55 @@ def _torch_rope(torch, head_dim):
     return call
 
 
+def _onnxruntime_rope(onnxruntime, onnx, q, k, offset):
+    """ONNX Runtime's RoPE as an exported Llama graph runs it: the com.microsoft RotaryEmbedding
+    operator (NeoX pairs) on q and k of [batch, tokens, heads * head_dim], with the float32
+    cos/sin cache of every position up to the last one and int64 position ids, on the CPU
+    execution provider with its default threads. It cannot work in place: its outputs are
+    bound to arrays made once, so that no call allocates."""
+    from onnx import TensorProto, helper
+
+    _, tokens, q_heads, head_dim = q.shape
+    kv_heads = k.shape[2]
+    positions = offset + tokens
+    graph = helper.make_graph(
+        [helper.make_node("RotaryEmbedding", [name, "position_ids", "cos_cache", "sin_cache"],
+                          [name + "_rotated"], domain="com.microsoft", interleaved=0,
+                          num_heads=heads)
+         for name, heads in (("q", q_heads), ("k", kv_heads))],
+        "rope",
+        [helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, tokens, q_heads * head_dim]),
+         helper.make_tensor_value_info("k", TensorProto.FLOAT, [1, tokens, kv_heads * head_dim]),
+         helper.make_tensor_value_info("position_ids", TensorProto.INT64, [1, tokens]),
+         helper.make_tensor_value_info("cos_cache", TensorProto.FLOAT, [positions, head_dim // 2]),
+         helper.make_tensor_value_info("sin_cache", TensorProto.FLOAT, [positions, head_dim // 2])],
+        [helper.make_tensor_value_info(name + "_rotated", TensorProto.FLOAT,
+                                       [1, tokens, heads * head_dim])
+         for name, heads in (("q", q_heads), ("k", kv_heads))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    session = onnxruntime.InferenceSession(model.SerializeToString(),
+                                           providers=["CPUExecutionProvider"])
+    inv_freq = 1.0 / THETA ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    angles = np.arange(positions, dtype=np.float64)[:, None] * inv_freq[None, :]
+    arrays = {"q": q.reshape(1, tokens, -1), "k": k.reshape(1, tokens, -1),
+              "position_ids": np.arange(offset, positions, dtype=np.int64)[None, :],
+              "cos_cache": np.cos(angles).astype(np.float32),
+              "sin_cache": np.sin(angles).astype(np.float32)}
+    outputs = {"q_rotated": np.empty_like(arrays["q"]), "k_rotated": np.empty_like(arrays["k"])}
+    binding = session.io_binding()
+    for name, array in arrays.items():
+        binding.bind_cpu_input(name, array)
+    for name, array in outputs.items():
+        binding.bind_output(name, "cpu", 0, np.float32, array.shape, array.ctypes.data)
+
+    def call():
+        session.run_with_iobinding(binding)
+
+    call.outputs = outputs
+    return call
+
+
 def _rounds(contenders, calls, rounds):
     """{name: [seconds per call, one per round]}; each contender takes its turn each round,
     the order turning by one each round. Before its timed calls a contender makes one untimed
@@ -123,7 +173,8 @@ def _timed(function, *args):
     return run
 
 
-def _case(title, tokens, q_heads, kv_heads, head_dim, calls, rounds, torch, out):
+def _case(title, tokens, q_heads, kv_heads, head_dim, calls, rounds, torch, onnx_runtime,
+          out):
     rng = np.random.default_rng(0)
     q = rng.standard_normal((1, tokens, q_heads, head_dim), dtype=np.float32)
     k = rng.standard_normal((1, tokens, kv_heads, head_dim), dtype=np.float32)
@@ -142,6 +193,9 @@ def _case(title, tokens, q_heads, kv_heads, head_dim, calls, rounds, torch, out)
         "posenc_rope from C": lambda n: _posenc._bench_c_rope(context, q, k, offset, n),
         "numpy (vectorized f32)": _timed(_numpy_rope(head_dim), q.copy(), k.copy(), offset),
     }
+    if onnx_runtime is not None:
+        contenders["ONNX Runtime RotaryEmbedding"] = _timed(
+            _onnxruntime_rope(*onnx_runtime, q.copy(), k.copy(), offset))
     if torch is not None:
         qt = torch.from_numpy(q.transpose(0, 2, 1, 3).copy())
         kt = torch.from_numpy(k.transpose(0, 2, 1, 3).copy())
@@ -179,7 +233,16 @@ def main(argv=None, out=print) -> int:
     parser.add_argument("--prefill-calls", type=int, default=5, help="prefill calls per round")
     parser.add_argument("--prefill-tokens", type=int, default=4096)
     parser.add_argument("--no-torch", action="store_true", help="leave torch out")
+    parser.add_argument("--no-onnxruntime", action="store_true", help="leave ONNX Runtime out")
     args = parser.parse_args(argv)
+    onnx_runtime = None
+    if not args.no_onnxruntime:
+        try:
+            import onnx
+            import onnxruntime
+            onnx_runtime = (onnxruntime, onnx)
+        except ImportError:
+            onnx_runtime = None
     torch = None
     if not args.no_torch:
         try:
@@ -189,10 +252,13 @@ def main(argv=None, out=print) -> int:
     device = posenc.default_context().device
     name = device.get("name") if isinstance(device, dict) else device
     out(f"posenc {posenc.version()} on {name}; numpy {np.__version__}"
+        + (f"; onnxruntime {onnx_runtime[0].__version__}" if onnx_runtime is not None
+           else "; onnxruntime not installed")
         + (f"; torch {torch.__version__}" if torch is not None else "; torch not installed"))
-    decode = _case("decode", 1, 32, 8, 128, args.decode_calls, args.rounds, torch, out)
+    decode = _case("decode", 1, 32, 8, 128, args.decode_calls, args.rounds, torch,
+                   onnx_runtime, out)
     prefill = _case("prefill", args.prefill_tokens, 32, 8, 128, args.prefill_calls,
-                    args.rounds, torch, out)
+                    args.rounds, torch, onnx_runtime, out)
     py, c = "posenc from Python", "posenc_rope from C"
     out("")
     # Medians are the verdict; the fastest rounds show what a quiet machine gives, where other

@@ -96,6 +96,20 @@ def test_numpy_reference_matches_posenc(rng):
     np.testing.assert_allclose(kn, k, rtol=0, atol=1e-4)
 
 
+def test_onnxruntime_contender_matches_posenc(rng):
+    # The bench's ONNX Runtime contender is a real RoPE too: its RotaryEmbedding operator on
+    # the float32 cos/sin cache agrees with posenc to float32 rounding.
+    onnxruntime = pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    q = rng.standard_normal((1, 6, 4, 64)).astype(np.float32)
+    k = rng.standard_normal((1, 6, 2, 64)).astype(np.float32)
+    call = bench._onnxruntime_rope(onnxruntime, onnx, q, k, 9)
+    call()
+    posenc.rope(q, k, offset=9)
+    np.testing.assert_allclose(call.outputs["q_rotated"].reshape(q.shape), q, rtol=0, atol=1e-4)
+    np.testing.assert_allclose(call.outputs["k_rotated"].reshape(k.shape), k, rtol=0, atol=1e-4)
+
+
 def test_signature_is_the_general_paths():
     # posenc.rope is C; its documented signature must be the one its general path takes.
     assert str(inspect.signature(posenc.rope)) == str(inspect.signature(posenc._rope_general))
