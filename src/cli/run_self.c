@@ -81,14 +81,14 @@ bool cli_run_self(const char *const *args, int *exit_code, double *seconds, char
         snprintf(error, error_size, "the command line is too long");
         return false;
     }
-    SECURITY_ATTRIBUTES inherit = {sizeof inherit, NULL, TRUE};
+    SECURITY_ATTRIBUTES inherit = {(DWORD)sizeof inherit, NULL, TRUE};
     HANDLE null_device = CreateFileW(L"NUL", GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE,
                                      &inherit, OPEN_EXISTING, 0, NULL);
     if (null_device == INVALID_HANDLE_VALUE) {
         snprintf(error, error_size, "cannot open NUL (error %lu)", (unsigned long)GetLastError());
         return false;
     }
-    STARTUPINFOW startup = {.cb = sizeof startup, .dwFlags = STARTF_USESTDHANDLES};
+    STARTUPINFOW startup = {.cb = (DWORD)sizeof startup, .dwFlags = STARTF_USESTDHANDLES};
     startup.hStdInput = null_device;
     startup.hStdOutput = null_device;
     startup.hStdError = null_device;
