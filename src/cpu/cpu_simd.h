@@ -119,6 +119,12 @@ CPU_INLINE void store_dt2(posenc_dtype dt, uint8_t *p, vf v, uint8_t *q, vf w)
         return;
     }
 #endif
+#if defined(HAVE_B_STORE2)
+    if (dt == DT_BF16) {
+        b_store2(p, v, q, w);
+        return;
+    }
+#endif
     store_dt(dt, p, v);
     store_dt(dt, q, w);
 }
@@ -602,17 +608,21 @@ CPU_INLINE void rope_gptj_bf16(const posenc_cpu_rope_heads *a)
     for (int64_t h = 0; h < a->heads; h++) {
         const uint8_t *in = a->in + h * a->in_head_stride;
         uint8_t *out = a->out + h * a->out_head_stride;
-        for (uint32_t j = 0; j < pairs; j += LANES) {
-            size_t n = pairs - j < LANES ? pairs - j : LANES;
-            vi w = n == LANES ? i_load(in + 4 * (size_t)j) : i_load_part(in + 4 * (size_t)j, n);
+        uint32_t j = 0;
+        for (; j + LANES <= pairs; j += LANES) {
+            vi w = i_load(in + 4 * (size_t)j);
             vf x0 = i_bits(i_shl(w, 16)), x1 = i_bits(i_and(w, high));
-            vf c = n == LANES ? f_load(pc + j) : f_load_part(pc + j, n);
-            vf s = n == LANES ? f_load(ps + j) : f_load_part(ps + j, n);
-            vi r = bf16_pairs(f_fms(x0, c, f_mul(x1, s)), f_fma(x0, s, f_mul(x1, c)));
-            if (n == LANES)
-                i_store(out + 4 * (size_t)j, r);
-            else
-                i_store_part(out + 4 * (size_t)j, r, n);
+            vf c = f_load(pc + j), s = f_load(ps + j);
+            i_store(out + 4 * (size_t)j,
+                    bf16_pairs(f_fms(x0, c, f_mul(x1, s)), f_fma(x0, s, f_mul(x1, c))));
+        }
+        if (j < pairs) {
+            size_t n = pairs - j;
+            vi w = i_load_part(in + 4 * (size_t)j, n);
+            vf x0 = i_bits(i_shl(w, 16)), x1 = i_bits(i_and(w, high));
+            vf c = f_load_part(pc + j, n), s = f_load_part(ps + j, n);
+            i_store_part(out + 4 * (size_t)j,
+                         bf16_pairs(f_fms(x0, c, f_mul(x1, s)), f_fma(x0, s, f_mul(x1, c))), n);
         }
         if (a->copy_rest)
             memcpy(out + a->rotary_dim * 2, in + a->rotary_dim * 2,
@@ -913,6 +923,11 @@ static void k_sinusoidal_rows(const posenc_cpu_sinusoidal_rows *a)
 CPU_INLINE void from_f32(posenc_dtype dt, const float *in, size_t count, uint8_t *out)
 {
     size_t i = 0, es = dt_size(dt);
+    /* Two vectors at a time, through the pair stores the RoPE kernels use: the conversion
+     * tests check them here against core/half.c. */
+    for (; i + 2 * LANES <= count; i += 2 * LANES)
+        store_dt2(dt, out + i * es, f_load(in + i), out + (i + LANES) * es,
+                  f_load(in + i + LANES));
     for (; i + LANES <= count; i += LANES)
         store_dt(dt, out + i * es, f_load(in + i));
     if (i < count)
