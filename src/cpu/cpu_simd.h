@@ -303,7 +303,7 @@ CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
         const uint8_t *in = a->in + h * a->in_head_stride;
         uint8_t *out = a->out + h * a->out_head_stride;
         uint32_t i = 0;
-        for (; dt == DT_F16 && i + 2 * LANES <= rot; i += 2 * LANES) { /* one NaN test */
+        for (; i + 2 * LANES <= rot; i += 2 * LANES) { /* f16: one NaN test for two */
             vf x = load_dt(dt, in + i * es), y = load_dt(dt, in + (i + LANES) * es);
             store_dt2(dt, out + i * es,
                       f_fma(f_swap_pairs(x), f_load(st + i), f_mul(x, f_load(ct + i))),
