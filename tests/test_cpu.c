@@ -5,7 +5,8 @@
  *   - the choice of variant (POSENC_CPU_VARIANT) and its errors;
  *   - the kernels themselves: f16/bf16 conversions bit for bit as core/half.c, sin/cos and the
  *     angle addition against libm in double, the fast turn computation against core/angle.c,
- *     the kernels' turns of integer positions and GPT-J tables bit for bit at every length;
+ *     the kernels' turns of integer positions and GPT-J tables bit for bit at every length,
+ *     the f16/bf16 RoPE kernels bit for bit as the f32 kernel rounded by core/half.c;
  *   - through the public API: RoPE with head_dim and rotary_dim that are no multiple of any
  *     vector width, one token, one head, misaligned and strided views, in and out of place;
  *     sinusoidal tables long enough for the anchor + step rows, with offsets up to INT32_MAX,
@@ -260,6 +261,117 @@ static void test_gptj_table(const posenc_cpu_kernels *k)
         }
         if (table[4 * pairs] != 1234.5f)
             REPORT("%s gptj_table(%u pairs) wrote past its end\n", k->name, pairs);
+    }
+}
+
+/* A table value with 12 significant bits in [-1, 1]. */
+static float short_value(test_rng *rng)
+{
+    return (float)((int32_t)(test_rng_u32(rng) % 4097) - 2048) / 2048.0f;
+}
+
+/* A 16-bit value: mostly ordinary ones of either sign over a wide range of exponents (none so
+ * small that a product with a table value would be subnormal in f32), and NaNs of any
+ * payload, infinities, the largest finite values and zeros. */
+static uint16_t sixteen_bit_value(test_rng *rng, posenc_dtype dtype)
+{
+    bool f16 = dtype == POSENC_DTYPE_F16;
+    uint32_t r = test_rng_u32(rng);
+    uint32_t sign = r >> 31 << 15, bits = f16 ? 10 : 7, top = f16 ? 0x1f : 0xff;
+    uint32_t all = (1u << bits) - 1, mantissa = (r >> 8) & all, exponent;
+    switch (r % 64) {
+    case 0: return (uint16_t)(sign | top << bits | (mantissa ? mantissa : 1)); /* NaN */
+    case 1: return (uint16_t)(sign | top << bits);
+    case 2: return (uint16_t)(sign | (top - 1) << bits | all);
+    case 3: return (uint16_t)sign;
+    default:
+        exponent = f16 ? 1 + (r >> 20) % 30 : 100 + (r >> 20) % 55;
+        return (uint16_t)(sign | exponent << bits | mantissa);
+    }
+}
+
+/* The 16-bit RoPE kernels bit for bit as the f32 kernel followed by core/half.c's rounding, in
+ * both styles and at every table size the variants treat apart (held in registers or not, a
+ * partial vector), three heads out of place with pass-through dims. Table values have 12
+ * significant bits and the inputs at most 11: every product is exact, so a rotated value is the
+ * exact rotation rounded once in any order or fusion a variant computes it. NaN inputs are
+ * checked bit for bit in NeoX, whose f32 and 16-bit kernels compute the same operations in the
+ * same order; in GPT-J, whose 16-bit and f32 kernels order them apart, a NaN must stay NaN. */
+static void test_rope_heads_16bit(const posenc_cpu_kernels *k)
+{
+    enum { HEADS = 3, MAX_ROT = 128, PAD = 8, MAX_DIM = MAX_ROT + PAD };
+    static const uint32_t rotary_dims[] = {16, 24, 32, 48, 64, 96, 128};
+    static uint16_t in[HEADS * MAX_DIM], out[HEADS * MAX_DIM + 1];
+    static float in32[HEADS * MAX_DIM], out32[HEADS * MAX_DIM];
+    float sin_values[MAX_ROT / 2], cos_values[MAX_ROT / 2], table[2 * MAX_ROT];
+    test_rng rng = {4242};
+    const posenc_dtype dtypes[2] = {POSENC_DTYPE_F16, POSENC_DTYPE_BF16};
+    const posenc_rope_style styles[2] = {POSENC_ROPE_NEOX, POSENC_ROPE_GPTJ};
+    for (int d = 0; d < 2; d++) {
+        for (int st = 0; st < 2; st++) {
+            for (size_t r = 0; r < sizeof rotary_dims / sizeof rotary_dims[0]; r++) {
+                posenc_dtype dtype = dtypes[d];
+                posenc_rope_style style = styles[st];
+                uint32_t rot = rotary_dims[r], pairs = rot / 2, dim = rot + PAD;
+                for (uint32_t j = 0; j < pairs; j++) {
+                    sin_values[j] = short_value(&rng);
+                    cos_values[j] = short_value(&rng);
+                }
+                if (style == POSENC_ROPE_NEOX) {
+                    memcpy(table, cos_values, pairs * sizeof(float));
+                    memcpy(table + pairs, sin_values, pairs * sizeof(float));
+                } else {
+                    k->gptj_table(sin_values, cos_values, pairs, table);
+                }
+                for (uint32_t i = 0; i < HEADS * dim; i++) {
+                    in[i] = sixteen_bit_value(&rng, dtype);
+                    in32[i] = dtype == POSENC_DTYPE_F16 ? posenc__f16_to_f32(in[i])
+                                                        : posenc__bf16_to_f32(in[i]);
+                }
+                memset(out, 0xa5, sizeof out);
+                posenc_cpu_rope_heads args = {
+                    .table = table,
+                    .pair_cos = cos_values,
+                    .pair_sin = sin_values,
+                    .in = (const uint8_t *)in,
+                    .out = (uint8_t *)out,
+                    .in_head_stride = dim * 2,
+                    .out_head_stride = dim * 2,
+                    .heads = HEADS,
+                    .rotary_dim = rot,
+                    .head_dim = dim,
+                    .dtype = dtype,
+                    .style = style,
+                    .copy_rest = true,
+                };
+                k->rope_heads(&args);
+                args.in = (const uint8_t *)in32;
+                args.out = (uint8_t *)out32;
+                args.in_head_stride = args.out_head_stride = dim * 4;
+                args.dtype = POSENC_DTYPE_F32;
+                k->rope_heads(&args);
+                for (uint32_t i = 0; i < HEADS * dim; i++) {
+                    bool rotated = i % dim < rot;
+                    uint16_t expected = !rotated ? in[i]
+                                        : dtype == POSENC_DTYPE_F16 ? posenc__f32_to_f16(out32[i])
+                                                                    : posenc__f32_to_bf16(out32[i]);
+                    bool nan = isnan(out32[i]);
+                    bool ok = out[i] == expected;
+                    if (rotated && nan && style == POSENC_ROPE_GPTJ)
+                        ok = isnan(dtype == POSENC_DTYPE_F16 ? posenc__f16_to_f32(out[i])
+                                                             : posenc__bf16_to_f32(out[i]));
+                    if (!ok)
+                        REPORT("%s %s %s rope_heads, rotary_dim %u: element %u of head %u is "
+                               "0x%04x, expected 0x%04x\n",
+                               k->name, posenc_dtype_name(dtype),
+                               style == POSENC_ROPE_NEOX ? "NeoX" : "GPT-J", rot, i % dim,
+                               i / dim, out[i], expected);
+                }
+                if (out[HEADS * dim] != 0xa5a5)
+                    REPORT("%s %s rope_heads wrote past its heads\n", k->name,
+                           posenc_dtype_name(dtype));
+            }
+        }
     }
 }
 
@@ -1120,6 +1232,7 @@ int main(void)
         test_sincos(kernels);
         test_turns_int(kernels);
         test_gptj_table(kernels);
+        test_rope_heads_16bit(kernels);
         posenc_context *context = variant_context((posenc_cpu_variant)v, 0);
         if (context) {
             test_rope_shapes(context, kernels->name);

@@ -3,6 +3,7 @@
 #include "backend.h"
 #include "core/frequencies.h"
 #include "core/platform.h"
+#include "core/rope_memo.h"
 #include "core/select.h"
 
 #include <stdlib.h>
@@ -42,6 +43,7 @@ static void free_context(posenc_context *ctx)
     free(ctx->cache_dir);
     free(ctx->pipeline_cache_path);
     posenc__free_freq_caches(ctx);
+    posenc__rope_memo_free(ctx);
     posenc__mutex_destroy(&ctx->shared_lock);
     free(ctx);
 }

@@ -99,11 +99,33 @@ typedef struct rope_key {
     uint32_t padding;
 } rope_key;
 
+/* The caller's arrays, the key's pieces after the first: pieces[1..], the count of all
+ * pieces; `*arrays` gets their bits. */
+static size_t rope_array_pieces(const posenc_rope_desc *desc, uint32_t rotary_dim,
+                                key_piece pieces[6], uint32_t *arrays)
+{
+    const posenc_rope_scaling *scaling = &desc->scaling;
+    size_t bytes = (size_t)(rotary_dim / 2) * sizeof(double);
+    const double *doubles[4] = {desc->inv_freq, scaling->freq_factors, scaling->short_factor,
+                                scaling->long_factor};
+    size_t count = 1;
+    for (int i = 0; i < 4; i++) {
+        if (!doubles[i])
+            continue;
+        *arrays |= 1u << i;
+        pieces[count++] = (key_piece){doubles[i], bytes};
+    }
+    if (desc->component_map) {
+        *arrays |= 16u;
+        pieces[count++] = (key_piece){desc->component_map, rotary_dim / 2};
+    }
+    return count;
+}
+
 static size_t rope_key_pieces(const posenc_rope_desc *desc, uint32_t rotary_dim, rope_key *key,
                               key_piece pieces[6])
 {
     const posenc_rope_scaling *scaling = &desc->scaling;
-    size_t bytes = (size_t)(rotary_dim / 2) * sizeof(double);
     memset(key, 0, sizeof *key);
     key->theta = desc->theta;
     key->factor = scaling->factor;
@@ -124,21 +146,8 @@ static size_t rope_key_pieces(const posenc_rope_desc *desc, uint32_t rotary_dim,
     key->multimodal = (uint32_t)desc->multimodal;
     memcpy(key->mrope_section, desc->mrope_section, sizeof key->mrope_section);
     key->components = desc->components;
-    const double *arrays[4] = {desc->inv_freq, scaling->freq_factors, scaling->short_factor,
-                               scaling->long_factor};
-    size_t count = 1;
-    for (int i = 0; i < 4; i++) {
-        if (!arrays[i])
-            continue;
-        key->arrays |= 1u << i;
-        pieces[count++] = (key_piece){arrays[i], bytes};
-    }
-    if (desc->component_map) {
-        key->arrays |= 16u;
-        pieces[count++] = (key_piece){desc->component_map, rotary_dim / 2};
-    }
     pieces[0] = (key_piece){key, sizeof *key};
-    return count;
+    return rope_array_pieces(desc, rotary_dim, pieces, &key->arrays);
 }
 
 /* Frequency j of `pairs` under a multimodal kind: the position component it uses, and in
@@ -380,6 +389,27 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
     }
     cache_fill(ctx, cache, pairs, pieces, piece_count);
     return POSENC_OK;
+}
+
+bool posenc__rope_frequencies_current(const posenc_context *ctx, const posenc_rope_desc *desc,
+                                      uint32_t rotary_dim, uint64_t id)
+{
+    const posenc__freq_cache *cache = &ctx->rope_freqs;
+    if (id == 0 || cache->id != id || cache->key_size < sizeof(rope_key))
+        return false;
+    /* The key's first piece is made of the descriptor's fields, the same by the caller's
+     * promise: only the arrays' values can have changed. */
+    key_piece pieces[6];
+    uint32_t arrays = 0;
+    size_t count = rope_array_pieces(desc, rotary_dim, pieces, &arrays);
+    size_t at = sizeof(rope_key);
+    for (size_t i = 1; i < count; i++) {
+        if (cache->key_size - at < pieces[i].size ||
+            memcmp(cache->key + at, pieces[i].data, pieces[i].size) != 0)
+            return false;
+        at += pieces[i].size;
+    }
+    return at == cache->key_size;
 }
 
 posenc_status posenc__sinusoidal_frequencies(posenc_context *ctx, uint32_t half, double base,

@@ -16,6 +16,13 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
                                        uint32_t rotary_dim, uint32_t sequence_length,
                                        float *attention_factor);
 
+/* Whether ctx->rope_freqs still holds table `id` and it is still the table of `desc`, when
+ * `desc` equals field for field a descriptor posenc__rope_frequencies gave table `id` (with
+ * this rotary_dim and a sequence length not taken from the positions): the caller's arrays
+ * are compared by value, so new values in the same arrays are seen. */
+bool posenc__rope_frequencies_current(const posenc_context *ctx, const posenc_rope_desc *desc,
+                                      uint32_t rotary_dim, uint64_t id);
+
 /* Leaves `half` frequencies base^(-i / (half - freq_shift)) * position_scale in
  * ctx->sinusoidal_freqs (recomputed only when an input changed). The caller has validated base,
  * freq_shift and position_scale. */

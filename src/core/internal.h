@@ -127,7 +127,11 @@ struct posenc_context {
     posenc__freq_cache rope_freqs;       /* the last RoPE frequency table and what made it */
     posenc__freq_cache sinusoidal_freqs; /* the same for sinusoidal encodings */
     uint64_t freqs_ids;                  /* ids handed out to frequency tables so far */
+    struct posenc__rope_memo *rope_memo; /* the last RoPE descriptor prepared in full
+                                          * (core/rope_memo.h), or NULL */
     char last_error[POSENC__MESSAGE_BYTES]; /* under shared_lock */
+    posenc__atomic_u32 has_error; /* 1 while last_error may hold a message: written under
+                                   * shared_lock, read without it (posenc__clear_error) */
     posenc__stats stats;
 };
 

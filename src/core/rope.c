@@ -4,6 +4,7 @@
 #include "backend.h"
 #include "core/frequencies.h"
 #include "core/rope_cache.h"
+#include "core/rope_memo.h"
 #include "core/scaling.h"
 #include "core/tensor.h"
 
@@ -189,15 +190,10 @@ static posenc_status resolve_component_positions(posenc_context *ctx,
     return POSENC_OK;
 }
 
-posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *desc,
-                                   posenc__rope_op *prepared)
+/* The whole resolution, into `prepared`. */
+static posenc_status prepare_in_full(posenc_context *ctx, const posenc_rope_desc *desc,
+                                     posenc__rope_op *prepared)
 {
-    if (!ctx)
-        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
-    if (!desc)
-        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "desc: is NULL");
-    posenc__clear_error(ctx);
-
     posenc__rope_op op = {0};
     posenc_status status;
 
@@ -305,8 +301,10 @@ posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *
 
     /* With several components, from the largest position of any component. */
     uint32_t sequence_length = desc->scaling.sequence_length;
-    if (sequence_length == 0 && (desc->scaling.type == POSENC_ROPE_SCALING_DYNAMIC_NTK ||
-                                 desc->scaling.type == POSENC_ROPE_SCALING_LONGROPE)) {
+    bool length_from_positions = sequence_length == 0 &&
+                                 (desc->scaling.type == POSENC_ROPE_SCALING_DYNAMIC_NTK ||
+                                  desc->scaling.type == POSENC_ROPE_SCALING_LONGROPE);
+    if (length_from_positions) {
         status = posenc__sequence_length(ctx, &op.positions, op.has_positions,
                                          op.positions_per_batch ? op.batch : 1, op.tokens,
                                          op.position_offset, &sequence_length);
@@ -319,16 +317,45 @@ posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *
         return status;
     op.freqs = ctx->rope_freqs.freqs;
     op.freqs_id = ctx->rope_freqs.id;
+    posenc__rope_memo_keep(ctx, desc, &op, length_from_positions);
     *prepared = op;
     return POSENC_OK;
 }
 
+/* `*op`: the remembered operation of a repeated descriptor (core/rope_memo.h), or `storage`
+ * prepared in full. */
+static posenc_status prepare(posenc_context *ctx, const posenc_rope_desc *desc,
+                             posenc__rope_op *storage, const posenc__rope_op **op)
+{
+    if (!ctx)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
+    if (!desc)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "desc: is NULL");
+    posenc__clear_error(ctx);
+    *op = posenc__rope_memo_use(ctx, desc);
+    if (*op)
+        return POSENC_OK;
+    *op = storage;
+    return prepare_in_full(ctx, desc, storage);
+}
+
+posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *desc,
+                                   posenc__rope_op *prepared)
+{
+    const posenc__rope_op *op = prepared;
+    posenc_status status = prepare(ctx, desc, prepared, &op);
+    if (status == POSENC_OK && op != prepared)
+        *prepared = *op;
+    return status;
+}
+
 posenc_status posenc_rope(posenc_context *ctx, const posenc_rope_desc *desc)
 {
-    posenc__rope_op op;
-    posenc_status status = posenc__rope_prepare(ctx, desc, &op);
+    posenc__rope_op storage;
+    const posenc__rope_op *op = &storage;
+    posenc_status status = prepare(ctx, desc, &storage, &op);
     if (status == POSENC_OK)
-        status = ctx->backend->rope(ctx, &op);
+        status = ctx->backend->rope(ctx, op);
     if (status == POSENC_OK)
         posenc__atomic64_add(&ctx->stats.rope_calls, 1);
     return status;

@@ -64,8 +64,13 @@ void posenc__clear_error(posenc_context *ctx)
         thread_last_error[0] = '\0';
         return;
     }
+    /* Most calls follow a successful one: then there is nothing to clear and no lock to take.
+     * A message another thread is storing meanwhile is then simply ordered after this call. */
+    if (!posenc__atomic_load_relaxed(&ctx->has_error))
+        return;
     posenc__mutex_lock(&ctx->shared_lock);
     ctx->last_error[0] = '\0';
+    posenc__atomic_store_relaxed(&ctx->has_error, 0);
     posenc__mutex_unlock(&ctx->shared_lock);
 }
 
@@ -94,6 +99,7 @@ posenc_status posenc__fail(posenc_context *ctx, posenc_status status, const char
     }
     posenc__mutex_lock(&ctx->shared_lock);
     posenc__copy_string(ctx->last_error, sizeof ctx->last_error, message);
+    posenc__atomic_store_relaxed(&ctx->has_error, 1);
     posenc__mutex_unlock(&ctx->shared_lock);
     if (ctx->log)
         ctx->log(POSENC_LOG_DEBUG, message, ctx->log_user_data);

@@ -115,6 +115,7 @@ static void free_state(posenc_cpu_context *state)
         free(state->scratch);
     }
     posenc__aligned_free(state->steps);
+    free(state->fracs);
     free(state);
 }
 

@@ -33,6 +33,12 @@ typedef struct posenc_cpu_context {
     size_t steps_floats;
     uint64_t step_freqs_id;
     uint32_t step_half;
+    /* The fractional turns of the RoPE frequency table whose id is fracs_id (0: none), side
+     * by side as the kernels' turns_int reads them (cpu_rope.c). */
+    uint64_t *fracs;
+    uint32_t fracs_count;
+    uint32_t fracs_capacity;
+    uint64_t fracs_id;
 } posenc_cpu_context;
 
 /* The operations (cpu_rope.c, cpu_sinusoidal.c). */

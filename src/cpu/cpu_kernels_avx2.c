@@ -58,6 +58,19 @@ static inline __m128i h_convert(vf v)
 }
 static inline void h_store(void *p, vf v) { _mm_storeu_si128(p, h_convert(v)); }
 static inline void h_store_part(void *p, vf v, size_t n) { store16_part(p, h_convert(v), n); }
+/* Two vectors, one NaN test: UNORD(a, b) is set where either lane is NaN. Without NaNs (the
+ * rule: they come only from NaN inputs or overflow) the conversion is the hardware's alone. */
+static inline void h_store2(void *p, vf v, void *q, vf w)
+{
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, w, _CMP_UNORD_Q))) {
+        h_store(p, v);
+        h_store(q, w);
+        return;
+    }
+    _mm_storeu_si128(p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm_storeu_si128(q, _mm256_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+#define HAVE_H_STORE2 1
 
 static inline vf b_widen(__m128i h)
 {
@@ -80,6 +93,62 @@ static inline __m128i b_convert(vf v)
 }
 static inline void b_store(void *p, vf v) { _mm_storeu_si128(p, b_convert(v)); }
 static inline void b_store_part(void *p, vf v, size_t n) { store16_part(p, b_convert(v), n); }
+/* b_convert's rounding of a vector without NaNs, in the high half of each lane (the low half
+ * is left over). */
+static inline vi b_rounded_high(vf v)
+{
+    vi u = _mm256_castps_si256(v);
+    vi odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    return _mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff)));
+}
+/* The same with NaNs: a NaN keeps its top bits and becomes quiet, as in b_convert. */
+static inline vi b_rounded_high_nan(vf v)
+{
+    vi quiet = _mm256_or_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x00400000));
+    vi nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    return _mm256_blendv_epi8(b_rounded_high(v), quiet, nan);
+}
+/* b_convert of two vectors with one NaN test, as h_store2: without NaNs the rounding alone,
+ * and one pack for both (it interleaves their 128-bit halves, which the permute undoes). */
+static inline void b_store2(void *p, vf v, void *q, vf w)
+{
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, w, _CMP_UNORD_Q))) {
+        b_store(p, v);
+        b_store(q, w);
+        return;
+    }
+    vi packed = _mm256_packus_epi32(_mm256_srli_epi32(b_rounded_high(v), 16),
+                                    _mm256_srli_epi32(b_rounded_high(w), 16)); /* exact */
+    packed = _mm256_permute4x64_epi64(packed, 0xd8);
+    _mm_storeu_si128(p, _mm256_castsi256_si128(packed));
+    _mm_storeu_si128(q, _mm256_extracti128_si256(packed, 1));
+}
+#define HAVE_B_STORE2 1
+/* Two vectors to bf16, interleaved: lane i holds even[i] in its low half and odd[i] in its
+ * high half (a GPT-J pair, or two NeoX elements side by side). One NaN test for both. */
+static inline vi b_pack_pairs(vf even, vf odd)
+{
+    vi e, o;
+    if (_mm256_movemask_ps(_mm256_cmp_ps(even, odd, _CMP_UNORD_Q))) {
+        e = b_rounded_high_nan(even);
+        o = b_rounded_high_nan(odd);
+    } else {
+        e = b_rounded_high(even);
+        o = b_rounded_high(odd);
+    }
+    return _mm256_or_si256(_mm256_srli_epi32(e, 16),
+                           _mm256_and_si256(o, _mm256_set1_epi32((int)0xffff0000u)));
+}
+#define HAVE_B_PACK_PAIRS 1
+/* The inverse of f_zip: the even lanes of [a b] and the odd ones. Each 128-bit half of a
+ * shuffle holds two of a's then two of b's; the permute puts the halves' pieces in order. */
+static inline void f_unzip(vf a, vf b, vf *even, vf *odd)
+{
+    *even = _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+    *odd = _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
+}
 
 static inline vi i_load(const void *p) { return _mm256_loadu_si256(p); }
 static inline vi i_load_part(const void *p, size_t n) { return _mm256_maskload_epi32(p, lanes_mask(n)); }

@@ -9,10 +9,12 @@
 #include "core/rope_cache.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 typedef struct rope_job {
     const posenc__rope_op *op;
     const posenc_cpu_context *state;
+    const uint64_t *fracs; /* the frequencies' fractional turns side by side (turns_int) */
     const uint8_t *q_in, *k_in, *positions, *slots, *v_in;
     uint8_t *q_out, *k_out, *k_cache, *v_cache;
     int64_t rows;   /* batch * tokens */
@@ -261,12 +263,7 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
     float *table = job->state->scratch[part];
     float *sin_scratch = table + 2 * (size_t)rot;
     uint32_t *turns_hi = (uint32_t *)(sin_scratch + rot);
-    /* The frequencies' fractional turns side by side for the kernels' turns_int (64-bit
-     * aligned: 4 rotary_dim floats from the block's 64-byte aligned start). */
-    uint64_t *fracs = (uint64_t *)(void *)(table + 4 * (size_t)rot);
-    if (!job->copy)
-        for (uint32_t j = 0; j < rot / 2; j++)
-            fracs[j] = op->freqs[j].frac;
+    const uint64_t *fracs = job->fracs;
 
     uint64_t first, end;
     posenc_cpu_part_range((uint64_t)(job->rows * job->chunks), part, parts, &first, &end);
@@ -303,18 +300,49 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
     }
 }
 
+/* The fractional turns of op's frequencies, gathered once per table (a decode step finds them
+ * ready): `*fracs`, or NULL for the copy yardstick, which computes no angle. */
+static posenc_status gather_fracs(posenc_context *ctx, const posenc__rope_op *op, bool copy,
+                                  const uint64_t **fracs)
+{
+    posenc_cpu_context *state = ctx->backend_state;
+    const uint32_t pairs = op->rotary_dim / 2;
+    *fracs = NULL;
+    if (copy)
+        return POSENC_OK;
+    if (!op->freqs_id || op->freqs_id != state->fracs_id || pairs != state->fracs_count) {
+        if (pairs > state->fracs_capacity) {
+            uint64_t *grown = realloc(state->fracs, (size_t)pairs * sizeof *grown);
+            if (!grown)
+                return posenc__fail(ctx, POSENC_OUT_OF_MEMORY,
+                                    "scratch: cannot allocate %u frequencies", pairs);
+            state->fracs = grown;
+            state->fracs_capacity = pairs;
+        }
+        for (uint32_t j = 0; j < pairs; j++)
+            state->fracs[j] = op->freqs[j].frac;
+        state->fracs_id = op->freqs_id;
+        state->fracs_count = pairs;
+    }
+    *fracs = state->fracs;
+    return POSENC_OK;
+}
+
 static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, bool copy)
 {
     posenc_cpu_context *state = ctx->backend_state;
-    /* Table (2 rotary_dim), sin and cos (rotary_dim), turns (rotary_dim / 2), then from 4
-     * rotary_dim the fractional turns (rotary_dim / 2 64-bit values). */
-    posenc_status status = posenc_cpu_reserve_scratch(ctx, 5 * (size_t)op->rotary_dim + 16);
+    /* Table (2 rotary_dim), sin and cos (rotary_dim), turns (rotary_dim / 2). */
+    posenc_status status = posenc_cpu_reserve_scratch(ctx, 4 * (size_t)op->rotary_dim + 16);
+    const uint64_t *fracs = NULL;
+    if (status == POSENC_OK)
+        status = gather_fracs(ctx, op, copy, &fracs);
     if (status != POSENC_OK)
         return status;
 
     rope_job job = {
         .op = op,
         .state = state,
+        .fracs = fracs,
         .q_in = posenc__view_host_base(ctx, &op->q),
         .q_out = posenc__view_host_base(ctx, &op->q_out),
         .k_in = op->has_k ? posenc__view_host_base(ctx, &op->k) : NULL,

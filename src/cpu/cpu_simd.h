@@ -17,7 +17,7 @@
  *   f_bits, i_bits (reinterpretations), i_or, i_store(_part), i_select_nan(v, a, b): a where
  *   v is NaN, else b
  *   h_store2(p, v, q, w)        optional (HAVE_H_STORE2): h_store of two vectors, sharing
- *                               the NaN test
+ *                               the NaN test; b_store2 the same for bf16 (HAVE_B_STORE2)
  *   h_store_raw, h_unordered, h_fix_nans   optional (HAVE_H_FIX_NANS): f16 stores whose NaN
  *                               rewrite is deferred to the end of a head (the variant's file
  *                               says how)
@@ -116,6 +116,12 @@ CPU_INLINE void store_dt2(posenc_dtype dt, uint8_t *p, vf v, uint8_t *q, vf w)
 #if defined(HAVE_H_STORE2)
     if (dt == DT_F16) {
         h_store2(p, v, q, w);
+        return;
+    }
+#endif
+#if defined(HAVE_B_STORE2)
+    if (dt == DT_BF16) {
+        b_store2(p, v, q, w);
         return;
     }
 #endif
@@ -297,7 +303,7 @@ CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
         const uint8_t *in = a->in + h * a->in_head_stride;
         uint8_t *out = a->out + h * a->out_head_stride;
         uint32_t i = 0;
-        for (; dt == DT_F16 && i + 2 * LANES <= rot; i += 2 * LANES) { /* one NaN test */
+        for (; i + 2 * LANES <= rot; i += 2 * LANES) { /* f16: one NaN test for two */
             vf x = load_dt(dt, in + i * es), y = load_dt(dt, in + (i + LANES) * es);
             store_dt2(dt, out + i * es,
                       f_fma(f_swap_pairs(x), f_load(st + i), f_mul(x, f_load(ct + i))),
@@ -531,6 +537,51 @@ CPU_INLINE void rope_neox_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype
 }
 #endif
 
+#if defined(HAVE_B_PACK_PAIRS)
+/* rope_neox_bf16_held for a table too large for the registers: its even and odd values are
+ * split once per call, onto the stack, and each block reads its four vectors from there. */
+#define WORDS_MAX_ROTARY 512
+CPU_INLINE bool rope_neox_bf16_words(const posenc_cpu_rope_heads *a)
+{
+    const uint32_t half = a->rotary_dim / 2, blocks = a->rotary_dim / (4 * LANES);
+    if (a->rotary_dim % (4 * LANES) || a->rotary_dim > WORDS_MAX_ROTARY)
+        return false;
+    float split[2 * WORDS_MAX_ROTARY / 2]; /* per block: cos even, cos odd, sin even, sin odd */
+    for (uint32_t k = 0; k < blocks; k++) {
+        const float *c = a->table + 2 * LANES * k, *s = a->table + half + 2 * LANES * k;
+        vf ce, co, se, so;
+        f_unzip(f_load(c), f_load(c + LANES), &ce, &co);
+        f_unzip(f_load(s), f_load(s + LANES), &se, &so);
+        f_store(split + 4 * LANES * k, ce);
+        f_store(split + 4 * LANES * k + LANES, co);
+        f_store(split + 4 * LANES * k + 2 * LANES, se);
+        f_store(split + 4 * LANES * k + 3 * LANES, so);
+    }
+    const vi high = i_set(0xffff0000u);
+    const size_t head_bytes = a->rotary_dim * 2;
+    for (int64_t h = 0; h < a->heads; h++) {
+        const uint8_t *in = a->in + h * a->in_head_stride;
+        uint8_t *out = a->out + h * a->out_head_stride;
+        for (uint32_t k = 0; k < blocks; k++) {
+            const float *t = split + 4 * LANES * k;
+            vf ce = f_load(t), co = f_load(t + LANES), se = f_load(t + 2 * LANES),
+               so = f_load(t + 3 * LANES);
+            size_t at = 4 * LANES * (size_t)k, bt = at + 2 * (size_t)half;
+            vi w0 = i_load(in + at), w1 = i_load(in + bt);
+            vf e0 = i_bits(i_shl(w0, 16)), o0 = i_bits(i_and(w0, high));
+            vf e1 = i_bits(i_shl(w1, 16)), o1 = i_bits(i_and(w1, high));
+            i_store(out + at, bf16_pairs(f_fms(e0, ce, f_mul(e1, se)),
+                                         f_fms(o0, co, f_mul(o1, so))));
+            i_store(out + bt, bf16_pairs(f_fma(e0, se, f_mul(e1, ce)),
+                                         f_fma(o0, so, f_mul(o1, co))));
+        }
+        if (a->copy_rest)
+            memcpy(out + head_bytes, in + head_bytes, (a->head_dim - a->rotary_dim) * 2);
+    }
+    return true;
+}
+#endif
+
 /* One instance per table size in vectors (1 .. TABLE_REGS / 2); false where the table does
  * not fit or has a partial vector. */
 #define HELD_CASE(n)                                                                         \
@@ -549,7 +600,10 @@ CPU_INLINE bool rope_held_dt(const posenc_cpu_rope_heads *a, posenc_dtype dt)
         a->rotary_dim / (4 * LANES) <= TABLE_REGS / 4) {
 #define held rope_neox_bf16_held
         switch (a->rotary_dim / (4 * LANES)) {
-        HELD_CASE(1) HELD_CASE(2) HELD_CASE(3) HELD_CASE(4)
+        HELD_CASE(1) HELD_CASE(2)
+#if TABLE_REGS >= 16
+        HELD_CASE(3) HELD_CASE(4)
+#endif
         default: return false;
         }
 #undef held
@@ -602,17 +656,21 @@ CPU_INLINE void rope_gptj_bf16(const posenc_cpu_rope_heads *a)
     for (int64_t h = 0; h < a->heads; h++) {
         const uint8_t *in = a->in + h * a->in_head_stride;
         uint8_t *out = a->out + h * a->out_head_stride;
-        for (uint32_t j = 0; j < pairs; j += LANES) {
-            size_t n = pairs - j < LANES ? pairs - j : LANES;
-            vi w = n == LANES ? i_load(in + 4 * (size_t)j) : i_load_part(in + 4 * (size_t)j, n);
+        uint32_t j = 0;
+        for (; j + LANES <= pairs; j += LANES) {
+            vi w = i_load(in + 4 * (size_t)j);
             vf x0 = i_bits(i_shl(w, 16)), x1 = i_bits(i_and(w, high));
-            vf c = n == LANES ? f_load(pc + j) : f_load_part(pc + j, n);
-            vf s = n == LANES ? f_load(ps + j) : f_load_part(ps + j, n);
-            vi r = bf16_pairs(f_fms(x0, c, f_mul(x1, s)), f_fma(x0, s, f_mul(x1, c)));
-            if (n == LANES)
-                i_store(out + 4 * (size_t)j, r);
-            else
-                i_store_part(out + 4 * (size_t)j, r, n);
+            vf c = f_load(pc + j), s = f_load(ps + j);
+            i_store(out + 4 * (size_t)j,
+                    bf16_pairs(f_fms(x0, c, f_mul(x1, s)), f_fma(x0, s, f_mul(x1, c))));
+        }
+        if (j < pairs) {
+            size_t n = pairs - j;
+            vi w = i_load_part(in + 4 * (size_t)j, n);
+            vf x0 = i_bits(i_shl(w, 16)), x1 = i_bits(i_and(w, high));
+            vf c = f_load_part(pc + j, n), s = f_load_part(ps + j, n);
+            i_store_part(out + 4 * (size_t)j,
+                         bf16_pairs(f_fms(x0, c, f_mul(x1, s)), f_fma(x0, s, f_mul(x1, c))), n);
         }
         if (a->copy_rest)
             memcpy(out + a->rotary_dim * 2, in + a->rotary_dim * 2,
@@ -637,6 +695,10 @@ static void k_rope_heads(const posenc_cpu_rope_heads *a)
             return;
         break;
     }
+#endif
+#if defined(HAVE_B_PACK_PAIRS)
+    if (a->dtype == DT_BF16 && a->style == POSENC_ROPE_NEOX && rope_neox_bf16_words(a))
+        return;
 #endif
     if (a->style == POSENC_ROPE_GPTJ) {
         switch (a->dtype) {
@@ -913,6 +975,11 @@ static void k_sinusoidal_rows(const posenc_cpu_sinusoidal_rows *a)
 CPU_INLINE void from_f32(posenc_dtype dt, const float *in, size_t count, uint8_t *out)
 {
     size_t i = 0, es = dt_size(dt);
+    /* Two vectors at a time, through the pair stores the RoPE kernels use: the conversion
+     * tests check them here against core/half.c. */
+    for (; i + 2 * LANES <= count; i += 2 * LANES)
+        store_dt2(dt, out + i * es, f_load(in + i), out + (i + LANES) * es,
+                  f_load(in + i + LANES));
     for (; i + LANES <= count; i += LANES)
         store_dt(dt, out + i * es, f_load(in + i));
     if (i < count)
