@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* RoPE's two Vulkan kernels give the same bits. shaders/rope_blocks.comp runs where every head
- * is a run of whole 16-byte blocks (the common, contiguous layout), shaders/rope.comp anywhere
- * else; test_rope and the others check both against the float64 reference, this test checks
+/* The two Vulkan kernels of each operation give the same bits: rope_blocks.comp and
+ * sinusoidal_blocks.comp run where every head or row is a run of whole 16-byte blocks (the
+ * common, contiguous layout), rope.comp and sinusoidal.comp anywhere else. test_rope,
+ * test_sinusoidal and the others check them against the float64 reference; this test checks
  * that they agree exactly. Each case runs twice on device buffers of the same contents: once
- * with every tensor at byte 0 (rope_blocks.comp) and once with every tensor one element further
- * on, off the 16-byte grid (rope.comp); the context's kernel count shows that each run took its
- * own kernel. Cases: both styles, in place and out of place, partial rotary dims with and
- * without rotary_offset, grouped k heads, positions absent, i32, fractional f32 and M-RoPE
- * (sections that change component inside a block), inverse and attention_factor, and the paged
- * KV cache writes of k and v; each in f32, f16 and bf16. Under the vulkan_fallbacks
- * environment rope.comp is the variant that packs 16-bit elements two per word. */
+ * with every tensor at byte 0 (the block kernel) and once with every tensor one element further
+ * on, off the 16-byte grid (the general kernel); the context's kernel count shows that each run
+ * took its own kernel. Each case in f32, f16 and bf16. Under the vulkan_fallbacks environment
+ * the general kernels are the variants that pack 16-bit elements two per word.
+ * RoPE: both styles, in place and out of place, partial rotary dims with and without
+ * rotary_offset, grouped k heads, positions absent, i32, fractional f32 and M-RoPE (sections
+ * that change component inside a block), inverse and attention_factor, and the paged KV cache
+ * writes of k and v.
+ * Sinusoidal: the three layouts, tables and add mode (x apart and in place), positions absent
+ * (rows many enough that an invocation steps through several, across a batch boundary), i32
+ * and f32, and the scales. */
 #include "required_devices.h"
 #include "test_common.h"
 
@@ -18,7 +23,7 @@
 
 enum { POS_ABSENT, POS_I32, POS_F32, POS_MROPE };
 
-typedef struct kernels_case {
+typedef struct rope_kernels_case {
     const char *name;
     posenc_rope_style style;
     int64_t head_dim;
@@ -28,7 +33,7 @@ typedef struct kernels_case {
     bool inverse;
     double attention_factor;
     bool cache; /* k into k_cache and v into v_cache by slot; k only read */
-} kernels_case;
+} rope_kernels_case;
 
 #define BATCH 2
 #define TOKENS 5
@@ -38,7 +43,7 @@ typedef struct kernels_case {
 #define BLOCK_SIZE 4
 #define VIEWS 7
 
-static const kernels_case cases[] = {
+static const rope_kernels_case rope_cases[] = {
     {.name = "neox in place, i32 positions", .style = POSENC_ROPE_NEOX, .head_dim = 64,
      .positions = POS_I32},
     {.name = "gptj out of place, f32 positions, inverse", .style = POSENC_ROPE_GPTJ,
@@ -86,7 +91,7 @@ static void fill(unsigned char *bytes, size_t size, posenc_dtype dtype, test_rng
 
 /* One run: every tensor `skew` bytes into its own buffer. Outputs come back in `result`
  * (q, k, and the caches as they are after the call). */
-static bool run(posenc_context *ctx, const kernels_case *c, posenc_dtype dtype,
+static bool run_rope(posenc_context *ctx, const rope_kernels_case *c, posenc_dtype dtype,
                 const case_data *data, size_t skew, unsigned char *result[VIEWS])
 {
     posenc_buffer *buffers[VIEWS] = {0};
@@ -208,7 +213,7 @@ static uint64_t kernels_built(posenc_context *ctx)
     return stats.kernels_built;
 }
 
-static void run_case(uint32_t device, const kernels_case *c, posenc_dtype dtype)
+static void run_rope_case(uint32_t device, const rope_kernels_case *c, posenc_dtype dtype)
 {
     size_t element = posenc_dtype_size(dtype);
     size_t head = (size_t)c->head_dim * element;
@@ -217,7 +222,7 @@ static void run_case(uint32_t device, const kernels_case *c, posenc_dtype dtype)
     case_data data = {.bytes = {q_bytes, c->out_of_place ? q_bytes : 0, k_bytes,
                                 c->out_of_place ? k_bytes : 0, c->cache ? cache_bytes : 0,
                                 c->cache ? k_bytes : 0, c->cache ? cache_bytes : 0}};
-    test_rng rng = {0x9e3779b97f4a7c15ull ^ (uint64_t)(c - cases) ^ ((uint64_t)dtype << 32)};
+    test_rng rng = {0x9e3779b97f4a7c15ull ^ (uint64_t)(c - rope_cases) ^ ((uint64_t)dtype << 32)};
     bool ok = true;
     for (int v = 0; v < VIEWS && ok; v++) {
         if (!data.bytes[v])
@@ -232,9 +237,9 @@ static void run_case(uint32_t device, const kernels_case *c, posenc_dtype dtype)
     unsigned char *blocks[VIEWS] = {0}, *general[VIEWS] = {0};
     if (ctx) {
         /* Every pass of the first run takes rope_blocks.comp, of the second rope.comp. */
-        ok = run(ctx, c, dtype, &data, 0, blocks);
+        ok = run_rope(ctx, c, dtype, &data, 0, blocks);
         CHECK(kernels_built(ctx) == 1);
-        ok = ok && run(ctx, c, dtype, &data, element, general);
+        ok = ok && run_rope(ctx, c, dtype, &data, element, general);
         CHECK(kernels_built(ctx) == 2);
         posenc_context_destroy(ctx);
     } else {
@@ -263,6 +268,150 @@ static void run_case(uint32_t device, const kernels_case *c, posenc_dtype dtype)
     }
 }
 
+/* ---- Sinusoidal ------------------------------------------------------------------------------ */
+
+enum { X_NONE, X_APART, X_IN_PLACE };
+
+typedef struct sinusoidal_case {
+    const char *name;
+    int64_t batch, rows, d_model;
+    posenc_sinusoidal_layout layout;
+    int positions; /* POS_ABSENT, POS_I32 or POS_F32 */
+    int x;
+    double freq_shift, position_scale, input_scale, output_scale;
+} sinusoidal_case;
+
+static const sinusoidal_case sinusoidal_cases[] = {
+    {.name = "interleaved table, offset rows", .batch = 2, .rows = 301, .d_model = 64,
+     .layout = POSENC_SINUSOIDAL_INTERLEAVED, .positions = POS_ABSENT},
+    {.name = "sin|cos, i32 positions, add", .batch = 2, .rows = 9, .d_model = 96,
+     .layout = POSENC_SINUSOIDAL_SIN_COS, .positions = POS_I32, .x = X_APART,
+     .input_scale = 8.0, .output_scale = 0.5},
+    {.name = "cos|sin, f32 positions, shift, scale", .batch = 1, .rows = 37, .d_model = 32,
+     .layout = POSENC_SINUSOIDAL_COS_SIN, .positions = POS_F32, .freq_shift = 1.0,
+     .position_scale = 0.25},
+    {.name = "interleaved, add in place", .batch = 3, .rows = 50, .d_model = 128,
+     .layout = POSENC_SINUSOIDAL_INTERLEAVED, .positions = POS_ABSENT, .x = X_IN_PLACE,
+     .input_scale = 2.0},
+};
+
+/* One run: out (and x) `skew` bytes into their buffers; out's bytes come back in `result`. */
+static bool run_sinusoidal(posenc_context *ctx, const sinusoidal_case *c, posenc_dtype dtype,
+                           const unsigned char *out_initial, const unsigned char *x_initial,
+                           size_t bytes, size_t skew, unsigned char *result)
+{
+    const unsigned char *initial[2] = {out_initial, x_initial};
+    posenc_buffer *buffers[2] = {0};
+    const int64_t shape[3] = {c->batch, c->rows, c->d_model};
+    bool ok = true;
+    for (int i = 0; i < 2 && ok; i++) {
+        if (i == 1 && c->x != X_APART)
+            break;
+        unsigned char *contents = calloc(1, skew + bytes);
+        ok = contents != NULL;
+        if (!ok)
+            break;
+        memcpy(contents + skew, initial[i], bytes);
+        posenc_buffer_desc desc = {.size = skew + bytes, .initial_data = contents};
+        CHECK_OK(posenc_buffer_create(ctx, &desc, &buffers[i]));
+        free(contents);
+        ok = buffers[i] != NULL;
+    }
+    int32_t positions_i32[3 * 301];
+    float positions_f32[3 * 301];
+    for (int i = 0; i < 3 * 301; i++) {
+        positions_i32[i] = i * 7919 - 50000;
+        positions_f32[i] = (float)i * 1.375f - 3.0f;
+    }
+    posenc_buffer *positions = NULL;
+    posenc_sinusoidal_desc desc = {
+        .layout = c->layout,
+        .freq_shift = c->freq_shift,
+        .position_scale = c->position_scale,
+        .input_scale = c->input_scale,
+        .output_scale = c->output_scale,
+        .position_offset = c->positions == POS_ABSENT ? -130 : 0,
+    };
+    if (ok) {
+        desc.out = posenc_tensor_of_buffer(buffers[0], dtype, 3, shape);
+        desc.out.offset = skew;
+        if (c->x == X_IN_PLACE)
+            desc.x = desc.out;
+        if (c->x == X_APART) {
+            desc.x = posenc_tensor_of_buffer(buffers[1], dtype, 3, shape);
+            desc.x.offset = skew;
+        }
+    }
+    if (ok && c->positions != POS_ABSENT) {
+        bool f32 = c->positions == POS_F32;
+        posenc_buffer_desc positions_desc = {
+            .size = (size_t)(c->batch * c->rows) * 4,
+            .initial_data = f32 ? (const void *)positions_f32 : positions_i32,
+        };
+        CHECK_OK(posenc_buffer_create(ctx, &positions_desc, &positions));
+        ok = positions != NULL;
+        const int64_t positions_shape[2] = {c->batch, c->rows};
+        if (ok)
+            desc.positions = posenc_tensor_of_buffer(
+                positions, f32 ? POSENC_DTYPE_F32 : POSENC_DTYPE_I32, 2, positions_shape);
+    }
+    if (ok)
+        CHECK_OK(posenc_sinusoidal(ctx, &desc));
+    unsigned char *contents = ok ? malloc(skew + bytes) : NULL;
+    ok = ok && contents != NULL;
+    if (ok) {
+        CHECK_OK(posenc_buffer_download(buffers[0], 0, contents, skew + bytes));
+        memcpy(result, contents + skew, bytes);
+    }
+    free(contents);
+    posenc_buffer_destroy(buffers[0]);
+    posenc_buffer_destroy(buffers[1]);
+    posenc_buffer_destroy(positions);
+    if (!ok)
+        test_failures++;
+    return ok;
+}
+
+static void run_sinusoidal_case(uint32_t device, const sinusoidal_case *c, posenc_dtype dtype)
+{
+    size_t element = posenc_dtype_size(dtype);
+    size_t bytes = (size_t)(c->batch * c->rows * c->d_model) * element;
+    unsigned char *out = malloc(bytes), *x = malloc(bytes);
+    unsigned char *blocks = malloc(bytes), *general = malloc(bytes);
+    test_rng rng = {0x243f6a8885a308d3ull ^ (uint64_t)(c - sinusoidal_cases) ^
+                    ((uint64_t)dtype << 32)};
+    bool ok = out && x && blocks && general;
+    if (ok) {
+        fill(out, bytes, dtype, &rng);
+        fill(x, bytes, dtype, &rng);
+    }
+    posenc_context *ctx = ok ? test_context_for_device(device) : NULL;
+    if (ctx) {
+        ok = run_sinusoidal(ctx, c, dtype, out, x, bytes, 0, blocks);
+        CHECK(kernels_built(ctx) == 1);
+        ok = ok && run_sinusoidal(ctx, c, dtype, out, x, bytes, element, general);
+        CHECK(kernels_built(ctx) == 2);
+        posenc_context_destroy(ctx);
+    } else {
+        ok = false;
+        test_failures++;
+    }
+    if (ok && memcmp(blocks, general, bytes) != 0) {
+        test_failures++;
+        size_t at = 0;
+        while (blocks[at] == general[at])
+            at++;
+        fprintf(stderr, "  %s %s: differs from byte %zu on\n", c->name, posenc_dtype_name(dtype),
+                at);
+    }
+    if (ok)
+        CHECK(memcmp(blocks, out, bytes) != 0); /* the call did write */
+    free(out);
+    free(x);
+    free(blocks);
+    free(general);
+}
+
 int main(void)
 {
     uint32_t count = 0, vulkan_devices = 0;
@@ -274,15 +423,17 @@ int main(void)
             continue;
         vulkan_devices++;
         printf("  vulkan:%u %s\n", info.backend_index, info.name);
-        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-            for (int d = 0; d < 3; d++)
-                run_case(i, &cases[c], dtypes[d]);
+        for (int d = 0; d < 3; d++) {
+            for (size_t c = 0; c < sizeof rope_cases / sizeof rope_cases[0]; c++)
+                run_rope_case(i, &rope_cases[c], dtypes[d]);
+            for (size_t c = 0; c < sizeof sinusoidal_cases / sizeof sinusoidal_cases[0]; c++)
+                run_sinusoidal_case(i, &sinusoidal_cases[c], dtypes[d]);
         }
     }
     if (vulkan_devices == 0) {
         const char *reason = "";
         posenc_backend_status(POSENC_BACKEND_VULKAN, &reason);
-        return test_device_absent("test_vulkan_rope_kernels", "vulkan", reason);
+        return test_device_absent("test_vulkan_kernels", "vulkan", reason);
     }
-    return test_finish("test_vulkan_rope_kernels");
+    return test_finish("test_vulkan_kernels");
 }
