@@ -19,6 +19,7 @@
 // Dispatch: local size 64; any number of work groups in x (the kernel loops over the rest).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 
 #include "angle.glsl"
 #include "dtype.glsl"
@@ -98,7 +99,9 @@ void unit_angles(uint b, uint t, uint unit, out float s[BLOCK_ELEMENTS],
             components[4u * q + w] = quad[w];
     }
     bool inverse = (params.flags & POSENC_ROPE_FLAG_INVERSE) != 0u;
-    for (uint k = 0u; k < BLOCK_ELEMENTS; k++) {
+    // Rolled: once per invocation, against every head's work; unrolled it only multiplies the
+    // code (lavapipe took twice as long to compile the 16-bit variants).
+    [[dont_unroll]] for (uint k = 0u; k < BLOCK_ELEMENTS; k++) {
         float sin_t = uintBitsToFloat(0x7fc00000u); // NaN
         float cos_t = sin_t;
         uvec2 position;
