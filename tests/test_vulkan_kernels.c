@@ -14,9 +14,14 @@
  * writes of k and v.
  * Sinusoidal: the three layouts, tables and add mode (x apart and in place), positions absent
  * (rows many enough that an invocation steps through several, across a batch boundary), i32
- * and f32, and the scales. */
+ * and f32, and the scales.
+ * And both kernels round f32 to f16 and bf16 as src/core/half.c, bit for bit: at position 0 a
+ * RoPE output is a * attention_factor, rounded once, over every finite normal 16-bit input a and
+ * factors that make ties, subnormal results and overflow. */
 #include "required_devices.h"
 #include "test_common.h"
+
+#include "core/half.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -412,6 +417,74 @@ static void run_sinusoidal_case(uint32_t device, const sinusoidal_case *c, posen
     free(general);
 }
 
+/* ---- Rounding to 16 bits --------------------------------------------------------------------- */
+
+/* Every finite 16-bit pattern with a normal value (subnormal inputs and NaN payloads are the
+ * device's own business: Vulkan may flush the first and is silent on the second). */
+static bool normal_input(posenc_dtype dtype, uint16_t bits)
+{
+    uint16_t exponent = dtype == POSENC_DTYPE_F16 ? (bits >> 10) & 0x1f : (bits >> 7) & 0xff;
+    uint16_t all_ones = dtype == POSENC_DTYPE_F16 ? 0x1f : 0xff;
+    return exponent != 0 && exponent != all_ones;
+}
+
+/* q [1024 heads, 128 dims] holds all 65536 patterns in the first halves of its heads (NeoX: the
+ * a of each pair), zeros in the second: at position 0, cos = 1 and sin = 0 exactly, so a
+ * becomes a * attention_factor rounded to 16 bits once. */
+static void check_rounding(uint32_t device, posenc_dtype dtype, double factor)
+{
+    enum { HEADS = 1024, DIM = 128, PAIRS = DIM / 2 };
+    size_t bytes = (size_t)HEADS * DIM * 2;
+    uint16_t *input = calloc(1, bytes), *got = malloc(bytes);
+    posenc_context *ctx = input && got ? test_context_for_device(device) : NULL;
+    for (int skew = 0; ctx && skew <= 2; skew += 2) { /* the block kernel, then rope.comp */
+        for (uint32_t i = 0; i < 65536; i++)
+            input[(i / PAIRS) * DIM + i % PAIRS] = (uint16_t)i;
+        unsigned char *contents = calloc(1, bytes + (size_t)skew);
+        posenc_buffer *buffer = NULL;
+        if (contents) {
+            memcpy(contents + skew, input, bytes);
+            posenc_buffer_desc desc = {.size = bytes + (size_t)skew, .initial_data = contents};
+            CHECK_OK(posenc_buffer_create(ctx, &desc, &buffer));
+        }
+        if (buffer) {
+            const int64_t shape[3] = {1, HEADS, DIM};
+            posenc_rope_desc desc = {.q = posenc_tensor_of_buffer(buffer, dtype, 3, shape),
+                                     .attention_factor = factor};
+            desc.q.offset = (uint64_t)skew;
+            CHECK_OK(posenc_rope(ctx, &desc));
+            CHECK_OK(posenc_buffer_download(buffer, (uint64_t)skew, got, bytes));
+            int bad = 0;
+            for (uint32_t i = 0; i < 65536; i++) {
+                if (!normal_input(dtype, (uint16_t)i))
+                    continue;
+                bool f16 = dtype == POSENC_DTYPE_F16;
+                float value = (f16 ? posenc__f16_to_f32((uint16_t)i)
+                                   : posenc__bf16_to_f32((uint16_t)i)) *
+                              (float)factor;
+                uint16_t expected = f16 ? posenc__f32_to_f16(value) : posenc__f32_to_bf16(value);
+                uint16_t out = got[(i / PAIRS) * DIM + i % PAIRS];
+                if (out != expected && bad++ < 4)
+                    fprintf(stderr, "  %s x %.9g (%s): 0x%04x gives 0x%04x, expected 0x%04x\n",
+                            posenc_dtype_name(dtype), factor, skew ? "rope.comp" : "blocks",
+                            (unsigned)i, (unsigned)out, (unsigned)expected);
+            }
+            if (bad)
+                test_failures++;
+        } else {
+            test_failures++;
+        }
+        posenc_buffer_destroy(buffer);
+        free(contents);
+    }
+    CHECK(ctx == NULL || kernels_built(ctx) == 2);
+    if (!ctx)
+        test_failures++;
+    posenc_context_destroy(ctx);
+    free(input);
+    free(got);
+}
+
 int main(void)
 {
     uint32_t count = 0, vulkan_devices = 0;
@@ -428,6 +501,14 @@ int main(void)
                 run_rope_case(i, &rope_cases[c], dtypes[d]);
             for (size_t c = 0; c < sizeof sinusoidal_cases / sizeof sinusoidal_cases[0]; c++)
                 run_sinusoidal_case(i, &sinusoidal_cases[c], dtypes[d]);
+        }
+        /* 1 + 2^-11 puts f16 results half an ulp above a (ties), and takes 65504 past 65520
+         * (infinity); 1 + 2^-8 the same for bf16; 0.75 and 0.6875 round into f16 subnormals
+         * and through every mantissa. */
+        const double factors[4] = {1.0 + 0x1p-11, 1.0 + 0x1p-8, 0.75, 0.6875};
+        for (int d = 1; d < 3; d++) {
+            for (int f = 0; f < 4; f++)
+                check_rounding(i, dtypes[d], factors[f]);
         }
     }
     if (vulkan_devices == 0) {
