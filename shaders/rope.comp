@@ -9,7 +9,8 @@
 // One invocation per (row, pair j) computes sin and cos once and rotates pair j of a run of
 // `heads_per_invocation` heads; consecutive invocations take consecutive pairs, so each head's
 // loads and stores are contiguous across a work group. Invocations past the pairs of a row copy
-// two pass-through dims each instead (out of place only).
+// two pass-through dims each instead (out of place only). This kernel takes any layout;
+// rope_blocks.comp computes the same bits faster where heads are whole 16-byte blocks.
 //
 // With POSENC_ROPE_FLAG_SLOTS the output is a paged KV cache: token (b, t) writes the row of its
 // slot (binding 4) and nothing when the slot is outside [0, num_slots). The host runs k into
