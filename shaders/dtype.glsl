@@ -41,8 +41,9 @@ uint posenc_f16_from_f32(float value)
     // Normal: rebias the exponent, round the 13 dropped bits to nearest even.
     uint normal = (magnitude + 0xc8000fffu + ((magnitude >> 13) & 1u)) >> 13;
     uint bits = magnitude < 0x38800000u ? subnormal : normal;
-    bits = magnitude >= 0x477ff000u ? 0x7c00u : bits; // rounds to 65520 or more: infinity
-    bits = magnitude > 0x7f800000u ? 0x7e00u : bits;  // NaN
+    // From 65520 on (infinity and NaN too) `normal` is 0x7c00 or more: infinity.
+    bits = min(bits, 0x7c00u);
+    bits = magnitude > 0x7f800000u ? 0x7e00u : bits; // NaN
     return sign | bits;
 }
 

@@ -16,8 +16,8 @@
  * (rows many enough that an invocation steps through several, across a batch boundary), i32
  * and f32, and the scales.
  * And both kernels round f32 to f16 and bf16 as src/core/half.c, bit for bit: at position 0 a
- * RoPE output is a * attention_factor, rounded once, over every finite normal 16-bit input a and
- * factors that make ties, subnormal results and overflow. */
+ * RoPE output is a * attention_factor, rounded once, over every normal or infinite 16-bit input
+ * a and factors that make ties, subnormal results and overflow. */
 #include "required_devices.h"
 #include "test_common.h"
 
@@ -419,13 +419,14 @@ static void run_sinusoidal_case(uint32_t device, const sinusoidal_case *c, posen
 
 /* ---- Rounding to 16 bits --------------------------------------------------------------------- */
 
-/* Every finite 16-bit pattern with a normal value (subnormal inputs and NaN payloads are the
- * device's own business: Vulkan may flush the first and is silent on the second). */
+/* Every 16-bit pattern of a normal value or an infinity (subnormal inputs and NaN payloads are
+ * the device's own business: Vulkan may flush the first and is silent on the second). */
 static bool normal_input(posenc_dtype dtype, uint16_t bits)
 {
-    uint16_t exponent = dtype == POSENC_DTYPE_F16 ? (bits >> 10) & 0x1f : (bits >> 7) & 0xff;
-    uint16_t all_ones = dtype == POSENC_DTYPE_F16 ? 0x1f : 0xff;
-    return exponent != 0 && exponent != all_ones;
+    bool f16 = dtype == POSENC_DTYPE_F16;
+    uint16_t exponent = f16 ? (bits >> 10) & 0x1f : (bits >> 7) & 0xff;
+    uint16_t mantissa = f16 ? bits & 0x3ff : bits & 0x7f;
+    return exponent != 0 && (exponent != (f16 ? 0x1f : 0xff) || mantissa == 0);
 }
 
 /* q [1024 heads, 128 dims] holds all 65536 patterns in the first halves of its heads (NeoX: the
