@@ -9,7 +9,8 @@
 // One invocation per (row, pair j) computes sin and cos once and rotates pair j of a run of
 // `heads_per_invocation` heads; consecutive invocations take consecutive pairs, so each head's
 // loads and stores are contiguous across a work group. Invocations past the pairs of a row copy
-// two pass-through dims each instead (out of place only).
+// two pass-through dims each instead (out of place only). This kernel takes any layout;
+// rope_blocks.comp computes the same bits faster where heads are whole 16-byte blocks.
 //
 // With POSENC_ROPE_FLAG_SLOTS the output is a paged KV cache: token (b, t) writes the row of its
 // slot (binding 4) and nothing when the slot is outside [0, num_slots). The host runs k into
@@ -56,19 +57,7 @@ layout(std430, set = 0, binding = 4) readonly buffer Slots { uint slots[]; };
 
 layout(push_constant) uniform Params { POSENC_ROPE_PUSH(POSENC_PARAM_FIELD) } params;
 
-// The Q31.32 position component `component` of token t of batch b; false for a float
-// position that gives NaN. Absent positions give position_offset + t for every component.
-bool token_position(uint b, uint t, uint component, out uvec2 position)
-{
-    uint kind = (params.flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u;
-    position = uvec2(0u, uint(params.position_offset) + t);
-    if (kind == POSENC_POSITIONS_NONE)
-        return true;
-    uint word = positions[params.positions_offset + b * params.positions_stride_batch +
-                          t * params.positions_stride_token +
-                          component * params.positions_stride_component];
-    return posenc_position_from_word(kind, word, position);
-}
+#include "rope_rows.glsl"
 
 // Rotates the pair at input elements (ia, ib) into output elements (oa, ob).
 void rotate(uint ia, uint ib, uint oa, uint ob, float s, float c, bool in_place)
@@ -140,18 +129,9 @@ void main()
         uint b = row / params.tokens;
         uint t = row - b * params.tokens;
         uint in_row = params.in_offset + b * params.in_stride_batch + t * params.in_stride_token;
-        // The output's batch and token: with slots, the cache block and its row.
-        uint out_b = b, out_t = t;
-        if ((params.flags & POSENC_ROPE_FLAG_SLOTS) != 0u) {
-            int slot = int(slots[params.slots_offset + b * params.slots_stride_batch +
-                                 t * params.slots_stride_token]);
-            if (slot < 0 || uint(slot) >= params.num_slots)
-                continue;
-            out_b = uint(slot) / params.block_size;
-            out_t = uint(slot) - out_b * params.block_size;
-        }
-        uint out_row = params.out_offset + out_b * params.out_stride_batch +
-                       out_t * params.out_stride_token;
+        uint out_row;
+        if (!output_row(b, t, out_row))
+            continue;
         if (in_place)
             in_row = out_row;
 

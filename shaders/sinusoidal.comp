@@ -4,6 +4,8 @@
 //   out[b, r, c] = output_scale * PE(p)[c]                               (table)
 // with p the position of row r, PE(p) = sin and cos of p * f_i in the chosen layout, and one
 // zero column at the end when d_model is odd. Angles follow angle.glsl (exact reduction).
+// This kernel takes any layout; sinusoidal_blocks.comp computes the same bits faster where rows
+// are whole 16-byte blocks.
 //
 // Variants (-D): POSENC_OUT_F32, POSENC_OUT_F16 or POSENC_OUT_BF16, the type of out and x;
 // POSENC_STORAGE16=1 with a 16-bit type stores one element per uint16_t (for devices with 16-bit

@@ -13,16 +13,23 @@ posenc_kernel_variant(sinusoidal_f32  sinusoidal.cl POSENC_OUT_F32)
 posenc_kernel_variant(sinusoidal_f16  sinusoidal.cl POSENC_OUT_F16)
 posenc_kernel_variant(sinusoidal_bf16 sinusoidal.cl POSENC_OUT_BF16)
 
-# Vulkan backend (src/vulkan): RoPE, the sinusoidal kernels with 16-bit storage, and the copy
-# roofline. "_s16" variants keep 16-bit elements in uint16_t and need the device's 16-bit storage
-# feature; the others pack two per 32-bit word.
+# Vulkan backend (src/vulkan): RoPE, the sinusoidal kernels with 16-bit storage and on blocks,
+# and the copy roofline. "_s16" variants keep 16-bit elements in uint16_t and need the device's
+# 16-bit storage feature; the others pack two per 32-bit word. The "_blocks" variants move whole
+# 16-byte blocks (heads or rows of consecutive, aligned elements) and need no 16-bit storage.
 posenc_kernel_variant(rope_f32      rope.comp POSENC_OUT_F32)
 posenc_kernel_variant(rope_f16      rope.comp POSENC_OUT_F16)
 posenc_kernel_variant(rope_bf16     rope.comp POSENC_OUT_BF16)
 posenc_kernel_variant(rope_f16_s16  rope.comp POSENC_OUT_F16 POSENC_STORAGE16=1)
 posenc_kernel_variant(rope_bf16_s16 rope.comp POSENC_OUT_BF16 POSENC_STORAGE16=1)
+posenc_kernel_variant(rope_f32_blocks  rope_blocks.comp POSENC_OUT_F32)
+posenc_kernel_variant(rope_f16_blocks  rope_blocks.comp POSENC_OUT_F16)
+posenc_kernel_variant(rope_bf16_blocks rope_blocks.comp POSENC_OUT_BF16)
 posenc_kernel_variant(sinusoidal_f16_s16  sinusoidal.comp POSENC_OUT_F16 POSENC_STORAGE16=1)
 posenc_kernel_variant(sinusoidal_bf16_s16 sinusoidal.comp POSENC_OUT_BF16 POSENC_STORAGE16=1)
+posenc_kernel_variant(sinusoidal_f32_blocks  sinusoidal_blocks.comp POSENC_OUT_F32)
+posenc_kernel_variant(sinusoidal_f16_blocks  sinusoidal_blocks.comp POSENC_OUT_F16)
+posenc_kernel_variant(sinusoidal_bf16_blocks sinusoidal_blocks.comp POSENC_OUT_BF16)
 posenc_kernel_variant(copy_u32   copy.comp)
 posenc_kernel_variant(copy_u32x4 copy.comp POSENC_COPY_VEC4)
 

@@ -281,6 +281,7 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
     record->max_binding = limits->maxStorageBufferRange;
     record->binding_alignment = limits->minStorageBufferOffsetAlignment;
     record->max_group_count = limits->maxComputeWorkGroupCount[0];
+    record->cpu = properties.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     return POSENC_OK;
 }
 

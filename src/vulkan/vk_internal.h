@@ -167,6 +167,8 @@ typedef struct posenc_vk_physical {
     uint64_t max_binding;         /* maxStorageBufferRange */
     uint64_t binding_alignment;   /* minStorageBufferOffsetAlignment */
     uint32_t max_group_count;     /* maxComputeWorkGroupCount[0] */
+    bool cpu;                     /* VK_PHYSICAL_DEVICE_TYPE_CPU (lavapipe, SwiftShader): a few
+                                   * threads of SIMD lanes, filled by far fewer invocations */
 } posenc_vk_physical;
 
 /* ---------------------------------------------------------------------------------------------

@@ -1,15 +1,24 @@
 /* SPDX-License-Identifier: MIT */
-/* RoPE on Vulkan (shaders/rope.comp): q, k and the paged KV cache writes each in their own
- * dispatches of one submission, split where a tensor is larger than one binding may address. */
+/* RoPE on Vulkan: q, k and the paged KV cache writes each in their own dispatches of one
+ * submission, split where a tensor is larger than one binding may address. Each dispatch runs
+ * shaders/rope_blocks.comp where the tensors' heads are whole 16-byte blocks (the common,
+ * contiguous layout) and shaders/rope.comp, which takes any strides, elsewhere; the two give the
+ * same bits. */
 #include "vulkan/vk_internal.h"
 
 #include "posenc_kernel_params.h"
 
 #include "core/op_views.h"
 
+/* The bytes of one block of rope_blocks.comp. */
+#define BLOCK_BYTES 16
+
 /* Enough invocations to fill a large GPU: below this, heads are spread over more invocations
  * (each computing its own sin and cos); above it, one invocation rotates every head. */
 #define TARGET_INVOCATIONS (UINT64_C(1) << 18)
+/* On a CPU device (lavapipe: a few threads of 8 or 16 lanes) more sin and cos cost more than
+ * the spread gains, even for one token: every invocation rotates all heads. */
+#define CPU_TARGET_INVOCATIONS 1
 
 _Static_assert(sizeof(posenc__rope_push) <= POSENC_VK_PUSH_BYTES, "rope.comp's push constants");
 
@@ -34,6 +43,7 @@ typedef struct rope_job {
     posenc_vk_kernel kernel;
     uint32_t pairs;      /* rotated per row: rotary_dim / 2, or 0 */
     uint32_t pass_units; /* per row: pass-through dims copied two by two, out of place */
+    bool blocks;         /* rope_blocks.comp where a dispatch's windows start on a block */
 } rope_job;
 
 /* A stride in kernel elements along a dim the box spans; 0 where the box has one index, so
@@ -41,6 +51,52 @@ typedef struct rope_job {
 static uint32_t element_stride(int64_t stride_bytes, uint32_t element, int64_t count)
 {
     return count > 1 ? (uint32_t)(stride_bytes / element) : 0;
+}
+
+static posenc_vk_kernel rope_kernel(const posenc_vk_context *vk, posenc_dtype dtype)
+{
+    switch (dtype) {
+    case POSENC_DTYPE_F16:
+        return vk->storage16 ? POSENC__SPIRV_ROPE_F16_S16 : POSENC__SPIRV_ROPE_F16;
+    case POSENC_DTYPE_BF16:
+        return vk->storage16 ? POSENC__SPIRV_ROPE_BF16_S16 : POSENC__SPIRV_ROPE_BF16;
+    default: return POSENC__SPIRV_ROPE_F32;
+    }
+}
+
+static posenc_vk_kernel rope_blocks_kernel(posenc_dtype dtype)
+{
+    switch (dtype) {
+    case POSENC_DTYPE_F16: return POSENC__SPIRV_ROPE_F16_BLOCKS;
+    case POSENC_DTYPE_BF16: return POSENC__SPIRV_ROPE_BF16_BLOCKS;
+    default: return POSENC__SPIRV_ROPE_F32_BLOCKS;
+    }
+}
+
+/* Whether a view's heads are runs of whole 16-byte blocks from its element 0 on: consecutive
+ * dims, and every step of the first three dims that have more than one index (the kernels see 0
+ * for the others) a multiple of 16 bytes. */
+static bool view_in_blocks(const posenc__view *view)
+{
+    if (view->strides[3] != (int64_t)posenc_dtype_size(view->dtype))
+        return false;
+    for (int k = 0; k < 3; k++) {
+        if (view->shape[k] > 1 && view->strides[k] % BLOCK_BYTES != 0)
+            return false;
+    }
+    return true;
+}
+
+/* Whether a pass may run rope_blocks.comp: both views in blocks, and the rotated and
+ * pass-through dims whole blocks (each unit E pairs, in either style). */
+static bool pass_in_blocks(const posenc__rope_op *op, const rope_pass *pass)
+{
+    int64_t block_elements = BLOCK_BYTES / (int64_t)posenc_dtype_size(pass->out->dtype);
+    int64_t rotated = pass->rotate ? op->rotary_dim : 0;
+    int64_t first = pass->rotate ? op->rotary_offset : 0;
+    return view_in_blocks(pass->out) && (pass->in_place || view_in_blocks(pass->in)) &&
+           op->head_dim % block_elements == 0 && rotated % (2 * block_elements) == 0 &&
+           first % block_elements == 0;
 }
 
 static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
@@ -53,10 +109,22 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
     uint32_t e = posenc_vk_element_size(out->dtype);
     int64_t batch = box->count[0], tokens = box->count[1], heads = box->count[2];
     uint64_t rows = (uint64_t)(batch * tokens);
-    uint64_t per_row = job->pairs + job->pass_units;
+    /* Windows start on 16 bytes: a window's first element is on a block where its view's
+     * element 0 is. A view off the grid takes rope.comp. */
+    uint32_t block_elements = BLOCK_BYTES / e;
+    bool blocks = job->blocks && windows->first[BINDING_OUT] % block_elements == 0 &&
+                  windows->first[BINDING_IN] % block_elements == 0;
+    posenc_vk_kernel kernel = blocks ? rope_blocks_kernel(out->dtype) : job->kernel;
+    /* rope_blocks.comp: E pairs, or one pass-through block, a unit; rope.comp: one pair, or
+     * two pass-through dims. */
+    uint64_t pass_dims = pass->in_place ? 0 : (uint64_t)op->head_dim - 2 * (uint64_t)job->pairs;
+    uint64_t per_row = blocks ? (job->pairs + pass_dims) / block_elements
+                              : job->pairs + job->pass_units;
 
+    posenc_vk_context *vk = ctx->backend_state;
+    uint64_t target = vk->physical->cpu ? CPU_TARGET_INVOCATIONS : TARGET_INVOCATIONS;
     posenc__gpu_head_split split =
-        posenc__gpu_split_heads(rows, per_row, (uint64_t)heads, TARGET_INVOCATIONS);
+        posenc__gpu_split_heads(rows, per_row, (uint64_t)heads, target);
 
     const posenc__view *in = pass->in_place ? out : pass->in;
     posenc__rope_push push = {
@@ -110,18 +178,7 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
         push.num_slots = (uint32_t)op->num_slots;
         push.flags |= POSENC_ROPE_FLAG_SLOTS;
     }
-    return posenc_vk_dispatch(ctx, job->kernel, windows, &push, sizeof push, split.units);
-}
-
-static posenc_vk_kernel rope_kernel(const posenc_vk_context *vk, posenc_dtype dtype)
-{
-    switch (dtype) {
-    case POSENC_DTYPE_F16:
-        return vk->storage16 ? POSENC__SPIRV_ROPE_F16_S16 : POSENC__SPIRV_ROPE_F16;
-    case POSENC_DTYPE_BF16:
-        return vk->storage16 ? POSENC__SPIRV_ROPE_BF16_S16 : POSENC__SPIRV_ROPE_BF16;
-    default: return POSENC__SPIRV_ROPE_F32;
-    }
+    return posenc_vk_dispatch(ctx, kernel, windows, &push, sizeof push, split.units);
 }
 
 /* The bytes a view's elements span from its element 0. */
@@ -170,6 +227,7 @@ static posenc_status rope_pass_record(posenc_context *ctx, const posenc__rope_op
         bindings[BINDING_SLOTS].strides[1] = op->slots.strides[3];
         bindings[BINDING_SLOTS].inner = 4;
     }
+    bool blocks = pass_in_blocks(op, pass);
     if (!pass->in_place) {
         bindings[BINDING_IN].place = pass->in_at;
         bindings[BINDING_IN].strides[0] = in->strides[0];
@@ -194,16 +252,22 @@ static posenc_status rope_pass_record(posenc_context *ctx, const posenc__rope_op
         .pairs = pairs,
         .pass_units =
             pass->in_place ? 0 : (uint32_t)((op->head_dim - 2 * (int64_t)pairs + 1) / 2),
+        .blocks = blocks,
     };
     int64_t shape[3] = {op->batch, op->tokens, out->shape[2]};
     return posenc_vk_split(ctx, bindings, POSENC_VK_BINDINGS, shape, pairs + job.pass_units,
                            (uint64_t)pairs * 16, record_rope, &job);
 }
 
+/* Both kernels, as a call may take either for a pass (by where its views lie in memory). */
 posenc_status posenc_vk_rope_pipelines(posenc_context *ctx, const posenc__rope_op *op)
 {
     VkPipeline pipeline;
-    return posenc_vk_pipeline(ctx, rope_kernel(ctx->backend_state, op->q.dtype), &pipeline);
+    posenc_status status =
+        posenc_vk_pipeline(ctx, rope_kernel(ctx->backend_state, op->q.dtype), &pipeline);
+    if (status == POSENC_OK)
+        status = posenc_vk_pipeline(ctx, rope_blocks_kernel(op->q.dtype), &pipeline);
+    return status;
 }
 
 /* A cache is bound whole for each head (any slot may be hit): one larger than a binding may

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Sinusoidal tables and their addition into embeddings on Vulkan (shaders/sinusoidal.comp),
- * split by rows where the output is larger than one binding may address. */
+/* Sinusoidal tables and their addition into embeddings on Vulkan, split by rows where the
+ * output is larger than one binding may address. Each dispatch runs sinusoidal_blocks.comp
+ * where the rows are whole 16-byte blocks (the common, contiguous layout) and sinusoidal.comp,
+ * which takes any strides, elsewhere (both in shaders/); the two give the same bits. */
 #include "vulkan/vk_internal.h"
 
 #include "posenc_kernel_params.h"
@@ -17,10 +19,19 @@ _Static_assert(POSENC_SINUSOIDAL_FLAG_LAYOUT_INTERLEAVED == POSENC_SINUSOIDAL_IN
 
 enum { BINDING_OUT = 0, BINDING_X = 1, BINDING_POSITIONS = 2 };
 
+/* The bytes of one block of sinusoidal_blocks.comp. */
+#define BLOCK_BYTES 16
+/* sinusoidal_blocks.comp's invocations: enough to fill a large GPU, each taking a few rows of
+ * its frequencies; on a CPU device (a few threads of SIMD lanes) fewer, each taking long runs
+ * of rows, whose turns step by one addition from row to row. */
+#define BLOCKS_TARGET_INVOCATIONS (UINT64_C(1) << 18)
+#define BLOCKS_CPU_TARGET_INVOCATIONS 1024
+
 typedef struct sinusoidal_job {
     const posenc__sinusoidal_op *op;
     bool x_in_out;
     posenc_vk_kernel kernel;
+    bool blocks; /* sinusoidal_blocks.comp where a dispatch's windows start on a block */
 } sinusoidal_job;
 
 static uint32_t element_stride(int64_t stride_bytes, uint32_t element, int64_t count)
@@ -28,13 +39,51 @@ static uint32_t element_stride(int64_t stride_bytes, uint32_t element, int64_t c
     return count > 1 ? (uint32_t)(stride_bytes / element) : 0;
 }
 
+static posenc_vk_kernel sinusoidal_blocks_kernel(posenc_dtype dtype)
+{
+    switch (dtype) {
+    case POSENC_DTYPE_F16: return POSENC__SPIRV_SINUSOIDAL_F16_BLOCKS;
+    case POSENC_DTYPE_BF16: return POSENC__SPIRV_SINUSOIDAL_BF16_BLOCKS;
+    default: return POSENC__SPIRV_SINUSOIDAL_F32_BLOCKS;
+    }
+}
+
+/* Whether a [1, batch, rows, d_model] view's rows are runs of whole 16-byte blocks from its
+ * element 0 on: consecutive columns, and the steps of batch and rows (where they have more
+ * than one index; the kernels see 0 for the others) multiples of 16 bytes. */
+static bool view_in_blocks(const posenc__view *view)
+{
+    if (view->strides[3] != (int64_t)posenc_dtype_size(view->dtype))
+        return false;
+    for (int k = 1; k < 3; k++) {
+        if (view->shape[k] > 1 && view->strides[k] % BLOCK_BYTES != 0)
+            return false;
+    }
+    return true;
+}
+
+/* Whether sinusoidal_blocks.comp may take the operation: out (and a separate x) in blocks, and
+ * d_model/2 frequencies a whole number of E-frequency units. */
+static bool sinusoidal_in_blocks(const posenc__sinusoidal_op *op, bool x_in_out)
+{
+    int64_t block_elements = BLOCK_BYTES / (int64_t)posenc_dtype_size(op->out.dtype);
+    return op->d_model % 2 == 0 && op->half > 0 && op->half % block_elements == 0 &&
+           view_in_blocks(&op->out) && (!op->has_x || x_in_out || view_in_blocks(&op->x));
+}
+
 static posenc_status record_sinusoidal(posenc_context *ctx, const posenc_vk_box *box,
                                        const posenc_vk_windows *windows, void *user)
 {
     const sinusoidal_job *job = user;
     const posenc__sinusoidal_op *op = job->op;
+    posenc_vk_context *vk = ctx->backend_state;
     uint32_t e = posenc_vk_element_size(op->out.dtype);
     int64_t batch = box->count[0], rows = box->count[1];
+    /* Windows start on 16 bytes: a window's first element is on a block where its view's
+     * element 0 is. A view off the grid takes sinusoidal.comp. */
+    uint32_t block_elements = BLOCK_BYTES / e;
+    bool blocks = job->blocks && windows->first[BINDING_OUT] % block_elements == 0 &&
+                  windows->first[BINDING_X] % block_elements == 0;
     posenc__sinusoidal_params push = {
         .out_offset = windows->first[BINDING_OUT],
         .out_stride_batch = element_stride(op->out.strides[1], e, batch),
@@ -66,9 +115,19 @@ static posenc_status record_sinusoidal(posenc_context *ctx, const posenc_vk_box 
                                                                : POSENC_POSITIONS_F32)
                       << POSENC_SINUSOIDAL_FLAG_POSITIONS_SHIFT;
     }
+    uint64_t all_rows = (uint64_t)(batch * rows);
+    if (blocks) {
+        /* Units of E frequencies, each over runs of rows: as many runs as fill the target. */
+        uint64_t units = op->half / block_elements;
+        uint64_t target = vk->physical->cpu ? BLOCKS_CPU_TARGET_INVOCATIONS
+                                            : BLOCKS_TARGET_INVOCATIONS;
+        uint64_t runs = (target + units - 1) / units;
+        runs = runs < all_rows ? runs : all_rows;
+        return posenc_vk_dispatch(ctx, sinusoidal_blocks_kernel(op->out.dtype), windows, &push,
+                                  sizeof push, units * runs);
+    }
     uint64_t units = op->half + (uint64_t)(op->d_model & 1);
-    return posenc_vk_dispatch(ctx, job->kernel, windows, &push, sizeof push,
-                              units * (uint64_t)(batch * rows));
+    return posenc_vk_dispatch(ctx, job->kernel, windows, &push, sizeof push, units * all_rows);
 }
 
 static posenc_vk_kernel sinusoidal_kernel(const posenc_vk_context *vk, posenc_dtype dtype)
@@ -82,12 +141,16 @@ static posenc_vk_kernel sinusoidal_kernel(const posenc_vk_context *vk, posenc_dt
     }
 }
 
+/* Both kernels, as a call may take either (by where its views lie in memory). */
 posenc_status posenc_vk_sinusoidal_pipelines(posenc_context *ctx,
                                              const posenc__sinusoidal_op *op)
 {
     VkPipeline pipeline;
-    return posenc_vk_pipeline(ctx, sinusoidal_kernel(ctx->backend_state, op->out.dtype),
-                              &pipeline);
+    posenc_status status =
+        posenc_vk_pipeline(ctx, sinusoidal_kernel(ctx->backend_state, op->out.dtype), &pipeline);
+    if (status == POSENC_OK)
+        status = posenc_vk_pipeline(ctx, sinusoidal_blocks_kernel(op->out.dtype), &pipeline);
+    return status;
 }
 
 posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const posenc__sinusoidal_op *op,
@@ -116,7 +179,11 @@ posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const posenc__sin
          .name = "positions"},
     };
     sinusoidal_job job = {
-        .op = op, .x_in_out = x_in_out, .kernel = sinusoidal_kernel(vk, op->out.dtype)};
+        .op = op,
+        .x_in_out = x_in_out,
+        .kernel = sinusoidal_kernel(vk, op->out.dtype),
+        .blocks = sinusoidal_in_blocks(op, x_in_out),
+    };
     int64_t shape[3] = {op->batch, op->rows, 1};
     return posenc_vk_split(ctx, bindings, 3, shape, op->half + (uint64_t)(op->d_model & 1),
                            (uint64_t)op->half * 12, record_sinusoidal, &job);
