@@ -57,11 +57,22 @@ void posenc_store_out(global POSENC_OUT_TYPE *p, uint index, float value)
 
 /* Eight consecutive elements at p[index..index+7] as float8, and back: the vector twins of
  * posenc_load_out/posenc_store_out for the kernels that work on runs of a row
- * (rope_contiguous.cl, sinusoidal_contiguous.cl), bit for bit the same conversions. f16 is
- * converted with integer operations as src/core/half.c does (vload_half is scalar in some
- * implementations, PoCL's among them); NaNs come out quiet, with half.c's bits. */
+ * (rope_contiguous.cl, sinusoidal_contiguous.cl), bit for bit the same conversions. f16 runs
+ * 16 bytes aligned go through vloada_half8/vstorea_half8_rte, correctly rounded like
+ * vstore_half_rte and the device's own conversion (PoCL: F16C where the CPU has it); other runs
+ * are converted with integer operations as src/core/half.c does (vload_half is scalar in some
+ * implementations, PoCL's among them). NaN bits may differ between the two. */
+
+/* The 8-wide helpers run in the kernels' inner loops: always inlined, as LLVM (PoCL) would
+ * otherwise call the 16-bit stores out of line, twice the time of the loop itself. */
+#if defined(__clang__)
+#define POSENC_INLINE static inline __attribute__((always_inline))
+#else
+#define POSENC_INLINE static inline
+#endif
+
 #if defined(POSENC_OUT_F16)
-float8 posenc_f16_to_f32_8(ushort8 bits)
+POSENC_INLINE float8 posenc_f16_to_f32_8(ushort8 bits)
 {
     uint8 h = convert_uint8(bits);
     uint8 sign = (h & 0x8000u) << 16;
@@ -77,7 +88,7 @@ float8 posenc_f16_to_f32_8(ushort8 bits)
     return as_float8(result);
 }
 
-ushort8 posenc_f32_to_f16_8(float8 value)
+POSENC_INLINE ushort8 posenc_f32_to_f16_8(float8 value)
 {
     uint8 u = as_uint8(value);
     uint8 sign = (u >> 16) & 0x8000u;
@@ -96,7 +107,7 @@ ushort8 posenc_f32_to_f16_8(float8 value)
 #endif
 
 #if defined(POSENC_OUT_BF16)
-ushort8 posenc_bf16_from_f32_8(float8 value)
+POSENC_INLINE ushort8 posenc_bf16_from_f32_8(float8 value)
 {
     uint8 u = as_uint8(value);
     uint8 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
@@ -105,35 +116,43 @@ ushort8 posenc_bf16_from_f32_8(float8 value)
 }
 #endif
 
-float8 posenc_load8_out(const global POSENC_OUT_TYPE *p, uint index)
+POSENC_INLINE float8 posenc_load8_out(const global POSENC_OUT_TYPE *p, uint index)
 {
 #if defined(POSENC_OUT_F32)
     return vload8(0, p + index);
 #elif defined(POSENC_OUT_F16)
-    return posenc_f16_to_f32_8(vload8(0, (const global ushort *)p + index));
+    const global half *at = p + index;
+    if (((uintptr_t)at & 15u) == 0u)
+        return vloada_half8(0, at);
+    return posenc_f16_to_f32_8(vload8(0, (const global ushort *)at));
 #else
     return as_float8(convert_uint8(vload8(0, p + index)) << 16);
 #endif
 }
 
 #if !defined(POSENC_OUT_F32)
-/* vstore8 of ushort8 runs as eight 2-byte stores in PoCL; at an even index the same bytes go
- * out as one uint4 store (buffers start aligned far beyond 4 bytes). */
-void posenc_store8_bits16(global ushort *p, uint index, ushort8 bits)
+/* vstore8 of ushort8 runs as eight 2-byte stores in PoCL; 4-byte aligned, the same bytes go
+ * out as one uint4 store. */
+POSENC_INLINE void posenc_store8_bits16(global ushort *p, uint index, ushort8 bits)
 {
-    if ((index & 1u) == 0u)
-        vstore4(as_uint4(bits), 0, (global uint *)(p + index));
+    global ushort *at = p + index;
+    if (((uintptr_t)at & 3u) == 0u)
+        vstore4(as_uint4(bits), 0, (global uint *)at);
     else
-        vstore8(bits, 0, p + index);
+        vstore8(bits, 0, at);
 }
 #endif
 
-void posenc_store8_out(global POSENC_OUT_TYPE *p, uint index, float8 value)
+POSENC_INLINE void posenc_store8_out(global POSENC_OUT_TYPE *p, uint index, float8 value)
 {
 #if defined(POSENC_OUT_F32)
     vstore8(value, 0, p + index);
 #elif defined(POSENC_OUT_F16)
-    posenc_store8_bits16((global ushort *)p, index, posenc_f32_to_f16_8(value));
+    global half *at = p + index;
+    if (((uintptr_t)at & 15u) == 0u)
+        vstorea_half8_rte(value, 0, at);
+    else
+        posenc_store8_bits16((global ushort *)p, index, posenc_f32_to_f16_8(value));
 #else
     posenc_store8_bits16(p, index, posenc_bf16_from_f32_8(value));
 #endif

@@ -32,31 +32,30 @@
 /* Blocks of 8 pairs a work-item takes: 64 pairs, a 128-dim head's. */
 #define POSENC_GROUP_BLOCKS 8u
 
-/* The block's 8 pairs of one head at `at`, its first dim: a and b dims of each pair. GPT-J's
- * pairs are adjacent (16 dims from `at`), NeoX's `second` dims apart. */
-void posenc_load_pairs(const global POSENC_OUT_TYPE *p, uint at, int gptj, uint second,
-                       float8 *a, float8 *b)
+/* One block of 8 pairs of one head, rotated: its two runs of 8 dims at `at` and at + `second`
+ * (NeoX: the a dims, then the b dims rotary_dim/2 further; GPT-J: 16 adjacent dims, pairs
+ * interleaved). `angle` holds the block's factors: NeoX cos and sin; GPT-J, for each run, cos
+ * and sin spread over the pairs' two dims, sin negated on the a dims, so that the pairs rotate
+ * in place: a c + b (-s) = a c - b s and b c + a s, exactly rope.cl's products and sums. */
+POSENC_INLINE void posenc_rotate_block(const global POSENC_OUT_TYPE *p, uint at, uint second,
+                                       int gptj, const float8 *angle, float8 *first_run,
+                                       float8 *second_run)
 {
+    float8 x = posenc_load8_out(p, at), y = posenc_load8_out(p, at + second);
     if (gptj) {
-        float8 low = posenc_load8_out(p, at), high = posenc_load8_out(p, at + 8u);
-        *a = (float8)(low.even, high.even);
-        *b = (float8)(low.odd, high.odd);
+        *first_run = x * angle[0] + x.s10325476 * angle[1];
+        *second_run = y * angle[2] + y.s10325476 * angle[3];
     } else {
-        *a = posenc_load8_out(p, at);
-        *b = posenc_load8_out(p, at + second);
+        *first_run = x * angle[0] - y * angle[1];
+        *second_run = x * angle[1] + y * angle[0];
     }
 }
 
-void posenc_store_pairs(global POSENC_OUT_TYPE *p, uint at, int gptj, uint second, float8 a,
-                        float8 b)
+POSENC_INLINE void posenc_store_block(global POSENC_OUT_TYPE *p, uint at, uint second,
+                                      float8 first_run, float8 second_run)
 {
-    if (gptj) {
-        posenc_store8_out(p, at, (float8)(a.s0, b.s0, a.s1, b.s1, a.s2, b.s2, a.s3, b.s3));
-        posenc_store8_out(p, at + 8u, (float8)(a.s4, b.s4, a.s5, b.s5, a.s6, b.s6, a.s7, b.s7));
-    } else {
-        posenc_store8_out(p, at, a);
-        posenc_store8_out(p, at + second, b);
-    }
+    posenc_store8_out(p, at, first_run);
+    posenc_store8_out(p, at + second, second_run);
 }
 
 kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out,
@@ -79,9 +78,9 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
     uint stride = (uint)get_global_size(0);
     uint positions_kind = (flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u;
     int gptj = (flags & POSENC_ROPE_FLAG_GPTJ) != 0u;
-    /* Dims per pair in a run of pairs (GPT-J's are adjacent), and NeoX's distance a to b. */
+    /* Dims per pair in a run of pairs (GPT-J's are adjacent), and a block's second run. */
     uint dims_per_pair = gptj ? 2u : 1u;
-    uint second = gptj ? 1u : half_count;
+    uint second = gptj ? 8u : half_count;
     int k_written = (flags & POSENC_ROPE_FLAG_K_CACHE_ONLY) == 0u;
 
     /* The step stops at `total` rather than wrap around 2^32. */
@@ -106,7 +105,7 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
         }
 
         /* sin and cos of the group's pairs, 8 a block. */
-        float8 sines[POSENC_GROUP_BLOCKS], cosines[POSENC_GROUP_BLOCKS];
+        float8 angles[POSENC_GROUP_BLOCKS][4]; /* posenc_rotate_block's */
         for (uint j = 0u; j < count; j++) {
             uint lane = (first_block + j) << 3;
             /* The positions of the 8 pairs: one per token, or per pair's component (M-RoPE). */
@@ -146,8 +145,19 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
             c = select(nan, c, valid);
             if ((flags & POSENC_ROPE_FLAG_INVERSE) != 0u)
                 s = -s;
-            sines[j] = s * attention_factor;
-            cosines[j] = c * attention_factor;
+            s = s * attention_factor;
+            c = c * attention_factor;
+            if (gptj) {
+                uint8 negate_a = (uint8)(0x80000000u, 0u, 0x80000000u, 0u, 0x80000000u, 0u,
+                                         0x80000000u, 0u);
+                angles[j][0] = c.s00112233;
+                angles[j][1] = as_float8(as_uint8(s.s00112233) ^ negate_a);
+                angles[j][2] = c.s44556677;
+                angles[j][3] = as_float8(as_uint8(s.s44556677) ^ negate_a);
+            } else {
+                angles[j][0] = c;
+                angles[j][1] = s;
+            }
         }
 
         /* Head by head, so that each head's run of dims is read and written in order. */
@@ -157,10 +167,9 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
             uint src = q_offset + b * q_stride_batch + t * q_stride_token + h * q_stride_head;
             uint dst = qo_offset + b * qo_stride_batch + t * qo_stride_token + h * qo_stride_head;
             for (uint j = 0u, at = first; j < count; j++, at += step) {
-                float8 xa, xb, s = sines[j], c = cosines[j];
-                posenc_load_pairs(q, src + at, gptj, second, &xa, &xb);
-                posenc_store_pairs(q_out, dst + at, gptj, second, xa * c - xb * s,
-                                   xa * s + xb * c);
+                float8 r0, r1;
+                posenc_rotate_block(q, src + at, second, gptj, angles[j], &r0, &r1);
+                posenc_store_block(q_out, dst + at, second, r0, r1);
             }
         }
         for (uint h = 0u; h < k_heads; h++) {
@@ -169,15 +178,13 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
             uint row_at = kc_offset + cache_block * kc_stride_block + in_block * kc_stride_row +
                           h * kc_stride_head;
             for (uint j = 0u, at = first; j < count; j++, at += step) {
-                float8 xa, xb, s = sines[j], c = cosines[j];
-                posenc_load_pairs(k, src + at, gptj, second, &xa, &xb);
                 /* Computed once, so the cache row holds the very bits k_out does. */
-                float8 ra = xa * c - xb * s;
-                float8 rb = xa * s + xb * c;
+                float8 r0, r1;
+                posenc_rotate_block(k, src + at, second, gptj, angles[j], &r0, &r1);
                 if (k_written)
-                    posenc_store_pairs(k_out, dst + at, gptj, second, ra, rb);
+                    posenc_store_block(k_out, dst + at, second, r0, r1);
                 if (cached)
-                    posenc_store_pairs(k_cache, row_at + at, gptj, second, ra, rb);
+                    posenc_store_block(k_cache, row_at + at, second, r0, r1);
             }
         }
         if (!cached)
@@ -185,20 +192,19 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
         /* v: the group's dims copied as bits into the cache row. */
         const global POSENC_BITS_TYPE *v_bits = (const global POSENC_BITS_TYPE *)v;
         global POSENC_BITS_TYPE *vc_bits = (global POSENC_BITS_TYPE *)v_cache;
-        uint to_b = gptj ? 8u : second;
         for (uint h = 0u; h < v_heads; h++) {
             uint src = v_offset + b * v_stride_batch + t * v_stride_token + h * v_stride_head;
             uint dst = vc_offset + cache_block * vc_stride_block + in_block * vc_stride_row +
                        h * vc_stride_head;
             for (uint j = 0u, at = first; j < count; j++, at += step) {
                 POSENC_BITS8_TYPE va = vload8(0, v_bits + src + at);
-                POSENC_BITS8_TYPE vb = vload8(0, v_bits + src + at + to_b);
+                POSENC_BITS8_TYPE vb = vload8(0, v_bits + src + at + second);
 #if defined(POSENC_OUT_F32)
                 vstore8(va, 0, vc_bits + dst + at);
-                vstore8(vb, 0, vc_bits + dst + at + to_b);
+                vstore8(vb, 0, vc_bits + dst + at + second);
 #else
                 posenc_store8_bits16(vc_bits, dst + at, va);
-                posenc_store8_bits16(vc_bits, dst + at + to_b, vb);
+                posenc_store8_bits16(vc_bits, dst + at + second, vb);
 #endif
             }
         }

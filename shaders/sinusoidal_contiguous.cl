@@ -18,8 +18,9 @@
 #include "posenc_kernel_params.h"
 
 /* 8 values at `col` of a row: output_scale * pe, plus x * input_scale in add mode. */
-void posenc_put8(global POSENC_OUT_TYPE *out, uint out_base, const global POSENC_OUT_TYPE *x,
-                 uint x_base, int add, float input_scale, uint col, float8 value)
+POSENC_INLINE void posenc_put8(global POSENC_OUT_TYPE *out, uint out_base,
+                               const global POSENC_OUT_TYPE *x, uint x_base, int add,
+                               float input_scale, uint col, float8 value)
 {
     if (add)
         value = posenc_load8_out(x, x_base + col) * input_scale + value;
