@@ -136,4 +136,54 @@ void posenc_sincos_turns(uint2 turns, float *sin_out, float *cos_out)
     }
 }
 
+/* Eight lanes at once, for the kernels that work on runs of a row (rope_contiguous.cl,
+ * sinusoidal_contiguous.cl): posenc_turns and posenc_sincos_turns on vectors, the same steps
+ * lane by lane, so the results are bit for bit the scalar ones. Positions (low and high words)
+ * and frequencies (int_turns, frac_hi, frac_lo) come as vectors of their words; turns return
+ * as their low and high words. */
+void posenc_turns8(uint8 position_low, uint8 position_high, uint8 int_turns, uint8 f1, uint8 f0,
+                   uint8 *turns_low, uint8 *turns_high)
+{
+    uint8 u0 = position_low, u1 = position_high;
+    uint8 h00 = mul_hi(u0, f0);
+    uint8 h01 = mul_hi(u0, f1), l01 = u0 * f1;
+    uint8 h10 = mul_hi(u1, f0), l10 = u1 * f0;
+    uint8 l11 = u1 * f1;
+    uint8 middle = h00 + l01;
+    uint8 carry = as_uint8(middle < l01) & 1u;
+    uint8 sum = middle + l10;
+    carry += as_uint8(sum < l10) & 1u;
+    middle = sum;
+    uint8 upper = h01 + h10 + l11 + carry;
+    upper -= f0 & as_uint8(as_int8(u1) >> 31); /* a negative position */
+    upper += u0 * int_turns;
+    *turns_low = middle;
+    *turns_high = upper;
+}
+
+void posenc_sincos_turns8(uint8 turns_low, uint8 turns_high, float8 *sin_out, float8 *cos_out)
+{
+    uint8 quadrant = (turns_high + 0x20000000u) >> 30;
+    uint8 remainder_high = turns_high - (quadrant << 30);
+    int8 top = as_int8(remainder_high + (turns_low >> 31));
+
+    float8 hi = convert_float8(top);
+    float8 lo = convert_float8(top - convert_int8(hi));
+    float8 x = hi * POSENC_RADIANS_PER_UNIT_HI +
+               (hi * POSENC_RADIANS_PER_UNIT_LO + lo * POSENC_RADIANS_PER_UNIT_HI);
+
+    float8 z = x * x;
+    float8 s = x + x * z * (POSENC_SIN_1 + z * (POSENC_SIN_2 + z * POSENC_SIN_3));
+    float8 c = 1.0f - 0.5f * z + z * z * (POSENC_COS_1 + z * (POSENC_COS_2 + z * POSENC_COS_3));
+    /* Quadrants 1 and 3 swap sin and cos; the sign flips of the scalar switch are sign-bit
+     * flips: sin in quadrants 2 and 3, cos in quadrants 1 and 2. */
+    int8 swap = as_int8((quadrant & 1u) != 0u);
+    float8 sin_base = select(s, c, swap);
+    float8 cos_base = select(c, s, swap);
+    uint8 sin_sign = (quadrant & 2u) << 30;
+    uint8 cos_sign = ((quadrant + 1u) & 2u) << 30;
+    *sin_out = as_float8(as_uint8(sin_base) ^ sin_sign);
+    *cos_out = as_float8(as_uint8(cos_base) ^ cos_sign);
+}
+
 #endif

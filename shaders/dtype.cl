@@ -55,4 +55,107 @@ void posenc_store_out(global POSENC_OUT_TYPE *p, uint index, float value)
 #endif
 }
 
+/* Eight consecutive elements at p[index..index+7] as float8, and back: the vector twins of
+ * posenc_load_out/posenc_store_out for the kernels that work on runs of a row
+ * (rope_contiguous.cl, sinusoidal_contiguous.cl), bit for bit the same conversions. f16 runs
+ * 16 bytes aligned go through vloada_half8/vstorea_half8_rte, correctly rounded like
+ * vstore_half_rte and the device's own conversion (PoCL: F16C where the CPU has it); other runs
+ * are converted with integer operations as src/core/half.c does (vload_half is scalar in some
+ * implementations, PoCL's among them). NaN bits may differ between the two. */
+
+/* The 8-wide helpers run in the kernels' inner loops: always inlined, as LLVM (PoCL) would
+ * otherwise call the 16-bit stores out of line, twice the time of the loop itself. */
+#if defined(__clang__)
+#define POSENC_INLINE static inline __attribute__((always_inline))
+#else
+#define POSENC_INLINE static inline
+#endif
+
+#if defined(POSENC_OUT_F16)
+POSENC_INLINE float8 posenc_f16_to_f32_8(ushort8 bits)
+{
+    uint8 h = convert_uint8(bits);
+    uint8 sign = (h & 0x8000u) << 16;
+    uint8 exponent = (h >> 10) & 0x1fu;
+    uint8 mantissa = h & 0x3ffu;
+    uint8 normal = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+    /* Infinity or NaN (quieted, payload kept). */
+    uint8 special = sign | 0x7f800000u | (mantissa << 13) | (as_uint8(mantissa != 0u) & 0x400000u);
+    /* Zero or subnormal: mantissa * 2^-24, exact in float (and never a float subnormal). */
+    uint8 small = sign | as_uint8(convert_float8(mantissa) * 0x1p-24f);
+    uint8 result = select(normal, special, exponent == 0x1fu);
+    result = select(result, small, exponent == 0u);
+    return as_float8(result);
+}
+
+POSENC_INLINE ushort8 posenc_f32_to_f16_8(float8 value)
+{
+    uint8 u = as_uint8(value);
+    uint8 sign = (u >> 16) & 0x8000u;
+    uint8 magnitude = u & 0x7fffffffu;
+    /* Normal: rebias the exponent and round the 13 dropped bits to nearest even. */
+    uint8 result = (magnitude + 0xc8000fffu + ((magnitude >> 13) & 1u)) >> 13;
+    /* Below the smallest normal 2^-14: adding 0.5 makes the float unit round the mantissa to
+     * the nearest even multiple of 2^-24. */
+    uint8 small = as_uint8(as_float8(magnitude) + 0.5f) - 0x3f000000u;
+    result = select(result, small, magnitude < 0x38800000u);
+    result = select(result, (uint8)0x7c00u, magnitude >= 0x477ff000u); /* to infinity */
+    uint8 special = 0x7c00u | (as_uint8(magnitude > 0x7f800000u) & 0x200u);
+    result = select(result, special, magnitude >= 0x7f800000u); /* infinity, NaN */
+    return convert_ushort8((result | sign) & 0xffffu);
+}
+#endif
+
+#if defined(POSENC_OUT_BF16)
+POSENC_INLINE ushort8 posenc_bf16_from_f32_8(float8 value)
+{
+    uint8 u = as_uint8(value);
+    uint8 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    uint8 nan = (u >> 16) | 0x40u; /* NaN: keep it a (quiet) NaN */
+    return convert_ushort8(select(rounded, nan, (u & 0x7fffffffu) > 0x7f800000u) & 0xffffu);
+}
+#endif
+
+POSENC_INLINE float8 posenc_load8_out(const global POSENC_OUT_TYPE *p, uint index)
+{
+#if defined(POSENC_OUT_F32)
+    return vload8(0, p + index);
+#elif defined(POSENC_OUT_F16)
+    const global half *at = p + index;
+    if (((uintptr_t)at & 15u) == 0u)
+        return vloada_half8(0, at);
+    return posenc_f16_to_f32_8(vload8(0, (const global ushort *)at));
+#else
+    return as_float8(convert_uint8(vload8(0, p + index)) << 16);
+#endif
+}
+
+#if !defined(POSENC_OUT_F32)
+/* vstore8 of ushort8 runs as eight 2-byte stores in PoCL; 4-byte aligned, the same bytes go
+ * out as one uint4 store. */
+POSENC_INLINE void posenc_store8_bits16(global ushort *p, uint index, ushort8 bits)
+{
+    global ushort *at = p + index;
+    if (((uintptr_t)at & 3u) == 0u)
+        vstore4(as_uint4(bits), 0, (global uint *)at);
+    else
+        vstore8(bits, 0, at);
+}
+#endif
+
+POSENC_INLINE void posenc_store8_out(global POSENC_OUT_TYPE *p, uint index, float8 value)
+{
+#if defined(POSENC_OUT_F32)
+    vstore8(value, 0, p + index);
+#elif defined(POSENC_OUT_F16)
+    global half *at = p + index;
+    if (((uintptr_t)at & 15u) == 0u)
+        vstorea_half8_rte(value, 0, at);
+    else
+        posenc_store8_bits16((global ushort *)p, index, posenc_f32_to_f16_8(value));
+#else
+    posenc_store8_bits16(p, index, posenc_bf16_from_f32_8(value));
+#endif
+}
+
 #endif

@@ -38,3 +38,11 @@ posenc_kernel_variant(rope_f32  rope.cl POSENC_OUT_F32)
 posenc_kernel_variant(rope_f16  rope.cl POSENC_OUT_F16)
 posenc_kernel_variant(rope_bf16 rope.cl POSENC_OUT_BF16)
 posenc_kernel_variant(copy_u32  copy.cl)
+# OpenCL on CPU-type devices, for contiguous dims: eight pairs (frequencies) of a row per
+# work-item in vector types; the same results as rope.cl and sinusoidal.cl.
+posenc_kernel_variant(rope_contiguous_f32  rope_contiguous.cl POSENC_OUT_F32)
+posenc_kernel_variant(rope_contiguous_f16  rope_contiguous.cl POSENC_OUT_F16)
+posenc_kernel_variant(rope_contiguous_bf16 rope_contiguous.cl POSENC_OUT_BF16)
+posenc_kernel_variant(sinusoidal_contiguous_f32  sinusoidal_contiguous.cl POSENC_OUT_F32)
+posenc_kernel_variant(sinusoidal_contiguous_f16  sinusoidal_contiguous.cl POSENC_OUT_F16)
+posenc_kernel_variant(sinusoidal_contiguous_bf16 sinusoidal_contiguous.cl POSENC_OUT_BF16)

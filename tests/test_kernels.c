@@ -3,8 +3,9 @@
  * - the C angle steps (src/core/angle.c) against 128-bit integers and float64 sin/cos;
  * - every expected SPIR-V and OpenCL C variant is embedded and well formed (a path configured
  *   off is skipped);
- * - the sinusoidal kernels run on every OpenCL device (libOpenCL.so.1) and every Vulkan device
- *   (libvulkan.so.1) present, in every dtype, layout, position kind and mode, and their outputs
+ * - the sinusoidal kernels run on every OpenCL device (libOpenCL.so.1: sinusoidal.cl and
+ *   sinusoidal_contiguous.cl) and every Vulkan device (libvulkan.so.1) present, in every dtype,
+ *   layout, position kind and mode, and their outputs
  *   are compared with the C code element by element: bit for bit on OpenCL, within a few ulps
  *   on Vulkan (see compare_case); f32 tables are also held to the accuracy promise.
  * The runtimes are loaded with dlopen here; the library itself never links them. Where one is
@@ -29,6 +30,11 @@ static const posenc__cl_id cl_variants[] = {POSENC__CL_SINUSOIDAL_F32, POSENC__C
                                             POSENC__CL_SINUSOIDAL_BF16};
 static const char *const variant_names[] = {"sinusoidal_f32", "sinusoidal_f16",
                                             "sinusoidal_bf16"};
+/* OpenCL only: the kernel CPU-type devices run for contiguous columns, the same arguments and
+ * the same results, in the same dtype order. */
+static const posenc__cl_id cl_contiguous_variants[] = {POSENC__CL_SINUSOIDAL_CONTIGUOUS_F32,
+                                                       POSENC__CL_SINUSOIDAL_CONTIGUOUS_F16,
+                                                       POSENC__CL_SINUSOIDAL_CONTIGUOUS_BF16};
 enum { VARIANT_COUNT = sizeof variant_names / sizeof variant_names[0] };
 static const posenc_dtype variant_dtypes[VARIANT_COUNT] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16,
                                                            POSENC_DTYPE_BF16};
@@ -184,6 +190,9 @@ static void check_cl_sources(void)
         CHECK(strstr(kernel->source, "posenc_sincos_turns") != NULL);
         CHECK(strstr(kernel->options, "-DPOSENC_OUT_") != NULL);
         CHECK(posenc__cl_source_find("sinusoidal.cl") == kernel->source);
+        const posenc__cl_kernel *contiguous = posenc__cl_kernel_get(cl_contiguous_variants[i]);
+        CHECK(contiguous && strcmp(contiguous->entry, "posenc_sinusoidal_contiguous") == 0 &&
+              strcmp(contiguous->options, kernel->options) == 0);
     }
     size_t count = posenc__cl_kernel_count();
     CHECK(count == POSENC__CL_VARIANT_COUNT);
@@ -670,8 +679,12 @@ static void cl_run_device(const cl_api *cl, cl_handle device)
     if (err == CL_SUCCESS)
         rt.queue = cl->CreateCommandQueue(rt.context, device, 0, &err);
     int before = test_failures;
-    for (int v = 0; v < VARIANT_COUNT && err == CL_SUCCESS; v++) {
-        const posenc__cl_kernel *variant = posenc__cl_kernel_get(cl_variants[v]);
+    /* sinusoidal.cl, then sinusoidal_contiguous.cl (the columns here are contiguous and
+     * d_model/2 is 8): both bit for bit the C code. */
+    for (int run = 0; run < 2 * VARIANT_COUNT && err == CL_SUCCESS; run++) {
+        int v = run % VARIANT_COUNT;
+        const posenc__cl_kernel *variant = posenc__cl_kernel_get(
+            run < VARIANT_COUNT ? cl_variants[v] : cl_contiguous_variants[v]);
         const char *source = variant->source;
         cl_handle program = cl->CreateProgramWithSource(rt.context, 1, &source, NULL, &err);
         if (err == CL_SUCCESS)
@@ -688,7 +701,8 @@ static void cl_run_device(const cl_api *cl, cl_handle device)
             rt.kernel = cl->CreateKernel(program, variant->entry, &err);
         size_t identical = 0, total = 0;
         if (err == CL_SUCCESS &&
-            !run_variant_cases("opencl", v, cl_run_case, &rt, true, &identical, &total))
+            !run_variant_cases(run < VARIANT_COUNT ? "opencl" : "opencl contiguous", v,
+                               cl_run_case, &rt, true, &identical, &total))
             err = -1;
         if (rt.kernel)
             cl->ReleaseKernel(rt.kernel);

@@ -5,7 +5,11 @@
  *   KV cache, which is bound whole however few rows a call writes;
  * - host memory that is not aligned to its element size works (staging realigns it), and host
  *   tensors misaligned against each other in one memory are either handled or refused cleanly;
- * - the copy roofline, in place and write only, on a device buffer and on wrapped memory.
+ * - the copy roofline, in place and write only, on a device buffer and on wrapped memory;
+ * - RoPE on tensors with contiguous dims (the contiguous kernel, on CPU-type devices) gives
+ *   the very bits RoPE gives on the same values with their elements two apart (the general
+ *   kernel): styles, dtypes, partial rotary, out of place, inverse, positions kinds, M-RoPE
+ *   and the paged KV cache with v.
  * The operations themselves are covered by the tests every device runs. Skipped without an
  * OpenCL device, unless POSENC_TEST_REQUIRE_DEVICES names opencl: then that is a failure.
  */
@@ -221,6 +225,157 @@ static void test_roofline(posenc_context *ctx)
     }
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * The contiguous RoPE kernel against the general one, bit for bit
+ */
+
+enum { LT = 5, LQ = 4, LK = 2, LSLOTS = 8, LDIM_MAX = 64 };
+
+typedef struct layout_case {
+    const char *name;
+    posenc_rope_style style;
+    uint32_t head_dim, rotary_dim, rotary_offset;
+    bool out_of_place, inverse, kv_cache, mrope, float_positions;
+    double attention_factor;
+} layout_case;
+
+static const layout_case layout_cases[] = {
+    {"neox q+k in place", POSENC_ROPE_NEOX, 32, 0, 0, false, false, false, false, false, 0},
+    {"gptj out of place, inverse, factor", POSENC_ROPE_GPTJ, 32, 0, 0, true, true, false, false,
+     false, 0.7},
+    /* Rows from dim 2: 16-bit runs not 16-byte aligned, converted without the device's own
+     * vector conversions. */
+    {"neox 16 of 48 from dim 2 in place", POSENC_ROPE_NEOX, 48, 16, 2, false, false, false,
+     false, false, 0},
+    {"gptj f32 positions", POSENC_ROPE_GPTJ, 64, 0, 0, false, false, false, false, true, 0},
+    {"neox M-RoPE", POSENC_ROPE_NEOX, 32, 0, 0, false, false, false, true, false, 0},
+    {"neox kv cache with v", POSENC_ROPE_NEOX, 32, 0, 0, false, false, true, false, false, 0},
+    {"gptj kv cache and k_out", POSENC_ROPE_GPTJ, 64, 0, 0, true, false, true, false, false, 0},
+};
+
+/* A host tensor of `shape`, row-major with its elements `spread` apart. */
+static posenc_tensor spread_tensor(void *base, posenc_dtype dtype, int ndim, const int64_t *shape,
+                                   int spread)
+{
+    posenc_tensor tensor = posenc_tensor_of_host(base, dtype, ndim, shape);
+    int64_t stride = (int64_t)posenc_dtype_size(dtype) * spread;
+    for (int d = ndim - 1; d >= 0; d--) {
+        tensor.strides[d] = stride;
+        stride *= shape[d];
+    }
+    return tensor;
+}
+
+/* The tensors of one call, each as `count` elements `spread` apart. */
+typedef struct layout_data {
+    unsigned char q[LT * LQ * LDIM_MAX * 4 * 2], q_out[LT * LQ * LDIM_MAX * 4 * 2];
+    unsigned char k[LT * LK * LDIM_MAX * 4 * 2], k_out[LT * LK * LDIM_MAX * 4 * 2];
+    unsigned char v[LT * LK * LDIM_MAX * 4 * 2];
+    unsigned char k_cache[LSLOTS * LK * LDIM_MAX * 4 * 2];
+    unsigned char v_cache[LSLOTS * LK * LDIM_MAX * 4 * 2];
+} layout_data;
+
+/* Fills every tensor from one seed: the same element values whatever the spread. */
+static void layout_fill(layout_data *data, posenc_dtype dtype, int spread)
+{
+    size_t element = posenc_dtype_size(dtype);
+    memset(data, 0x5a, sizeof *data);
+    unsigned char *tensors[] = {data->q, data->q_out, data->k, data->k_out, data->v,
+                                data->k_cache, data->v_cache};
+    size_t counts[] = {sizeof data->q, sizeof data->q_out, sizeof data->k, sizeof data->k_out,
+                       sizeof data->v, sizeof data->k_cache, sizeof data->v_cache};
+    test_rng rng = {99};
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+        size_t count = counts[i] / (element * 2);
+        for (size_t e = 0; e < count; e++)
+            ref_store(dtype, tensors[i] + e * spread * element, test_rng_uniform(&rng, -3, 3));
+    }
+}
+
+static void layout_run(posenc_context *ctx, const layout_case *c, posenc_dtype dtype, int spread,
+                       layout_data *data)
+{
+    static const int32_t positions_i32[LT] = {0, 7, -3, 123456789, 2147483647};
+    static const float positions_f32[LT] = {0.5f, -1234.25f, 3.0f, 65536.75f, 1e6f};
+    static const int32_t positions_mrope[LT * 3] = {0, 0, 0, 5, 1, 2, 5, 2, 1, 9, 40, 3,
+                                                    100000, 7, 7};
+    static const int32_t slots[LT] = {3, -1, 0, 7, LSLOTS + 2}; /* padding, past the end */
+    layout_fill(data, dtype, spread);
+    uint32_t dim = c->head_dim;
+    posenc_rope_desc rope = {0};
+    rope.q = spread_tensor(data->q, dtype, 3, (const int64_t[]){LT, LQ, dim}, spread);
+    rope.k = spread_tensor(data->k, dtype, 3, (const int64_t[]){LT, LK, dim}, spread);
+    if (c->out_of_place) {
+        rope.q_out = spread_tensor(data->q_out, dtype, 3, (const int64_t[]){LT, LQ, dim}, spread);
+        rope.k_out = spread_tensor(data->k_out, dtype, 3, (const int64_t[]){LT, LK, dim}, spread);
+    }
+    if (c->kv_cache) {
+        const int64_t cache_shape[3] = {LSLOTS, LK, dim};
+        rope.k_cache = spread_tensor(data->k_cache, dtype, 3, cache_shape, spread);
+        rope.v_cache = spread_tensor(data->v_cache, dtype, 3, cache_shape, spread);
+        rope.v = spread_tensor(data->v, dtype, 3, (const int64_t[]){LT, LK, dim}, spread);
+        rope.slot_mapping = posenc_tensor_of_host((void *)slots, POSENC_DTYPE_I32, 1,
+                                                  (const int64_t[]){LT});
+    }
+    if (c->mrope) {
+        rope.multimodal = POSENC_ROPE_MROPE;
+        rope.mrope_section[0] = 4, rope.mrope_section[1] = 6, rope.mrope_section[2] = 6;
+        rope.positions = posenc_tensor_of_host((void *)positions_mrope, POSENC_DTYPE_I32, 2,
+                                               (const int64_t[]){LT, 3});
+    } else if (c->float_positions) {
+        rope.positions = posenc_tensor_of_host((void *)positions_f32, POSENC_DTYPE_F32, 1,
+                                               (const int64_t[]){LT});
+    } else {
+        rope.positions = posenc_tensor_of_host((void *)positions_i32, POSENC_DTYPE_I32, 1,
+                                               (const int64_t[]){LT});
+    }
+    rope.rotary_dim = c->rotary_dim;
+    rope.rotary_offset = c->rotary_offset;
+    rope.style = c->style;
+    rope.inverse = c->inverse;
+    rope.attention_factor = c->attention_factor;
+    rope.theta = 500000.0;
+    CHECK_OK(posenc_rope(ctx, &rope));
+}
+
+/* Element by element, the packed call's outputs against the spread call's. */
+static unsigned layout_compare(const unsigned char *packed, const unsigned char *spread,
+                               size_t bytes, size_t element)
+{
+    unsigned mismatches = 0;
+    for (size_t e = 0; e < bytes / (element * 2); e++)
+        mismatches += memcmp(packed + e * element, spread + e * 2 * element, element) != 0;
+    return mismatches;
+}
+
+static void test_contiguous_matches_general(posenc_context *ctx, const posenc_device_info *info)
+{
+    static layout_data packed, spread;
+    const posenc_dtype dtypes[] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16, POSENC_DTYPE_BF16};
+    for (size_t i = 0; i < sizeof layout_cases / sizeof layout_cases[0]; i++) {
+        for (size_t d = 0; d < 3; d++) {
+            const layout_case *c = &layout_cases[i];
+            size_t element = posenc_dtype_size(dtypes[d]);
+            layout_run(ctx, c, dtypes[d], 1, &packed);
+            layout_run(ctx, c, dtypes[d], 2, &spread);
+            unsigned mismatches =
+                layout_compare(packed.q, spread.q, sizeof packed.q, element) +
+                layout_compare(packed.q_out, spread.q_out, sizeof packed.q_out, element) +
+                layout_compare(packed.k, spread.k, sizeof packed.k, element) +
+                layout_compare(packed.k_out, spread.k_out, sizeof packed.k_out, element) +
+                layout_compare(packed.k_cache, spread.k_cache, sizeof packed.k_cache, element) +
+                layout_compare(packed.v_cache, spread.v_cache, sizeof packed.v_cache, element);
+            if (mismatches) {
+                test_failures++;
+                fprintf(stderr, "%s: %s %s: %u elements differ between contiguous and strided "
+                        "tensors\n", info->name, c->name, posenc_dtype_name(dtypes[d]),
+                        mismatches);
+            }
+        }
+    }
+    if (info->type != POSENC_DEVICE_CPU)
+        printf("    not a CPU-type device: both layouts ran the general kernel\n");
+}
 
 int main(void)
 {
@@ -242,6 +397,7 @@ int main(void)
         test_larger_than_one_allocation(ctx, &info);
         test_misaligned_host_memory(ctx);
         test_roofline(ctx);
+        test_contiguous_matches_general(ctx, &info);
         printf("  opencl   %-40s %s\n", info.name, test_failures == before ? "ok" : "FAILED");
         posenc_context_destroy(ctx);
         opencl_devices++;

@@ -327,9 +327,13 @@ static void find_other_entry(const char *name, void *user)
         snprintf(found->path, found->size, "%s", path);
 }
 
-static void test_changed_source(const char *dir)
+/* `device_type`: the device's; its RoPE of run_rope (contiguous, 8 pairs) ran rope_contiguous.cl
+ * on a CPU-type device and rope.cl elsewhere (cl_rope.c), and that program is in the cache. */
+static void test_changed_source(const char *dir, posenc_device_type device_type)
 {
-    const posenc__cl_kernel *variant = posenc__cl_kernel_get(POSENC__CL_ROPE_F32);
+    _Static_assert(HEAD_DIM / 2 % 8 == 0, "run_rope's pairs: whole blocks of rope_contiguous.cl");
+    const posenc__cl_kernel *variant = posenc__cl_kernel_get(
+        device_type == POSENC_DEVICE_CPU ? POSENC__CL_ROPE_CONTIGUOUS_F32 : POSENC__CL_ROPE_F32);
     CHECK(variant != NULL);
     if (!variant)
         return;
@@ -511,7 +515,7 @@ int main(int argc, char **argv)
     test_cold_and_warm(dir);
     if (entry[0]) {
         test_damaged_entries(dir);
-        test_changed_source(dir);
+        test_changed_source(dir, info.type);
     }
     test_unwritable();
     test_default_directory();

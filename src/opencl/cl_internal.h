@@ -313,9 +313,11 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
 posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinusoidal_op *op,
                                        cl_uint wait_count, const cl_event *wait_list,
                                        cl_event *event);
-/* The kernel an operation runs: by q's dtype (RoPE), out's (sinusoidal). */
-posenc__cl_id posenc_cl_rope_kernel_id(posenc_dtype dtype);
-posenc__cl_id posenc_cl_sinusoidal_kernel_id(posenc_dtype dtype);
+/* The kernel an operation runs: by q's dtype (RoPE), out's (sinusoidal), and on CPU-type
+ * devices the contiguous variant where the operation's layout allows it. */
+posenc__cl_id posenc_cl_rope_kernel_id(const posenc_context *ctx, const posenc__rope_op *op);
+posenc__cl_id posenc_cl_sinusoidal_kernel_id(posenc_context *ctx,
+                                             const posenc__sinusoidal_op *op);
 /* cl_prepare.c: posenc_prepare's entries (src/backend.h). */
 posenc_status posenc_cl_prepare_rope(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_cl_prepare_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);

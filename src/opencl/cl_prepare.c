@@ -9,7 +9,7 @@ posenc_status posenc_cl_prepare_rope(posenc_context *ctx, const posenc__rope_op 
     const posenc_cl_kernel *kernel = NULL;
     cl_mem freqs = NULL;
     posenc__mutex_lock(&state->lock);
-    posenc_status status = posenc_cl_kernel_get(ctx, posenc_cl_rope_kernel_id(op->q.dtype),
+    posenc_status status = posenc_cl_kernel_get(ctx, posenc_cl_rope_kernel_id(ctx, op),
                                                 &kernel);
     if (status == POSENC_OK)
         status = posenc_cl_freqs_get(ctx, op->freqs, op->rotary_dim / 2, op->freqs_id, "rope",
@@ -25,7 +25,7 @@ posenc_status posenc_cl_prepare_sinusoidal(posenc_context *ctx, const posenc__si
     cl_mem freqs = NULL;
     posenc__mutex_lock(&state->lock);
     posenc_status status =
-        posenc_cl_kernel_get(ctx, posenc_cl_sinusoidal_kernel_id(op->out.dtype), &kernel);
+        posenc_cl_kernel_get(ctx, posenc_cl_sinusoidal_kernel_id(ctx, op), &kernel);
     if (status == POSENC_OK)
         status = posenc_cl_freqs_get(ctx, op->freqs, op->half, op->freqs_id, "sinusoidal",
                                      &freqs);

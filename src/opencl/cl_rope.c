@@ -11,12 +11,44 @@
  * split over more units (each then computes its own sin/cos). */
 #define UNITS_PER_COMPUTE_UNIT_GROUPS 8
 
-posenc__cl_id posenc_cl_rope_kernel_id(posenc_dtype dtype)
+/* rope_contiguous.cl's vector width in pairs, and the most pairs a work-item takes. */
+#define CONTIGUOUS_PAIRS 8
+#define CONTIGUOUS_GROUP_PAIRS 64
+
+/* Whether rope_contiguous.cl applies: a CPU-type device (GPUs keep rope.cl's per-dim lanes,
+ * which coalesce and split a decode step's heads over many units), whole blocks of pairs,
+ * a dim stride of one element in every tensor, and no pass-through dims to copy. */
+static bool contiguous_applies(const posenc_context *ctx, const posenc__rope_op *op)
 {
-    switch (dtype) {
-    case POSENC_DTYPE_F16: return POSENC__CL_ROPE_F16;
-    case POSENC_DTYPE_BF16: return POSENC__CL_ROPE_BF16;
-    default: return POSENC__CL_ROPE_F32;
+    if (ctx->device->info.type != POSENC_DEVICE_CPU)
+        return false;
+    uint32_t half = op->rotary_dim / 2;
+    if (half == 0 || half % CONTIGUOUS_PAIRS != 0)
+        return false;
+    bool partial = (int64_t)op->rotary_dim < op->head_dim;
+    if (partial && (!op->q_in_place || op->has_k_cache ||
+                    (op->has_k && op->k_out_written && !op->k_in_place)))
+        return false;
+    const posenc__view *views[POSENC__ROPE_VIEWS];
+    posenc__rope_views(op, views);
+    enum { POSITIONS = 4, SLOTS = 5 };
+    for (int i = 0; i < POSENC__ROPE_VIEWS; i++) {
+        if (!views[i] || i == POSITIONS || i == SLOTS)
+            continue;
+        if (views[i]->strides[3] != (int64_t)posenc_dtype_size(views[i]->dtype))
+            return false;
+    }
+    return true;
+}
+
+posenc__cl_id posenc_cl_rope_kernel_id(const posenc_context *ctx, const posenc__rope_op *op)
+{
+    bool contiguous = contiguous_applies(ctx, op);
+    switch (op->q.dtype) {
+    case POSENC_DTYPE_F16: return contiguous ? POSENC__CL_ROPE_CONTIGUOUS_F16 : POSENC__CL_ROPE_F16;
+    case POSENC_DTYPE_BF16:
+        return contiguous ? POSENC__CL_ROPE_CONTIGUOUS_BF16 : POSENC__CL_ROPE_BF16;
+    default: return contiguous ? POSENC__CL_ROPE_CONTIGUOUS_F32 : POSENC__CL_ROPE_F32;
     }
 }
 
@@ -57,8 +89,8 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
 {
     posenc_cl_context *state = ctx->backend_state;
     const posenc_cl_kernel *kernel = NULL;
-    posenc_status status =
-        posenc_cl_kernel_get(ctx, posenc_cl_rope_kernel_id(op->q.dtype), &kernel);
+    bool contiguous = contiguous_applies(ctx, op);
+    posenc_status status = posenc_cl_kernel_get(ctx, posenc_cl_rope_kernel_id(ctx, op), &kernel);
     if (status != POSENC_OK)
         return status;
 
@@ -80,6 +112,8 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
                       UNITS_PER_COMPUTE_UNIT_GROUPS;
     posenc__gpu_head_split split = posenc__gpu_split_heads(rows, lanes, heads, target);
     uint64_t units = split.units;
+    if (contiguous) /* a unit per group of pairs of a token, in every head */
+        units = rows * ((half + CONTIGUOUS_GROUP_PAIRS - 1) / CONTIGUOUS_GROUP_PAIRS);
     if (units > UINT32_MAX || heads > UINT32_MAX || (uint64_t)op->batch > UINT32_MAX ||
         (uint64_t)op->tokens > UINT32_MAX || (uint64_t)op->head_dim > UINT32_MAX)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,

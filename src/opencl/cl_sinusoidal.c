@@ -12,12 +12,38 @@ _Static_assert(POSENC_SINUSOIDAL_FLAG_LAYOUT_INTERLEAVED == POSENC_SINUSOIDAL_IN
                    POSENC_SINUSOIDAL_FLAG_LAYOUT_SIN_COS == POSENC_SINUSOIDAL_SIN_COS,
                "sinusoidal layouts");
 
-posenc__cl_id posenc_cl_sinusoidal_kernel_id(posenc_dtype dtype)
+/* Frequencies a work-item of sinusoidal_contiguous.cl takes (its vector width). */
+#define CONTIGUOUS_FREQUENCIES 8
+
+/* Whether sinusoidal_contiguous.cl applies: a CPU-type device (GPUs keep sinusoidal.cl's one
+ * frequency per work-item), whole blocks of frequencies, columns one element apart in out and
+ * x. */
+static bool contiguous_applies(posenc_context *ctx, const posenc__sinusoidal_op *op)
 {
-    switch (dtype) {
-    case POSENC_DTYPE_F16: return POSENC__CL_SINUSOIDAL_F16;
-    case POSENC_DTYPE_BF16: return POSENC__CL_SINUSOIDAL_BF16;
-    default: return POSENC__CL_SINUSOIDAL_F32;
+    if (ctx->device->info.type != POSENC_DEVICE_CPU)
+        return false;
+    if (op->half == 0 || op->half % CONTIGUOUS_FREQUENCIES != 0)
+        return false;
+    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
+    posenc__sinusoidal_views(ctx, op, views);
+    enum { OUT, X };
+    for (int i = OUT; i <= X; i++) {
+        if (views[i] && views[i]->strides[3] != (int64_t)posenc_dtype_size(views[i]->dtype))
+            return false;
+    }
+    return true;
+}
+
+posenc__cl_id posenc_cl_sinusoidal_kernel_id(posenc_context *ctx,
+                                             const posenc__sinusoidal_op *op)
+{
+    bool contiguous = contiguous_applies(ctx, op);
+    switch (op->out.dtype) {
+    case POSENC_DTYPE_F16:
+        return contiguous ? POSENC__CL_SINUSOIDAL_CONTIGUOUS_F16 : POSENC__CL_SINUSOIDAL_F16;
+    case POSENC_DTYPE_BF16:
+        return contiguous ? POSENC__CL_SINUSOIDAL_CONTIGUOUS_BF16 : POSENC__CL_SINUSOIDAL_BF16;
+    default: return contiguous ? POSENC__CL_SINUSOIDAL_CONTIGUOUS_F32 : POSENC__CL_SINUSOIDAL_F32;
     }
 }
 
@@ -26,13 +52,18 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
                                        cl_event *event)
 {
     const posenc_cl_kernel *kernel = NULL;
+    bool contiguous = contiguous_applies(ctx, op);
     posenc_status status =
-        posenc_cl_kernel_get(ctx, posenc_cl_sinusoidal_kernel_id(op->out.dtype), &kernel);
+        posenc_cl_kernel_get(ctx, posenc_cl_sinusoidal_kernel_id(ctx, op), &kernel);
     if (status != POSENC_OK)
         return status;
 
     uint64_t units = ((uint64_t)op->half + (uint64_t)(op->d_model % 2)) * (uint64_t)op->batch *
                      (uint64_t)op->rows;
+    /* The limit is sinusoidal.cl's; the contiguous kernel takes a block of frequencies a unit. */
+    uint64_t launched = contiguous ? (uint64_t)op->half / CONTIGUOUS_FREQUENCIES *
+                                         (uint64_t)op->batch * (uint64_t)op->rows
+                                   : units;
     if (units > UINT32_MAX || (uint64_t)op->d_model > UINT32_MAX)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "out.shape: %lld x %lld x %lld is more work than one OpenCL launch "
@@ -92,6 +123,6 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
                                                                  : POSENC_POSITIONS_F32)
                         << POSENC_SINUSOIDAL_FLAG_POSITIONS_SHIFT;
 
-    return posenc_cl_run(ctx, kernel, units, "sinusoidal", b, POSENC__SINUSOIDAL_VIEWS, freqs, &params, sizeof params,
-                         &staging, wait_count, wait_list, event);
+    return posenc_cl_run(ctx, kernel, launched, "sinusoidal", b, POSENC__SINUSOIDAL_VIEWS, freqs,
+                         &params, sizeof params, &staging, wait_count, wait_list, event);
 }

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/* posenc_rope for CPU-type OpenCL devices when every tensor's dims are contiguous: rope.cl's
+ * arguments and results, bit for bit, with the work cut the other way round. A work-item takes
+ * up to 64 pairs of one token (8 blocks of 8), computes their sin/cos once as float8 and
+ * rotates them in every q and k head of the token, head after head (and copies v's dims into
+ * the cache row), with 8-wide loads and stores. CPU implementations run a work-group's
+ * work-items one after another and vectorize across them only in simple straight-line
+ * kernels; rope.cl's per-dim lanes, runtime strides and scalar 16-bit conversions leave PoCL at
+ * a few percent of memory speed, and repeat the angle for every head chunk.
+ *
+ * The host chooses this kernel only when it applies (cl_rope.c): rotary_dim/2 a multiple of 8,
+ * a dim stride of 1 in q, q_out, k, k_out, k_cache, v and v_cache, and no pass-through dims to
+ * copy (full rotary, or partial in place with no cache). heads_per_unit and lanes are unused.
+ *
+ * Variants (build options): -DPOSENC_OUT_F32, -DPOSENC_OUT_F16 or -DPOSENC_OUT_BF16.
+ * Arguments: those of rope.cl. Work: batch * tokens * ceil(rotary_dim/128) units.
+ * Global size: any; one dimension (the kernel loops over the rest).
+ */
+#include "angle.cl"
+#include "dtype.cl"
+#include "posenc_kernel_params.h"
+
+/* Element pointers as bits, for v's dims copied into the cache (NaN payloads survive). */
+#if defined(POSENC_OUT_F32)
+#define POSENC_BITS8_TYPE uint8
+#define POSENC_BITS_TYPE uint
+#else
+#define POSENC_BITS8_TYPE ushort8
+#define POSENC_BITS_TYPE ushort
+#endif
+
+/* Blocks of 8 pairs a work-item takes: 64 pairs, a 128-dim head's. */
+#define POSENC_GROUP_BLOCKS 8u
+
+/* One block of 8 pairs of one head, rotated: its two runs of 8 dims at `at` and at + `second`
+ * (NeoX: the a dims, then the b dims rotary_dim/2 further; GPT-J: 16 adjacent dims, pairs
+ * interleaved). `angle` holds the block's factors: NeoX cos and sin; GPT-J, for each run, cos
+ * and sin spread over the pairs' two dims, sin negated on the a dims, so that the pairs rotate
+ * in place: a c + b (-s) = a c - b s and b c + a s, exactly rope.cl's products and sums. */
+POSENC_INLINE void posenc_rotate_block(const global POSENC_OUT_TYPE *p, uint at, uint second,
+                                       int gptj, const float8 *angle, float8 *first_run,
+                                       float8 *second_run)
+{
+    float8 x = posenc_load8_out(p, at), y = posenc_load8_out(p, at + second);
+    if (gptj) {
+        *first_run = x * angle[0] + x.s10325476 * angle[1];
+        *second_run = y * angle[2] + y.s10325476 * angle[3];
+    } else {
+        *first_run = x * angle[0] - y * angle[1];
+        *second_run = x * angle[1] + y * angle[0];
+    }
+}
+
+POSENC_INLINE void posenc_store_block(global POSENC_OUT_TYPE *p, uint at, uint second,
+                                      float8 first_run, float8 second_run)
+{
+    posenc_store8_out(p, at, first_run);
+    posenc_store8_out(p, at + second, second_run);
+}
+
+kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out,
+                                   global POSENC_OUT_TYPE *k, global POSENC_OUT_TYPE *k_out,
+                                   const global uint *positions, const global int *slot_mapping,
+                                   global POSENC_OUT_TYPE *k_cache,
+                                   const global POSENC_OUT_TYPE *v,
+                                   global POSENC_OUT_TYPE *v_cache,
+                                   const global uint *freqs
+                                       POSENC_ROPE_ARGS(POSENC_PARAM_ARGUMENT))
+{
+    /* Dim strides are 1 and the work is cut by blocks of pairs, not rope.cl's chunks. */
+    (void)q_stride_dim, (void)qo_stride_dim, (void)k_stride_dim, (void)ko_stride_dim;
+    (void)kc_stride_dim, (void)v_stride_dim, (void)vc_stride_dim;
+    (void)heads_per_unit, (void)lanes;
+    uint half_count = rotary_dim >> 1;
+    uint blocks = half_count >> 3;
+    uint groups = (blocks + POSENC_GROUP_BLOCKS - 1u) / POSENC_GROUP_BLOCKS;
+    uint total = groups * batch * tokens;
+    uint stride = (uint)get_global_size(0);
+    uint positions_kind = (flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u;
+    int gptj = (flags & POSENC_ROPE_FLAG_GPTJ) != 0u;
+    /* Dims per pair in a run of pairs (GPT-J's are adjacent), and a block's second run. */
+    uint dims_per_pair = gptj ? 2u : 1u;
+    uint second = gptj ? 8u : half_count;
+    int k_written = (flags & POSENC_ROPE_FLAG_K_CACHE_ONLY) == 0u;
+
+    /* The step stops at `total` rather than wrap around 2^32. */
+    for (uint i = (uint)get_global_id(0); i < total; i = total - i <= stride ? total : i + stride) {
+        uint row = i / groups;
+        uint group = i - row * groups;
+        uint b = row / tokens;
+        uint t = row - b * tokens;
+        uint first_block = group * POSENC_GROUP_BLOCKS;
+        uint count = min(blocks - first_block, (uint)POSENC_GROUP_BLOCKS);
+
+        int cached = 0;
+        uint cache_block = 0u, in_block = 0u;
+        if ((flags & POSENC_ROPE_FLAG_K_CACHE) != 0u) {
+            int slot = slot_mapping[slots_offset + b * slots_stride_batch +
+                                    t * slots_stride_token];
+            cached = slot >= 0 && (uint)slot < num_slots;
+            if (cached) {
+                cache_block = (uint)slot / block_size;
+                in_block = (uint)slot - cache_block * block_size;
+            }
+        }
+
+        /* sin and cos of the group's pairs, 8 a block. */
+        float8 angles[POSENC_GROUP_BLOCKS][4]; /* posenc_rotate_block's */
+        for (uint j = 0u; j < count; j++) {
+            uint lane = (first_block + j) << 3;
+            /* The positions of the 8 pairs: one per token, or per pair's component (M-RoPE). */
+            uint8 position_low = (uint8)0u, position_high = (uint8)((uint)position_offset + t);
+            int8 valid = (int8)(-1);
+            if (positions_kind != POSENC_POSITIONS_NONE) {
+                uint low[8], high[8];
+                int ok[8];
+                for (uint l = 0u; l < 8u; l++) {
+                    uint2 position;
+                    ok[l] = -posenc_position_from_word(
+                        positions_kind,
+                        positions[positions_offset + b * positions_stride_batch +
+                                  t * positions_stride_token +
+                                  freqs[3u * half_count + lane + l] * positions_stride_component],
+                        &position);
+                    low[l] = position.x;
+                    high[l] = position.y;
+                }
+                position_low = vload8(0, low);
+                position_high = vload8(0, high);
+                valid = vload8(0, ok);
+            }
+            /* The frequency triplets of the 8 pairs, 24 words, taken apart. */
+            const global uint *f = freqs + 3u * lane;
+            uint8 w0 = vload8(0, f), w1 = vload8(1, f), w2 = vload8(2, f);
+            uint8 int_turns = (uint8)(w0.s0, w0.s3, w0.s6, w1.s1, w1.s4, w1.s7, w2.s2, w2.s5);
+            uint8 frac_hi = (uint8)(w0.s1, w0.s4, w0.s7, w1.s2, w1.s5, w2.s0, w2.s3, w2.s6);
+            uint8 frac_lo = (uint8)(w0.s2, w0.s5, w1.s0, w1.s3, w1.s6, w2.s1, w2.s4, w2.s7);
+            uint8 turns_low, turns_high;
+            posenc_turns8(position_low, position_high, int_turns, frac_hi, frac_lo, &turns_low,
+                          &turns_high);
+            float8 s, c;
+            posenc_sincos_turns8(turns_low, turns_high, &s, &c);
+            float8 nan = as_float8((uint8)0x7fc00000u); /* an invalid float position */
+            s = select(nan, s, valid);
+            c = select(nan, c, valid);
+            if ((flags & POSENC_ROPE_FLAG_INVERSE) != 0u)
+                s = -s;
+            s = s * attention_factor;
+            c = c * attention_factor;
+            if (gptj) {
+                uint8 negate_a = (uint8)(0x80000000u, 0u, 0x80000000u, 0u, 0x80000000u, 0u,
+                                         0x80000000u, 0u);
+                angles[j][0] = c.s00112233;
+                angles[j][1] = as_float8(as_uint8(s.s00112233) ^ negate_a);
+                angles[j][2] = c.s44556677;
+                angles[j][3] = as_float8(as_uint8(s.s44556677) ^ negate_a);
+            } else {
+                angles[j][0] = c;
+                angles[j][1] = s;
+            }
+        }
+
+        /* Head by head, so that each head's run of dims is read and written in order. */
+        uint first = rotary_offset + (first_block << 3) * dims_per_pair;
+        uint step = 8u * dims_per_pair;
+        for (uint h = 0u; h < q_heads; h++) {
+            uint src = q_offset + b * q_stride_batch + t * q_stride_token + h * q_stride_head;
+            uint dst = qo_offset + b * qo_stride_batch + t * qo_stride_token + h * qo_stride_head;
+            for (uint j = 0u, at = first; j < count; j++, at += step) {
+                float8 r0, r1;
+                posenc_rotate_block(q, src + at, second, gptj, angles[j], &r0, &r1);
+                posenc_store_block(q_out, dst + at, second, r0, r1);
+            }
+        }
+        for (uint h = 0u; h < k_heads; h++) {
+            uint src = k_offset + b * k_stride_batch + t * k_stride_token + h * k_stride_head;
+            uint dst = ko_offset + b * ko_stride_batch + t * ko_stride_token + h * ko_stride_head;
+            uint row_at = kc_offset + cache_block * kc_stride_block + in_block * kc_stride_row +
+                          h * kc_stride_head;
+            for (uint j = 0u, at = first; j < count; j++, at += step) {
+                /* Computed once, so the cache row holds the very bits k_out does. */
+                float8 r0, r1;
+                posenc_rotate_block(k, src + at, second, gptj, angles[j], &r0, &r1);
+                if (k_written)
+                    posenc_store_block(k_out, dst + at, second, r0, r1);
+                if (cached)
+                    posenc_store_block(k_cache, row_at + at, second, r0, r1);
+            }
+        }
+        if (!cached)
+            continue;
+        /* v: the group's dims copied as bits into the cache row. */
+        const global POSENC_BITS_TYPE *v_bits = (const global POSENC_BITS_TYPE *)v;
+        global POSENC_BITS_TYPE *vc_bits = (global POSENC_BITS_TYPE *)v_cache;
+        for (uint h = 0u; h < v_heads; h++) {
+            uint src = v_offset + b * v_stride_batch + t * v_stride_token + h * v_stride_head;
+            uint dst = vc_offset + cache_block * vc_stride_block + in_block * vc_stride_row +
+                       h * vc_stride_head;
+            for (uint j = 0u, at = first; j < count; j++, at += step) {
+                POSENC_BITS8_TYPE va = vload8(0, v_bits + src + at);
+                POSENC_BITS8_TYPE vb = vload8(0, v_bits + src + at + second);
+#if defined(POSENC_OUT_F32)
+                vstore8(va, 0, vc_bits + dst + at);
+                vstore8(vb, 0, vc_bits + dst + at + second);
+#else
+                posenc_store8_bits16(vc_bits, dst + at, va);
+                posenc_store8_bits16(vc_bits, dst + at + second, vb);
+#endif
+            }
+        }
+    }
+}
