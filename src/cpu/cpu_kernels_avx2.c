@@ -57,6 +57,47 @@ static inline __m128i h_convert(vf v)
                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 static inline void h_store(void *p, vf v) { _mm_storeu_si128(p, h_convert(v)); }
+/* Runs of f16 stores with the NaN rewrite deferred or shared (cpu_simd.h): h_store_raw
+ * converts as the hardware does (a NaN keeps its payload's top bits), h_unordered says whether
+ * a lane of two vectors is NaN, and h_fix_nans rewrites the NaNs among `n` stored values (a
+ * multiple of LANES) afterwards as core/half.c writes them: the hardware's sign | 0x7e00 | top
+ * bits, masked with 0xfe00. Without NaNs a store is the conversion alone, where h_convert
+ * spends four more instructions per vector on them. */
+static inline void h_store_raw(void *p, vf v)
+{
+    _mm_storeu_si128(p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+static inline unsigned f_unordered(vf v, vf w)
+{
+    return (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v, w, _CMP_UNORD_Q));
+}
+#define HAVE_F_UNORDERED 1
+static inline unsigned h_unordered(vf v, vf w) { return f_unordered(v, w); }
+static inline void h_fix_nans(void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i += LANES) {
+        __m128i *at = (__m128i *)((uint16_t *)p + i);
+        __m128i h = _mm_loadu_si128(at);
+        /* (h & 0x7fff) > 0x7c00 as signed 16-bit lanes: both sides are non-negative. */
+        __m128i nan = _mm_cmpgt_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7fff)),
+                                      _mm_set1_epi16(0x7c00));
+        h = _mm_blendv_epi8(h, _mm_and_si128(h, _mm_set1_epi16((short)0xfe00)), nan);
+        _mm_storeu_si128(at, h);
+    }
+}
+#define HAVE_H_FIX_NANS 1
+/* Two vectors, one NaN test. */
+static inline void h_store2(void *p, vf v, void *q, vf w)
+{
+    if (h_unordered(v, w)) {
+        h_store(p, v);
+        h_store(q, w);
+        return;
+    }
+    h_store_raw(p, v);
+    h_store_raw(q, w);
+}
+#define HAVE_H_STORE2 1
 static inline void h_store_part(void *p, vf v, size_t n) { store16_part(p, h_convert(v), n); }
 
 static inline vf b_widen(__m128i h)
@@ -115,6 +156,15 @@ static inline void f_zip(vf a, vf b, vf *lo, vf *hi)
     vf l = _mm256_unpacklo_ps(a, b), h = _mm256_unpackhi_ps(a, b);
     *lo = _mm256_permute2f128_ps(l, h, 0x20);
     *hi = _mm256_permute2f128_ps(l, h, 0x31);
+}
+
+/* [a0 a2 b0 b2 | a4 a6 b4 b6] (and the odd ones), then its 64-bit quarters in order 0 2 1 3. */
+static inline void f_unzip(vf a, vf b, vf *even, vf *odd)
+{
+    *even = _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+    *odd = _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
 }
 
 static inline vi f_bits(vf v) { return _mm256_castps_si256(v); }

@@ -13,7 +13,8 @@
  *   i_add, i_sub, i_and, i_shl(v,n), i_shr(v,n) (logical; n a constant)
  *   f_from_i (int32 -> float, to nearest), i_from_f (integral float -> int32)
  *   f_xor_bits(v, bits), f_select_odd(q, a, b): a where q is odd, else b
- *   f_swap_pairs(v): [v1 v0 v3 v2 ...]; f_zip(a, b, &lo, &hi): [a0 b0 a1 b1 ...]
+ *   f_swap_pairs(v): [v1 v0 v3 v2 ...]; f_zip(a, b, &lo, &hi): [a0 b0 a1 b1 ...];
+ *   f_unzip(a, b, &even, &odd), the inverse of f_zip
  *   f_bits, i_bits (reinterpretations), i_or, i_store(_part), i_select_nan(v, a, b): a where
  *   v is NaN, else b
  *   h_store2(p, v, q, w)        optional (HAVE_H_STORE2): h_store of two vectors, sharing
@@ -21,13 +22,14 @@
  *   h_store_raw, h_unordered, h_fix_nans   optional (HAVE_H_FIX_NANS): f16 stores whose NaN
  *                               rewrite is deferred to the end of a head (the variant's file
  *                               says how)
+ *   f_unordered(v, w)           optional (HAVE_F_UNORDERED): nonzero when a lane of v or w is
+ *                               NaN, for a branch around the NaN handling of conversions
  *   TABLE_REGS                  optional: vector registers RoPE may give to its table (0 or
  *                               undefined: the table stays in memory)
  *   KERNEL_TABLE, KERNEL_NAME   the exported table and its POSENC_CPU_VARIANT name
  *   NATIVE_BF16                 defined where b_store is a hardware conversion
  *   b_pack_pairs(even, odd)     optional (HAVE_B_PACK_PAIRS): two vectors to bf16 as
- *                               32-bit lanes, even[i] low and odd[i] high; with it
- *                               f_unzip(a, b, &even, &odd), the inverse of f_zip
+ *                               32-bit lanes, even[i] low and odd[i] high
  *
  * sin/cos (sincos_vec) are the steps of core/angle.c on vectors: the nearest quarter turn and
  * the remainder from the top 32 bits of the exact fixed-point turn, radians as a float-float
@@ -258,33 +260,70 @@ static void k_rotate(const float *sin_a, const float *cos_a, const float *sin_b,
  * follow on their own. Prefetching 4 KiB ahead (one prefetch per line of every head) made
  * prefill RoPE slower on Zen 4, f32 from 0.89 to 0.63 of the copy's speed on one core. */
 
-CPU_INLINE void rope_neox(const posenc_cpu_rope_heads *a, posenc_dtype dt)
+/* One NeoX vector of a head: values at j of both halves (`half_bytes` apart), table c, s. */
+CPU_INLINE void neox_vector(posenc_dtype dt, const uint8_t *in, uint8_t *out, size_t half_bytes,
+                            vf c, vf s, unsigned *nan)
+{
+    vf x0 = load_dt(dt, in), x1 = load_dt(dt, in + half_bytes);
+    store_dt2_deferred(dt, out, f_fms(x0, c, f_mul(x1, s)), out + half_bytes,
+                       f_fma(x0, s, f_mul(x1, c)), nan);
+}
+
+/* The rest of a NeoX head after its `full` full vectors: their NaNs, the partial vector, and the
+ * dims after rotary_dim when out of place. */
+CPU_INLINE void neox_head_end(const posenc_cpu_rope_heads *a, posenc_dtype dt, const uint8_t *in,
+                              uint8_t *out, uint32_t full, unsigned nan)
 {
     const size_t es = dt_size(dt);
     const uint32_t half = a->rotary_dim / 2;
     const float *ct = a->table, *st = a->table + half;
-    for (int64_t h = 0; h < a->heads; h++) {
-        const uint8_t *in = a->in + h * a->in_head_stride;
-        uint8_t *out = a->out + h * a->out_head_stride;
-        const uint8_t *in_b = in + half * es;
-        uint8_t *out_b = out + half * es;
-        uint32_t j = 0;
-        for (; j + LANES <= half; j += LANES) {
-            vf x0 = load_dt(dt, in + j * es), x1 = load_dt(dt, in_b + j * es);
+    fix_nans_dt(dt, out, full, nan);
+    fix_nans_dt(dt, out + half * es, full, nan);
+    if (full < half) {
+        size_t n = half - full;
+        const uint8_t *i0 = in + full * es, *i1 = i0 + half * es;
+        vf x0 = load_dt_part(dt, i0, n), x1 = load_dt_part(dt, i1, n);
+        vf c = f_load_part(ct + full, n), s = f_load_part(st + full, n);
+        store_dt_part(dt, out + full * es, f_fms(x0, c, f_mul(x1, s)), n);
+        store_dt_part(dt, out + (half + full) * es, f_fma(x0, s, f_mul(x1, c)), n);
+    }
+    if (a->copy_rest)
+        memcpy(out + a->rotary_dim * es, in + a->rotary_dim * es,
+               (a->head_dim - a->rotary_dim) * es);
+}
+
+/* Two heads at a time, so that each table vector loaded serves both. */
+CPU_INLINE void rope_neox(const posenc_cpu_rope_heads *a, posenc_dtype dt)
+{
+    const size_t es = dt_size(dt);
+    const uint32_t half = a->rotary_dim / 2, full = half - half % LANES;
+    const size_t half_bytes = half * es;
+    const float *const ct = a->table, *const st = a->table + half;
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    int64_t h = 0;
+    for (; h + 2 <= heads; h += 2) {
+        const uint8_t *in = in0 + h * in_stride, *in1 = in + in_stride;
+        uint8_t *out = out0 + h * out_stride, *out1 = out + out_stride;
+        unsigned nan = 0, nan1 = 0;
+        for (uint32_t j = 0; j < full; j += LANES) {
             vf c = f_load(ct + j), s = f_load(st + j);
-            store_dt2(dt, out + j * es, f_fms(x0, c, f_mul(x1, s)), out_b + j * es,
-                      f_fma(x0, s, f_mul(x1, c)));
+            neox_vector(dt, in + j * es, out + j * es, half_bytes, c, s, &nan);
+            neox_vector(dt, in1 + j * es, out1 + j * es, half_bytes, c, s, &nan1);
         }
-        if (j < half) {
-            size_t n = half - j;
-            vf x0 = load_dt_part(dt, in + j * es, n), x1 = load_dt_part(dt, in_b + j * es, n);
-            vf c = f_load_part(ct + j, n), s = f_load_part(st + j, n);
-            store_dt_part(dt, out + j * es, f_fms(x0, c, f_mul(x1, s)), n);
-            store_dt_part(dt, out_b + j * es, f_fma(x0, s, f_mul(x1, c)), n);
-        }
-        if (a->copy_rest)
-            memcpy(out + a->rotary_dim * es, in + a->rotary_dim * es,
-                   (a->head_dim - a->rotary_dim) * es);
+        neox_head_end(a, dt, in, out, full, nan);
+        neox_head_end(a, dt, in1, out1, full, nan1);
+    }
+    if (h < heads) {
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
+        unsigned nan = 0;
+        for (uint32_t j = 0; j < full; j += LANES)
+            neox_vector(dt, in + j * es, out + j * es, half_bytes, f_load(ct + j),
+                        f_load(st + j), &nan);
+        neox_head_end(a, dt, in, out, full, nan);
     }
 }
 
@@ -297,14 +336,17 @@ CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
         const uint8_t *in = a->in + h * a->in_head_stride;
         uint8_t *out = a->out + h * a->out_head_stride;
         uint32_t i = 0;
-        for (; dt == DT_F16 && i + 2 * LANES <= rot; i += 2 * LANES) { /* one NaN test */
+        unsigned nan = 0;
+        for (; dt == DT_F16 && i + 2 * LANES <= rot; i += 2 * LANES) { /* NaNs fixed after */
             vf x = load_dt(dt, in + i * es), y = load_dt(dt, in + (i + LANES) * es);
-            store_dt2(dt, out + i * es,
-                      f_fma(f_swap_pairs(x), f_load(st + i), f_mul(x, f_load(ct + i))),
-                      out + (i + LANES) * es,
-                      f_fma(f_swap_pairs(y), f_load(st + i + LANES),
-                            f_mul(y, f_load(ct + i + LANES))));
+            store_dt2_deferred(dt, out + i * es,
+                               f_fma(f_swap_pairs(x), f_load(st + i), f_mul(x, f_load(ct + i))),
+                               out + (i + LANES) * es,
+                               f_fma(f_swap_pairs(y), f_load(st + i + LANES),
+                                     f_mul(y, f_load(ct + i + LANES))),
+                               &nan);
         }
+        fix_nans_dt(dt, out, i, nan);
         for (; i + LANES <= rot; i += LANES) {
             vf x = load_dt(dt, in + i * es);
             store_dt(dt, out + i * es,
@@ -347,22 +389,36 @@ static void k_gptj_table(const float *sin_values, const float *cos_values, uint3
     }
 }
 
+/* The bits of a non-NaN f32 with the rounding increment to bf16 added: rounded to nearest
+ * even (core/half.c) in the high half of each 32-bit lane, the low half to be dropped. */
+CPU_INLINE vi bf16_rounded(vf v)
+{
+    vi u = f_bits(v);
+    return i_add(u, i_add(i_and(i_shr(u, 16), i_set(1)), i_set(0x7fff)));
+}
+
 /* f32 -> bf16 rounded to nearest even on the bits (core/half.c), left in the high half of
  * each 32-bit lane with the low half zero; NaN keeps its top bits and becomes quiet. */
 CPU_INLINE vi bf16_high(vf v)
 {
-    vi u = f_bits(v);
-    vi r = i_add(u, i_add(i_and(i_shr(u, 16), i_set(1)), i_set(0x7fff)));
-    r = i_select_nan(v, i_or(u, i_set(0x00400000)), r);
+    vi r = i_select_nan(v, i_or(f_bits(v), i_set(0x00400000)), bf16_rounded(v));
     return i_and(r, i_set(0xffff0000u));
 }
 
-/* Two vectors to bf16 pairs: even[i] in the low half of lane i, odd[i] in the high half. */
+/* Two vectors to bf16 pairs: even[i] in the low half of lane i, odd[i] in the high half.
+ * Where the variant tests two vectors for NaN at once, vectors without one (nearly all) take
+ * the rounding alone, without a select per vector (on AVX2, 13 instructions where the exact
+ * path takes 18). */
 CPU_INLINE vi bf16_pairs(vf even, vf odd)
 {
 #if defined(HAVE_B_PACK_PAIRS)
     return b_pack_pairs(even, odd);
 #else
+#  if defined(HAVE_F_UNORDERED)
+    if (!f_unordered(even, odd))
+        return i_or(i_shr(bf16_rounded(even), 16),
+                    i_and(bf16_rounded(odd), i_set(0xffff0000u)));
+#  endif
     return i_or(i_shr(bf16_high(even), 16), bf16_high(odd));
 #endif
 }
@@ -487,7 +543,6 @@ CPU_INLINE void rope_gptj_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype
     }
 }
 
-#if defined(HAVE_B_PACK_PAIRS)
 /* bf16 NeoX on 32-bit words, as GPT-J's pairs: a word holds elements 2i and 2i + 1, which a
  * shift and a mask widen, and the rotation runs on the even elements and on the odd ones with
  * the table split the same way (in registers: `nv` blocks of 2 LANES values, four vectors
@@ -529,7 +584,6 @@ CPU_INLINE void rope_neox_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype
             memcpy(out + head_bytes, in + head_bytes, (a->head_dim - a->rotary_dim) * 2);
     }
 }
-#endif
 
 /* One instance per table size in vectors (1 .. TABLE_REGS / 2); false where the table does
  * not fit or has a partial vector. */
@@ -544,17 +598,18 @@ CPU_INLINE bool rope_held_dt(const posenc_cpu_rope_heads *a, posenc_dtype dt)
     if (values % LANES || values / LANES > TABLE_REGS / 2)
         return false;
     uint32_t nv = values / LANES;
-#if defined(HAVE_B_PACK_PAIRS)
     if (neox && dt == DT_BF16 && a->rotary_dim % (4 * LANES) == 0 &&
         a->rotary_dim / (4 * LANES) <= TABLE_REGS / 4) {
 #define held rope_neox_bf16_held
         switch (a->rotary_dim / (4 * LANES)) {
-        HELD_CASE(1) HELD_CASE(2) HELD_CASE(3) HELD_CASE(4)
+        HELD_CASE(1) HELD_CASE(2)
+#if TABLE_REGS >= 16
+        HELD_CASE(3) HELD_CASE(4)
+#endif
         default: return false;
         }
 #undef held
     }
-#endif
     if (pairs) {
 #define held rope_gptj_bf16_held
         switch (nv) {
@@ -620,6 +675,55 @@ CPU_INLINE void rope_gptj_bf16(const posenc_cpu_rope_heads *a)
     }
 }
 
+/* rope_neox_bf16_held with its split table in memory, for tables too large for registers:
+ * split once per call into `split`, block k's even cos, odd cos, even sin and odd sin
+ * vectors side by side. False (nothing done) where the table is larger than the array or
+ * rotary_dim not a multiple of 4 LANES. */
+#define NEOX_BF16_MAX_ROTARY 512
+CPU_INLINE bool rope_neox_bf16(const posenc_cpu_rope_heads *a)
+{
+    const uint32_t rot = a->rotary_dim, half = rot / 2, blocks = rot / (4 * LANES);
+    if (rot % (4 * LANES) || rot > NEOX_BF16_MAX_ROTARY)
+        return false;
+    union { /* vectors' alignment for the floats */
+        vf vectors[NEOX_BF16_MAX_ROTARY / LANES];
+        float values[NEOX_BF16_MAX_ROTARY];
+    } split;
+    for (uint32_t k = 0; k < blocks; k++) {
+        const float *c = a->table + 2 * LANES * k, *s = a->table + half + 2 * LANES * k;
+        f_unzip(f_load(c), f_load(c + LANES), &split.vectors[4 * k], &split.vectors[4 * k + 1]);
+        f_unzip(f_load(s), f_load(s + LANES), &split.vectors[4 * k + 2],
+                &split.vectors[4 * k + 3]);
+    }
+    const float *const t = split.values;
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    const size_t head_bytes = rot * 2;
+    const vi high = i_set(0xffff0000u);
+    for (int64_t h = 0; h < heads; h++) {
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
+        for (uint32_t k = 0; k < blocks; k++) {
+            const float *tk = t + 4 * LANES * (size_t)k;
+            const vf ce = f_load(tk), co = f_load(tk + LANES);
+            const vf se = f_load(tk + 2 * LANES), so = f_load(tk + 3 * LANES);
+            size_t at = 4 * LANES * (size_t)k, bt = at + 2 * (size_t)half;
+            vi w0 = i_load(in + at), w1 = i_load(in + bt);
+            vf e0 = i_bits(i_shl(w0, 16)), o0 = i_bits(i_and(w0, high));
+            vf e1 = i_bits(i_shl(w1, 16)), o1 = i_bits(i_and(w1, high));
+            i_store(out + at,
+                    bf16_pairs(f_fms(e0, ce, f_mul(e1, se)), f_fms(o0, co, f_mul(o1, so))));
+            i_store(out + bt,
+                    bf16_pairs(f_fma(e0, se, f_mul(e1, ce)), f_fma(o0, so, f_mul(o1, co))));
+        }
+        if (a->copy_rest)
+            memcpy(out + head_bytes, in + head_bytes, (a->head_dim - rot) * 2);
+    }
+    return true;
+}
+
 static void k_rope_heads(const posenc_cpu_rope_heads *a)
 {
 #if defined(TABLE_REGS) && TABLE_REGS > 0
@@ -647,7 +751,10 @@ static void k_rope_heads(const posenc_cpu_rope_heads *a)
     } else {
         switch (a->dtype) {
         case DT_F16: rope_neox(a, DT_F16); break;
-        case DT_BF16: rope_neox(a, DT_BF16); break;
+        case DT_BF16:
+            if (!rope_neox_bf16(a))
+                rope_neox(a, DT_BF16);
+            break;
         default: rope_neox(a, DT_F32); break;
         }
     }
