@@ -327,41 +327,76 @@ CPU_INLINE void rope_neox(const posenc_cpu_rope_heads *a, posenc_dtype dt)
     }
 }
 
-CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
+/* Two GPT-J vectors of a head from `in` (values i .. i + 2 LANES), table vectors c0, s0 and
+ * c1, s1. */
+CPU_INLINE void gptj_vectors(posenc_dtype dt, const uint8_t *in, uint8_t *out, vf c0, vf s0,
+                             vf c1, vf s1, unsigned *nan)
+{
+    const size_t bytes = LANES * dt_size(dt);
+    vf x = load_dt(dt, in), y = load_dt(dt, in + bytes);
+    store_dt2_deferred(dt, out, f_fma(f_swap_pairs(x), s0, f_mul(x, c0)), out + bytes,
+                       f_fma(f_swap_pairs(y), s1, f_mul(y, c1)), nan);
+}
+
+/* The rest of a GPT-J head after its first `done` values (a multiple of 2 LANES): their NaNs,
+ * the last vectors, and the dims after rotary_dim when out of place. */
+CPU_INLINE void gptj_head_end(const posenc_cpu_rope_heads *a, posenc_dtype dt, const uint8_t *in,
+                              uint8_t *out, uint32_t done, unsigned nan)
 {
     const size_t es = dt_size(dt);
     const uint32_t rot = a->rotary_dim;
     const float *ct = a->table, *st = a->table + rot;
-    for (int64_t h = 0; h < a->heads; h++) {
-        const uint8_t *in = a->in + h * a->in_head_stride;
-        uint8_t *out = a->out + h * a->out_head_stride;
-        uint32_t i = 0;
+    uint32_t i = done;
+    fix_nans_dt(dt, out, done, nan);
+    for (; i + LANES <= rot; i += LANES) {
+        vf x = load_dt(dt, in + i * es);
+        store_dt(dt, out + i * es,
+                 f_fma(f_swap_pairs(x), f_load(st + i), f_mul(x, f_load(ct + i))));
+    }
+    if (i < rot) { /* an even count: pairs never straddle the tail */
+        size_t n = rot - i;
+        vf x = load_dt_part(dt, in + i * es, n);
+        store_dt_part(dt, out + i * es,
+                      f_fma(f_swap_pairs(x), f_load_part(st + i, n),
+                            f_mul(x, f_load_part(ct + i, n))),
+                      n);
+    }
+    if (a->copy_rest)
+        memcpy(out + rot * es, in + rot * es, (a->head_dim - rot) * es);
+}
+
+/* Two heads at a time, so that each table vector loaded serves both (as rope_neox). */
+CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
+{
+    const size_t es = dt_size(dt);
+    const uint32_t rot = a->rotary_dim, done = rot - rot % (2 * LANES);
+    const float *const ct = a->table, *const st = a->table + rot;
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    int64_t h = 0;
+    for (; h + 2 <= heads; h += 2) {
+        const uint8_t *in = in0 + h * in_stride, *in1 = in + in_stride;
+        uint8_t *out = out0 + h * out_stride, *out1 = out + out_stride;
+        unsigned nan = 0, nan1 = 0;
+        for (uint32_t i = 0; i < done; i += 2 * LANES) {
+            vf c0 = f_load(ct + i), s0 = f_load(st + i);
+            vf c1 = f_load(ct + i + LANES), s1 = f_load(st + i + LANES);
+            gptj_vectors(dt, in + i * es, out + i * es, c0, s0, c1, s1, &nan);
+            gptj_vectors(dt, in1 + i * es, out1 + i * es, c0, s0, c1, s1, &nan1);
+        }
+        gptj_head_end(a, dt, in, out, done, nan);
+        gptj_head_end(a, dt, in1, out1, done, nan1);
+    }
+    if (h < heads) {
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
         unsigned nan = 0;
-        for (; dt == DT_F16 && i + 2 * LANES <= rot; i += 2 * LANES) { /* NaNs fixed after */
-            vf x = load_dt(dt, in + i * es), y = load_dt(dt, in + (i + LANES) * es);
-            store_dt2_deferred(dt, out + i * es,
-                               f_fma(f_swap_pairs(x), f_load(st + i), f_mul(x, f_load(ct + i))),
-                               out + (i + LANES) * es,
-                               f_fma(f_swap_pairs(y), f_load(st + i + LANES),
-                                     f_mul(y, f_load(ct + i + LANES))),
-                               &nan);
-        }
-        fix_nans_dt(dt, out, i, nan);
-        for (; i + LANES <= rot; i += LANES) {
-            vf x = load_dt(dt, in + i * es);
-            store_dt(dt, out + i * es,
-                     f_fma(f_swap_pairs(x), f_load(st + i), f_mul(x, f_load(ct + i))));
-        }
-        if (i < rot) { /* an even count: pairs never straddle the tail */
-            size_t n = rot - i;
-            vf x = load_dt_part(dt, in + i * es, n);
-            store_dt_part(dt, out + i * es,
-                          f_fma(f_swap_pairs(x), f_load_part(st + i, n),
-                                f_mul(x, f_load_part(ct + i, n))),
-                          n);
-        }
-        if (a->copy_rest)
-            memcpy(out + rot * es, in + rot * es, (a->head_dim - rot) * es);
+        for (uint32_t i = 0; i < done; i += 2 * LANES)
+            gptj_vectors(dt, in + i * es, out + i * es, f_load(ct + i), f_load(st + i),
+                         f_load(ct + i + LANES), f_load(st + i + LANES), &nan);
+        gptj_head_end(a, dt, in, out, done, nan);
     }
 }
 
