@@ -86,6 +86,17 @@ static inline void h_fix_nans(void *p, size_t n)
     }
 }
 #define HAVE_H_FIX_NANS 1
+/* s and c to f16 interleaved, [s0 c0 s1 c1 ...], converted as h_store_raw: the zip runs on
+ * the 16-bit values, two unpacks within 128 bits where zipping the f32 vectors takes four
+ * shuffles, two of them across lanes. */
+static inline void h_store_zip_raw(void *p, vf s, vf c)
+{
+    __m128i hs = _mm256_cvtps_ph(s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m128i hc = _mm256_cvtps_ph(c, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(p, _mm_unpacklo_epi16(hs, hc));
+    _mm_storeu_si128((__m128i *)p + 1, _mm_unpackhi_epi16(hs, hc));
+}
+#define HAVE_H_STORE_ZIP 1
 /* Two vectors, one NaN test. */
 static inline void h_store2(void *p, vf v, void *q, vf w)
 {

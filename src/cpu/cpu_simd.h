@@ -19,6 +19,8 @@
  *   v is NaN, else b
  *   h_store2(p, v, q, w)        optional (HAVE_H_STORE2): h_store of two vectors, sharing
  *                               the NaN test
+ *   h_store_zip_raw(p, s, c)    optional (HAVE_H_STORE_ZIP): f_zip(s, c) stored as f16 with
+ *                               h_store_raw (values known not to be NaN)
  *   h_store_raw, h_unordered, h_fix_nans   optional (HAVE_H_FIX_NANS): f16 stores whose NaN
  *                               rewrite is deferred to the end of a head (the variant's file
  *                               says how)
@@ -840,12 +842,32 @@ CPU_INLINE void step_values(vf sa, vf ca, const float *step_cos, const float *st
     *q = f_mul(ca, cb);
 }
 
+/* A stepped value limited to [-1, 1]: rounding may take a value of magnitude 1 (cos 0, for a
+ * row one step from its anchor) just past 1, by at most the error bound (8 * 2^-24), which
+ * the limit only brings closer. A table written as f16 or bf16 without scale or input needs
+ * no limit: such a value rounds to +-1 in either type (half an ulp above 1 is 2^-11 for f16),
+ * the same bits as the limited value. */
+CPU_INLINE vf limit1(posenc_dtype dt, bool add, bool scaled, vf v)
+{
+    return dt == DT_F32 || add || scaled ? f_clamp1(v) : v;
+}
+
 /* Writes frequencies i .. i + n of one row from its values, placed by the layout. */
 CPU_INLINE void place_values(posenc_dtype dt, bool add, bool scaled, bool finite, bool interleaved,
                              bool sin_first, uint32_t half, uint8_t *out, const uint8_t *x,
                              uint32_t i, size_t n, vf s, vf c, vf os, vf is)
 {
     if (interleaved) {
+#if defined(HAVE_H_STORE_ZIP)
+        if (dt == DT_F16 && finite && !add && n == LANES) { /* finite: see emit */
+            if (scaled) { /* the same products as emit's, taken before the zip */
+                s = f_mul(s, os);
+                c = f_mul(c, os);
+            }
+            h_store_zip_raw(out + 4 * (size_t)i, s, c);
+            return;
+        }
+#endif
         vf lo, hi;
         f_zip(s, c, &lo, &hi);
         size_t values = 2 * n;
@@ -895,16 +917,16 @@ CPU_INLINE void sinusoidal_column(posenc_dtype dt, bool add, bool scaled, int mo
         const float *step_cos = steps + r * step_stride + i;
         vf sb, p, q;
         step_values(sa, ca, step_cos, step_cos + step_sin_offset, n, &sb, &p, &q);
-        /* Rounding may take a value of magnitude 1 (cos 0, for a row one step from its
-         * anchor) just past 1: limited to [-1, 1], which only brings it closer. */
         if (mode & ROWS_AFTER)
             place_values(dt, add, scaled, !add, interleaved, sin_first, half, out + r * out_stride,
-                         add ? x + r * x_stride : NULL, i, n, f_clamp1(f_fma(ca, sb, p)),
-                         f_clamp1(f_fnma(sa, sb, q)), os, is);
+                         add ? x + r * x_stride : NULL, i, n,
+                         limit1(dt, add, scaled, f_fma(ca, sb, p)),
+                         limit1(dt, add, scaled, f_fnma(sa, sb, q)), os, is);
         if (mode & ROWS_BEFORE)
             place_values(dt, add, scaled, !add, interleaved, sin_first, half,
                          back_out - r * out_stride, add ? back_x - r * x_stride : NULL, i, n,
-                         f_clamp1(f_fnma(ca, sb, p)), f_clamp1(f_fma(sa, sb, q)), os, is);
+                         limit1(dt, add, scaled, f_fnma(ca, sb, p)),
+                         limit1(dt, add, scaled, f_fma(sa, sb, q)), os, is);
     }
 }
 
@@ -918,9 +940,11 @@ CPU_INLINE void step_both(posenc_dtype dt, bool add, bool scaled, bool interleav
     vf sb, p, q;
     step_values(sa, ca, step_cos, step_sin, LANES, &sb, &p, &q);
     place_values(dt, add, scaled, !add, interleaved, sin_first, half, out, x, 0, LANES,
-                 f_clamp1(f_fma(ca, sb, p)), f_clamp1(f_fnma(sa, sb, q)), os, is);
+                 limit1(dt, add, scaled, f_fma(ca, sb, p)),
+                 limit1(dt, add, scaled, f_fnma(sa, sb, q)), os, is);
     place_values(dt, add, scaled, !add, interleaved, sin_first, half, back, back_x, 0, LANES,
-                 f_clamp1(f_fnma(ca, sb, p)), f_clamp1(f_fma(sa, sb, q)), os, is);
+                 limit1(dt, add, scaled, f_fnma(ca, sb, p)),
+                 limit1(dt, add, scaled, f_fma(sa, sb, q)), os, is);
 }
 
 /* Steps written after and before the anchor, two at a time: every group of a table's block but
