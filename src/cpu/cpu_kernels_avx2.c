@@ -11,6 +11,16 @@
 
 #define LANES 8
 #define TABLE_REGS 8 /* of 16: a rotary_dim of 64 keeps its NeoX table in registers */
+/* RoPE prefetches each head's lines this far ahead (cpu_simd.h). Measured on Zen 3, in place
+ * from DRAM with two threads: f16 NeoX from 0.73 to 0.92 of the copy's speed, f32 from 0.8 to
+ * 1.0; 1 KiB helped less, 16 KiB as much. */
+#define PREFETCH_AHEAD 4096
+#if defined(__GNUC__) || defined(__clang__)
+/* The builtin: GCC 12 drops a loop of _mm_prefetch calls as if it did nothing. */
+#  define prefetch_line(p) __builtin_prefetch((p), 0, 3)
+#else
+#  define prefetch_line(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+#endif
 typedef __m256 vf;
 typedef __m256i vi;
 

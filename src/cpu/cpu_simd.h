@@ -28,6 +28,8 @@
  *                               NaN, for a branch around the NaN handling of conversions
  *   TABLE_REGS                  optional: vector registers RoPE may give to its table (0 or
  *                               undefined: the table stays in memory)
+ *   PREFETCH_AHEAD, prefetch_line(p)   optional: RoPE prefetches the lines of each head this
+ *                               many bytes ahead of it (undefined: no software prefetch)
  *   KERNEL_TABLE, KERNEL_NAME   the exported table and its POSENC_CPU_VARIANT name
  *   NATIVE_BF16                 defined where b_store is a hardware conversion
  *   b_pack_pairs(even, odd)     optional (HAVE_B_PACK_PAIRS): two vectors to bf16 as
@@ -258,9 +260,21 @@ static void k_rotate(const float *sin_a, const float *cos_a, const float *sin_b,
 
 /* ---- RoPE ---- */
 
-/* No software prefetch: the heads are read in address order, which the hardware prefetchers
- * follow on their own. Prefetching 4 KiB ahead (one prefetch per line of every head) made
- * prefill RoPE slower on Zen 4, f32 from 0.89 to 0.63 of the copy's speed on one core. */
+/* Software prefetch only where the variant asks for it (PREFETCH_AHEAD): the heads are read in
+ * address order, which the hardware prefetchers follow on their own, and prefetching 4 KiB
+ * ahead (one prefetch per line of every head) made prefill RoPE slower with AVX-512 on Zen 4,
+ * f32 from 0.89 to 0.63 of the copy's speed on one core. With AVX2 on Zen 3 the same prefetch
+ * keeps more lines in flight while the core converts and rotates, and made it faster. */
+CPU_INLINE void prefetch_ahead(const uint8_t *head, size_t bytes)
+{
+#if defined(PREFETCH_AHEAD)
+    for (size_t b = 0; b < bytes; b += 64)
+        prefetch_line(head + PREFETCH_AHEAD + b);
+#else
+    (void)head;
+    (void)bytes;
+#endif
+}
 
 /* One NeoX vector of a head: values at j of both halves (`half_bytes` apart), table c, s. */
 CPU_INLINE void neox_vector(posenc_dtype dt, const uint8_t *in, uint8_t *out, size_t half_bytes,
@@ -310,6 +324,8 @@ CPU_INLINE void rope_neox(const posenc_cpu_rope_heads *a, posenc_dtype dt)
         const uint8_t *in = in0 + h * in_stride, *in1 = in + in_stride;
         uint8_t *out = out0 + h * out_stride, *out1 = out + out_stride;
         unsigned nan = 0, nan1 = 0;
+        prefetch_ahead(in, 2 * half_bytes);
+        prefetch_ahead(in1, 2 * half_bytes);
         for (uint32_t j = 0; j < full; j += LANES) {
             vf c = f_load(ct + j), s = f_load(st + j);
             neox_vector(dt, in + j * es, out + j * es, half_bytes, c, s, &nan);
@@ -322,6 +338,7 @@ CPU_INLINE void rope_neox(const posenc_cpu_rope_heads *a, posenc_dtype dt)
         const uint8_t *in = in0 + h * in_stride;
         uint8_t *out = out0 + h * out_stride;
         unsigned nan = 0;
+        prefetch_ahead(in, 2 * half_bytes);
         for (uint32_t j = 0; j < full; j += LANES)
             neox_vector(dt, in + j * es, out + j * es, half_bytes, f_load(ct + j),
                         f_load(st + j), &nan);
@@ -383,6 +400,7 @@ CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
         const uint8_t *in = in0 + h * in_stride;
         uint8_t *out = out0 + h * out_stride;
         unsigned nan = 0;
+        prefetch_ahead(in, rot * es);
         for (uint32_t i = 0; i < done; i += 2 * LANES)
             gptj_vectors(dt, in + i * es, out + i * es, f_load(ct + i), f_load(st + i),
                          f_load(ct + i + LANES), f_load(st + i + LANES), &nan);
@@ -674,26 +692,39 @@ CPU_INLINE bool rope_held_dt(const posenc_cpu_rope_heads *a, posenc_dtype dt)
 /* GPT-J pairs of bf16 are 32-bit words, so each lane holds a whole pair: its two values are a
  * shift and a mask away, and the results go back the same way. No shuffle, and the table is
  * one cos and one sin per pair. */
+/* `n` GPT-J bf16 pairs (n == LANES: a full vector, a constant after inlining). */
+CPU_INLINE void gptj_bf16_vector(const uint8_t *in, uint8_t *out, const float *pc,
+                                 const float *ps, size_t n)
+{
+    const vi high = i_set(0xffff0000u);
+    vi w = n == LANES ? i_load(in) : i_load_part(in, n);
+    vf x0 = i_bits(i_shl(w, 16)), x1 = i_bits(i_and(w, high));
+    vf c = n == LANES ? f_load(pc) : f_load_part(pc, n);
+    vf s = n == LANES ? f_load(ps) : f_load_part(ps, n);
+    vi r = bf16_pairs(f_fms(x0, c, f_mul(x1, s)), f_fma(x0, s, f_mul(x1, c)));
+    if (n == LANES)
+        i_store(out, r);
+    else
+        i_store_part(out, r, n);
+}
+
 CPU_INLINE void rope_gptj_bf16(const posenc_cpu_rope_heads *a)
 {
-    const uint32_t pairs = a->rotary_dim / 2;
+    const uint32_t pairs = a->rotary_dim / 2, full = pairs - pairs % LANES;
     const float *const pc = a->pair_cos, *const ps = a->pair_sin;
-    const vi high = i_set(0xffff0000u);
-    for (int64_t h = 0; h < a->heads; h++) {
-        const uint8_t *in = a->in + h * a->in_head_stride;
-        uint8_t *out = a->out + h * a->out_head_stride;
-        for (uint32_t j = 0; j < pairs; j += LANES) {
-            size_t n = pairs - j < LANES ? pairs - j : LANES;
-            vi w = n == LANES ? i_load(in + 4 * (size_t)j) : i_load_part(in + 4 * (size_t)j, n);
-            vf x0 = i_bits(i_shl(w, 16)), x1 = i_bits(i_and(w, high));
-            vf c = n == LANES ? f_load(pc + j) : f_load_part(pc + j, n);
-            vf s = n == LANES ? f_load(ps + j) : f_load_part(ps + j, n);
-            vi r = bf16_pairs(f_fms(x0, c, f_mul(x1, s)), f_fma(x0, s, f_mul(x1, c)));
-            if (n == LANES)
-                i_store(out + 4 * (size_t)j, r);
-            else
-                i_store_part(out + 4 * (size_t)j, r, n);
-        }
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    for (int64_t h = 0; h < heads; h++) {
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
+        prefetch_ahead(in, 4 * (size_t)pairs);
+        for (uint32_t j = 0; j < full; j += LANES)
+            gptj_bf16_vector(in + 4 * (size_t)j, out + 4 * (size_t)j, pc + j, ps + j, LANES);
+        if (full < pairs)
+            gptj_bf16_vector(in + 4 * (size_t)full, out + 4 * (size_t)full, pc + full,
+                             ps + full, pairs - full);
         if (a->copy_rest)
             memcpy(out + a->rotary_dim * 2, in + a->rotary_dim * 2,
                    (a->head_dim - a->rotary_dim) * 2);
@@ -730,6 +761,7 @@ CPU_INLINE bool rope_neox_bf16(const posenc_cpu_rope_heads *a)
     for (int64_t h = 0; h < heads; h++) {
         const uint8_t *in = in0 + h * in_stride;
         uint8_t *out = out0 + h * out_stride;
+        prefetch_ahead(in, head_bytes);
         for (uint32_t k = 0; k < blocks; k++) {
             const float *tk = t + 4 * LANES * (size_t)k;
             const vf ce = f_load(tk), co = f_load(tk + LANES);
