@@ -7,6 +7,7 @@
 #if defined(__x86_64__) || defined(_M_X64)
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define LANES 8
@@ -200,6 +201,32 @@ static inline vi i_select_nan(vf v, vi a, vi b)
 {
     return _mm256_blendv_epi8(b, a, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
 }
+
+/* Eight turns_hi at once (k_turns_int): the low 64 bits of position * frac from 32-bit
+ * products, four lanes per vector. With the position p sign-extended to 64 bits as
+ * pl + 2^32 ph (ph = -1 or 0) and frac = fl + 2^32 fh, the product modulo 2^64 is
+ * pl fl + 2^32 (pl fh + ph fl): the second term wants only its low 32 bits, pl fh - fl
+ * for a negative p. */
+static inline __m256i turns_int4(__m256i position, bool negative, __m256i fracs)
+{
+    __m256i low = _mm256_mul_epu32(position, fracs);
+    __m256i cross = _mm256_mul_epu32(position, _mm256_srli_epi64(fracs, 32));
+    if (negative)
+        cross = _mm256_sub_epi64(cross, fracs);
+    __m256i turns = _mm256_add_epi64(low, _mm256_slli_epi64(cross, 32));
+    return _mm256_add_epi64(turns, _mm256_set1_epi64x((int64_t)1 << 31));
+}
+static inline void turns_int8(int32_t position, const uint64_t *fracs, uint32_t *turns_hi)
+{
+    const __m256i p = _mm256_set1_epi64x((int64_t)(uint32_t)position);
+    __m256i a = turns_int4(p, position < 0, _mm256_loadu_si256((const __m256i *)fracs));
+    __m256i b = turns_int4(p, position < 0, _mm256_loadu_si256((const __m256i *)fracs + 1));
+    /* The high halves of the eight 64-bit lanes: [a0 a1 b0 b1 | a2 a3 b2 b3], then in order. */
+    __m256 high = _mm256_shuffle_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), 0xdd);
+    high = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(high), 0xd8));
+    _mm256_storeu_ps((float *)(void *)turns_hi, high);
+}
+#define HAVE_TURNS_INT8 1
 
 #include "cpu/cpu_simd.h"
 
