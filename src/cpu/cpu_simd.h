@@ -264,13 +264,18 @@ static void k_rotate(const float *sin_a, const float *cos_a, const float *sin_b,
  * address order, which the hardware prefetchers follow on their own, and prefetching 4 KiB
  * ahead (one prefetch per line of every head) made prefill RoPE slower with AVX-512 on Zen 4,
  * f32 from 0.89 to 0.63 of the copy's speed on one core. With AVX2 on Zen 3 the same prefetch
- * keeps more lines in flight while the core converts and rotates, and made it faster. */
-CPU_INLINE void prefetch_ahead(const uint8_t *head, size_t bytes)
+ * keeps more lines in flight while the core converts and rotates, and made it faster; only for
+ * tensors that stream from L3 or memory (a->streaming): from L1 (a decode step) the prefetches
+ * only cost instructions. */
+CPU_INLINE void prefetch_ahead(const posenc_cpu_rope_heads *a, const uint8_t *head,
+                               size_t bytes)
 {
 #if defined(PREFETCH_AHEAD)
-    for (size_t b = 0; b < bytes; b += 64)
-        prefetch_line(head + PREFETCH_AHEAD + b);
+    if (a->streaming)
+        for (size_t b = 0; b < bytes; b += 64)
+            prefetch_line(head + PREFETCH_AHEAD + b);
 #else
+    (void)a;
     (void)head;
     (void)bytes;
 #endif
@@ -324,8 +329,8 @@ CPU_INLINE void rope_neox(const posenc_cpu_rope_heads *a, posenc_dtype dt)
         const uint8_t *in = in0 + h * in_stride, *in1 = in + in_stride;
         uint8_t *out = out0 + h * out_stride, *out1 = out + out_stride;
         unsigned nan = 0, nan1 = 0;
-        prefetch_ahead(in, 2 * half_bytes);
-        prefetch_ahead(in1, 2 * half_bytes);
+        prefetch_ahead(a, in, 2 * half_bytes);
+        prefetch_ahead(a, in1, 2 * half_bytes);
         for (uint32_t j = 0; j < full; j += LANES) {
             vf c = f_load(ct + j), s = f_load(st + j);
             neox_vector(dt, in + j * es, out + j * es, half_bytes, c, s, &nan);
@@ -338,7 +343,7 @@ CPU_INLINE void rope_neox(const posenc_cpu_rope_heads *a, posenc_dtype dt)
         const uint8_t *in = in0 + h * in_stride;
         uint8_t *out = out0 + h * out_stride;
         unsigned nan = 0;
-        prefetch_ahead(in, 2 * half_bytes);
+        prefetch_ahead(a, in, 2 * half_bytes);
         for (uint32_t j = 0; j < full; j += LANES)
             neox_vector(dt, in + j * es, out + j * es, half_bytes, f_load(ct + j),
                         f_load(st + j), &nan);
@@ -400,7 +405,7 @@ CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
         const uint8_t *in = in0 + h * in_stride;
         uint8_t *out = out0 + h * out_stride;
         unsigned nan = 0;
-        prefetch_ahead(in, rot * es);
+        prefetch_ahead(a, in, rot * es);
         for (uint32_t i = 0; i < done; i += 2 * LANES)
             gptj_vectors(dt, in + i * es, out + i * es, f_load(ct + i), f_load(st + i),
                          f_load(ct + i + LANES), f_load(st + i + LANES), &nan);
@@ -719,7 +724,7 @@ CPU_INLINE void rope_gptj_bf16(const posenc_cpu_rope_heads *a)
     for (int64_t h = 0; h < heads; h++) {
         const uint8_t *in = in0 + h * in_stride;
         uint8_t *out = out0 + h * out_stride;
-        prefetch_ahead(in, 4 * (size_t)pairs);
+        prefetch_ahead(a, in, 4 * (size_t)pairs);
         for (uint32_t j = 0; j < full; j += LANES)
             gptj_bf16_vector(in + 4 * (size_t)j, out + 4 * (size_t)j, pc + j, ps + j, LANES);
         if (full < pairs)
@@ -761,7 +766,7 @@ CPU_INLINE bool rope_neox_bf16(const posenc_cpu_rope_heads *a)
     for (int64_t h = 0; h < heads; h++) {
         const uint8_t *in = in0 + h * in_stride;
         uint8_t *out = out0 + h * out_stride;
-        prefetch_ahead(in, head_bytes);
+        prefetch_ahead(a, in, head_bytes);
         for (uint32_t k = 0; k < blocks; k++) {
             const float *tk = t + 4 * LANES * (size_t)k;
             const vf ce = f_load(tk), co = f_load(tk + LANES);
