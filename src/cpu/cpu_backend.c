@@ -341,9 +341,16 @@ void posenc_cpu_sincos_row(const posenc_cpu_kernels *kernels, const posenc__freq
         return;
     }
     if ((position & 0xffffffff) == 0) { /* an integer position: one multiply per frequency */
+        /* The kernels' loop (vector where the variant has one), on the fractions side by
+         * side, 64 at a time: a table's anchor rows spent a fifth of their time here. */
         int32_t p = (int32_t)(position / ((int64_t)1 << 32));
-        for (uint32_t j = 0; j < count; j++)
-            turns_hi[j] = posenc_cpu_turns_hi_int(p, freqs[j].frac);
+        uint64_t fracs[64];
+        for (uint32_t j = 0; j < count; j += 64) {
+            uint32_t n = count - j < 64 ? count - j : 64;
+            for (uint32_t i = 0; i < n; i++)
+                fracs[i] = freqs[j + i].frac;
+            kernels->turns_int(p, fracs, n, turns_hi + j);
+        }
     } else {
         for (uint32_t j = 0; j < count; j++)
             turns_hi[j] = posenc_cpu_turns_hi(position, freqs[j]);

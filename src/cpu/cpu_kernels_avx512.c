@@ -75,7 +75,9 @@ static inline void h_store_raw(void *p, vf v)
 {
     _mm256_storeu_si256(p, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
-static inline unsigned h_unordered(vf v, vf w) { return _mm512_cmp_ps_mask(v, w, _CMP_UNORD_Q); }
+static inline unsigned f_unordered(vf v, vf w) { return _mm512_cmp_ps_mask(v, w, _CMP_UNORD_Q); }
+#define HAVE_F_UNORDERED 1
+static inline unsigned h_unordered(vf v, vf w) { return f_unordered(v, w); }
 static inline void h_fix_nans(void *p, size_t n)
 {
     for (size_t i = 0; i < n; i += LANES) {
@@ -137,16 +139,6 @@ static inline vi b_pack_pairs(vf even, vf odd)
     return _mm512_permutexvar_epi16(interleave, (vi)_mm512_cvtne2ps_pbh(odd, even));
 }
 #define HAVE_B_PACK_PAIRS 1
-/* The inverse of f_zip: the even lanes of [a b] and the odd ones. */
-static inline void f_unzip(vf a, vf b, vf *even, vf *odd)
-{
-    const vi even_index =
-        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const vi odd_index =
-        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    *even = _mm512_permutex2var_ps(a, even_index, b);
-    *odd = _mm512_permutex2var_ps(a, odd_index, b);
-}
 #else
 static inline __m256i b_convert(vf v) { return b_convert_bits(v); }
 #endif
@@ -193,6 +185,17 @@ static inline void f_zip(vf a, vf b, vf *lo, vf *hi)
         _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
     *lo = _mm512_permutex2var_ps(a, lo_index, b);
     *hi = _mm512_permutex2var_ps(a, hi_index, b);
+}
+
+/* The inverse of f_zip: the even lanes of [a b] and the odd ones. */
+static inline void f_unzip(vf a, vf b, vf *even, vf *odd)
+{
+    const vi even_index =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const vi odd_index =
+        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    *even = _mm512_permutex2var_ps(a, even_index, b);
+    *odd = _mm512_permutex2var_ps(a, odd_index, b);
 }
 
 static inline vi f_bits(vf v) { return _mm512_castps_si512(v); }

@@ -109,6 +109,17 @@ static inline void f_zip(vf a, vf b, vf *lo, vf *hi)
     *lo = vzip1q_f32(a, b);
     *hi = vzip2q_f32(a, b);
 }
+static inline void f_unzip(vf a, vf b, vf *even, vf *odd)
+{
+    *even = vuzp1q_f32(a, b);
+    *odd = vuzp2q_f32(a, b);
+}
+/* Nonzero when a lane of v or w is NaN. */
+static inline unsigned f_unordered(vf v, vf w)
+{
+    return vminvq_u32(vandq_u32(vceqq_f32(v, v), vceqq_f32(w, w))) == 0;
+}
+#define HAVE_F_UNORDERED 1
 
 static inline vi f_bits(vf v) { return vreinterpretq_u32_f32(v); }
 static inline vf i_bits(vi v) { return vreinterpretq_f32_u32(v); }

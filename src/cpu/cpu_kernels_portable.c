@@ -192,6 +192,15 @@ static inline void f_zip(vf a, vf b, vf *lo, vf *hi)
         hi->v[2 * i + 1] = b.v[LANES / 2 + i];
     }
 }
+static inline void f_unzip(vf a, vf b, vf *even, vf *odd)
+{
+    for (size_t i = 0; i < LANES / 2; i++) {
+        even->v[i] = a.v[2 * i];
+        odd->v[i] = a.v[2 * i + 1];
+        even->v[LANES / 2 + i] = b.v[2 * i];
+        odd->v[LANES / 2 + i] = b.v[2 * i + 1];
+    }
+}
 
 static inline vi f_bits(vf v)
 {

@@ -23,7 +23,12 @@ typedef struct rope_job {
     int64_t chunks; /* units per row */
     float sin_scale, cos_scale;
     bool copy;      /* the yardstick: copy the elements unchanged, no table, no arithmetic */
+    bool streaming; /* posenc_cpu_rope_heads.streaming */
 } rope_job;
+
+/* Tensors (read and written) above this many bytes stream from L3 or memory: the kernels'
+ * software prefetch pays there and only costs instructions in L1 and L2 (a decode step). */
+#define STREAMING_BYTES ((uint64_t)4 << 20)
 
 /* sin and cos of every frequency at token (b, t), each frequency at the position component
  * it uses (freqs[j].component); a frequency whose component is an invalid float position gets
@@ -156,6 +161,7 @@ static void rotate_heads_at(const rope_job *job, const float *table, const posen
             .dtype = in_view->dtype,
             .style = op->style,
             .copy_rest = !in_place,
+            .streaming = job->streaming,
         };
         job->state->kernels->rope_heads(&args);
         return;
@@ -361,6 +367,7 @@ static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, bo
 
     uint64_t elements = (uint64_t)(job.rows * job.heads * op->head_dim);
     uint64_t bytes = elements * posenc_dtype_size(op->q.dtype) * 2;
+    job.streaming = bytes > STREAMING_BYTES;
     uint32_t parts = posenc_cpu_parts_for(state, bytes, (uint64_t)(job.rows * job.heads));
     /* Few tokens for many threads: split each token's heads too. */
     int64_t chunks = 1;

@@ -13,21 +13,27 @@
  *   i_add, i_sub, i_and, i_shl(v,n), i_shr(v,n) (logical; n a constant)
  *   f_from_i (int32 -> float, to nearest), i_from_f (integral float -> int32)
  *   f_xor_bits(v, bits), f_select_odd(q, a, b): a where q is odd, else b
- *   f_swap_pairs(v): [v1 v0 v3 v2 ...]; f_zip(a, b, &lo, &hi): [a0 b0 a1 b1 ...]
+ *   f_swap_pairs(v): [v1 v0 v3 v2 ...]; f_zip(a, b, &lo, &hi): [a0 b0 a1 b1 ...];
+ *   f_unzip(a, b, &even, &odd), the inverse of f_zip
  *   f_bits, i_bits (reinterpretations), i_or, i_store(_part), i_select_nan(v, a, b): a where
  *   v is NaN, else b
  *   h_store2(p, v, q, w)        optional (HAVE_H_STORE2): h_store of two vectors, sharing
- *                               the NaN test; b_store2 the same for bf16 (HAVE_B_STORE2)
+ *                               the NaN test
+ *   h_store_zip_raw(p, s, c)    optional (HAVE_H_STORE_ZIP): f_zip(s, c) stored as f16 with
+ *                               h_store_raw (values known not to be NaN)
  *   h_store_raw, h_unordered, h_fix_nans   optional (HAVE_H_FIX_NANS): f16 stores whose NaN
  *                               rewrite is deferred to the end of a head (the variant's file
  *                               says how)
+ *   f_unordered(v, w)           optional (HAVE_F_UNORDERED): nonzero when a lane of v or w is
+ *                               NaN, for a branch around the NaN handling of conversions
  *   TABLE_REGS                  optional: vector registers RoPE may give to its table (0 or
  *                               undefined: the table stays in memory)
+ *   PREFETCH_AHEAD, prefetch_line(p)   optional: RoPE prefetches the lines of each head this
+ *                               many bytes ahead of it (undefined: no software prefetch)
  *   KERNEL_TABLE, KERNEL_NAME   the exported table and its POSENC_CPU_VARIANT name
  *   NATIVE_BF16                 defined where b_store is a hardware conversion
  *   b_pack_pairs(even, odd)     optional (HAVE_B_PACK_PAIRS): two vectors to bf16 as
- *                               32-bit lanes, even[i] low and odd[i] high; with it
- *                               f_unzip(a, b, &even, &odd), the inverse of f_zip
+ *                               32-bit lanes, even[i] low and odd[i] high
  *
  * sin/cos (sincos_vec) are the steps of core/angle.c on vectors: the nearest quarter turn and
  * the remainder from the top 32 bits of the exact fixed-point turn, radians as a float-float
@@ -116,12 +122,6 @@ CPU_INLINE void store_dt2(posenc_dtype dt, uint8_t *p, vf v, uint8_t *q, vf w)
 #if defined(HAVE_H_STORE2)
     if (dt == DT_F16) {
         h_store2(p, v, q, w);
-        return;
-    }
-#endif
-#if defined(HAVE_B_STORE2)
-    if (dt == DT_BF16) {
-        b_store2(p, v, q, w);
         return;
     }
 #endif
@@ -260,72 +260,156 @@ static void k_rotate(const float *sin_a, const float *cos_a, const float *sin_b,
 
 /* ---- RoPE ---- */
 
-/* No software prefetch: the heads are read in address order, which the hardware prefetchers
- * follow on their own. Prefetching 4 KiB ahead (one prefetch per line of every head) made
- * prefill RoPE slower on Zen 4, f32 from 0.89 to 0.63 of the copy's speed on one core. */
+/* Software prefetch only where the variant asks for it (PREFETCH_AHEAD): the heads are read in
+ * address order, which the hardware prefetchers follow on their own, and prefetching 4 KiB
+ * ahead (one prefetch per line of every head) made prefill RoPE slower with AVX-512 on Zen 4,
+ * f32 from 0.89 to 0.63 of the copy's speed on one core. With AVX2 on Zen 3 the same prefetch
+ * keeps more lines in flight while the core converts and rotates, and made it faster; only for
+ * tensors that stream from L3 or memory (a->streaming): from L1 (a decode step) the prefetches
+ * only cost instructions. */
+CPU_INLINE void prefetch_ahead(const posenc_cpu_rope_heads *a, const uint8_t *head,
+                               size_t bytes)
+{
+#if defined(PREFETCH_AHEAD)
+    if (a->streaming)
+        for (size_t b = 0; b < bytes; b += 64)
+            prefetch_line(head + PREFETCH_AHEAD + b);
+#else
+    (void)a;
+    (void)head;
+    (void)bytes;
+#endif
+}
 
-CPU_INLINE void rope_neox(const posenc_cpu_rope_heads *a, posenc_dtype dt)
+/* One NeoX vector of a head: values at j of both halves (`half_bytes` apart), table c, s. */
+CPU_INLINE void neox_vector(posenc_dtype dt, const uint8_t *in, uint8_t *out, size_t half_bytes,
+                            vf c, vf s, unsigned *nan)
+{
+    vf x0 = load_dt(dt, in), x1 = load_dt(dt, in + half_bytes);
+    store_dt2_deferred(dt, out, f_fms(x0, c, f_mul(x1, s)), out + half_bytes,
+                       f_fma(x0, s, f_mul(x1, c)), nan);
+}
+
+/* The rest of a NeoX head after its `full` full vectors: their NaNs, the partial vector, and the
+ * dims after rotary_dim when out of place. */
+CPU_INLINE void neox_head_end(const posenc_cpu_rope_heads *a, posenc_dtype dt, const uint8_t *in,
+                              uint8_t *out, uint32_t full, unsigned nan)
 {
     const size_t es = dt_size(dt);
     const uint32_t half = a->rotary_dim / 2;
     const float *ct = a->table, *st = a->table + half;
-    for (int64_t h = 0; h < a->heads; h++) {
-        const uint8_t *in = a->in + h * a->in_head_stride;
-        uint8_t *out = a->out + h * a->out_head_stride;
-        const uint8_t *in_b = in + half * es;
-        uint8_t *out_b = out + half * es;
-        uint32_t j = 0;
-        for (; j + LANES <= half; j += LANES) {
-            vf x0 = load_dt(dt, in + j * es), x1 = load_dt(dt, in_b + j * es);
+    fix_nans_dt(dt, out, full, nan);
+    fix_nans_dt(dt, out + half * es, full, nan);
+    if (full < half) {
+        size_t n = half - full;
+        const uint8_t *i0 = in + full * es, *i1 = i0 + half * es;
+        vf x0 = load_dt_part(dt, i0, n), x1 = load_dt_part(dt, i1, n);
+        vf c = f_load_part(ct + full, n), s = f_load_part(st + full, n);
+        store_dt_part(dt, out + full * es, f_fms(x0, c, f_mul(x1, s)), n);
+        store_dt_part(dt, out + (half + full) * es, f_fma(x0, s, f_mul(x1, c)), n);
+    }
+    if (a->copy_rest)
+        memcpy(out + a->rotary_dim * es, in + a->rotary_dim * es,
+               (a->head_dim - a->rotary_dim) * es);
+}
+
+/* Two heads at a time, so that each table vector loaded serves both. */
+CPU_INLINE void rope_neox(const posenc_cpu_rope_heads *a, posenc_dtype dt)
+{
+    const size_t es = dt_size(dt);
+    const uint32_t half = a->rotary_dim / 2, full = half - half % LANES;
+    const size_t half_bytes = half * es;
+    const float *const ct = a->table, *const st = a->table + half;
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    int64_t h = 0;
+    for (; h + 2 <= heads; h += 2) {
+        const uint8_t *in = in0 + h * in_stride, *in1 = in + in_stride;
+        uint8_t *out = out0 + h * out_stride, *out1 = out + out_stride;
+        unsigned nan = 0, nan1 = 0;
+        prefetch_ahead(a, in, 2 * half_bytes);
+        prefetch_ahead(a, in1, 2 * half_bytes);
+        for (uint32_t j = 0; j < full; j += LANES) {
             vf c = f_load(ct + j), s = f_load(st + j);
-            store_dt2(dt, out + j * es, f_fms(x0, c, f_mul(x1, s)), out_b + j * es,
-                      f_fma(x0, s, f_mul(x1, c)));
+            neox_vector(dt, in + j * es, out + j * es, half_bytes, c, s, &nan);
+            neox_vector(dt, in1 + j * es, out1 + j * es, half_bytes, c, s, &nan1);
         }
-        if (j < half) {
-            size_t n = half - j;
-            vf x0 = load_dt_part(dt, in + j * es, n), x1 = load_dt_part(dt, in_b + j * es, n);
-            vf c = f_load_part(ct + j, n), s = f_load_part(st + j, n);
-            store_dt_part(dt, out + j * es, f_fms(x0, c, f_mul(x1, s)), n);
-            store_dt_part(dt, out_b + j * es, f_fma(x0, s, f_mul(x1, c)), n);
-        }
-        if (a->copy_rest)
-            memcpy(out + a->rotary_dim * es, in + a->rotary_dim * es,
-                   (a->head_dim - a->rotary_dim) * es);
+        neox_head_end(a, dt, in, out, full, nan);
+        neox_head_end(a, dt, in1, out1, full, nan1);
+    }
+    if (h < heads) {
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
+        unsigned nan = 0;
+        prefetch_ahead(a, in, 2 * half_bytes);
+        for (uint32_t j = 0; j < full; j += LANES)
+            neox_vector(dt, in + j * es, out + j * es, half_bytes, f_load(ct + j),
+                        f_load(st + j), &nan);
+        neox_head_end(a, dt, in, out, full, nan);
     }
 }
 
-CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
+/* Two GPT-J vectors of a head from `in` (values i .. i + 2 LANES), table vectors c0, s0 and
+ * c1, s1. */
+CPU_INLINE void gptj_vectors(posenc_dtype dt, const uint8_t *in, uint8_t *out, vf c0, vf s0,
+                             vf c1, vf s1, unsigned *nan)
+{
+    const size_t bytes = LANES * dt_size(dt);
+    vf x = load_dt(dt, in), y = load_dt(dt, in + bytes);
+    store_dt2_deferred(dt, out, f_fma(f_swap_pairs(x), s0, f_mul(x, c0)), out + bytes,
+                       f_fma(f_swap_pairs(y), s1, f_mul(y, c1)), nan);
+}
+
+/* The rest of a GPT-J head after its first `done` values (a multiple of 2 LANES): their NaNs,
+ * the last vectors, and the dims after rotary_dim when out of place. */
+CPU_INLINE void gptj_head_end(const posenc_cpu_rope_heads *a, posenc_dtype dt, const uint8_t *in,
+                              uint8_t *out, uint32_t done, unsigned nan)
 {
     const size_t es = dt_size(dt);
     const uint32_t rot = a->rotary_dim;
     const float *ct = a->table, *st = a->table + rot;
-    for (int64_t h = 0; h < a->heads; h++) {
-        const uint8_t *in = a->in + h * a->in_head_stride;
-        uint8_t *out = a->out + h * a->out_head_stride;
-        uint32_t i = 0;
-        for (; i + 2 * LANES <= rot; i += 2 * LANES) { /* f16: one NaN test for two */
-            vf x = load_dt(dt, in + i * es), y = load_dt(dt, in + (i + LANES) * es);
-            store_dt2(dt, out + i * es,
-                      f_fma(f_swap_pairs(x), f_load(st + i), f_mul(x, f_load(ct + i))),
-                      out + (i + LANES) * es,
-                      f_fma(f_swap_pairs(y), f_load(st + i + LANES),
-                            f_mul(y, f_load(ct + i + LANES))));
-        }
-        for (; i + LANES <= rot; i += LANES) {
-            vf x = load_dt(dt, in + i * es);
-            store_dt(dt, out + i * es,
-                     f_fma(f_swap_pairs(x), f_load(st + i), f_mul(x, f_load(ct + i))));
-        }
-        if (i < rot) { /* an even count: pairs never straddle the tail */
-            size_t n = rot - i;
-            vf x = load_dt_part(dt, in + i * es, n);
-            store_dt_part(dt, out + i * es,
-                          f_fma(f_swap_pairs(x), f_load_part(st + i, n),
-                                f_mul(x, f_load_part(ct + i, n))),
-                          n);
-        }
-        if (a->copy_rest)
-            memcpy(out + rot * es, in + rot * es, (a->head_dim - rot) * es);
+    uint32_t i = done;
+    fix_nans_dt(dt, out, done, nan);
+    for (; i + LANES <= rot; i += LANES) {
+        vf x = load_dt(dt, in + i * es);
+        store_dt(dt, out + i * es,
+                 f_fma(f_swap_pairs(x), f_load(st + i), f_mul(x, f_load(ct + i))));
+    }
+    if (i < rot) { /* an even count: pairs never straddle the tail */
+        size_t n = rot - i;
+        vf x = load_dt_part(dt, in + i * es, n);
+        store_dt_part(dt, out + i * es,
+                      f_fma(f_swap_pairs(x), f_load_part(st + i, n),
+                            f_mul(x, f_load_part(ct + i, n))),
+                      n);
+    }
+    if (a->copy_rest)
+        memcpy(out + rot * es, in + rot * es, (a->head_dim - rot) * es);
+}
+
+/* One head at a time: two heads per table load as in rope_neox made in-place prefill slower
+ * from DRAM (f32 at 0.68 of the copy's speed where one head runs at 0.9 on AVX2 Zen 3), the
+ * core time saved going to a worse access pattern. */
+CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
+{
+    const size_t es = dt_size(dt);
+    const uint32_t rot = a->rotary_dim, done = rot - rot % (2 * LANES);
+    const float *const ct = a->table, *const st = a->table + rot;
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    for (int64_t h = 0; h < heads; h++) {
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
+        unsigned nan = 0;
+        prefetch_ahead(a, in, rot * es);
+        for (uint32_t i = 0; i < done; i += 2 * LANES)
+            gptj_vectors(dt, in + i * es, out + i * es, f_load(ct + i), f_load(st + i),
+                         f_load(ct + i + LANES), f_load(st + i + LANES), &nan);
+        gptj_head_end(a, dt, in, out, done, nan);
     }
 }
 
@@ -353,22 +437,36 @@ static void k_gptj_table(const float *sin_values, const float *cos_values, uint3
     }
 }
 
+/* The bits of a non-NaN f32 with the rounding increment to bf16 added: rounded to nearest
+ * even (core/half.c) in the high half of each 32-bit lane, the low half to be dropped. */
+CPU_INLINE vi bf16_rounded(vf v)
+{
+    vi u = f_bits(v);
+    return i_add(u, i_add(i_and(i_shr(u, 16), i_set(1)), i_set(0x7fff)));
+}
+
 /* f32 -> bf16 rounded to nearest even on the bits (core/half.c), left in the high half of
  * each 32-bit lane with the low half zero; NaN keeps its top bits and becomes quiet. */
 CPU_INLINE vi bf16_high(vf v)
 {
-    vi u = f_bits(v);
-    vi r = i_add(u, i_add(i_and(i_shr(u, 16), i_set(1)), i_set(0x7fff)));
-    r = i_select_nan(v, i_or(u, i_set(0x00400000)), r);
+    vi r = i_select_nan(v, i_or(f_bits(v), i_set(0x00400000)), bf16_rounded(v));
     return i_and(r, i_set(0xffff0000u));
 }
 
-/* Two vectors to bf16 pairs: even[i] in the low half of lane i, odd[i] in the high half. */
+/* Two vectors to bf16 pairs: even[i] in the low half of lane i, odd[i] in the high half.
+ * Where the variant tests two vectors for NaN at once, vectors without one (nearly all) take
+ * the rounding alone, without a select per vector (on AVX2, 13 instructions where the exact
+ * path takes 18). */
 CPU_INLINE vi bf16_pairs(vf even, vf odd)
 {
 #if defined(HAVE_B_PACK_PAIRS)
     return b_pack_pairs(even, odd);
 #else
+#  if defined(HAVE_F_UNORDERED)
+    if (!f_unordered(even, odd))
+        return i_or(i_shr(bf16_rounded(even), 16),
+                    i_and(bf16_rounded(odd), i_set(0xffff0000u)));
+#  endif
     return i_or(i_shr(bf16_high(even), 16), bf16_high(odd));
 #endif
 }
@@ -493,7 +591,6 @@ CPU_INLINE void rope_gptj_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype
     }
 }
 
-#if defined(HAVE_B_PACK_PAIRS)
 /* bf16 NeoX on 32-bit words, as GPT-J's pairs: a word holds elements 2i and 2i + 1, which a
  * shift and a mask widen, and the rotation runs on the even elements and on the odd ones with
  * the table split the same way (in registers: `nv` blocks of 2 LANES values, four vectors
@@ -535,52 +632,6 @@ CPU_INLINE void rope_neox_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype
             memcpy(out + head_bytes, in + head_bytes, (a->head_dim - a->rotary_dim) * 2);
     }
 }
-#endif
-
-#if defined(HAVE_B_PACK_PAIRS)
-/* rope_neox_bf16_held for a table too large for the registers: its even and odd values are
- * split once per call, onto the stack, and each block reads its four vectors from there. */
-#define WORDS_MAX_ROTARY 512
-CPU_INLINE bool rope_neox_bf16_words(const posenc_cpu_rope_heads *a)
-{
-    const uint32_t half = a->rotary_dim / 2, blocks = a->rotary_dim / (4 * LANES);
-    if (a->rotary_dim % (4 * LANES) || a->rotary_dim > WORDS_MAX_ROTARY)
-        return false;
-    float split[2 * WORDS_MAX_ROTARY / 2]; /* per block: cos even, cos odd, sin even, sin odd */
-    for (uint32_t k = 0; k < blocks; k++) {
-        const float *c = a->table + 2 * LANES * k, *s = a->table + half + 2 * LANES * k;
-        vf ce, co, se, so;
-        f_unzip(f_load(c), f_load(c + LANES), &ce, &co);
-        f_unzip(f_load(s), f_load(s + LANES), &se, &so);
-        f_store(split + 4 * LANES * k, ce);
-        f_store(split + 4 * LANES * k + LANES, co);
-        f_store(split + 4 * LANES * k + 2 * LANES, se);
-        f_store(split + 4 * LANES * k + 3 * LANES, so);
-    }
-    const vi high = i_set(0xffff0000u);
-    const size_t head_bytes = a->rotary_dim * 2;
-    for (int64_t h = 0; h < a->heads; h++) {
-        const uint8_t *in = a->in + h * a->in_head_stride;
-        uint8_t *out = a->out + h * a->out_head_stride;
-        for (uint32_t k = 0; k < blocks; k++) {
-            const float *t = split + 4 * LANES * k;
-            vf ce = f_load(t), co = f_load(t + LANES), se = f_load(t + 2 * LANES),
-               so = f_load(t + 3 * LANES);
-            size_t at = 4 * LANES * (size_t)k, bt = at + 2 * (size_t)half;
-            vi w0 = i_load(in + at), w1 = i_load(in + bt);
-            vf e0 = i_bits(i_shl(w0, 16)), o0 = i_bits(i_and(w0, high));
-            vf e1 = i_bits(i_shl(w1, 16)), o1 = i_bits(i_and(w1, high));
-            i_store(out + at, bf16_pairs(f_fms(e0, ce, f_mul(e1, se)),
-                                         f_fms(o0, co, f_mul(o1, so))));
-            i_store(out + bt, bf16_pairs(f_fma(e0, se, f_mul(e1, ce)),
-                                         f_fma(o0, so, f_mul(o1, co))));
-        }
-        if (a->copy_rest)
-            memcpy(out + head_bytes, in + head_bytes, (a->head_dim - a->rotary_dim) * 2);
-    }
-    return true;
-}
-#endif
 
 /* One instance per table size in vectors (1 .. TABLE_REGS / 2); false where the table does
  * not fit or has a partial vector. */
@@ -595,7 +646,6 @@ CPU_INLINE bool rope_held_dt(const posenc_cpu_rope_heads *a, posenc_dtype dt)
     if (values % LANES || values / LANES > TABLE_REGS / 2)
         return false;
     uint32_t nv = values / LANES;
-#if defined(HAVE_B_PACK_PAIRS)
     if (neox && dt == DT_BF16 && a->rotary_dim % (4 * LANES) == 0 &&
         a->rotary_dim / (4 * LANES) <= TABLE_REGS / 4) {
 #define held rope_neox_bf16_held
@@ -608,7 +658,6 @@ CPU_INLINE bool rope_held_dt(const posenc_cpu_rope_heads *a, posenc_dtype dt)
         }
 #undef held
     }
-#endif
     if (pairs) {
 #define held rope_gptj_bf16_held
         switch (nv) {
@@ -648,34 +697,93 @@ CPU_INLINE bool rope_held_dt(const posenc_cpu_rope_heads *a, posenc_dtype dt)
 /* GPT-J pairs of bf16 are 32-bit words, so each lane holds a whole pair: its two values are a
  * shift and a mask away, and the results go back the same way. No shuffle, and the table is
  * one cos and one sin per pair. */
+/* `n` GPT-J bf16 pairs (n == LANES: a full vector, a constant after inlining). */
+CPU_INLINE void gptj_bf16_vector(const uint8_t *in, uint8_t *out, const float *pc,
+                                 const float *ps, size_t n)
+{
+    const vi high = i_set(0xffff0000u);
+    vi w = n == LANES ? i_load(in) : i_load_part(in, n);
+    vf x0 = i_bits(i_shl(w, 16)), x1 = i_bits(i_and(w, high));
+    vf c = n == LANES ? f_load(pc) : f_load_part(pc, n);
+    vf s = n == LANES ? f_load(ps) : f_load_part(ps, n);
+    vi r = bf16_pairs(f_fms(x0, c, f_mul(x1, s)), f_fma(x0, s, f_mul(x1, c)));
+    if (n == LANES)
+        i_store(out, r);
+    else
+        i_store_part(out, r, n);
+}
+
 CPU_INLINE void rope_gptj_bf16(const posenc_cpu_rope_heads *a)
 {
-    const uint32_t pairs = a->rotary_dim / 2;
+    const uint32_t pairs = a->rotary_dim / 2, full = pairs - pairs % LANES;
     const float *const pc = a->pair_cos, *const ps = a->pair_sin;
-    const vi high = i_set(0xffff0000u);
-    for (int64_t h = 0; h < a->heads; h++) {
-        const uint8_t *in = a->in + h * a->in_head_stride;
-        uint8_t *out = a->out + h * a->out_head_stride;
-        uint32_t j = 0;
-        for (; j + LANES <= pairs; j += LANES) {
-            vi w = i_load(in + 4 * (size_t)j);
-            vf x0 = i_bits(i_shl(w, 16)), x1 = i_bits(i_and(w, high));
-            vf c = f_load(pc + j), s = f_load(ps + j);
-            i_store(out + 4 * (size_t)j,
-                    bf16_pairs(f_fms(x0, c, f_mul(x1, s)), f_fma(x0, s, f_mul(x1, c))));
-        }
-        if (j < pairs) {
-            size_t n = pairs - j;
-            vi w = i_load_part(in + 4 * (size_t)j, n);
-            vf x0 = i_bits(i_shl(w, 16)), x1 = i_bits(i_and(w, high));
-            vf c = f_load_part(pc + j, n), s = f_load_part(ps + j, n);
-            i_store_part(out + 4 * (size_t)j,
-                         bf16_pairs(f_fms(x0, c, f_mul(x1, s)), f_fma(x0, s, f_mul(x1, c))), n);
-        }
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    for (int64_t h = 0; h < heads; h++) {
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
+        prefetch_ahead(a, in, 4 * (size_t)pairs);
+        for (uint32_t j = 0; j < full; j += LANES)
+            gptj_bf16_vector(in + 4 * (size_t)j, out + 4 * (size_t)j, pc + j, ps + j, LANES);
+        if (full < pairs)
+            gptj_bf16_vector(in + 4 * (size_t)full, out + 4 * (size_t)full, pc + full,
+                             ps + full, pairs - full);
         if (a->copy_rest)
             memcpy(out + a->rotary_dim * 2, in + a->rotary_dim * 2,
                    (a->head_dim - a->rotary_dim) * 2);
     }
+}
+
+/* rope_neox_bf16_held with its split table in memory, for tables too large for registers:
+ * split once per call into `split`, block k's even cos, odd cos, even sin and odd sin
+ * vectors side by side. False (nothing done) where the table is larger than the array or
+ * rotary_dim not a multiple of 4 LANES. */
+#define NEOX_BF16_MAX_ROTARY 512
+CPU_INLINE bool rope_neox_bf16(const posenc_cpu_rope_heads *a)
+{
+    const uint32_t rot = a->rotary_dim, half = rot / 2, blocks = rot / (4 * LANES);
+    if (rot % (4 * LANES) || rot > NEOX_BF16_MAX_ROTARY)
+        return false;
+    union { /* vectors' alignment for the floats */
+        vf vectors[NEOX_BF16_MAX_ROTARY / LANES];
+        float values[NEOX_BF16_MAX_ROTARY];
+    } split;
+    for (uint32_t k = 0; k < blocks; k++) {
+        const float *c = a->table + 2 * LANES * k, *s = a->table + half + 2 * LANES * k;
+        f_unzip(f_load(c), f_load(c + LANES), &split.vectors[4 * k], &split.vectors[4 * k + 1]);
+        f_unzip(f_load(s), f_load(s + LANES), &split.vectors[4 * k + 2],
+                &split.vectors[4 * k + 3]);
+    }
+    const float *const t = split.values;
+    const uint8_t *const in0 = a->in;
+    uint8_t *const out0 = a->out;
+    const int64_t in_stride = a->in_head_stride, out_stride = a->out_head_stride;
+    const int64_t heads = a->heads;
+    const size_t head_bytes = rot * 2;
+    const vi high = i_set(0xffff0000u);
+    for (int64_t h = 0; h < heads; h++) {
+        const uint8_t *in = in0 + h * in_stride;
+        uint8_t *out = out0 + h * out_stride;
+        prefetch_ahead(a, in, head_bytes);
+        for (uint32_t k = 0; k < blocks; k++) {
+            const float *tk = t + 4 * LANES * (size_t)k;
+            const vf ce = f_load(tk), co = f_load(tk + LANES);
+            const vf se = f_load(tk + 2 * LANES), so = f_load(tk + 3 * LANES);
+            size_t at = 4 * LANES * (size_t)k, bt = at + 2 * (size_t)half;
+            vi w0 = i_load(in + at), w1 = i_load(in + bt);
+            vf e0 = i_bits(i_shl(w0, 16)), o0 = i_bits(i_and(w0, high));
+            vf e1 = i_bits(i_shl(w1, 16)), o1 = i_bits(i_and(w1, high));
+            i_store(out + at,
+                    bf16_pairs(f_fms(e0, ce, f_mul(e1, se)), f_fms(o0, co, f_mul(o1, so))));
+            i_store(out + bt,
+                    bf16_pairs(f_fma(e0, se, f_mul(e1, ce)), f_fma(o0, so, f_mul(o1, co))));
+        }
+        if (a->copy_rest)
+            memcpy(out + head_bytes, in + head_bytes, (a->head_dim - rot) * 2);
+    }
+    return true;
 }
 
 static void k_rope_heads(const posenc_cpu_rope_heads *a)
@@ -696,10 +804,6 @@ static void k_rope_heads(const posenc_cpu_rope_heads *a)
         break;
     }
 #endif
-#if defined(HAVE_B_PACK_PAIRS)
-    if (a->dtype == DT_BF16 && a->style == POSENC_ROPE_NEOX && rope_neox_bf16_words(a))
-        return;
-#endif
     if (a->style == POSENC_ROPE_GPTJ) {
         switch (a->dtype) {
         case DT_F16: rope_gptj(a, DT_F16); break;
@@ -709,7 +813,10 @@ static void k_rope_heads(const posenc_cpu_rope_heads *a)
     } else {
         switch (a->dtype) {
         case DT_F16: rope_neox(a, DT_F16); break;
-        case DT_BF16: rope_neox(a, DT_BF16); break;
+        case DT_BF16:
+            if (!rope_neox_bf16(a))
+                rope_neox(a, DT_BF16);
+            break;
         default: rope_neox(a, DT_F32); break;
         }
     }
@@ -760,12 +867,32 @@ CPU_INLINE void step_values(vf sa, vf ca, const float *step_cos, const float *st
     *q = f_mul(ca, cb);
 }
 
+/* A stepped value limited to [-1, 1]: rounding may take a value of magnitude 1 (cos 0, for a
+ * row one step from its anchor) just past 1, by at most the error bound (8 * 2^-24), which
+ * the limit only brings closer. A table written as f16 or bf16 without scale or input needs
+ * no limit: such a value rounds to +-1 in either type (half an ulp above 1 is 2^-11 for f16),
+ * the same bits as the limited value. */
+CPU_INLINE vf limit1(posenc_dtype dt, bool add, bool scaled, vf v)
+{
+    return dt == DT_F32 || add || scaled ? f_clamp1(v) : v;
+}
+
 /* Writes frequencies i .. i + n of one row from its values, placed by the layout. */
 CPU_INLINE void place_values(posenc_dtype dt, bool add, bool scaled, bool finite, bool interleaved,
                              bool sin_first, uint32_t half, uint8_t *out, const uint8_t *x,
                              uint32_t i, size_t n, vf s, vf c, vf os, vf is)
 {
     if (interleaved) {
+#if defined(HAVE_H_STORE_ZIP)
+        if (dt == DT_F16 && finite && !add && n == LANES) { /* finite: see emit */
+            if (scaled) { /* the same products as emit's, taken before the zip */
+                s = f_mul(s, os);
+                c = f_mul(c, os);
+            }
+            h_store_zip_raw(out + 4 * (size_t)i, s, c);
+            return;
+        }
+#endif
         vf lo, hi;
         f_zip(s, c, &lo, &hi);
         size_t values = 2 * n;
@@ -815,16 +942,16 @@ CPU_INLINE void sinusoidal_column(posenc_dtype dt, bool add, bool scaled, int mo
         const float *step_cos = steps + r * step_stride + i;
         vf sb, p, q;
         step_values(sa, ca, step_cos, step_cos + step_sin_offset, n, &sb, &p, &q);
-        /* Rounding may take a value of magnitude 1 (cos 0, for a row one step from its
-         * anchor) just past 1: limited to [-1, 1], which only brings it closer. */
         if (mode & ROWS_AFTER)
             place_values(dt, add, scaled, !add, interleaved, sin_first, half, out + r * out_stride,
-                         add ? x + r * x_stride : NULL, i, n, f_clamp1(f_fma(ca, sb, p)),
-                         f_clamp1(f_fnma(sa, sb, q)), os, is);
+                         add ? x + r * x_stride : NULL, i, n,
+                         limit1(dt, add, scaled, f_fma(ca, sb, p)),
+                         limit1(dt, add, scaled, f_fnma(sa, sb, q)), os, is);
         if (mode & ROWS_BEFORE)
             place_values(dt, add, scaled, !add, interleaved, sin_first, half,
                          back_out - r * out_stride, add ? back_x - r * x_stride : NULL, i, n,
-                         f_clamp1(f_fnma(ca, sb, p)), f_clamp1(f_fma(sa, sb, q)), os, is);
+                         limit1(dt, add, scaled, f_fnma(ca, sb, p)),
+                         limit1(dt, add, scaled, f_fma(sa, sb, q)), os, is);
     }
 }
 
@@ -838,9 +965,11 @@ CPU_INLINE void step_both(posenc_dtype dt, bool add, bool scaled, bool interleav
     vf sb, p, q;
     step_values(sa, ca, step_cos, step_sin, LANES, &sb, &p, &q);
     place_values(dt, add, scaled, !add, interleaved, sin_first, half, out, x, 0, LANES,
-                 f_clamp1(f_fma(ca, sb, p)), f_clamp1(f_fnma(sa, sb, q)), os, is);
+                 limit1(dt, add, scaled, f_fma(ca, sb, p)),
+                 limit1(dt, add, scaled, f_fnma(sa, sb, q)), os, is);
     place_values(dt, add, scaled, !add, interleaved, sin_first, half, back, back_x, 0, LANES,
-                 f_clamp1(f_fnma(ca, sb, p)), f_clamp1(f_fma(sa, sb, q)), os, is);
+                 limit1(dt, add, scaled, f_fnma(ca, sb, p)),
+                 limit1(dt, add, scaled, f_fma(sa, sb, q)), os, is);
 }
 
 /* Steps written after and before the anchor, two at a time: every group of a table's block but
@@ -975,11 +1104,6 @@ static void k_sinusoidal_rows(const posenc_cpu_sinusoidal_rows *a)
 CPU_INLINE void from_f32(posenc_dtype dt, const float *in, size_t count, uint8_t *out)
 {
     size_t i = 0, es = dt_size(dt);
-    /* Two vectors at a time, through the pair stores the RoPE kernels use: the conversion
-     * tests check them here against core/half.c. */
-    for (; i + 2 * LANES <= count; i += 2 * LANES)
-        store_dt2(dt, out + i * es, f_load(in + i), out + (i + LANES) * es,
-                  f_load(in + i + LANES));
     for (; i + LANES <= count; i += LANES)
         store_dt(dt, out + i * es, f_load(in + i));
     if (i < count)
