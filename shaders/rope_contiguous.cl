@@ -54,8 +54,22 @@ POSENC_INLINE void posenc_rotate_block(const global POSENC_OUT_TYPE *p, uint at,
 POSENC_INLINE void posenc_store_block(global POSENC_OUT_TYPE *p, uint at, uint second,
                                       float8 first_run, float8 second_run)
 {
+#if defined(POSENC_OUT_BF16)
+    /* Both runs rounded together (the store is bf16's cost). `second` is a multiple of 8
+     * elements, so both runs have the same alignment. */
+    ushort16 bits = posenc_bf16_from_f32_16(first_run, second_run);
+    global ushort *run = p + at;
+    if (((uintptr_t)run & 3u) == 0u) {
+        vstore4(as_uint4(bits.lo), 0, (global uint *)run);
+        vstore4(as_uint4(bits.hi), 0, (global uint *)(run + second));
+    } else {
+        vstore8(bits.lo, 0, run);
+        vstore8(bits.hi, 0, run + second);
+    }
+#else
     posenc_store8_out(p, at, first_run);
     posenc_store8_out(p, at + second, second_run);
+#endif
 }
 
 kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out,
