@@ -65,10 +65,8 @@ void bench_fresh_process_print_json(const bench_fresh_process *result)
                result->runs, result->median_seconds * 1e3, result->p10_seconds * 1e3,
                result->p90_seconds * 1e3);
     else {
-        printf(", \"note\": \"");
-        for (const char *c = result->note; *c; c++) /* a message: no control characters */
-            printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
-        printf("\"");
+        printf(", \"note\": ");
+        bench_print_json_string(result->note);
     }
     printf("}");
 }

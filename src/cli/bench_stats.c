@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Median and percentiles of a bench's runs (bench_stats.h). */
+/* Median and percentiles of a bench's runs, and how its times and strings print (bench_stats.h). */
 #include "bench_stats.h"
 
 #include <stdio.h>
@@ -34,6 +34,24 @@ void bench_spread(double *values, uint32_t n, double *median, double *p10, doubl
 
 void bench_format_time(double seconds, char *text, size_t size)
 {
-    snprintf(text, size, seconds < 1e-3 ? "%.2f us" : "%.3f ms",
-             seconds < 1e-3 ? seconds * 1e6 : seconds * 1e3);
+    if (seconds < 1e-3)
+        snprintf(text, size, "%.2f us", seconds * 1e6);
+    else if (seconds < 1.0)
+        snprintf(text, size, "%.3f ms", seconds * 1e3);
+    else
+        snprintf(text, size, "%.3f s", seconds);
+}
+
+void bench_print_json_string(const char *text)
+{
+    putchar('"');
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            printf("\\%c", *c);
+        else if (*c < 0x20)
+            printf("\\u%04x", *c);
+        else
+            putchar(*c);
+    }
+    putchar('"');
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The bench's statistics over the times or ratios of its runs: median and 10th to 90th
- * percentile, interpolated; and how the side-by-side rows print a time. */
+ * percentile, interpolated; how the rows print a time, and how the JSON output prints a string. */
 #ifndef POSENC_CLI_BENCH_STATS_H
 #define POSENC_CLI_BENCH_STATS_H
 
@@ -11,7 +11,12 @@
  * the three outputs may be NULL). */
 void bench_spread(double *values, uint32_t n, double *median, double *p10, double *p90);
 
-/* A time as the rows print it: "0.80 us" below a millisecond, else "4.300 ms". */
+/* A time as the rows print it: "0.80 us" below a millisecond, "4.300 ms" below a second, else
+ * "1.250 s". */
 void bench_format_time(double seconds, char *text, size_t size);
+
+/* Prints `text` to stdout as a JSON string: quoted, with quotes, backslashes and control
+ * characters escaped. */
+void bench_print_json_string(const char *text);
 
 #endif

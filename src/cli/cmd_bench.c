@@ -578,30 +578,6 @@ static void measure_first_call(const posenc_device_info *info, const bench_optio
 
 /* ---- output ---- */
 
-static void json_string(const char *text)
-{
-    putchar('"');
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            printf("\\%c", *c);
-        else if (*c < 0x20)
-            printf("\\u%04x", *c);
-        else
-            putchar(*c);
-    }
-    putchar('"');
-}
-
-static void format_time(double seconds, char *text, size_t size)
-{
-    if (seconds < 1e-3)
-        snprintf(text, size, "%.2f us", seconds * 1e6);
-    else if (seconds < 1.0)
-        snprintf(text, size, "%.3f ms", seconds * 1e3);
-    else
-        snprintf(text, size, "%.3f s", seconds);
-}
-
 static void shape_text(const bench_case *c, char *text, size_t size)
 {
     if (c->kind == BENCH_ROPE)
@@ -631,21 +607,21 @@ static void print_first_call(const posenc_device_info *info, const bench_first_c
         return;
     }
     char a[32], b[32];
-    format_time(first->context_seconds, a, sizeof a);
-    format_time(first->first_op_seconds, b, sizeof b);
+    bench_format_time(first->context_seconds, a, sizeof a);
+    bench_format_time(first->first_op_seconds, b, sizeof b);
     printf("  first call: context %s, first RoPE %s", a, b);
     if (first->has_warm) {
-        format_time(first->warm_context_seconds, a, sizeof a);
-        format_time(first->warm_first_op_seconds, b, sizeof b);
+        bench_format_time(first->warm_context_seconds, a, sizeof a);
+        bench_format_time(first->warm_first_op_seconds, b, sizeof b);
         printf(" (empty kernel cache); with the cache filled: context %s, first RoPE %s", a, b);
     }
     printf("\n");
     bench_fresh_process_print(&first->fresh, info->backend == POSENC_BACKEND_VULKAN);
     if (first->has_prepared) {
         char c[32];
-        format_time(first->prepare_seconds, a, sizeof a);
-        format_time(first->prepared_first_op_seconds, b, sizeof b);
-        format_time(first->later_op_seconds, c, sizeof c);
+        bench_format_time(first->prepare_seconds, a, sizeof a);
+        bench_format_time(first->prepared_first_op_seconds, b, sizeof b);
+        bench_format_time(first->later_op_seconds, c, sizeof c);
         printf("  warm-up: posenc_prepare %s%s, then first RoPE %s, later RoPE %s (median of "
                "%d)\n",
                a, first->has_warm ? " (cache filled)" : "", b, c, LATER_CALLS);
@@ -653,10 +629,10 @@ static void print_first_call(const posenc_device_info *info, const bench_first_c
     if (first->has_engine) {
         const bench_engine_times *e = &first->engine;
         char c[32], d[32];
-        format_time(e->context_seconds, a, sizeof a);
-        format_time(e->prepare_seconds, b, sizeof b);
-        format_time(e->first_seconds, c, sizeof c);
-        format_time(e->later_seconds, d, sizeof d);
+        bench_format_time(e->context_seconds, a, sizeof a);
+        bench_format_time(e->prepare_seconds, b, sizeof b);
+        bench_format_time(e->first_seconds, c, sizeof c);
+        bench_format_time(e->later_seconds, d, sizeof d);
         printf("  warm-up on an engine's device: context %s, posenc_prepare %s, then first %s "
                "%s, later %s (median of %d); kernels built by the calls: %llu\n",
                a, b, e->call, c, d, BENCH_ENGINE_LATER, (unsigned long long)e->built_by_calls);
@@ -680,7 +656,7 @@ static void print_row(const bench_case *c, const bench_result *r, const char *re
                posenc_dtype_name(c->dtype), style, shape, bytes, regime, r->error);
         return;
     }
-    format_time(r->median, median, sizeof median);
+    bench_format_time(r->median, median, sizeof median);
     snprintf(spread, sizeof spread, "+-%.0f%%", 50.0 * (r->p90 - r->p10) / r->median);
     snprintf(gbps, sizeof gbps, "%.1f", (double)r->bytes / r->median * 1e-9);
     if (r->has_copy) {
@@ -706,16 +682,16 @@ static void print_json_device(const posenc_device_info *info, const char *select
                               const bench_caches *caches, bool first_device)
 {
     printf("%s\n    {\"selector\": ", first_device ? "" : ",");
-    json_string(selector);
+    bench_print_json_string(selector);
     printf(", \"name\": ");
-    json_string(info->name);
+    bench_print_json_string(info->name);
     printf(", \"backend\": ");
-    json_string(posenc_backend_name(info->backend));
+    bench_print_json_string(posenc_backend_name(info->backend));
     printf(", \"driver\": ");
-    json_string(info->driver);
+    bench_print_json_string(info->driver);
     if (variant) {
         printf(", \"cpu_variant\": ");
-        json_string(variant);
+        bench_print_json_string(variant);
         printf(", \"threads\": %u", options->threads ? options->threads : info->compute_units);
     }
     printf(",\n     \"first_call\": {\"ok\": %s", first->status == POSENC_OK ? "true" : "false");
@@ -741,7 +717,7 @@ static void print_json_device(const posenc_device_info *info, const char *select
         bench_fresh_process_print_json(&first->fresh);
     } else {
         printf(", \"error\": ");
-        json_string(first->error);
+        bench_print_json_string(first->error);
     }
     printf("},\n     \"rows\": [");
     for (size_t i = 0; i < CASE_COUNT; i++) {
@@ -750,20 +726,20 @@ static void print_json_device(const posenc_device_info *info, const char *select
         char shape[48];
         shape_text(c, shape, sizeof shape);
         printf("%s\n      {\"operation\": ", i ? "," : "");
-        json_string(c->name);
+        bench_print_json_string(c->name);
         printf(", \"dtype\": ");
-        json_string(posenc_dtype_name(c->dtype));
+        bench_print_json_string(posenc_dtype_name(c->dtype));
         printf(", \"style\": ");
-        json_string(c->kind == BENCH_ROPE ? (c->style == NEOX ? "neox" : "gptj") : "");
+        bench_print_json_string(c->kind == BENCH_ROPE ? (c->style == NEOX ? "neox" : "gptj") : "");
         printf(", \"shape\": ");
-        json_string(shape);
+        bench_print_json_string(shape);
         printf(", \"bytes\": %llu, \"footprint_bytes\": %llu, \"cache\": ",
                (unsigned long long)r->bytes, (unsigned long long)r->footprint);
-        json_string(bench_regime(caches, info, r->footprint));
+        bench_print_json_string(bench_regime(caches, info, r->footprint));
         printf(", \"ok\": %s", r->status == POSENC_OK ? "true" : "false");
         if (r->status != POSENC_OK) {
             printf(", \"error\": ");
-            json_string(r->error);
+            bench_print_json_string(r->error);
             printf("}");
             continue;
         }
@@ -781,7 +757,7 @@ static void print_json_device(const posenc_device_info *info, const char *select
                    r->ratio_p90);
         } else {
             printf(", \"copy_gb_per_s\": null, \"ratio_to_copy\": null, \"copy_note\": ");
-            json_string(r->copy_note);
+            bench_print_json_string(r->copy_note);
         }
         printf("}");
     }
