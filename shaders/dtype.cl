@@ -55,6 +55,16 @@ void posenc_store_out(global POSENC_OUT_TYPE *p, uint index, float value)
 #endif
 }
 
+/* out[out_index] = value, plus x[x_index] * input_scale when `add`: the sinusoidal kernels'
+ * store. */
+void posenc_put_out(global POSENC_OUT_TYPE *out, uint out_index, const global POSENC_OUT_TYPE *x,
+                    uint x_index, int add, float input_scale, float value)
+{
+    if (add)
+        value = posenc_load_out(x, x_index) * input_scale + value;
+    posenc_store_out(out, out_index, value);
+}
+
 /* Eight consecutive elements at p[index..index+7] as float8, and back: the vector twins of
  * posenc_load_out/posenc_store_out for the kernels that work on runs of a row
  * (rope_contiguous.cl, sinusoidal_contiguous.cl), bit for bit the same conversions. f16 runs

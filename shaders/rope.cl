@@ -39,6 +39,7 @@
  */
 #include "angle.cl"
 #include "dtype.cl"
+#include "kv_cache.cl"
 #include "posenc_kernel_params.h"
 
 /* Pass-through dims are copied as bits, so NaN payloads and signed zeros survive. */
@@ -89,17 +90,11 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
 
         /* The cache row of this token, if it has one: the slot's block and row in the block.
          * Out of range, the caches are not written at all. */
-        int cached = 0;
         uint block = 0u, in_block = 0u;
-        if ((flags & POSENC_ROPE_FLAG_K_CACHE) != 0u) {
-            int slot = slot_mapping[slots_offset + b * slots_stride_batch +
-                                    t * slots_stride_token];
-            cached = slot >= 0 && (uint)slot < num_slots;
-            if (cached) {
-                block = (uint)slot / block_size;
-                in_block = (uint)slot - block * block_size;
-            }
-        }
+        int cached = (flags & POSENC_ROPE_FLAG_K_CACHE) != 0u &&
+                     posenc_cache_row(slot_mapping[slots_offset + b * slots_stride_batch +
+                                                   t * slots_stride_token],
+                                      num_slots, block_size, &block, &in_block);
 
         if (lane >= half_count) { /* a pass-through dim */
             /* Copied as bits, so NaN payloads and signed zeros survive. */

@@ -18,6 +18,7 @@
  */
 #include "angle.cl"
 #include "dtype.cl"
+#include "kv_cache.cl"
 #include "posenc_kernel_params.h"
 
 /* Element pointers as bits, for v's dims copied into the cache (NaN payloads survive). */
@@ -106,17 +107,11 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
         uint first_block = group * POSENC_GROUP_BLOCKS;
         uint count = min(blocks - first_block, (uint)POSENC_GROUP_BLOCKS);
 
-        int cached = 0;
         uint cache_block = 0u, in_block = 0u;
-        if ((flags & POSENC_ROPE_FLAG_K_CACHE) != 0u) {
-            int slot = slot_mapping[slots_offset + b * slots_stride_batch +
-                                    t * slots_stride_token];
-            cached = slot >= 0 && (uint)slot < num_slots;
-            if (cached) {
-                cache_block = (uint)slot / block_size;
-                in_block = (uint)slot - cache_block * block_size;
-            }
-        }
+        int cached = (flags & POSENC_ROPE_FLAG_K_CACHE) != 0u &&
+                     posenc_cache_row(slot_mapping[slots_offset + b * slots_stride_batch +
+                                                   t * slots_stride_token],
+                                      num_slots, block_size, &cache_block, &in_block);
 
         /* sin and cos of the group's pairs, 8 a block. */
         float8 angles[POSENC_GROUP_BLOCKS][4]; /* posenc_rotate_block's */
@@ -143,17 +138,8 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
                 position_high = vload8(0, high);
                 valid = vload8(0, ok);
             }
-            /* The frequency triplets of the 8 pairs, 24 words, taken apart. */
-            const global uint *f = freqs + 3u * lane;
-            uint8 w0 = vload8(0, f), w1 = vload8(1, f), w2 = vload8(2, f);
-            uint8 int_turns = (uint8)(w0.s0, w0.s3, w0.s6, w1.s1, w1.s4, w1.s7, w2.s2, w2.s5);
-            uint8 frac_hi = (uint8)(w0.s1, w0.s4, w0.s7, w1.s2, w1.s5, w2.s0, w2.s3, w2.s6);
-            uint8 frac_lo = (uint8)(w0.s2, w0.s5, w1.s0, w1.s3, w1.s6, w2.s1, w2.s4, w2.s7);
-            uint8 turns_low, turns_high;
-            posenc_turns8(position_low, position_high, int_turns, frac_hi, frac_lo, &turns_low,
-                          &turns_high);
             float8 s, c;
-            posenc_sincos_turns8(turns_low, turns_high, &s, &c);
+            posenc_sincos8(position_low, position_high, freqs + 3u * lane, &s, &c);
             float8 nan = as_float8((uint8)0x7fc00000u); /* an invalid float position */
             s = select(nan, s, valid);
             c = select(nan, c, valid);

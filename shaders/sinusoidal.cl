@@ -52,11 +52,8 @@ kernel void posenc_sinusoidal(global POSENC_OUT_TYPE *out,
 
         if (k == half_count) { /* the zero column of an odd d_model */
             uint col = d_model - 1u;
-            float value = output_scale * 0.0f;
-            if (add)
-                value = posenc_load_out(x_source, x_base + col * x_stride_col) * input_scale +
-                        value;
-            posenc_store_out(out, out_base + col * out_stride_col, value);
+            posenc_put_out(out, out_base + col * out_stride_col, x_source,
+                           x_base + col * x_stride_col, add, input_scale, output_scale * 0.0f);
             continue;
         }
 
@@ -82,15 +79,9 @@ kernel void posenc_sinusoidal(global POSENC_OUT_TYPE *out,
             col_sin = k;
             col_cos = half_count + k;
         }
-        float value_sin = output_scale * s;
-        float value_cos = output_scale * c;
-        if (add) {
-            value_sin = posenc_load_out(x_source, x_base + col_sin * x_stride_col) * input_scale +
-                        value_sin;
-            value_cos = posenc_load_out(x_source, x_base + col_cos * x_stride_col) * input_scale +
-                        value_cos;
-        }
-        posenc_store_out(out, out_base + col_sin * out_stride_col, value_sin);
-        posenc_store_out(out, out_base + col_cos * out_stride_col, value_cos);
+        posenc_put_out(out, out_base + col_sin * out_stride_col, x_source,
+                       x_base + col_sin * x_stride_col, add, input_scale, output_scale * s);
+        posenc_put_out(out, out_base + col_cos * out_stride_col, x_source,
+                       x_base + col_cos * x_stride_col, add, input_scale, output_scale * c);
     }
 }

@@ -62,17 +62,8 @@ kernel void posenc_sinusoidal_contiguous(global POSENC_OUT_TYPE *out,
                                                         b * positions_stride_batch +
                                                         r * positions_stride_row],
                                               &position);
-        /* The frequency triplets of the 8 frequencies, 24 words, taken apart. */
-        const global uint *f = freqs + 3u * k;
-        uint8 w0 = vload8(0, f), w1 = vload8(1, f), w2 = vload8(2, f);
-        uint8 int_turns = (uint8)(w0.s0, w0.s3, w0.s6, w1.s1, w1.s4, w1.s7, w2.s2, w2.s5);
-        uint8 frac_hi = (uint8)(w0.s1, w0.s4, w0.s7, w1.s2, w1.s5, w2.s0, w2.s3, w2.s6);
-        uint8 frac_lo = (uint8)(w0.s2, w0.s5, w1.s0, w1.s3, w1.s6, w2.s1, w2.s4, w2.s7);
-        uint8 turns_low, turns_high;
-        posenc_turns8((uint8)position.x, (uint8)position.y, int_turns, frac_hi, frac_lo,
-                      &turns_low, &turns_high);
         float8 s, c;
-        posenc_sincos_turns8(turns_low, turns_high, &s, &c);
+        posenc_sincos8((uint8)position.x, (uint8)position.y, freqs + 3u * k, &s, &c);
         if (!valid) /* NaN for an invalid float position */
             s = c = as_float8((uint8)0x7fc00000u);
         float8 value_sin = output_scale * s;
@@ -95,10 +86,8 @@ kernel void posenc_sinusoidal_contiguous(global POSENC_OUT_TYPE *out,
 
         if ((d_model & 1u) != 0u && block == blocks - 1u) { /* the zero column */
             uint col = d_model - 1u;
-            float value = output_scale * 0.0f;
-            if (add)
-                value = posenc_load_out(x_source, x_base + col) * input_scale + value;
-            posenc_store_out(out, out_base + col, value);
+            posenc_put_out(out, out_base + col, x_source, x_base + col, add, input_scale,
+                           output_scale * 0.0f);
         }
     }
 }
