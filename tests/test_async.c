@@ -205,15 +205,8 @@ static void test_destroy_waits(posenc_context *ctx)
 /* Events still alive when the context goes are freed with it (the leak checker watches). */
 static void test_events_outlived(const posenc_device_info *info)
 {
-    uint32_t count = 0, index = 0;
-    CHECK_OK(posenc_device_count(&count));
-    for (; index < count; index++) {
-        posenc_device_info other;
-        if (posenc_device_get(index, &other) == POSENC_OK && other.backend == info->backend &&
-            other.backend_index == info->backend_index)
-            break;
-    }
-    posenc_context *ctx = index < count ? test_context_for_device(index) : NULL;
+    uint32_t index = test_device_index(info);
+    posenc_context *ctx = index != UINT32_MAX ? test_context_for_device(index) : NULL;
     if (!ctx)
         return;
     posenc_buffer *buffer = NULL;

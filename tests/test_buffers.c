@@ -402,24 +402,11 @@ static void test_views(posenc_context *ctx)
     posenc_buffer_destroy(buffer);
 }
 
-static uint32_t device_index_of(const posenc_device_info *info)
-{
-    uint32_t count = 0;
-    CHECK_OK(posenc_device_count(&count));
-    for (uint32_t i = 0; i < count; i++) {
-        posenc_device_info other;
-        if (posenc_device_get(i, &other) == POSENC_OK && other.backend == info->backend &&
-            other.backend_index == info->backend_index)
-            return i;
-    }
-    return UINT32_MAX;
-}
-
 /* Buffers still alive when their context goes are freed with it (the sanitize preset's leak
  * checker watches this). */
 static void test_context_owns_buffers(const posenc_device_info *info)
 {
-    uint32_t index = device_index_of(info);
+    uint32_t index = test_device_index(info);
     CHECK(index != UINT32_MAX);
     static float wrapped[256];
     for (int round = 0; round < 3; round++) {

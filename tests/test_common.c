@@ -19,6 +19,20 @@ void test_count_warnings(posenc_log_level level, const char *message, void *user
             message);
 }
 
+uint32_t test_device_index(const posenc_device_info *info)
+{
+    uint32_t count = 0;
+    if (posenc_device_count(&count) != POSENC_OK)
+        return UINT32_MAX;
+    for (uint32_t i = 0; i < count; i++) {
+        posenc_device_info other;
+        if (posenc_device_get(i, &other) == POSENC_OK && other.backend == info->backend &&
+            other.backend_index == info->backend_index)
+            return i;
+    }
+    return UINT32_MAX;
+}
+
 posenc_context *test_context_for_device(uint32_t index)
 {
     posenc_device_info info;

@@ -51,6 +51,10 @@ void test_count_warnings(posenc_log_level level, const char *message, void *user
  * NULL (and a message) on failure. */
 posenc_context *test_context_for_device(uint32_t index);
 
+/* The index in posenc_device_get's numbering of the device `info` describes (the same backend
+ * and backend_index); UINT32_MAX when it is not listed. */
+uint32_t test_device_index(const posenc_device_info *info);
+
 /* Calls `fn` once per device present (software devices included), with a fresh context, and
  * prints which device each result belongs to. Returns the number of devices run. The
  * environment variable POSENC_TEST_BACKEND=vulkan (a backend name) limits the loop to that

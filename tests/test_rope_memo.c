@@ -123,14 +123,9 @@ static void fill_arenas(test_rng *rng, posenc_dtype dtype, int32_t position, int
 /* A context on the device of `info`, fresh: nothing remembered. */
 static posenc_context *fresh_context(const posenc_device_info *info)
 {
-    uint32_t count = 0;
-    CHECK_OK(posenc_device_count(&count));
-    for (uint32_t i = 0; i < count; i++) {
-        posenc_device_info other;
-        if (posenc_device_get(i, &other) == POSENC_OK && other.backend == info->backend &&
-            other.backend_index == info->backend_index)
-            return test_context_for_device(i);
-    }
+    uint32_t index = test_device_index(info);
+    if (index != UINT32_MAX)
+        return test_context_for_device(index);
     test_failures++;
     fprintf(stderr, "  %s: not found again\n", info->name);
     return NULL;
