@@ -118,6 +118,11 @@ typedef struct posenc__backend_diagnostics {
      * Synchronous. NULL, each, means the benchmark uses `roofline` over the bytes. */
     posenc_status (*rope_roofline)(posenc_context *ctx, const posenc__rope_op *op);
     posenc_status (*sinusoidal_roofline)(posenc_context *ctx, const posenc__sinusoidal_op *op);
+    /* The 16-bit floor beside the copy shaped like RoPE: each f16 or bf16 element of `op`
+     * (rotated in place, whole heads with contiguous dims) converted to f32 and back, in the
+     * operation's order and split: what a 16-bit RoPE costs before any arithmetic.
+     * Synchronous; UNSUPPORTED (with a message) for other tensors. NULL: not measured. */
+    posenc_status (*rope_conversion_floor)(posenc_context *ctx, const posenc__rope_op *op);
     /* The kernel variant the context runs, for the report (the CPU backend's instruction set:
      * "avx2"). NULL when the backend has no such choice. */
     const char *(*kernel_variant)(const posenc_context *ctx);

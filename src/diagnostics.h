@@ -21,6 +21,13 @@ posenc_status posenc__roofline_rope(posenc_context *ctx, const posenc_rope_desc 
 posenc_status posenc__roofline_sinusoidal(posenc_context *ctx,
                                           const posenc_sinusoidal_desc *desc);
 
+/* The 16-bit floor of RoPE: the elements of `desc` (f16 or bf16, rotated in place, whole heads
+ * with contiguous dims, no KV cache) converted to f32 and back in place, in the operation's
+ * order and split over threads, with the conversions its kernels use and no other work. The
+ * values come back unchanged (NaNs as the library writes them). UNSUPPORTED for other
+ * tensors, and on backends without it (only the native CPU path has it). */
+posenc_status posenc__conversion_floor_rope(posenc_context *ctx, const posenc_rope_desc *desc);
+
 /* The kernel variant `ctx` runs, for the report ("avx2": the CPU backend's instruction set);
  * NULL when `ctx` is NULL or its backend has no such choice. */
 const char *posenc__kernel_variant(const posenc_context *ctx);

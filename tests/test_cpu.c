@@ -1081,6 +1081,94 @@ done:
     free(table);
 }
 
+/* The 16-bit floor: every element widened and narrowed in place, each value back as it was
+ * (NaNs as core/half.c writes them), on whole runs of heads and on heads one by one, with
+ * partial vectors; anything else is refused with a message and left alone. */
+static void test_conversion_floor(posenc_cpu_variant variant)
+{
+    enum { TOKENS = 37, Q_HEADS = 5, K_HEADS = 3, DIM = 26, PAD = 2 };
+    /* q padded after each token's heads (not one run), k packed (one run). */
+    const size_t q_count = TOKENS * (Q_HEADS * DIM + PAD), k_count = TOKENS * K_HEADS * DIM;
+    const size_t count = q_count + k_count;
+    uint16_t *data = malloc(count * 2), *expected = malloc(count * 2);
+    if (!data || !expected) {
+        CHECK(!"out of memory");
+        goto done;
+    }
+    static const posenc_dtype dtypes[2] = {POSENC_DTYPE_F16, POSENC_DTYPE_BF16};
+    for (int d = 0; d < 2; d++) {
+        posenc_dtype dtype = dtypes[d];
+        bool f16 = dtype == POSENC_DTYPE_F16;
+        test_rng rng = {29 + (uint64_t)d};
+        for (size_t i = 0; i < count; i++)
+            data[i] = (uint16_t)test_rng_u32(&rng);
+        /* Every kind of value in the first vectors: NaNs with payloads, infinities, zeros,
+         * subnormals. */
+        const uint16_t special[] = {0x7d23, 0xfc01, 0x7c00, 0xfc00, 0x8000, 0x0000, 0x0001,
+                                    0x83ff, 0x7f81, 0xffc1, 0x7f80, 0x0040};
+        for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+            data[3 * i] = data[q_count + 5 * i] = special[i];
+        for (size_t i = 0; i < count; i++) {
+            bool pad = i < q_count && i % (Q_HEADS * DIM + PAD) >= Q_HEADS * DIM;
+            expected[i] = pad  ? data[i]
+                          : f16 ? posenc__f32_to_f16(posenc__f16_to_f32(data[i]))
+                                : posenc__f32_to_bf16(posenc__bf16_to_f32(data[i]));
+        }
+        posenc_rope_desc r = {
+            .q = posenc_tensor_of_host(data, dtype, 3, (const int64_t[]){TOKENS, Q_HEADS, DIM}),
+            .k = posenc_tensor_of_host(data, dtype, 3, (const int64_t[]){TOKENS, K_HEADS, DIM}),
+        };
+        r.q.strides[0] = (Q_HEADS * DIM + PAD) * 2;
+        r.k.offset = q_count * 2;
+        for (uint32_t threads = 1; threads <= 3; threads += 2) {
+            posenc_context *context = variant_context(variant, threads);
+            if (!context)
+                continue;
+            uint16_t *before = malloc(count * 2);
+            if (!before) {
+                CHECK(!"out of memory");
+                posenc_context_destroy(context);
+                continue;
+            }
+            memcpy(before, data, count * 2);
+            CHECK_OK(posenc__conversion_floor_rope(context, &r));
+            for (size_t i = 0; i < count; i++)
+                if (data[i] != expected[i])
+                    REPORT("%s floor on %u threads: element %zu is 0x%04x, not 0x%04x\n",
+                           posenc_dtype_name(dtype), threads, i, data[i], expected[i]);
+            memcpy(data, before, count * 2);
+
+            /* Refused, named and untouched: k strided, partial rotary dims, f32. */
+            posenc_rope_desc k_strided = r;
+            k_strided.k.shape[1] = 1; /* one head of every other element */
+            k_strided.k.strides[1] = DIM * 4;
+            k_strided.k.strides[2] = 4;
+            CHECK_STATUS(posenc__conversion_floor_rope(context, &k_strided), POSENC_UNSUPPORTED);
+            CHECK_MESSAGE(posenc_context_last_error(context), "k");
+            posenc_rope_desc partial = r;
+            partial.rotary_dim = DIM - 2;
+            CHECK_STATUS(posenc__conversion_floor_rope(context, &partial), POSENC_UNSUPPORTED);
+            CHECK_MESSAGE(posenc_context_last_error(context), "rotary_dim");
+            CHECK(memcmp(data, before, count * 2) == 0);
+            free(before);
+            posenc_context_destroy(context);
+        }
+    }
+    posenc_context *context = variant_context(variant, 1);
+    if (context) {
+        static float q32[2][4][8];
+        posenc_rope_desc r32 = {
+            .q = posenc_tensor_of_host(q32, POSENC_DTYPE_F32, 3, (const int64_t[]){2, 4, 8}),
+        };
+        CHECK_STATUS(posenc__conversion_floor_rope(context, &r32), POSENC_UNSUPPORTED);
+        CHECK_MESSAGE(posenc_context_last_error(context), "q.dtype");
+        posenc_context_destroy(context);
+    }
+done:
+    free(data);
+    free(expected);
+}
+
 /* ---- steady state ---- */
 
 static void test_no_allocation(void)
@@ -1242,6 +1330,7 @@ int main(void)
         }
         test_threads((posenc_cpu_variant)v);
         test_rooflines((posenc_cpu_variant)v);
+        test_conversion_floor((posenc_cpu_variant)v);
     }
     test_no_allocation();
     test_frequency_cache();

@@ -10,6 +10,7 @@
 
 #include "bench_engine.h"
 #include "bench_fresh_process.h"
+#include "bench_conversion.h"
 #include "bench_kv_cache.h"
 #include "bench_memory.h"
 #include "bench_stats.h"
@@ -56,6 +57,10 @@ static const char bench_help[] =
     "caches of 4096 slots in one call (k_cache, slot_mapping, v_cache), against RoPE of q and k\n"
     "in place followed by a copy of each token's k and v rows into the caches; 'saves' is the\n"
     "separate time / the fused time, for a decode step and a 4096-token prefill.\n"
+    "16-bit floor, on the native CPU path: the f16 and bf16 decode and prefill tensors in place,\n"
+    "timed in turn in each run as the copy, the floor (the copy with each element converted to\n"
+    "f32 and back: what a 16-bit RoPE costs before any arithmetic) and RoPE NeoX and GPT-J;\n"
+    "'vs copy' is the copy time / the floor time, 'neox' and 'gptj' the floor time / RoPE's.\n"
     "\n"
     "flags:\n"
     "  --device SEL   cpu, vulkan, vulkan:1, opencl:0 or a name substring; repeat for more\n"
@@ -951,6 +956,15 @@ int cli_bench_main(int argc, char **argv)
             for (int i = 0; i < BENCH_KV_CACHE_ROWS; i++)
                 any_failed = any_failed || kv_rows[i].status != POSENC_OK;
         }
+        bench_conversion_row floor_rows[BENCH_CONVERSION_ROWS];
+        bool conversion = status == POSENC_OK && bench_conversion_applies(&info);
+        if (conversion) {
+            bench_progress(&options, selector, "16-bit floor", (unsigned)CASE_COUNT,
+                           (unsigned)CASE_COUNT);
+            bench_conversion_run(context, options.runs, options.sample_seconds, floor_rows);
+            for (int i = 0; i < BENCH_CONVERSION_ROWS; i++)
+                any_failed = any_failed || floor_rows[i].status != POSENC_OK;
+        }
         bench_progress_clear(&options);
         for (size_t i = 0; i < CASE_COUNT; i++)
             any_failed = any_failed || results[i].status != POSENC_OK;
@@ -963,6 +977,8 @@ int cli_bench_main(int argc, char **argv)
                 bench_memory_print_json(memory_rows);
             if (kv_cache)
                 bench_kv_cache_print_json(kv_rows);
+            if (conversion)
+                bench_conversion_print_json(floor_rows);
             printf("}");
         } else {
             print_device_header(&info, selector, variant, &options);
@@ -980,6 +996,8 @@ int cli_bench_main(int argc, char **argv)
                 bench_memory_print(memory_rows);
             if (kv_cache)
                 bench_kv_cache_print(kv_rows);
+            if (conversion)
+                bench_conversion_print(floor_rows);
         }
         fflush(stdout);
         posenc_context_destroy(context);

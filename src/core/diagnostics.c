@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Front end of the diagnostics seam (diagnostics.h): range checks, then the backend's
- * diagnostics table: the copy roofline over a buffer's bytes or shaped like one operation, and
- * the kernel variant a context runs. */
+ * diagnostics table: the copy roofline over a buffer's bytes or shaped like one operation, the
+ * 16-bit conversion floor, and the kernel variant a context runs. */
 #include "diagnostics.h"
 
 #include "backend.h"
@@ -43,6 +43,19 @@ posenc_status posenc__roofline_rope(posenc_context *ctx, const posenc_rope_desc 
     posenc__rope_op op;
     posenc_status status = posenc__rope_prepare(ctx, desc, &op);
     return status == POSENC_OK ? diagnostics(ctx)->rope_roofline(ctx, &op) : status;
+}
+
+posenc_status posenc__conversion_floor_rope(posenc_context *ctx, const posenc_rope_desc *desc)
+{
+    if (!ctx)
+        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
+    if (!diagnostics(ctx) || !diagnostics(ctx)->rope_conversion_floor)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "roofline: the %s backend has no 16-bit conversion floor",
+                            posenc_backend_name(ctx->backend->kind));
+    posenc__rope_op op;
+    posenc_status status = posenc__rope_prepare(ctx, desc, &op);
+    return status == POSENC_OK ? diagnostics(ctx)->rope_conversion_floor(ctx, &op) : status;
 }
 
 posenc_status posenc__roofline_sinusoidal(posenc_context *ctx, const posenc_sinusoidal_desc *desc)

@@ -361,6 +361,7 @@ void posenc_cpu_sincos_row(const posenc_cpu_kernels *kernels, const posenc__freq
 static const posenc__backend_diagnostics cpu_diagnostics = {
     .roofline = cpu_roofline,
     .rope_roofline = posenc_cpu_rope_roofline,
+    .rope_conversion_floor = posenc_cpu_rope_conversion_floor,
     .sinusoidal_roofline = posenc_cpu_sinusoidal_roofline,
     .kernel_variant = posenc_cpu_context_variant,
 };

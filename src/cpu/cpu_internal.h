@@ -44,8 +44,10 @@ typedef struct posenc_cpu_context {
 /* The operations (cpu_rope.c, cpu_sinusoidal.c). */
 posenc_status posenc_cpu_rope(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_cpu_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
-/* Their yardsticks for `posenc bench`: the same split and order, copying instead. */
+/* Their yardsticks for `posenc bench`: the same split and order, copying instead; and for
+ * 16-bit RoPE in place, the conversion floor: each element converted to f32 and back. */
 posenc_status posenc_cpu_rope_roofline(posenc_context *ctx, const posenc__rope_op *op);
+posenc_status posenc_cpu_rope_conversion_floor(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_cpu_sinusoidal_roofline(posenc_context *ctx,
                                              const posenc__sinusoidal_op *op);
 

@@ -105,6 +105,10 @@ typedef struct posenc_cpu_kernels {
     /* The benchmark's yardstick: read and write every float in place, or only write. */
     void (*copy_in_place)(float *data, size_t count);
     void (*fill)(float *data, size_t count, float value);
+    /* The benchmark's 16-bit floor: `count` f16 or bf16 elements widened to f32 and narrowed
+     * back in place with the conversions the kernels use, and nothing else. Values come back
+     * unchanged, NaNs as core/half.c writes them. */
+    void (*convert_in_place)(posenc_dtype dtype, void *data, size_t count);
 } posenc_cpu_kernels;
 
 /* The kernels of `variant`, or NULL when it is not compiled in or this CPU (and OS) cannot run

@@ -11,6 +11,13 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* What a call runs: the operation, or one of the benchmark's yardsticks over its elements. */
+typedef enum rope_run {
+    ROPE_ROTATE,
+    ROPE_COPY,    /* the copy: the elements read and written unchanged, no table, no arithmetic */
+    ROPE_CONVERT, /* the 16-bit floor: the copy with each element widened to f32 and back */
+} rope_run;
+
 typedef struct rope_job {
     const posenc__rope_op *op;
     const posenc_cpu_context *state;
@@ -22,7 +29,7 @@ typedef struct rope_job {
     int64_t chunk;  /* heads per unit of work */
     int64_t chunks; /* units per row */
     float sin_scale, cos_scale;
-    bool copy;      /* the yardstick: copy the elements unchanged, no table, no arithmetic */
+    rope_run run;
     bool streaming; /* posenc_cpu_rope_heads.streaming */
 } rope_job;
 
@@ -230,8 +237,10 @@ static void write_cache(const rope_job *job, const float *table, int64_t row, in
                       end - first);
 }
 
-/* The yardstick's counterpart of rotate_heads: the same elements read and written back (in
- * place) or copied to the output, in the same order, with the copy kernel of the variant. */
+/* The yardsticks' counterpart of rotate_heads: the same elements read and written back (in
+ * place) or copied to the output, in the same order, with the copy kernel of the variant; or,
+ * for the 16-bit floor (in place, contiguous dims: posenc_cpu_rope_conversion_floor checks),
+ * converted to f32 and back. */
 static void copy_heads(const rope_job *job, const posenc__view *in_view, const uint8_t *in_base,
                        const posenc__view *out_view, uint8_t *out_base, bool in_place,
                        int64_t row, int64_t first, int64_t end)
@@ -242,6 +251,16 @@ static void copy_heads(const rope_job *job, const posenc__view *in_view, const u
     uint8_t *out = posenc_cpu_element(out_base, out_view, b, t, first, 0);
     int64_t element = (int64_t)posenc_dtype_size(in_view->dtype);
     int64_t bytes = (int64_t)op->rotary_dim * element; /* even rotary_dim: whole floats */
+    if (job->run == ROPE_CONVERT) {
+        void (*convert)(posenc_dtype, void *, size_t) = job->state->kernels->convert_in_place;
+        if (out_view->strides[2] == bytes) { /* the heads are one run */
+            convert(out_view->dtype, out, (size_t)((end - first) * op->rotary_dim));
+            return;
+        }
+        for (int64_t h = 0; h < end - first; h++)
+            convert(out_view->dtype, out + h * out_view->strides[2], op->rotary_dim);
+        return;
+    }
     bool packed = in_place && out_view->strides[3] == element && (uintptr_t)out % 4 == 0 &&
                   out_view->strides[2] % 4 == 0;
     if (packed && out_view->strides[2] == bytes) { /* the heads are one run */
@@ -278,7 +297,7 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
         int64_t row = (int64_t)(unit / (uint64_t)job->chunks);
         int64_t h0 = (int64_t)(unit % (uint64_t)job->chunks) * job->chunk;
         int64_t h1 = h0 + job->chunk < job->heads ? h0 + job->chunk : job->heads;
-        if (job->copy) {
+        if (job->run != ROPE_ROTATE) {
             if (h0 < op->q_heads)
                 copy_heads(job, &op->q, job->q_in, &op->q_out, job->q_out, op->q_in_place, row,
                            h0, h1 < op->q_heads ? h1 : op->q_heads);
@@ -307,7 +326,7 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
 }
 
 /* The fractional turns of op's frequencies, gathered once per table (a decode step finds them
- * ready): `*fracs`, or NULL for the copy yardstick, which computes no angle. */
+ * ready): `*fracs`, or NULL for the yardsticks, which compute no angle. */
 static posenc_status gather_fracs(posenc_context *ctx, const posenc__rope_op *op, bool copy,
                                   const uint64_t **fracs)
 {
@@ -334,14 +353,14 @@ static posenc_status gather_fracs(posenc_context *ctx, const posenc__rope_op *op
     return POSENC_OK;
 }
 
-static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, bool copy)
+static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, rope_run run)
 {
     posenc_cpu_context *state = ctx->backend_state;
     /* Table (2 rotary_dim), sin and cos (rotary_dim), turns (rotary_dim / 2). */
     posenc_status status = posenc_cpu_reserve_scratch(ctx, 4 * (size_t)op->rotary_dim + 16);
     const uint64_t *fracs = NULL;
     if (status == POSENC_OK)
-        status = gather_fracs(ctx, op, copy, &fracs);
+        status = gather_fracs(ctx, op, run != ROPE_ROTATE, &fracs);
     if (status != POSENC_OK)
         return status;
 
@@ -362,7 +381,7 @@ static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, bo
         .heads = op->q_heads + (op->has_k ? op->k_heads : 0),
         .sin_scale = op->inverse ? -op->attention_factor : op->attention_factor,
         .cos_scale = op->attention_factor,
-        .copy = copy,
+        .run = run,
     };
 
     uint64_t elements = (uint64_t)(job.rows * job.heads * op->head_dim);
@@ -384,10 +403,30 @@ static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, bo
 
 posenc_status posenc_cpu_rope(posenc_context *ctx, const posenc__rope_op *op)
 {
-    return run_rope(ctx, op, false);
+    return run_rope(ctx, op, ROPE_ROTATE);
 }
 
 posenc_status posenc_cpu_rope_roofline(posenc_context *ctx, const posenc__rope_op *op)
 {
-    return run_rope(ctx, op, true);
+    return run_rope(ctx, op, ROPE_COPY);
+}
+
+posenc_status posenc_cpu_rope_conversion_floor(posenc_context *ctx, const posenc__rope_op *op)
+{
+    int64_t element = (int64_t)posenc_dtype_size(op->q.dtype);
+    if (op->q.dtype == POSENC_DTYPE_F32)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "q.dtype: the 16-bit floor converts f16 or bf16, not f32");
+    bool q_fits = op->q_in_place && op->q_out.strides[3] == element;
+    bool k_fits = !op->has_k || (op->k_in_place && op->k_out.strides[3] == element);
+    if (!q_fits || !k_fits)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "%s: the 16-bit floor takes tensors rotated in place with contiguous "
+                            "dims",
+                            q_fits ? "k" : "q");
+    if (op->rotary_dim != op->head_dim || op->has_k_cache)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "%s: the 16-bit floor takes whole heads and no KV cache",
+                            op->has_k_cache ? "k_cache" : "rotary_dim");
+    return run_rope(ctx, op, ROPE_CONVERT);
 }

@@ -1159,6 +1159,38 @@ static void k_copy_in_place(float *data, size_t count)
         f_store_part(data + i, f_add(f_load_part(data + i, count - i), zero), count - i);
 }
 
+/* The 16-bit floor: two vectors per step, converted as the RoPE kernels convert them: f16
+ * widened per vector and stored two at a time; bf16 on 32-bit words, each widened by a shift
+ * and a mask into its even and odd elements and narrowed back as a pair (bf16_pairs). */
+CPU_INLINE void convert_in_place(posenc_dtype dt, uint8_t *data, size_t count)
+{
+    size_t i = 0;
+    const vi high = i_set(0xffff0000u);
+    for (; i + 2 * LANES <= count; i += 2 * LANES) {
+        uint8_t *p = data + 2 * i, *q = p + 2 * LANES;
+        if (dt == DT_BF16) {
+            vi w = i_load(p);
+            i_store(p, bf16_pairs(i_bits(i_shl(w, 16)), i_bits(i_and(w, high))));
+        } else {
+            store_dt2(dt, p, load_dt(dt, p), q, load_dt(dt, q));
+        }
+    }
+    if (i + LANES <= count) {
+        store_dt(dt, data + 2 * i, load_dt(dt, data + 2 * i));
+        i += LANES;
+    }
+    if (i < count)
+        store_dt_part(dt, data + 2 * i, load_dt_part(dt, data + 2 * i, count - i), count - i);
+}
+
+static void k_convert_in_place(posenc_dtype dtype, void *data, size_t count)
+{
+    if (dtype == DT_F16)
+        convert_in_place(DT_F16, data, count);
+    else if (dtype == DT_BF16)
+        convert_in_place(DT_BF16, data, count);
+}
+
 static void k_fill(float *data, size_t count, float value)
 {
     const vf v = f_set(value);
@@ -1187,6 +1219,7 @@ const posenc_cpu_kernels KERNEL_TABLE = {
     .from_f32 = k_from_f32,
     .to_f32 = k_to_f32,
     .copy_in_place = k_copy_in_place,
+    .convert_in_place = k_convert_in_place,
     .fill = k_fill,
 };
 
