@@ -116,9 +116,7 @@ static void run_row(posenc_context *context, uint32_t runs, double sample_second
     }
     row->status = status;
     if (status != POSENC_OK) {
-        const char *detail = posenc_context_last_error(context);
-        snprintf(row->error, sizeof row->error, "%s: %s", posenc_status_name(status),
-                 detail && *detail ? detail : posenc_status_string(status));
+        bench_format_error(context, status, row->error, sizeof row->error);
     } else {
         row->runs = run;
         row->repeats = repeats;

@@ -42,6 +42,14 @@ void bench_format_time(double seconds, char *text, size_t size)
         snprintf(text, size, "%.3f s", seconds);
 }
 
+void bench_format_error(const posenc_context *context, posenc_status status, char *text,
+                        size_t size)
+{
+    const char *detail = posenc_context_last_error(context);
+    snprintf(text, size, "%s: %s", posenc_status_name(status),
+             detail && *detail ? detail : posenc_status_string(status));
+}
+
 void bench_print_json_string(const char *text)
 {
     putchar('"');

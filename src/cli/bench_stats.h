@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The bench's statistics over the times or ratios of its runs: median and 10th to 90th
- * percentile, interpolated; how the rows print a time, and how the JSON output prints a string. */
+ * percentile, interpolated; how the rows print a time and an error, and how the JSON output
+ * prints a string. */
 #ifndef POSENC_CLI_BENCH_STATS_H
 #define POSENC_CLI_BENCH_STATS_H
 
+#include <posenc/posenc.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +16,11 @@ void bench_spread(double *values, uint32_t n, double *median, double *p10, doubl
 /* A time as the rows print it: "0.80 us" below a millisecond, "4.300 ms" below a second, else
  * "1.250 s". */
 void bench_format_time(double seconds, char *text, size_t size);
+
+/* "POSENC_X: detail" for a failed call on `context`: its last error, or the status's own text
+ * when there is none. */
+void bench_format_error(const posenc_context *context, posenc_status status, char *text,
+                        size_t size);
 
 /* Prints `text` to stdout as a JSON string: quoted, with quotes, backslashes and control
  * characters escaped. */

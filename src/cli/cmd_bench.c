@@ -369,14 +369,6 @@ static void case_label(const bench_case *c, char *text, size_t size)
         snprintf(text, size, "%s %s", c->name, posenc_dtype_name(c->dtype));
 }
 
-static void copy_error(char *out, size_t size, const posenc_context *context,
-                       posenc_status status)
-{
-    const char *detail = posenc_context_last_error(context);
-    snprintf(out, size, "%s: %s", posenc_status_name(status),
-             detail && *detail ? detail : posenc_status_string(status));
-}
-
 /* A batch of `repeats` calls of the operation (copy false) or of its copy; seconds per call. */
 static double time_batch(bench_workload *w, bool copy, uint32_t repeats, posenc_status *status)
 {
@@ -412,7 +404,7 @@ static void run_case(posenc_context *context, const bench_case *c, const bench_o
         single = time_batch(&w, false, 1, &status);
     if (status != POSENC_OK) {
         result->status = status;
-        copy_error(result->error, sizeof result->error, context, status);
+        bench_format_error(context, status, result->error, sizeof result->error);
         workload_free(&w);
         return;
     }
@@ -430,7 +422,7 @@ static void run_case(posenc_context *context, const bench_case *c, const bench_o
     result->has_copy = copy_status == POSENC_OK;
     result->shaped_copy = w.shaped_copy;
     if (!result->has_copy)
-        copy_error(result->copy_note, sizeof result->copy_note, context, copy_status);
+        bench_format_error(context, copy_status, result->copy_note, sizeof result->copy_note);
 
     /* Odd runs time the copy first: neither always finds the caches as the other left them. */
     double times[MAX_RUNS], copies[MAX_RUNS], ratios[MAX_RUNS];
@@ -444,12 +436,12 @@ static void run_case(posenc_context *context, const bench_case *c, const bench_o
             copies[run] = time_batch(&w, true, repeats, &copy_status);
         if (result->has_copy && copy_status != POSENC_OK) {
             result->has_copy = false;
-            copy_error(result->copy_note, sizeof result->copy_note, context, copy_status);
+            bench_format_error(context, copy_status, result->copy_note, sizeof result->copy_note);
         }
     }
     if (status != POSENC_OK) {
         result->status = status;
-        copy_error(result->error, sizeof result->error, context, status);
+        bench_format_error(context, status, result->error, sizeof result->error);
         workload_free(&w);
         return;
     }
@@ -511,7 +503,7 @@ static posenc_status time_first_call(const posenc_device_info *info, const bench
         *op_seconds = posenc__seconds_now() - start;
     }
     if (status != POSENC_OK)
-        copy_error(error, error_size, context, status);
+        bench_format_error(context, status, error, error_size);
     workload_free(&w);
     posenc_context_destroy(context);
     return status;
