@@ -6,7 +6,8 @@
  *   - the kernels themselves: f16/bf16 conversions bit for bit as core/half.c, sin/cos and the
  *     angle addition against libm in double, the fast turn computation against core/angle.c,
  *     the kernels' turns of integer positions and GPT-J tables bit for bit at every length,
- *     the f16/bf16 RoPE kernels bit for bit as the f32 kernel rounded by core/half.c;
+ *     the f16/bf16 RoPE kernels bit for bit as the f32 kernel rounded by core/half.c, and on
+ *     tensors in cache bit for bit as on streaming ones;
  *   - through the public API: RoPE with head_dim and rotary_dim that are no multiple of any
  *     vector width, one token, one head, misaligned and strided views, in and out of place;
  *     sinusoidal tables long enough for the anchor + step rows, with offsets up to INT32_MAX,
@@ -370,6 +371,89 @@ static void test_rope_heads_16bit(const posenc_cpu_kernels *k)
                 if (out[HEADS * dim] != 0xa5a5)
                     REPORT("%s %s rope_heads wrote past its heads\n", k->name,
                            posenc_dtype_name(dtype));
+            }
+        }
+    }
+}
+
+/* The kernels on tensors in cache (a decode step: tables too large for the registers held a
+ * chunk at a time, cpu_simd.h) bit for bit as on streaming tensors (the table read from memory
+ * for every vector), NaNs included: every dtype and style, tables of whole chunks and of a
+ * partial last chunk (an odd one for GPT-J), five heads out of place with pass-through dims
+ * and in place. */
+static void test_rope_heads_cached(const posenc_cpu_kernels *k)
+{
+    enum { HEADS = 5, MAX_ROT = 256, PAD = 6, MAX_DIM = MAX_ROT + PAD, MAX_BYTES = 4 * MAX_DIM };
+    static const uint32_t rotary_dims[] = {16, 40, 48, 64, 80, 96, 112, 128, 144, 200, 256};
+    static uint8_t in[HEADS * MAX_BYTES], cached[HEADS * MAX_BYTES + 4],
+        streamed[HEADS * MAX_BYTES + 4];
+    float sin_values[MAX_ROT / 2], cos_values[MAX_ROT / 2], table[2 * MAX_ROT];
+    test_rng rng = {777};
+    const posenc_dtype dtypes[3] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16, POSENC_DTYPE_BF16};
+    for (int d = 0; d < 3; d++) {
+        for (int st = 0; st < 2; st++) {
+            for (size_t r = 0; r < sizeof rotary_dims / sizeof rotary_dims[0]; r++) {
+                const posenc_dtype dtype = dtypes[d];
+                const posenc_rope_style style = st ? POSENC_ROPE_GPTJ : POSENC_ROPE_NEOX;
+                const uint32_t rot = rotary_dims[r], pairs = rot / 2, dim = rot + PAD;
+                const size_t es = posenc_dtype_size(dtype), bytes = HEADS * dim * es;
+                for (uint32_t j = 0; j < pairs; j++) {
+                    sin_values[j] = short_value(&rng);
+                    cos_values[j] = short_value(&rng);
+                }
+                if (style == POSENC_ROPE_NEOX) {
+                    memcpy(table, cos_values, pairs * sizeof(float));
+                    memcpy(table + pairs, sin_values, pairs * sizeof(float));
+                } else {
+                    k->gptj_table(sin_values, cos_values, pairs, table);
+                }
+                for (size_t i = 0; i < HEADS * dim; i++) {
+                    if (es == 2) {
+                        uint16_t h = sixteen_bit_value(&rng, dtype);
+                        memcpy(in + 2 * i, &h, 2);
+                    } else {
+                        uint16_t h = sixteen_bit_value(&rng, POSENC_DTYPE_BF16);
+                        uint32_t u = (uint32_t)h << 16 | (test_rng_u32(&rng) & 0xffff);
+                        memcpy(in + 4 * i, &u, 4);
+                    }
+                }
+                for (int in_place = 0; in_place < 2; in_place++) {
+                    uint8_t *outs[2] = {cached, streamed};
+                    for (int streaming = 0; streaming < 2; streaming++) {
+                        uint8_t *out = outs[streaming];
+                        memset(out, 0xa5, sizeof cached);
+                        if (in_place)
+                            memcpy(out, in, bytes);
+                        posenc_cpu_rope_heads args = {
+                            .table = table,
+                            .pair_cos = cos_values,
+                            .pair_sin = sin_values,
+                            .in = in_place ? out : in,
+                            .out = out,
+                            .in_head_stride = (int64_t)(dim * es),
+                            .out_head_stride = (int64_t)(dim * es),
+                            .heads = HEADS,
+                            .rotary_dim = rot,
+                            .head_dim = dim,
+                            .dtype = dtype,
+                            .style = style,
+                            .copy_rest = !in_place,
+                            .streaming = streaming,
+                        };
+                        k->rope_heads(&args);
+                    }
+                    for (size_t i = 0; i < bytes + 4; i++) {
+                        if (cached[i] != streamed[i]) {
+                            REPORT("%s %s %s rope_heads, rotary_dim %u, %s: byte %zu differs "
+                                   "in cache (0x%02x) and streaming (0x%02x)\n",
+                                   k->name, posenc_dtype_name(dtype),
+                                   style == POSENC_ROPE_NEOX ? "NeoX" : "GPT-J", rot,
+                                   in_place ? "in place" : "out of place", i, cached[i],
+                                   streamed[i]);
+                            break;
+                        }
+                    }
+                }
             }
         }
     }
@@ -1321,6 +1405,7 @@ int main(void)
         test_turns_int(kernels);
         test_gptj_table(kernels);
         test_rope_heads_16bit(kernels);
+        test_rope_heads_cached(kernels);
         posenc_context *context = variant_context((posenc_cpu_variant)v, 0);
         if (context) {
             test_rope_shapes(context, kernels->name);
