@@ -32,30 +32,35 @@ posenc_status posenc__roofline(posenc_context *ctx, posenc_buffer *buffer, uint6
     return diagnostics(ctx)->roofline(ctx, buffer, offset, bytes, write_only);
 }
 
+/* A RoPE descriptor through one of the backend's RoPE-shaped diagnostics (`run`, NULL where the
+ * backend has none: UNSUPPORTED with `missing`, naming the backend). */
+typedef posenc_status (*rope_diagnostic)(posenc_context *ctx, const posenc__rope_op *op);
+static posenc_status run_rope_diagnostic(posenc_context *ctx, const posenc_rope_desc *desc,
+                                         rope_diagnostic run, const char *missing)
+{
+    if (!run)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED, "roofline: the %s backend has no %s",
+                            posenc_backend_name(ctx->backend->kind), missing);
+    posenc__rope_op op;
+    posenc_status status = posenc__rope_prepare(ctx, desc, &op);
+    return status == POSENC_OK ? run(ctx, &op) : status;
+}
+
 posenc_status posenc__roofline_rope(posenc_context *ctx, const posenc_rope_desc *desc)
 {
     if (!ctx)
         return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
-    if (!diagnostics(ctx) || !diagnostics(ctx)->rope_roofline)
-        return posenc__fail(ctx, POSENC_UNSUPPORTED,
-                            "roofline: the %s backend has no copy shaped like RoPE",
-                            posenc_backend_name(ctx->backend->kind));
-    posenc__rope_op op;
-    posenc_status status = posenc__rope_prepare(ctx, desc, &op);
-    return status == POSENC_OK ? diagnostics(ctx)->rope_roofline(ctx, &op) : status;
+    return run_rope_diagnostic(ctx, desc, diagnostics(ctx) ? diagnostics(ctx)->rope_roofline : NULL,
+                               "copy shaped like RoPE");
 }
 
 posenc_status posenc__conversion_floor_rope(posenc_context *ctx, const posenc_rope_desc *desc)
 {
     if (!ctx)
         return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
-    if (!diagnostics(ctx) || !diagnostics(ctx)->rope_conversion_floor)
-        return posenc__fail(ctx, POSENC_UNSUPPORTED,
-                            "roofline: the %s backend has no 16-bit conversion floor",
-                            posenc_backend_name(ctx->backend->kind));
-    posenc__rope_op op;
-    posenc_status status = posenc__rope_prepare(ctx, desc, &op);
-    return status == POSENC_OK ? diagnostics(ctx)->rope_conversion_floor(ctx, &op) : status;
+    return run_rope_diagnostic(ctx, desc,
+                               diagnostics(ctx) ? diagnostics(ctx)->rope_conversion_floor : NULL,
+                               "16-bit conversion floor");
 }
 
 posenc_status posenc__roofline_sinusoidal(posenc_context *ctx, const posenc_sinusoidal_desc *desc)
