@@ -186,15 +186,22 @@ void posenc_sincos_turns8(uint8 turns_low, uint8 turns_high, float8 *sin_out, fl
     *cos_out = as_float8(as_uint8(cos_base) ^ cos_sign);
 }
 
-/* sin and cos of eight consecutive frequencies, given as the host lays them out (24 words of
- * (int_turns, frac_hi, frac_lo) triplets from `freqs`), at eight positions. */
+/* Eight consecutive frequencies as the host lays them out: 24 words of (int_turns, frac_hi,
+ * frac_lo) triplets from `freqs`. */
+void posenc_freqs8(const global uint *freqs, uint8 *int_turns, uint8 *frac_hi, uint8 *frac_lo)
+{
+    uint8 w0 = vload8(0, freqs), w1 = vload8(1, freqs), w2 = vload8(2, freqs);
+    *int_turns = (uint8)(w0.s0, w0.s3, w0.s6, w1.s1, w1.s4, w1.s7, w2.s2, w2.s5);
+    *frac_hi = (uint8)(w0.s1, w0.s4, w0.s7, w1.s2, w1.s5, w2.s0, w2.s3, w2.s6);
+    *frac_lo = (uint8)(w0.s2, w0.s5, w1.s0, w1.s3, w1.s6, w2.s1, w2.s4, w2.s7);
+}
+
+/* sin and cos of eight consecutive frequencies (posenc_freqs8) at eight positions. */
 void posenc_sincos8(uint8 position_low, uint8 position_high, const global uint *freqs,
                     float8 *sin_out, float8 *cos_out)
 {
-    uint8 w0 = vload8(0, freqs), w1 = vload8(1, freqs), w2 = vload8(2, freqs);
-    uint8 int_turns = (uint8)(w0.s0, w0.s3, w0.s6, w1.s1, w1.s4, w1.s7, w2.s2, w2.s5);
-    uint8 frac_hi = (uint8)(w0.s1, w0.s4, w0.s7, w1.s2, w1.s5, w2.s0, w2.s3, w2.s6);
-    uint8 frac_lo = (uint8)(w0.s2, w0.s5, w1.s0, w1.s3, w1.s6, w2.s1, w2.s4, w2.s7);
+    uint8 int_turns, frac_hi, frac_lo;
+    posenc_freqs8(freqs, &int_turns, &frac_hi, &frac_lo);
     uint8 turns_low, turns_high;
     posenc_turns8(position_low, position_high, int_turns, frac_hi, frac_lo, &turns_low,
                   &turns_high);

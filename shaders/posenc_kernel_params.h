@@ -172,6 +172,9 @@
 #define POSENC_SINUSOIDAL_FLAG_POSITIONS_SHIFT 2u /* bits 2-3: POSENC_POSITIONS_* */
 #define POSENC_SINUSOIDAL_FLAG_ADD 16u            /* add mode: read x */
 #define POSENC_SINUSOIDAL_FLAG_X_IN_OUT 32u       /* x lives in out (in place): read it there */
+/* Rows at the row index a work-item of sinusoidal_contiguous.cl takes, stepping the exact angle
+ * from row to row (the host sizes the launch with it). */
+#define POSENC_SINUSOIDAL_ROW_RUN 16u
 
 /* The push constants of sinusoidal.comp (72 bytes) and the arguments 4..21 of sinusoidal.cl,
  * after the four buffers. Offsets and strides in elements; every element index, and

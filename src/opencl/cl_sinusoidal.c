@@ -60,9 +60,12 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
 
     uint64_t units = ((uint64_t)op->half + (uint64_t)(op->d_model % 2)) * (uint64_t)op->batch *
                      (uint64_t)op->rows;
-    /* The limit is sinusoidal.cl's; the contiguous kernel takes a block of frequencies a unit. */
+    /* The limit is sinusoidal.cl's; the contiguous kernel takes a block of frequencies of a
+     * run of rows (of one row at given positions) a unit. */
+    uint64_t run = op->has_positions ? 1 : POSENC_SINUSOIDAL_ROW_RUN;
+    uint64_t runs = ((uint64_t)op->rows + run - 1) / run;
     uint64_t launched = contiguous ? (uint64_t)op->half / CONTIGUOUS_FREQUENCIES *
-                                         (uint64_t)op->batch * (uint64_t)op->rows
+                                         (uint64_t)op->batch * runs
                                    : units;
     if (units > UINT32_MAX || (uint64_t)op->d_model > UINT32_MAX)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
