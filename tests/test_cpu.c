@@ -5,7 +5,8 @@
  *   - the choice of variant (POSENC_CPU_VARIANT) and its errors;
  *   - the kernels themselves: f16/bf16 conversions bit for bit as core/half.c, sin/cos and the
  *     angle addition against libm in double, the fast turn computation against core/angle.c,
- *     the kernels' turns of integer positions and GPT-J tables bit for bit at every length,
+ *     the kernels' turns of integer and Q31.32 positions and GPT-J tables bit for bit at every
+ *     length,
  *     the f16/bf16 RoPE kernels bit for bit as the f32 kernel rounded by core/half.c, and on
  *     tensors in cache bit for bit as on streaming ones;
  *   - through the public API: RoPE with head_dim and rotary_dim that are no multiple of any
@@ -233,6 +234,48 @@ static void test_turns_int(const posenc_cpu_kernels *k)
                        j, turns[j], posenc_cpu_turns_hi_int(p, fracs[j]));
         if (turns[count] != 0xa5a5a5a5u)
             REPORT("%s turns_int(count %u) wrote past its end\n", k->name, count);
+    }
+}
+
+/* The kernels' turns of a Q31.32 position, bit for bit as core/angle.c's posenc__turns rounded,
+ * for every count up to 40: positions with and without a fraction, negative ones, the extremes
+ * of the int32 range and random ones, with frequencies of any fraction and whole turns; nothing
+ * written past the count. */
+static void test_turns_fixed(const posenc_cpu_kernels *k)
+{
+    enum { MAX = 40 };
+    static const int64_t fixed[] = {0,
+                                    1,
+                                    -1,
+                                    (int64_t)1 << 31,
+                                    -((int64_t)1 << 31),
+                                    ((int64_t)1 << 32) + 1,
+                                    -((int64_t)3 << 31),
+                                    INT64_MAX,
+                                    INT64_MIN,
+                                    INT64_MIN + 1};
+    const size_t fixed_count = sizeof fixed / sizeof fixed[0];
+    test_rng rng = {4321};
+    uint64_t fracs[MAX];
+    uint32_t int_turns[MAX], turns[MAX + 1];
+    for (int i = 0; i < 800; i++) {
+        uint32_t count = (uint32_t)(i % (MAX + 1));
+        int64_t p = (size_t)i < fixed_count ? fixed[i] : (int64_t)rng64(&rng) >> (i % 33);
+        for (uint32_t j = 0; j < count; j++) {
+            fracs[j] = j % 5 == 4 ? ~(uint64_t)0 >> (j % 64) : rng64(&rng);
+            int_turns[j] = j % 3 == 0 ? 0 : test_rng_u32(&rng) >> (j % 32);
+        }
+        memset(turns, 0xa5, sizeof turns);
+        k->turns_fixed(p, fracs, int_turns, count, turns);
+        for (uint32_t j = 0; j < count; j++) {
+            posenc__freq freq = {.frac = fracs[j], .int_turns = int_turns[j]};
+            uint32_t expected = (uint32_t)((posenc__turns(p, freq) + (UINT64_C(1) << 31)) >> 32);
+            if (turns[j] != expected)
+                REPORT("%s turns_fixed(%lld, count %u)[%u] = %u, expected %u\n", k->name,
+                       (long long)p, count, j, turns[j], expected);
+        }
+        if (turns[count] != 0xa5a5a5a5u)
+            REPORT("%s turns_fixed(count %u) wrote past its end\n", k->name, count);
     }
 }
 
@@ -1403,6 +1446,7 @@ int main(void)
         test_conversions(kernels);
         test_sincos(kernels);
         test_turns_int(kernels);
+        test_turns_fixed(kernels);
         test_gptj_table(kernels);
         test_rope_heads_16bit(kernels);
         test_rope_heads_cached(kernels);

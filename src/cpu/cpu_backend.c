@@ -116,6 +116,7 @@ static void free_state(posenc_cpu_context *state)
     }
     posenc__aligned_free(state->steps);
     free(state->fracs);
+    free(state->int_turns);
     free(state);
 }
 
@@ -331,7 +332,38 @@ bool posenc_cpu_position(const uint8_t *positions_base, const posenc__view *posi
     return posenc__position_from_f32(value, fixed);
 }
 
-void posenc_cpu_sincos_row(const posenc_cpu_kernels *kernels, const posenc__freq *freqs,
+posenc_status posenc_cpu_split_freqs(posenc_context *ctx, const posenc__freq *freqs,
+                                     uint32_t count, uint64_t freqs_id,
+                                     posenc_cpu_freq_parts *parts)
+{
+    posenc_cpu_context *state = ctx->backend_state;
+    if (!freqs_id || freqs_id != state->split_id || count != state->split_count) {
+        if (count > state->split_capacity) {
+            uint64_t *fracs = realloc(state->fracs, (size_t)count * sizeof *fracs);
+            if (fracs)
+                state->fracs = fracs;
+            uint32_t *int_turns =
+                fracs ? realloc(state->int_turns, (size_t)count * sizeof *int_turns) : NULL;
+            if (!int_turns) {
+                state->split_id = 0; /* what is kept no longer matches a table */
+                return posenc__fail(ctx, POSENC_OUT_OF_MEMORY,
+                                    "scratch: cannot allocate %u frequencies", count);
+            }
+            state->int_turns = int_turns;
+            state->split_capacity = count;
+        }
+        for (uint32_t j = 0; j < count; j++) {
+            state->fracs[j] = freqs[j].frac;
+            state->int_turns[j] = freqs[j].int_turns;
+        }
+        state->split_id = freqs_id;
+        state->split_count = count;
+    }
+    *parts = (posenc_cpu_freq_parts){state->fracs, state->int_turns};
+    return POSENC_OK;
+}
+
+void posenc_cpu_sincos_row(const posenc_cpu_kernels *kernels, const posenc_cpu_freq_parts *parts,
                            uint32_t count, int64_t position, bool valid, float sin_scale,
                            float cos_scale, uint32_t *turns_hi, float *sin_out, float *cos_out)
 {
@@ -340,21 +372,14 @@ void posenc_cpu_sincos_row(const posenc_cpu_kernels *kernels, const posenc__freq
             sin_out[j] = cos_out[j] = NAN;
         return;
     }
-    if ((position & 0xffffffff) == 0) { /* an integer position: one multiply per frequency */
-        /* The kernels' loop (vector where the variant has one), on the fractions side by
-         * side, 64 at a time: a table's anchor rows spent a fifth of their time here. */
-        int32_t p = (int32_t)(position / ((int64_t)1 << 32));
-        uint64_t fracs[64];
-        for (uint32_t j = 0; j < count; j += 64) {
-            uint32_t n = count - j < 64 ? count - j : 64;
-            for (uint32_t i = 0; i < n; i++)
-                fracs[i] = freqs[j + i].frac;
-            kernels->turns_int(p, fracs, n, turns_hi + j);
-        }
-    } else {
-        for (uint32_t j = 0; j < count; j++)
-            turns_hi[j] = posenc_cpu_turns_hi(position, freqs[j]);
-    }
+    /* An integer position needs one multiply per frequency; a table's anchor rows spent a
+     * fifth of their time on the angles with the scalar loop, and a table of float positions
+     * most of it. */
+    if ((position & 0xffffffff) == 0)
+        kernels->turns_int((int32_t)(position / ((int64_t)1 << 32)), parts->fracs, count,
+                           turns_hi);
+    else
+        kernels->turns_fixed(position, parts->fracs, parts->int_turns, count, turns_hi);
     kernels->sincos(turns_hi, count, sin_scale, cos_scale, sin_out, cos_out);
 }
 

@@ -33,13 +33,20 @@ typedef struct posenc_cpu_context {
     size_t steps_floats;
     uint64_t step_freqs_id;
     uint32_t step_half;
-    /* The fractional turns of the RoPE frequency table whose id is fracs_id (0: none), side
-     * by side as the kernels' turns_int reads them (cpu_rope.c). */
+    /* The frequency table whose id is split_id (0: none) split into its parts
+     * (posenc_cpu_split_freqs). */
     uint64_t *fracs;
-    uint32_t fracs_count;
-    uint32_t fracs_capacity;
-    uint64_t fracs_id;
+    uint32_t *int_turns;
+    uint32_t split_count;
+    uint32_t split_capacity;
+    uint64_t split_id;
 } posenc_cpu_context;
+
+/* A frequency table's parts side by side, as the kernels' turns_int and turns_fixed read them. */
+typedef struct posenc_cpu_freq_parts {
+    const uint64_t *fracs;
+    const uint32_t *int_turns;
+} posenc_cpu_freq_parts;
 
 /* The operations (cpu_rope.c, cpu_sinusoidal.c). */
 posenc_status posenc_cpu_rope(posenc_context *ctx, const posenc__rope_op *op);
@@ -137,9 +144,15 @@ bool posenc_cpu_position(const uint8_t *positions_base, const posenc__view *posi
                          bool has_positions, bool per_batch, int32_t offset, int64_t batch,
                          int64_t row, int64_t *fixed);
 
-/* sin and cos of position * freqs[j], j < count, into sin_out/cos_out, times the scales; NaN
- * for an invalid position. `turns_hi` is scratch of `count` entries. */
-void posenc_cpu_sincos_row(const posenc_cpu_kernels *kernels, const posenc__freq *freqs,
+/* The `count` frequencies of the table `freqs_id` (0: not kept) split into their parts, kept in
+ * the context until another table is split: a decode step or the next table finds them ready. */
+posenc_status posenc_cpu_split_freqs(posenc_context *ctx, const posenc__freq *freqs,
+                                     uint32_t count, uint64_t freqs_id,
+                                     posenc_cpu_freq_parts *parts);
+
+/* sin and cos of position * freqs[j], j < count (split into `parts`), into sin_out/cos_out,
+ * times the scales; NaN for an invalid position. `turns_hi` is scratch of `count` entries. */
+void posenc_cpu_sincos_row(const posenc_cpu_kernels *kernels, const posenc_cpu_freq_parts *parts,
                            uint32_t count, int64_t position, bool valid, float sin_scale,
                            float cos_scale, uint32_t *turns_hi, float *sin_out, float *cos_out);
 

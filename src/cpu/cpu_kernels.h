@@ -88,6 +88,11 @@ typedef struct posenc_cpu_kernels {
      * fractional turns are `fracs` (posenc_cpu_turns_hi_int in cpu_internal.h). */
     void (*turns_int)(int32_t position, const uint64_t *fracs, uint32_t count,
                       uint32_t *turns_hi);
+    /* turns_hi of the Q31.32 position `position` (core/angle.h) at each of `count`
+     * frequencies of fractional turns `fracs` and whole turns `int_turns` (posenc_cpu_turns_hi
+     * in cpu_internal.h): positions with a fraction, such as diffusion timesteps. */
+    void (*turns_fixed)(int64_t position, const uint64_t *fracs, const uint32_t *int_turns,
+                        uint32_t count, uint32_t *turns_hi);
     /* Angle addition: sin/cos(a + b) from sin/cos(a) and sin/cos(b), elementwise. */
     void (*rotate)(const float *sin_a, const float *cos_a, const float *sin_b, const float *cos_b,
                    size_t count, float *sin_out, float *cos_out);

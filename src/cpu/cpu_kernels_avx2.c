@@ -216,17 +216,46 @@ static inline __m256i turns_int4(__m256i position, bool negative, __m256i fracs)
     __m256i turns = _mm256_add_epi64(low, _mm256_slli_epi64(cross, 32));
     return _mm256_add_epi64(turns, _mm256_set1_epi64x((int64_t)1 << 31));
 }
+/* The high halves of the eight 64-bit lanes of a and b, in order. */
+static inline void store_high_halves(__m256i a, __m256i b, uint32_t *turns_hi)
+{
+    /* [a0 a1 b0 b1 | a2 a3 b2 b3], then its 64-bit quarters in order 0 2 1 3. */
+    __m256 high = _mm256_shuffle_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), 0xdd);
+    high = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(high), 0xd8));
+    _mm256_storeu_ps((float *)(void *)turns_hi, high);
+}
 static inline void turns_int8(int32_t position, const uint64_t *fracs, uint32_t *turns_hi)
 {
     const __m256i p = _mm256_set1_epi64x((int64_t)(uint32_t)position);
     __m256i a = turns_int4(p, position < 0, _mm256_loadu_si256((const __m256i *)fracs));
     __m256i b = turns_int4(p, position < 0, _mm256_loadu_si256((const __m256i *)fracs + 1));
-    /* The high halves of the eight 64-bit lanes: [a0 a1 b0 b1 | a2 a3 b2 b3], then in order. */
-    __m256 high = _mm256_shuffle_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), 0xdd);
-    high = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(high), 0xd8));
-    _mm256_storeu_ps((float *)(void *)turns_hi, high);
+    store_high_halves(a, b, turns_hi);
 }
 #define HAVE_TURNS_INT8 1
+
+/* Four turns of a Q31.32 position (k_turns_fixed): the integer part's as turns_int4 (with the
+ * rounding increment), plus pl * fh, the top half of pl * fl, and pl * int_turns times 2^32. */
+static inline __m256i turns_fixed4(__m256i ph, bool negative, __m256i pl, __m256i fracs,
+                                   __m256i int_turns)
+{
+    __m256i turns = turns_int4(ph, negative, fracs);
+    turns = _mm256_add_epi64(turns, _mm256_mul_epu32(pl, _mm256_srli_epi64(fracs, 32)));
+    turns = _mm256_add_epi64(turns, _mm256_srli_epi64(_mm256_mul_epu32(pl, fracs), 32));
+    return _mm256_add_epi64(turns, _mm256_slli_epi64(_mm256_mul_epu32(pl, int_turns), 32));
+}
+static inline void turns_fixed8(int32_t ph, uint32_t pl, const uint64_t *fracs,
+                                const uint32_t *int_turns, uint32_t *turns_hi)
+{
+    const __m256i h = _mm256_set1_epi64x((int64_t)(uint32_t)ph);
+    const __m256i l = _mm256_set1_epi64x((int64_t)pl);
+    __m256i a = turns_fixed4(h, ph < 0, l, _mm256_loadu_si256((const __m256i *)fracs),
+                             _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)int_turns)));
+    __m256i b =
+        turns_fixed4(h, ph < 0, l, _mm256_loadu_si256((const __m256i *)fracs + 1),
+                     _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)int_turns + 1)));
+    store_high_halves(a, b, turns_hi);
+}
+#define HAVE_TURNS_FIXED8 1
 
 #include "cpu/cpu_simd.h"
 

@@ -21,7 +21,7 @@ typedef enum rope_run {
 typedef struct rope_job {
     const posenc__rope_op *op;
     const posenc_cpu_context *state;
-    const uint64_t *fracs; /* the frequencies' fractional turns side by side (turns_int) */
+    posenc_cpu_freq_parts freqs; /* op->freqs split (NULLs for the yardsticks) */
     const uint8_t *q_in, *k_in, *positions, *slots, *v_in;
     uint8_t *q_out, *k_out, *k_cache, *v_cache;
     int64_t rows;   /* batch * tokens */
@@ -40,8 +40,8 @@ typedef struct rope_job {
 /* sin and cos of every frequency at token (b, t), each frequency at the position component
  * it uses (freqs[j].component); a frequency whose component is an invalid float position gets
  * NaN, as the plain path gives a whole row of them. */
-static void token_sincos(const rope_job *job, int64_t b, int64_t t, const uint64_t *fracs,
-                         uint32_t *turns_hi, float *sin_out, float *cos_out)
+static void token_sincos(const rope_job *job, int64_t b, int64_t t, uint32_t *turns_hi,
+                         float *sin_out, float *cos_out)
 {
     const posenc__rope_op *op = job->op;
     const uint32_t pairs = op->rotary_dim / 2;
@@ -55,14 +55,8 @@ static void token_sincos(const rope_job *job, int64_t b, int64_t t, const uint64
                                        &position[c]);
         same = same && valid[c] == valid[0] && position[c] == position[0];
     }
-    if (same && valid[0] && (position[0] & 0xffffffff) == 0) { /* an integer position */
-        const posenc_cpu_kernels *kernels = job->state->kernels;
-        kernels->turns_int((int32_t)(position[0] / ((int64_t)1 << 32)), fracs, pairs, turns_hi);
-        kernels->sincos(turns_hi, pairs, job->sin_scale, job->cos_scale, sin_out, cos_out);
-        return;
-    }
     if (same) {
-        posenc_cpu_sincos_row(job->state->kernels, op->freqs, pairs, position[0], valid[0],
+        posenc_cpu_sincos_row(job->state->kernels, &job->freqs, pairs, position[0], valid[0],
                               job->sin_scale, job->cos_scale, turns_hi, sin_out, cos_out);
         return;
     }
@@ -87,17 +81,17 @@ static void token_sincos(const rope_job *job, int64_t b, int64_t t, const uint64
 
 /* Fills the token's table in the kernels' layout (cpu_kernels.h). */
 static void build_table(const rope_job *job, int64_t row, float *table, float *sin_scratch,
-                        const uint64_t *fracs, uint32_t *turns_hi)
+                        uint32_t *turns_hi)
 {
     const posenc__rope_op *op = job->op;
     const uint32_t rot = op->rotary_dim, pairs = rot / 2;
     int64_t b = row / op->tokens, t = row % op->tokens;
     if (op->style == POSENC_ROPE_NEOX) {
-        token_sincos(job, b, t, fracs, turns_hi, table + pairs, table);
+        token_sincos(job, b, t, turns_hi, table + pairs, table);
         return;
     }
     float *cos_scratch = sin_scratch + pairs;
-    token_sincos(job, b, t, fracs, turns_hi, sin_scratch, cos_scratch);
+    token_sincos(job, b, t, turns_hi, sin_scratch, cos_scratch);
     job->state->kernels->gptj_table(sin_scratch, cos_scratch, pairs, table);
 }
 
@@ -288,7 +282,6 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
     float *table = job->state->scratch[part];
     float *sin_scratch = table + 2 * (size_t)rot;
     uint32_t *turns_hi = (uint32_t *)(sin_scratch + rot);
-    const uint64_t *fracs = job->fracs;
 
     uint64_t first, end;
     posenc_cpu_part_range((uint64_t)(job->rows * job->chunks), part, parts, &first, &end);
@@ -308,7 +301,7 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
             continue;
         }
         if (row != built) {
-            build_table(job, row, table, sin_scratch, fracs, turns_hi);
+            build_table(job, row, table, sin_scratch, turns_hi);
             built = row;
         }
         if (h0 < op->q_heads)
@@ -325,49 +318,22 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
     }
 }
 
-/* The fractional turns of op's frequencies, gathered once per table (a decode step finds them
- * ready): `*fracs`, or NULL for the yardsticks, which compute no angle. */
-static posenc_status gather_fracs(posenc_context *ctx, const posenc__rope_op *op, bool copy,
-                                  const uint64_t **fracs)
-{
-    posenc_cpu_context *state = ctx->backend_state;
-    const uint32_t pairs = op->rotary_dim / 2;
-    *fracs = NULL;
-    if (copy)
-        return POSENC_OK;
-    if (!op->freqs_id || op->freqs_id != state->fracs_id || pairs != state->fracs_count) {
-        if (pairs > state->fracs_capacity) {
-            uint64_t *grown = realloc(state->fracs, (size_t)pairs * sizeof *grown);
-            if (!grown)
-                return posenc__fail(ctx, POSENC_OUT_OF_MEMORY,
-                                    "scratch: cannot allocate %u frequencies", pairs);
-            state->fracs = grown;
-            state->fracs_capacity = pairs;
-        }
-        for (uint32_t j = 0; j < pairs; j++)
-            state->fracs[j] = op->freqs[j].frac;
-        state->fracs_id = op->freqs_id;
-        state->fracs_count = pairs;
-    }
-    *fracs = state->fracs;
-    return POSENC_OK;
-}
-
 static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, rope_run run)
 {
     posenc_cpu_context *state = ctx->backend_state;
     /* Table (2 rotary_dim), sin and cos (rotary_dim), turns (rotary_dim / 2). */
     posenc_status status = posenc_cpu_reserve_scratch(ctx, 4 * (size_t)op->rotary_dim + 16);
-    const uint64_t *fracs = NULL;
-    if (status == POSENC_OK)
-        status = gather_fracs(ctx, op, run != ROPE_ROTATE, &fracs);
+    posenc_cpu_freq_parts freqs = {NULL, NULL}; /* the yardsticks compute no angle */
+    if (status == POSENC_OK && run == ROPE_ROTATE)
+        status = posenc_cpu_split_freqs(ctx, op->freqs, op->rotary_dim / 2, op->freqs_id,
+                                        &freqs);
     if (status != POSENC_OK)
         return status;
 
     rope_job job = {
         .op = op,
         .state = state,
-        .fracs = fracs,
+        .freqs = freqs,
         .q_in = posenc__view_host_base(ctx, &op->q),
         .q_out = posenc__view_host_base(ctx, &op->q_out),
         .k_in = op->has_k ? posenc__view_host_base(ctx, &op->k) : NULL,

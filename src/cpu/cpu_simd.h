@@ -232,6 +232,32 @@ static void k_turns_int(int32_t position, const uint64_t *fracs, uint32_t count,
     }
 }
 
+/* posenc_cpu_turns_hi (cpu_internal.h) with 32x32-bit products only: with the position
+ * P = ph 2^32 + pl (ph signed, pl unsigned) and frac = fh 2^32 + fl, bits 32..95 of P * frac are
+ * ph * frac + pl * fh + (pl * fl) / 2^32 modulo 2^64, the first term's low 32 bits zero, so
+ * nothing carries across. The whole turns add pl * int_turns, times 2^32. Where the variant
+ * has it (HAVE_TURNS_FIXED8), eight frequencies at a time: the scalar loop takes four
+ * multiplies per frequency, and a table of float positions (diffusion timesteps) spent most of
+ * its time there. */
+static void k_turns_fixed(int64_t position, const uint64_t *fracs, const uint32_t *int_turns,
+                          uint32_t count, uint32_t *turns_hi)
+{
+    const int32_t ph = (int32_t)(uint32_t)((uint64_t)position >> 32);
+    const uint32_t pl = (uint32_t)(uint64_t)position;
+    uint32_t j = 0;
+#if defined(HAVE_TURNS_FIXED8)
+    for (; j + 8 <= count; j += 8)
+        turns_fixed8(ph, pl, fracs + j, int_turns + j, turns_hi + j);
+#endif
+    for (; j < count; j++) {
+        const uint64_t f = fracs[j];
+        uint64_t turns = (uint64_t)(int64_t)ph * f + (uint64_t)pl * (f >> 32) +
+                         (((uint64_t)pl * (uint32_t)f) >> 32) +
+                         ((uint64_t)(pl * int_turns[j]) << 32);
+        turns_hi[j] = (uint32_t)((turns + (UINT64_C(1) << 31)) >> 32);
+    }
+}
+
 CPU_INLINE void rotate_vec(vf sa, vf ca, vf sb, vf cb, vf *s, vf *c)
 {
     *s = f_fma(sa, cb, f_mul(ca, sb));
@@ -1231,6 +1257,7 @@ const posenc_cpu_kernels KERNEL_TABLE = {
     .lanes = LANES,
     .sincos = k_sincos,
     .turns_int = k_turns_int,
+    .turns_fixed = k_turns_fixed,
     .rotate = k_rotate,
     .rope_heads = k_rope_heads,
     .gptj_table = k_gptj_table,

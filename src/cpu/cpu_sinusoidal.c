@@ -34,6 +34,7 @@ static size_t step_stride(uint32_t half) { return 2 * padded(half) + 16; }
 typedef struct sinusoidal_job {
     const posenc__sinusoidal_op *op;
     const posenc_cpu_context *state;
+    posenc_cpu_freq_parts freqs; /* op->freqs split (NULLs for the yardstick) */
     uint8_t *out;
     const uint8_t *x, *positions;
     bool shared;   /* PE depends on the row only: computed once, written to every batch */
@@ -223,7 +224,7 @@ static void sinusoidal_part(void *arg, uint32_t part, uint32_t parts)
              * every row is computed the same way however the rows are split). */
             int64_t length = op->rows - block < BLOCK_ROWS ? op->rows - block : BLOCK_ROWS;
             int64_t anchor = block + length / 2;
-            posenc_cpu_sincos_row(kernels, op->freqs, half,
+            posenc_cpu_sincos_row(kernels, &job->freqs, half,
                                   posenc__position_from_i32(
                                       (int32_t)(op->position_offset + anchor)),
                                   true, 1.0f, 1.0f, turns_hi, sin_row, cos_row);
@@ -240,8 +241,8 @@ static void sinusoidal_part(void *arg, uint32_t part, uint32_t parts)
         bool valid = posenc_cpu_position(job->positions, &op->positions, op->has_positions,
                                          op->positions_per_batch, op->position_offset, b, r,
                                          &position);
-        posenc_cpu_sincos_row(kernels, op->freqs, half, position, valid, 1.0f, 1.0f, turns_hi,
-                              sin_row, cos_row);
+        posenc_cpu_sincos_row(kernels, &job->freqs, half, position, valid, 1.0f, 1.0f,
+                              turns_hi, sin_row, cos_row);
         if (job->shared) {
             for (int64_t bb = 0; bb < op->batch; bb++)
                 emit_rows(job, bb, r, -1, 1, sin_row, cos_row, NULL, 0);
@@ -253,7 +254,8 @@ static void sinusoidal_part(void *arg, uint32_t part, uint32_t parts)
 
 /* sin/cos(k f_i) for k <= MAX_STEP: step k is cos(k f_i) then sin(k f_i), `half` each. Kept
  * until the frequencies change. */
-static posenc_status prepare_steps(posenc_context *ctx, const posenc__sinusoidal_op *op)
+static posenc_status prepare_steps(posenc_context *ctx, const posenc__sinusoidal_op *op,
+                                   const posenc_cpu_freq_parts *freqs)
 {
     posenc_cpu_context *state = ctx->backend_state;
     if (op->freqs_id && state->step_freqs_id == op->freqs_id && state->step_half == op->half)
@@ -272,7 +274,7 @@ static posenc_status prepare_steps(posenc_context *ctx, const posenc__sinusoidal
     uint32_t *turns_hi = (uint32_t *)state->scratch[0];
     for (uint32_t k = 0; k <= MAX_STEP; k++) {
         float *step = state->steps + k * step_stride(half);
-        posenc_cpu_sincos_row(state->kernels, op->freqs, half,
+        posenc_cpu_sincos_row(state->kernels, freqs, half,
                               posenc__position_from_i32((int32_t)k), true, 1.0f, 1.0f, turns_hi,
                               step + padded(half), step);
     }
@@ -300,8 +302,10 @@ static posenc_status run_sinusoidal(posenc_context *ctx, const posenc__sinusoida
     };
     job.units = job.shared ? op->rows : op->batch * op->rows;
     job.stepped = !op->has_positions && op->rows >= BLOCK_ROWS && op->half > 0 && contiguous(op);
-    if (job.stepped) {
-        status = prepare_steps(ctx, op);
+    if (!copy) {
+        status = posenc_cpu_split_freqs(ctx, op->freqs, op->half, op->freqs_id, &job.freqs);
+        if (status == POSENC_OK && job.stepped)
+            status = prepare_steps(ctx, op, &job.freqs);
         if (status != POSENC_OK)
             return status;
     }
