@@ -334,6 +334,23 @@ static uint16_t sixteen_bit_value(test_rng *rng, posenc_dtype dtype)
     }
 }
 
+/* `pairs` random short sin and cos values and the kernels' table of them for `style`. */
+static void random_rope_table(const posenc_cpu_kernels *k, posenc_rope_style style,
+                              uint32_t pairs, test_rng *rng, float *sin_values, float *cos_values,
+                              float *table)
+{
+    for (uint32_t j = 0; j < pairs; j++) {
+        sin_values[j] = short_value(rng);
+        cos_values[j] = short_value(rng);
+    }
+    if (style == POSENC_ROPE_NEOX) {
+        memcpy(table, cos_values, pairs * sizeof(float));
+        memcpy(table + pairs, sin_values, pairs * sizeof(float));
+    } else {
+        k->gptj_table(sin_values, cos_values, pairs, table);
+    }
+}
+
 /* The 16-bit RoPE kernels bit for bit as the f32 kernel followed by core/half.c's rounding, in
  * both styles and at every table size the variants treat apart (held in registers or not, a
  * partial vector), three heads out of place with pass-through dims. Table values have 12
@@ -357,16 +374,7 @@ static void test_rope_heads_16bit(const posenc_cpu_kernels *k)
                 posenc_dtype dtype = dtypes[d];
                 posenc_rope_style style = styles[st];
                 uint32_t rot = rotary_dims[r], pairs = rot / 2, dim = rot + PAD;
-                for (uint32_t j = 0; j < pairs; j++) {
-                    sin_values[j] = short_value(&rng);
-                    cos_values[j] = short_value(&rng);
-                }
-                if (style == POSENC_ROPE_NEOX) {
-                    memcpy(table, cos_values, pairs * sizeof(float));
-                    memcpy(table + pairs, sin_values, pairs * sizeof(float));
-                } else {
-                    k->gptj_table(sin_values, cos_values, pairs, table);
-                }
+                random_rope_table(k, style, pairs, &rng, sin_values, cos_values, table);
                 for (uint32_t i = 0; i < HEADS * dim; i++) {
                     in[i] = sixteen_bit_value(&rng, dtype);
                     in32[i] = dtype == POSENC_DTYPE_F16 ? posenc__f16_to_f32(in[i])
@@ -440,16 +448,7 @@ static void test_rope_heads_cached(const posenc_cpu_kernels *k)
                 const posenc_rope_style style = st ? POSENC_ROPE_GPTJ : POSENC_ROPE_NEOX;
                 const uint32_t rot = rotary_dims[r], pairs = rot / 2, dim = rot + PAD;
                 const size_t es = posenc_dtype_size(dtype), bytes = HEADS * dim * es;
-                for (uint32_t j = 0; j < pairs; j++) {
-                    sin_values[j] = short_value(&rng);
-                    cos_values[j] = short_value(&rng);
-                }
-                if (style == POSENC_ROPE_NEOX) {
-                    memcpy(table, cos_values, pairs * sizeof(float));
-                    memcpy(table + pairs, sin_values, pairs * sizeof(float));
-                } else {
-                    k->gptj_table(sin_values, cos_values, pairs, table);
-                }
+                random_rope_table(k, style, pairs, &rng, sin_values, cos_values, table);
                 for (size_t i = 0; i < HEADS * dim; i++) {
                     if (es == 2) {
                         uint16_t h = sixteen_bit_value(&rng, dtype);
