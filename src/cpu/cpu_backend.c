@@ -344,11 +344,9 @@ posenc_status posenc_cpu_split_freqs(posenc_context *ctx, const posenc__freq *fr
                 state->fracs = fracs;
             uint32_t *int_turns =
                 fracs ? realloc(state->int_turns, (size_t)count * sizeof *int_turns) : NULL;
-            if (!int_turns) {
-                state->split_id = 0; /* what is kept no longer matches a table */
+            if (!int_turns) /* realloc kept both arrays' contents: the split kept stays valid */
                 return posenc__fail(ctx, POSENC_OUT_OF_MEMORY,
                                     "scratch: cannot allocate %u frequencies", count);
-            }
             state->int_turns = int_turns;
             state->split_capacity = count;
         }
