@@ -27,6 +27,8 @@ static const char bench_help[] =
     "  rope decode    q [1, 32, 128] and k [1, 8, 128] in place: one token, grouped-query\n"
     "  rope prefill   q [4096, 32, 128] and k [4096, 8, 128] in place\n"
     "                 (each in f32, f16 and bf16, NEOX and GPT-J pairing)\n"
+    "  rope call      q [1, 1, 2] in place, f32: one pair, so the time is what a call costs\n"
+    "                 besides its work (checks, frequency table, dispatch, one angle)\n"
     "  sinusoidal table       [4096, 1024], interleaved, f32 and f16\n"
     "  sinusoidal timesteps   256 float diffusion timesteps, d_model 320, [sin | cos], shift 1\n"
     "Each row gives the median time of the timed runs after warm-up runs, their spread (10th to\n"
@@ -92,12 +94,22 @@ typedef enum bench_kind {
     BENCH_TIMESTEPS = 2,
 } bench_kind;
 
+/* The heads of a RoPE row. */
+typedef struct bench_heads {
+    int64_t q, k, dim;
+} bench_heads;
+
+static const bench_heads layer_heads = {Q_HEADS, K_HEADS, HEAD_DIM};
+/* One pair of one q head: next to no work, so the row times a call's fixed cost. */
+static const bench_heads one_pair = {1, 0, 2};
+
 typedef struct bench_case {
     const char *name;
     bench_kind kind;
     int64_t rows; /* tokens or table rows */
     posenc_dtype dtype;
     posenc_rope_style style;
+    const bench_heads *heads; /* RoPE; NULL for the tables */
 } bench_case;
 
 #define F32 POSENC_DTYPE_F32
@@ -107,21 +119,22 @@ typedef struct bench_case {
 #define GPTJ POSENC_ROPE_GPTJ
 
 static const bench_case bench_cases[] = {
-    {"rope decode", BENCH_ROPE, 1, F32, NEOX},
-    {"rope decode", BENCH_ROPE, 1, F32, GPTJ},
-    {"rope decode", BENCH_ROPE, 1, F16, NEOX},
-    {"rope decode", BENCH_ROPE, 1, F16, GPTJ},
-    {"rope decode", BENCH_ROPE, 1, BF16, NEOX},
-    {"rope decode", BENCH_ROPE, 1, BF16, GPTJ},
-    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, F32, NEOX},
-    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, F32, GPTJ},
-    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, F16, NEOX},
-    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, F16, GPTJ},
-    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, BF16, NEOX},
-    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, BF16, GPTJ},
-    {"sinusoidal table", BENCH_TABLE, TABLE_ROWS, F32, NEOX},
-    {"sinusoidal table", BENCH_TABLE, TABLE_ROWS, F16, NEOX},
-    {"sinusoidal timesteps", BENCH_TIMESTEPS, TIMESTEPS, F32, NEOX},
+    {"rope decode", BENCH_ROPE, 1, F32, NEOX, &layer_heads},
+    {"rope decode", BENCH_ROPE, 1, F32, GPTJ, &layer_heads},
+    {"rope decode", BENCH_ROPE, 1, F16, NEOX, &layer_heads},
+    {"rope decode", BENCH_ROPE, 1, F16, GPTJ, &layer_heads},
+    {"rope decode", BENCH_ROPE, 1, BF16, NEOX, &layer_heads},
+    {"rope decode", BENCH_ROPE, 1, BF16, GPTJ, &layer_heads},
+    {"rope call", BENCH_ROPE, 1, F32, NEOX, &one_pair},
+    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, F32, NEOX, &layer_heads},
+    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, F32, GPTJ, &layer_heads},
+    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, F16, NEOX, &layer_heads},
+    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, F16, GPTJ, &layer_heads},
+    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, BF16, NEOX, &layer_heads},
+    {"rope prefill", BENCH_ROPE, PREFILL_TOKENS, BF16, GPTJ, &layer_heads},
+    {"sinusoidal table", BENCH_TABLE, TABLE_ROWS, F32, NEOX, NULL},
+    {"sinusoidal table", BENCH_TABLE, TABLE_ROWS, F16, NEOX, NULL},
+    {"sinusoidal timesteps", BENCH_TIMESTEPS, TIMESTEPS, F32, NEOX, NULL},
 };
 #define CASE_COUNT (sizeof bench_cases / sizeof bench_cases[0])
 
@@ -285,9 +298,10 @@ static posenc_status workload_prepare(bench_workload *w, posenc_context *context
     w->shaped_copy = true;
     size_t element = posenc_dtype_size(c->dtype);
     uint64_t q_bytes = 0, k_bytes = 0, d_model = 0;
+    const bench_heads *heads = c->heads;
     if (c->kind == BENCH_ROPE) {
-        q_bytes = (uint64_t)c->rows * Q_HEADS * HEAD_DIM * element;
-        k_bytes = (uint64_t)c->rows * K_HEADS * HEAD_DIM * element;
+        q_bytes = (uint64_t)(c->rows * heads->q * heads->dim) * element;
+        k_bytes = (uint64_t)(c->rows * heads->k * heads->dim) * element;
         w->data_bytes = q_bytes + k_bytes;
         result->bytes = 2 * w->data_bytes; /* in place: read and write */
     } else {
@@ -308,10 +322,13 @@ static posenc_status workload_prepare(bench_workload *w, posenc_context *context
         return status;
 
     if (c->kind == BENCH_ROPE) {
-        int64_t q_shape[3] = {c->rows, Q_HEADS, HEAD_DIM}, k_shape[3] = {c->rows, K_HEADS, HEAD_DIM};
+        int64_t q_shape[3] = {c->rows, heads->q, heads->dim};
+        int64_t k_shape[3] = {c->rows, heads->k, heads->dim};
         w->rope.q = posenc_tensor_of_buffer(w->data, c->dtype, 3, q_shape);
-        w->rope.k = posenc_tensor_of_buffer(w->data, c->dtype, 3, k_shape);
-        w->rope.k.offset = q_bytes;
+        if (heads->k) {
+            w->rope.k = posenc_tensor_of_buffer(w->data, c->dtype, 3, k_shape);
+            w->rope.k.offset = q_bytes;
+        }
         w->rope.style = c->style;
         w->rope.theta = 500000.0;
         w->rope.position_offset = c->rows == 1 ? DECODE_POSITION : 0;
@@ -578,7 +595,8 @@ static void measure_first_call(const posenc_device_info *info, const bench_optio
 static void shape_text(const bench_case *c, char *text, size_t size)
 {
     if (c->kind == BENCH_ROPE)
-        snprintf(text, size, "%lldx(%d+%d)x%d", (long long)c->rows, Q_HEADS, K_HEADS, HEAD_DIM);
+        snprintf(text, size, "%lldx(%lld+%lld)x%lld", (long long)c->rows, (long long)c->heads->q,
+                 (long long)c->heads->k, (long long)c->heads->dim);
     else
         snprintf(text, size, "%lldx%d", (long long)c->rows,
                  c->kind == BENCH_TABLE ? TABLE_D_MODEL : TIMESTEP_D_MODEL);
