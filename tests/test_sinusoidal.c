@@ -106,6 +106,16 @@ static const sin_case cases[] = {
      .layout = SIN_COS, .positions = POS_I32},
     {.name = "batch, row index", .dtype = F32, .batch = 2, .rows = 10, .d_model = 32,
      .layout = INTERLEAVED, .position_offset = 3},
+    /* Long tables at the row index: from anchors and steps on the CPU path and CPU-type
+     * OpenCL devices (blocks of 64 rows, a partial one last). */
+    {.name = "stepped up to INT32_MAX", .dtype = F32, .rows = 300, .d_model = 48,
+     .layout = INTERLEAVED, .position_offset = 2147483647 - 299},
+    {.name = "stepped odd, scaled, add", .dtype = F32, .rows = 130, .d_model = 33,
+     .layout = SIN_COS, .output_scale = -1.5, .input_scale = 0.7, .add = ADD_SEPARATE},
+    {.name = "stepped f16, batch", .dtype = F16, .batch = 2, .rows = 600, .d_model = 64,
+     .layout = COS_SIN, .position_offset = -1000},
+    {.name = "stepped bf16 add in place", .dtype = BF16, .rows = 100, .d_model = 32,
+     .layout = INTERLEAVED, .input_scale = 3, .add = ADD_IN_PLACE},
 
     /* frequency parameters and scales */
     {.name = "freq_shift 1", .dtype = F32, .rows = 30, .d_model = 64, .layout = INTERLEAVED,
