@@ -79,11 +79,18 @@
 #endif
 #if defined(_MSC_VER) && !defined(__clang__)
 #  define CPU_INLINE static __forceinline
-#elif !defined(__OPTIMIZE__) || defined(CPU_INSTRUMENTED)
-#  define CPU_INLINE static inline
+#  define CPU_INLINE_ALWAYS static __forceinline
 #else
-#  define CPU_INLINE static inline __attribute__((always_inline))
+#  define CPU_INLINE_ALWAYS static inline __attribute__((always_inline))
+#  if !defined(__OPTIMIZE__) || defined(CPU_INSTRUMENTED)
+#    define CPU_INLINE static inline
+#  else
+#    define CPU_INLINE CPU_INLINE_ALWAYS
+#  endif
 #endif
+/* CPU_INLINE_ALWAYS is for the few whose arguments must be constants where they run in every
+ * build: the held kernels' chunk sizes, which size their loops over arrays of registers (out
+ * of line, GCC takes the arrays' unloaded entries for maybe-used uninitialized). */
 
 /* 2*pi/2^32 as a float-float (core/angle.c). */
 #define RADIANS_PER_UNIT_HI 0x1.921fb6p-30f
@@ -540,8 +547,8 @@ CPU_INLINE vi bf16_pairs(vf even, vf odd)
 #  define UNROLL_ALL
 #endif
 
-CPU_INLINE void rope_neox_held(const posenc_cpu_rope_heads *a, posenc_dtype dt, const uint32_t nv,
-                               const uint32_t first)
+CPU_INLINE_ALWAYS void rope_neox_held(const posenc_cpu_rope_heads *a, posenc_dtype dt,
+                                      const uint32_t nv, const uint32_t first)
 {
     const size_t es = dt_size(dt);
     const uint32_t half = a->rotary_dim / 2;
@@ -576,8 +583,8 @@ CPU_INLINE void rope_neox_held(const posenc_cpu_rope_heads *a, posenc_dtype dt, 
     }
 }
 
-CPU_INLINE void rope_gptj_held(const posenc_cpu_rope_heads *a, posenc_dtype dt, const uint32_t nv,
-                               const uint32_t first)
+CPU_INLINE_ALWAYS void rope_gptj_held(const posenc_cpu_rope_heads *a, posenc_dtype dt,
+                                      const uint32_t nv, const uint32_t first)
 {
     const size_t es = dt_size(dt);
     const uint32_t rot = a->rotary_dim;
@@ -618,8 +625,8 @@ CPU_INLINE void rope_gptj_held(const posenc_cpu_rope_heads *a, posenc_dtype dt, 
 }
 
 /* rope_gptj_bf16 (below) with its pair table in registers: `nv` vectors of cos and of sin. */
-CPU_INLINE void rope_gptj_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype dt,
-                                    const uint32_t nv, const uint32_t first)
+CPU_INLINE_ALWAYS void rope_gptj_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype dt,
+                                           const uint32_t nv, const uint32_t first)
 {
     (void)dt;
     const size_t head_bytes = a->rotary_dim * 2, first_bytes = 4 * LANES * (size_t)first;
@@ -656,8 +663,8 @@ CPU_INLINE void rope_gptj_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype
  * the table split the same way (in registers: `nv` blocks of 2 LANES values, four vectors
  * each, from block `first` on). Two loads and two stores per 2 LANES pairs, no widening
  * instruction, one conversion of two vectors at a time. */
-CPU_INLINE void rope_neox_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype dt,
-                                    const uint32_t nv, const uint32_t first)
+CPU_INLINE_ALWAYS void rope_neox_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype dt,
+                                           const uint32_t nv, const uint32_t first)
 {
     (void)dt;
     const uint32_t half = a->rotary_dim / 2;
