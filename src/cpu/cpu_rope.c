@@ -360,16 +360,14 @@ static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, ro
     uint64_t bytes = elements * posenc_dtype_size(op->q.dtype) * 2;
     job.streaming = bytes > STREAMING_BYTES;
     uint32_t parts = posenc_cpu_parts_for(state, bytes, (uint64_t)(job.rows * job.heads));
-    /* Few tokens for many threads: split each token's heads too. */
-    int64_t chunks = 1;
-    if (parts > 1 && job.rows < 4 * (int64_t)parts) {
-        chunks = (4 * (int64_t)parts + job.rows - 1) / job.rows;
-        if (chunks > job.heads)
-            chunks = job.heads;
-    }
+    /* Few tokens for many threads: split each token's heads too (whole rows otherwise, with
+     * no division). */
     job.chunk = job.heads;
     job.chunks = 1;
-    if (chunks > 1) {
+    if (parts > 1 && job.rows < 4 * (int64_t)parts) {
+        int64_t chunks = (4 * (int64_t)parts + job.rows - 1) / job.rows;
+        if (chunks > job.heads)
+            chunks = job.heads;
         job.chunk = (job.heads + chunks - 1) / chunks;
         job.chunks = (job.heads + job.chunk - 1) / job.chunk;
     }
