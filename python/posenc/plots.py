@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: MIT
 # The pictures of docs/pictures.md, computed by posenc itself (numpy only for what posenc does
-# not compute: binary codes, dot products, the float32-table baseline) and drawn with matplotlib.
+# not compute: binary codes, a random q and k, dot products, the float32-table baseline) and
+# drawn with matplotlib.
 """Pictures of position encodings, every curve computed by posenc.
 
 Each ``*_data`` function returns the numbers (numpy arrays in a dict) and each ``figure_*``
 function draws them, returning a :class:`matplotlib.figure.Figure` (no pyplot, so no display
-is needed). ``python -m posenc.plots OUTDIR`` writes all four as PNG files.
+is needed). ``python -m posenc.plots OUTDIR`` writes all six as PNG files.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ __all__ = [
     "relative_dot_data", "figure_relative_dot",
     "rope_decay_data", "figure_rope_decay",
     "accuracy_data", "figure_accuracy",
+    "query_key", "clock_hands_data", "figure_clock_hands",
+    "rope_scores_data", "figure_rope_scores",
     "PICTURES", "render_all", "main",
 ]
 
@@ -274,6 +277,124 @@ def figure_accuracy(data=None):
     return fig
 
 
+# --- 5. RoPE's clock hands: one pair of q turning with position ------------------------------
+
+# Pair indices j of the clock hands, fast to slow: 1, 10^-0.5, 0.1 and 0.01 radians per
+# position at base 10000, head dim 128.
+CLOCK_PAIRS = (0, 8, 16, 32)
+
+
+def query_key(head_dim=HEAD_DIM, seed=0):
+    """One fixed q and one fixed k (float32 [head_dim] each) of the clock hands and the q . k
+    pictures: q standard normal, k = (q + noise) / sqrt 2, a key that matches its query (q . k
+    near |q||k| / sqrt 2) as a trained one would, so where RoPE's score peaks shows."""
+    q, noise = np.random.default_rng(seed).standard_normal((2, head_dim))
+    return q.astype(np.float32), ((q + noise) / np.sqrt(2.0)).astype(np.float32)
+
+
+def clock_hands_data(positions=17, pairs=CLOCK_PAIRS, theta=10000.0, head_dim=HEAD_DIM):
+    """Pair j = (q_j, q_{j+d/2}) of query_key()'s q, rotated by posenc.rope to positions
+    0..positions-1: "hands" [len(pairs), positions, 2] (float64 copies), and "inv_freq" of each
+    pair as posenc applies it (read back by rope_frequencies)."""
+    q, _ = query_key(head_dim)
+    p = np.arange(positions, dtype=np.int32)
+    rotated = posenc.rope(np.tile(q, (positions, 1)), positions=p, theta=theta)
+    pairs = np.asarray(pairs)
+    half = head_dim // 2
+    hands = np.stack([rotated[:, pairs], rotated[:, pairs + half]], axis=-1)
+    return {"positions": p, "pairs": pairs, "hands": hands.transpose(1, 0, 2).astype(np.float64),
+            "inv_freq": rope_frequencies(theta, None, head_dim)[pairs]}
+
+
+def figure_clock_hands(data=None):
+    import matplotlib
+    data = data or clock_hands_data()
+    positions = data["positions"]
+    fig = _figure(13, 4)
+    axes = fig.subplots(1, len(data["pairs"]))
+    cmap = matplotlib.colormaps["viridis"]
+    colors = cmap(np.linspace(0, 1, len(positions)))
+    circle = np.linspace(0, 2 * np.pi, 200)
+    for ax, j, hands, freq in zip(axes, data["pairs"], data["hands"], data["inv_freq"]):
+        radius = np.hypot(*hands[0])
+        ax.plot(radius * np.cos(circle), radius * np.sin(circle), color="0.8", linewidth=1)
+        for p, (x, y), color in zip(positions, hands, colors):
+            ax.annotate("", xy=(x, y), xytext=(0, 0),
+                        arrowprops=dict(arrowstyle="-|>", color=color, linewidth=1.2,
+                                        shrinkA=0, shrinkB=0))
+        # number every hand where the hands stand apart, every fourth where they crowd, and
+        # only the first and the last where they overlap
+        step = np.hypot(*np.diff(hands[:2], axis=0)[0]) / radius
+        labelled = positions if step > 0.25 else (positions[:1] if step < 0.06 else positions[::4])
+        for p in sorted(set(labelled) | {positions[-1]}):
+            x, y = hands[p] * 1.14
+            ax.text(x, y, str(p), fontsize=7, ha="center", va="center", color=colors[p])
+        limit = 1.3 * radius
+        ax.set_xlim(-limit, limit)
+        ax.set_ylim(-limit, limit)
+        ax.set_aspect("equal")
+        ax.axhline(0, color="0.9", linewidth=0.8, zorder=0)
+        ax.axvline(0, color="0.9", linewidth=0.8, zorder=0)
+        ax.set_xlabel(f"$q_{{{j}}}$")
+        ax.set_ylabel(f"$q_{{{j + HEAD_DIM // 2}}}$")
+        ax.set_title(f"pair j = {j}: {freq:.3g} rad/position\n"
+                     f"(a turn every {2 * np.pi / freq:.3g} positions)", fontsize=10)
+    mappable = matplotlib.cm.ScalarMappable(
+        matplotlib.colors.Normalize(positions[0], positions[-1]), cmap)
+    fig.colorbar(mappable, ax=list(axes), shrink=0.8, label="position p")
+    fig.suptitle(f"RoPE turns each pair of q by p $\\cdot$ inv_freq[j] (head dim {HEAD_DIM}, "
+                 "base 10000; posenc.rope, positions 0 to "
+                 f"{positions[-1]})")
+    return fig
+
+
+# --- 6. q . k over (m, n): RoPE's depends on m - n only --------------------------------------
+
+def rope_scores_data(positions=64, theta=10000.0, head_dim=HEAD_DIM):
+    """S[m, n] = q_m . k_n for query_key()'s q at every position m and its k at every position
+    n, m, n in 0..positions-1, three ways: "plain" (no encoding: q . k everywhere),
+    "additive" (q + PE(m)) . (k + PE(n)) with PE from posenc.sinusoidal (d_model = head dim),
+    and "rope" rope(q, m) . rope(k, n) with posenc.rope. Dot products in float64."""
+    q, k = query_key(head_dim)
+    p = np.arange(positions, dtype=np.int32)
+    qs, ks = np.tile(q, (positions, 1)), np.tile(k, (positions, 1))
+    table = posenc.sinusoidal(rows=positions, d_model=head_dim)
+    rq, rk = posenc.rope(qs.copy(), ks.copy(), positions=p, theta=theta)  # rotates in place
+
+    def scores(a, b):
+        return a.astype(np.float64) @ b.astype(np.float64).T
+
+    return {"positions": p, "q": q, "k": k, "plain": scores(qs, ks),
+            "additive": scores(qs + table, ks + table), "rope": scores(rq, rk)}
+
+
+def figure_rope_scores(data=None):
+    data = data or rope_scores_data()
+    fig = _figure(14, 4.6)
+    axes = fig.subplots(1, 3)
+    last = data["positions"][-1]
+    # no encoding and RoPE on one colour scale: RoPE's diagonal m = n is q . k itself
+    shared = (min(data["plain"].min(), data["rope"].min()),
+              max(data["plain"].max(), data["rope"].max()))
+    for ax, key, title, limits in zip(axes, ("plain", "rope", "additive"), (
+            "no encoding: q $\\cdot$ k, the same everywhere",
+            "RoPE: R(m) q $\\cdot$ R(n) k = q $\\cdot$ R(n - m) k",
+            "additive sinusoidal: (q + PE(m)) $\\cdot$ (k + PE(n))"),
+            (shared, shared, (data["additive"].min(), data["additive"].max()))):
+        image = ax.imshow(data[key], cmap="viridis", vmin=limits[0], vmax=limits[1],
+                          interpolation="nearest", origin="upper",
+                          extent=(-0.5, last + 0.5, last + 0.5, -0.5))
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("key position n")
+        ax.set_ylabel("query position m")
+        if key != "plain":
+            fig.colorbar(image, ax=ax, shrink=0.8,
+                         label="score (both left panels)" if key == "rope" else "score")
+    fig.suptitle(f"q $\\cdot$ k of one fixed q and k (head dim {HEAD_DIM}) placed at every "
+                 "(m, n): RoPE's depends on m - n only, an additive encoding's does not")
+    return fig
+
+
 # --- rendering --------------------------------------------------------------------------------
 
 PICTURES = {
@@ -281,6 +402,8 @@ PICTURES = {
     "relative-dot-product": figure_relative_dot,
     "rope-decay": figure_rope_decay,
     "rope-accuracy": figure_accuracy,
+    "rope-clock-hands": figure_clock_hands,
+    "rope-scores": figure_rope_scores,
 }
 
 

@@ -16,7 +16,12 @@ import _reference  # noqa: E402
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
+PICTURE_NAMES = ("position-codes", "relative-dot-product", "rope-decay", "rope-accuracy",
+                 "rope-clock-hands", "rope-scores")
+
+
 def test_render_all_writes_readable_pngs(tmp_path):
+    assert sorted(plots.PICTURES) == sorted(PICTURE_NAMES)  # every picture registered
     paths = plots.render_all(tmp_path)
     assert sorted(p.rsplit("/", 1)[-1] for p in paths) == sorted(
         name + ".png" for name in plots.PICTURES)
@@ -93,3 +98,84 @@ def test_accuracy():
     far = data["positions"] >= 2**20
     assert np.all(data["float32_table"][far] > 100 * data["posenc"][far])  # ...not far out
     assert data["float32_table"][-1] > 1e-2
+
+
+def _wrapped(angle):
+    """angle mod 2 pi, in [-pi, pi)."""
+    return (angle + np.pi) % (2 * np.pi) - np.pi
+
+
+def test_clock_hands_turn_by_position_times_inv_freq():
+    data = plots.clock_hands_data()
+    q, _ = plots.query_key()
+    half = plots.HEAD_DIM // 2
+    pairs = data["pairs"]
+    start = np.stack([q[pairs], q[pairs + half]], axis=-1).astype(np.float64)  # [pairs, 2]
+    hands = data["hands"]  # [pairs, positions, 2]
+    assert hands.shape == (len(pairs), len(data["positions"]), 2)
+    want = _reference.inv_freq(plots.HEAD_DIM)[pairs]
+    assert np.allclose(data["inv_freq"], want, rtol=1e-8, atol=0)
+    # posenc.h promises |out - exact| <= 8 * 2^-24 * |pair| for each rotated float32 pair, so
+    # the hand's angle is within asin(8 * 2^-24) of p * inv_freq_j (asin(x) < 1.01 x here) and
+    # its length within 8 * 2^-24 of the pair's; float64 atan2 and p * inv_freq add ~1e-15.
+    tolerance = 1.01 * _reference.PROMISE
+    p = data["positions"].astype(np.float64)
+    turned = (np.arctan2(hands[..., 1], hands[..., 0])
+              - np.arctan2(start[:, 1], start[:, 0])[:, None])
+    error = _wrapped(turned - p[None, :] * want[:, None])
+    assert np.max(np.abs(error)) <= tolerance, np.max(np.abs(error))
+    radius = np.hypot(start[:, 0], start[:, 1])[:, None]
+    length_error = np.abs(np.hypot(hands[..., 0], hands[..., 1]) - radius) / radius
+    assert np.max(length_error) <= tolerance, np.max(length_error)
+    # fast to slow: pair 0 turns past a full circle, the slowest not a quarter of one
+    assert want[0] * p[-1] > 2 * np.pi and want[-1] * p[-1] < np.pi / 2
+
+
+def _diagonal_spread(scores):
+    """The largest max - min along any diagonal m - n = constant of a square matrix."""
+    n = scores.shape[0]
+    return max(np.ptp(np.diagonal(scores, offset)) for offset in range(1 - n, n))
+
+
+def test_rope_scores_depend_on_m_minus_n_only():
+    data = plots.rope_scores_data()
+    q, k = data["q"].astype(np.float64), data["k"].astype(np.float64)
+    scale = np.linalg.norm(q) * np.linalg.norm(k)
+    n = len(data["positions"])
+    # float64 reference: R(m) q . R(n) k = q . R(n - m) k, with k rotated to every offset
+    offsets = np.arange(1 - n, n)
+    rotated_k, _ = _reference.rope(np.tile(k, (1, len(offsets), 1, 1)), offsets[None, :])
+    rotated_k = rotated_k[0, :, 0, :]  # [offset, dim]
+    m = np.arange(n)
+    exact = rotated_k[m[None, :] - m[:, None] + n - 1] @ q  # [m, n]
+    # each rotated vector is within 8 * 2^-24 * |v| of exact (the per-pair promise, summed in
+    # quadrature), so each score within (2 * 8 * 2^-24 + (8 * 2^-24)^2) |q||k| of the
+    # reference, and two scores on one diagonal within twice that of each other; float64 dot
+    # products add ~1e-14 relative.
+    tolerance = 2.01 * _reference.PROMISE * scale
+    rope = data["rope"]
+    assert np.max(np.abs(rope - exact)) <= tolerance, np.max(np.abs(rope - exact)) / scale
+    assert _diagonal_spread(rope) <= 2 * tolerance, _diagonal_spread(rope) / scale
+    assert np.allclose(np.diagonal(rope), q @ k, rtol=0, atol=tolerance)  # m = n: plain q . k
+    assert np.ptp(rope) > 0.2 * scale  # and it does change with m - n: not trivially constant
+    # no encoding: q . k at every (m, n); float64 dot products of the same float32 vectors,
+    # summed in whatever order BLAS picks, differ by at most d * 2^-53 |q||k| (~1.4e-14)
+    assert np.max(np.abs(data["plain"] - q @ k)) <= 1e-13 * scale
+
+
+def test_additive_scores_are_not_diagonal_constant():
+    data = plots.rope_scores_data()
+    q, k = data["q"].astype(np.float64), data["k"].astype(np.float64)
+    scale = np.linalg.norm(q) * np.linalg.norm(k)
+    n = len(data["positions"])
+    pe = _reference.sinusoidal(np.arange(n), plots.HEAD_DIM)
+    exact = (q + pe) @ (k + pe).T
+    # each PE value within 1e-6 (test_position_codes), so each row within 1e-6 sqrt(d) and
+    # each score within 1e-6 sqrt(d) (|q + PE(m)| + |k + PE(n)|) of the reference
+    rows_q = np.linalg.norm(q + pe, axis=1)
+    rows_k = np.linalg.norm(k + pe, axis=1)
+    bound = 1e-6 * np.sqrt(plots.HEAD_DIM) * (rows_q[:, None] + rows_k[None, :])
+    assert np.all(np.abs(data["additive"] - exact) <= bound)
+    # q . PE(n) and PE(m) . k depend on m and n apart: along a diagonal the score moves by a
+    # good share of |q||k| (0.28 with this q and k), a million times RoPE's float32 spread
+    assert _diagonal_spread(data["additive"]) > 0.1 * scale
