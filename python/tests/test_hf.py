@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# posenc._hf: HF transformers rope_scaling / rope_parameters / configs of real models mapped to
+# posenc.hf: HF transformers rope_scaling / rope_parameters / configs of real models mapped to
 # posenc's arguments, and (with numpy) the frequencies both sides imply, compared in float64.
 import copy
 import importlib.util
@@ -10,7 +10,7 @@ import types
 import pytest
 
 # Loaded from its file: posenc/__init__.py needs the compiled extension, this module does not.
-_PATH = pathlib.Path(__file__).resolve().parents[1] / "posenc" / "_hf.py"
+_PATH = pathlib.Path(__file__).resolve().parents[1] / "posenc" / "hf.py"
 _spec = importlib.util.spec_from_file_location("posenc_hf_under_test", _PATH)
 hf = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(hf)

@@ -17,11 +17,20 @@ returns what posenc's ``rope`` needs. docs/python-hf.md has the key-by-key mappi
 
 from __future__ import annotations
 
+import difflib
+import json
 import math
+import os
 from collections.abc import Mapping
 from typing import Any, Optional, TypedDict
 
-__all__ = ["HFRope", "SCALING_TYPES", "SCALING_FIELDS", "is_posenc_form", "scaling_from_hf"]
+__all__ = ["HFRope", "HFWarning", "SCALING_TYPES", "SCALING_FIELDS", "is_posenc_form",
+           "is_rope_dict", "load_config", "scaling_from_hf"]
+
+
+class HFWarning(UserWarning):
+    """An HF setting read with an assumption the caller may not intend (a rope dict with no
+    rope_theta read with theta 10000)."""
 
 # posenc_rope_scaling_type, by the names the posenc form uses.
 SCALING_TYPES = ("none", "linear", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope",
@@ -70,9 +79,20 @@ _TYPE_KEYS = {
                "high_freq_factor"},
 }
 
-# Keys a config dict (config.json) carries and a rope dict never does: they tell the two apart.
-_CONFIG_KEYS = ("rope_scaling", "rope_parameters", "rope_theta", "max_position_embeddings",
-                "hidden_size", "num_attention_heads", "head_dim", "text_config", "model_type")
+# Keys only a config (config.json) carries: the nested rope dicts and the model's own sizes. A
+# mapping with one of them is a config; otherwise one with rope_type or type is a rope dict,
+# even when it also carries rope_theta (transformers >= 5 keeps it there).
+_CONFIG_KEYS = ("rope_scaling", "rope_parameters", "text_config", "model_type", "hidden_size",
+                "num_attention_heads", "head_dim", "qk_rope_head_dim", "architectures")
+
+# What a config without a rope dict may still hold: a mapping of only these is a config.
+_CONFIG_SCALARS = ("rope_theta", "partial_rotary_factor", "max_position_embeddings",
+                   "original_max_position_embeddings")
+
+# The config fields this module reads: what a config's cache key is made of.
+_READ_FIELDS = ("rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor",
+                "head_dim", "qk_rope_head_dim", "hidden_size", "num_attention_heads",
+                "max_position_embeddings", "original_max_position_embeddings")
 
 
 class HFRope(TypedDict):
@@ -103,11 +123,71 @@ def is_posenc_form(d: Any) -> bool:
     if not isinstance(d, Mapping) or "type" not in d or "rope_type" in d:
         return False
     kind = d["type"]
-    if not isinstance(kind, str) or kind not in SCALING_TYPES:
+    if isinstance(kind, int) and not isinstance(kind, bool) and 0 <= kind < len(SCALING_TYPES):
+        kind = SCALING_TYPES[kind]  # posenc_rope_scaling_type's value
+    elif isinstance(kind, str) and kind.replace("-", "_") in SCALING_TYPES:
+        kind = kind.replace("-", "_")
+    else:
         return False
     if any(key != "type" and key not in SCALING_FIELDS for key in d):
         return False
     return kind not in _NEEDS_ORIGINAL or "original_max_positions" in d
+
+
+def is_rope_dict(d: Any) -> bool:
+    """Whether ``d`` is a rope dict (``rope_scaling`` or ``rope_parameters``) rather than a
+    config: a mapping with ``rope_type`` or ``type`` and none of the keys only a config has
+    (nested rope dicts, ``text_config``, ``model_type``, the model's sizes). A config without a
+    rope dict may still carry ``rope_theta`` and ``max_position_embeddings``."""
+    return (isinstance(d, Mapping) and ("rope_type" in d or "type" in d)
+            and not any(key in d for key in _CONFIG_KEYS))
+
+
+def _did_you_mean(name: str, known) -> str:
+    """" (did you mean 'x'?)" for the closest of `known`, or ""."""
+    close = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def load_config(path: Any) -> dict[str, Any]:
+    """A model's ``config.json`` as a dict: ``path`` names the file, or the model's folder
+    holding it (a Hub snapshot, ``save_pretrained``'s output).
+
+    Raises:
+        FileNotFoundError: neither the file nor a ``config.json`` in the folder exists.
+        ValueError: the file is not a JSON object.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "config.json")
+    with open(path, encoding="utf-8") as file:
+        try:
+            config = json.load(file)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not JSON ({error})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{path}: a JSON object is expected, got {type(config).__name__}")
+    return config
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable copy of a JSON-like value (dicts keep their order: equal dicts written in
+    another order only miss the cache)."""
+    if isinstance(value, Mapping):
+        return ("{", tuple((key, _frozen(v)) for key, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return ("[", tuple(_frozen(v) for v in value))
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return (type(value).__name__, value)
+    return ("id", id(value))  # never equal to a value: such a config is read again each time
+
+
+def config_key(obj: Any) -> Any:
+    """A hashable key of what :func:`scaling_from_hf` reads from a config object (its RoPE
+    fields and sizes, text_config's too), so that equal settings share one resolution."""
+    fields = tuple(_frozen(_get(obj, name)) for name in _READ_FIELDS)
+    text = _get(obj, "text_config")
+    return (type(obj).__name__, fields, None if text is None else config_key(text))
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -152,7 +232,10 @@ def _split(obj: Any, layer_type: Optional[str]) -> tuple[Any, Optional[Mapping[s
     """(config or None, rope dict or None) from whatever the caller passed."""
     if obj is None:
         return None, None
-    if isinstance(obj, Mapping) and not any(key in obj for key in _CONFIG_KEYS):
+    if isinstance(obj, Mapping) and not any(key in obj for key in _CONFIG_KEYS) and (
+            "rope_type" in obj or "type" in obj
+            or not all(key in _CONFIG_SCALARS for key in obj)):
+        # A rope dict, or one nested by layer type; one with no type is refused by _typed.
         return None, _typed(obj, layer_type, "the rope dict")
     config = obj
     # Vision-language configs (Qwen3-VL) keep the language model's settings in text_config.
@@ -201,6 +284,11 @@ def _rotary_dim(config: Any, rope: Mapping[str, Any], head_dim: Optional[int],
             if head_dim is None:
                 hidden, heads = _get(config, "hidden_size"), _get(config, "num_attention_heads")
                 if hidden is None or heads is None:
+                    partial = rope.get("partial_rotary_factor",
+                                       _get(config, "partial_rotary_factor"))
+                    if partial is not None and partial != 1:
+                        raise ValueError(f"head_dim: is required to apply partial_rotary_factor "
+                                         f"{partial!r}; pass head_dim (or rotary_dim)")
                     return None
                 head_dim = int(hidden) // int(heads)
         head_dim = _count("head_dim", head_dim)
@@ -254,14 +342,15 @@ def scaling_from_hf(obj: Any, *, head_dim: Optional[int] = None,
     kind = rope.get("rope_type", rope.get("type", "default"))  # HF: rope_type wins over type
     if not isinstance(kind, str) or kind not in _HF_TYPES:
         hint = (" (a posenc type name: pass the dict as posenc's scaling= directly)"
-                if kind in SCALING_TYPES else "")
+                if kind in SCALING_TYPES else _did_you_mean(kind, _HF_TYPES))
         raise ValueError(f"rope_type: {kind!r} is not supported{hint}; posenc reads "
                          f"{', '.join(sorted(_HF_TYPES))}")
     kind = _HF_TYPES[kind]
     for key in rope:
         if key not in _COMMON_KEYS and key not in _TYPE_KEYS[kind]:
             hint = (" (a posenc field name: pass a posenc form as scaling= directly)"
-                    if key in SCALING_FIELDS else "")
+                    if key in SCALING_FIELDS else
+                    _did_you_mean(key, _COMMON_KEYS | _TYPE_KEYS[kind]))
             raise ValueError(f"{key}: posenc cannot honour this key of rope_type {kind!r}{hint}")
 
     theta = rope.get("rope_theta")  # transformers >= 5; wins over the config's
