@@ -11,11 +11,19 @@ library's message naming the argument at fault; a failed call writes nothing.
 
 from __future__ import annotations
 
+import difflib
+import inspect
+import operator
+import os
+import warnings
+from collections.abc import Mapping
+
 import numpy as np
 
-from . import _posenc
+from . import _posenc, hf
+from .hf import HFWarning
 from ._posenc import Context, Error, InputError, DeviceFailure, HostError
-from ._posenc import rope, default_context
+from ._posenc import rope, default_context, Rope
 
 __version__ = _posenc.version()
 
@@ -29,6 +37,9 @@ globals().update(_ERRORS)
 
 __all__ = [
     "rope",
+    "Rope",
+    "hf",
+    "HFWarning",
     "sinusoidal",
     "devices",
     "default_context",
@@ -49,13 +60,6 @@ _MULTIMODAL = {
     "positions_map": 5,
 }
 _SINUSOIDAL_LAYOUTS = {"interleaved": 0, "sin_cos": 1, "cos_sin": 2}
-_SCALING_TYPES = {"none", "linear", "ntk", "dynamic_ntk", "dynamic-ntk", "yarn", "llama3",
-                  "longrope", "yarn_ggml"}
-# Keys that only HF transformers' rope_scaling / rope_parameters dicts use: a dict with any of
-# them is read as HF's, even when its "type" is also a posenc name ({"type": "yarn", ...}).
-_HF_ONLY_KEYS = {"rope_type", "original_max_position_embeddings", "rope_theta",
-                 "max_position_embeddings", "partial_rotary_factor", "mrope_section",
-                 "attention_factor", "mrope_interleaved", "truncate"}
 
 _PLAIN_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float16)})
 _POSITION_DTYPES = frozenset({np.dtype(np.int32), np.dtype(np.float32)})
@@ -148,7 +152,7 @@ def _torch_array(tensor, name, written):
     return tensor.detach().numpy(), False
 
 
-def _positions(positions):
+def _positions(positions, name="positions"):
     """int32 and float32 arrays as they are; other integers (Python lists, int64) checked and
     converted; float64 only when every value is exact in float32."""
     if positions is None or (type(positions) is np.ndarray
@@ -156,49 +160,208 @@ def _positions(positions):
         return positions
     module = type(positions).__module__ or ""
     if module.startswith("torch"):
-        _torch_memory(positions, "positions")
+        _torch_memory(positions, name)
         try:
             positions = positions.detach().resolve_neg().numpy()
         except TypeError:  # a dtype numpy lacks (bfloat16, ...)
             raise _error("InvalidDtype", "INVALID_DTYPE",
-                         f"positions: {positions.dtype} is not int32 or float32") from None
+                         f"{name}: {positions.dtype} is not int32 or float32") from None
     array = np.asarray(positions)
     if array.dtype in (np.int32, np.float32):
         return positions if isinstance(positions, np.ndarray) else array
     if np.issubdtype(array.dtype, np.integer):
         if array.size and (array.min() < -2**31 or array.max() > 2**31 - 1):
             raise _error("InvalidArgument", "INVALID_ARGUMENT",
-                         "positions: a value is outside int32")
+                         f"{name}: a value is outside int32")
         return array.astype(np.int32)
     if np.issubdtype(array.dtype, np.floating):
         converted = array.astype(np.float32)
         if not np.array_equal(converted.astype(array.dtype), array, equal_nan=True):
             raise _error("InvalidDtype", "INVALID_DTYPE",
-                         f"positions: {array.dtype} values that float32 cannot hold exactly; "
+                         f"{name}: {array.dtype} values that float32 cannot hold exactly; "
                          "pass int32 or float32")
         return converted
     raise _error("InvalidDtype", "INVALID_DTYPE",
-                 f"positions: dtype {array.dtype} is not int32 or float32")
+                 f"{name}: dtype {array.dtype} is not int32 or float32")
 
 
-def _is_posenc_form(scaling) -> bool:
-    return (isinstance(scaling, dict) and "type" in scaling
-            and (isinstance(scaling["type"], int) or scaling["type"] in _SCALING_TYPES)
-            and not (_HF_ONLY_KEYS & set(scaling)))
+# What scaling= (and Rope's config) takes, for the TypeError that refuses anything else.
+_SCALING_FORMS = ("a dict (posenc's form, an HF rope_scaling / rope_parameters dict, or a "
+                  "config.json's contents), an HF config object, the path of a config.json "
+                  "or a model folder, or None")
+# Attributes of which one marks an object as an HF config (PretrainedConfig, SimpleNamespace).
+_CONFIG_ATTRIBUTES = ("rope_scaling", "rope_parameters", "rope_theta", "max_position_embeddings",
+                      "head_dim", "hidden_size", "text_config")
 
 
-def _scaling(scaling, head_dim, rotary_dim):
+def _scaling_source(scaling):
+    """scaling= as a dict or a config object; a path read as its config.json; a TypeError
+    listing the accepted forms for anything else."""
+    if scaling is None or isinstance(scaling, Mapping):
+        return scaling
+    if isinstance(scaling, (str, os.PathLike)):
+        if os.path.exists(scaling):
+            try:
+                return hf.load_config(scaling)
+            except (OSError, ValueError) as error:
+                raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                             f"scaling: {error}") from None
+        raise TypeError(f"scaling: {str(scaling)!r} is not a file or folder; scaling takes "
+                        f"{_SCALING_FORMS}")
+    if not isinstance(scaling, (list, tuple, bytes, int, float, np.ndarray)) and any(
+            hf._get(scaling, name) is not None for name in _CONFIG_ATTRIBUTES):
+        return scaling
+    raise TypeError(f"scaling: {type(scaling).__name__} is not accepted; scaling takes "
+                    f"{_SCALING_FORMS}")
+
+
+def _scaling(scaling, head_dim, rotary_dim, theta):
     """(posenc-form dict or None, what an HF config also sets: theta, rotary_dim, multimodal,
     mrope_section, attention_factor)."""
-    if scaling is None or _is_posenc_form(scaling):
+    scaling = _scaling_source(scaling)
+    if scaling is None or hf.is_posenc_form(scaling):
         return scaling, {}
-    from ._hf import scaling_from_hf
     try:
-        hf = scaling_from_hf(scaling, head_dim=head_dim, rotary_dim=rotary_dim)
+        mapped = hf.scaling_from_hf(scaling, head_dim=head_dim, rotary_dim=rotary_dim)
     except ValueError as error:
         raise _error("InvalidArgument", "INVALID_ARGUMENT", f"scaling: {error}") from None
-    extras = {key: value for key, value in hf.items() if key != "scaling" and value is not None}
-    return hf["scaling"], extras
+    if mapped["theta"] is None and theta is None and hf.is_rope_dict(scaling):
+        warnings.warn("scaling: the rope dict has no rope_theta (a transformers < 5 "
+                      "rope_scaling); theta 10000 is used. Pass theta= (the config's "
+                      "rope_theta), or the whole config", hf.HFWarning, stacklevel=4)
+    extras = {key: value for key, value in mapped.items()
+              if key != "scaling" and value is not None}
+    return mapped["scaling"], extras
+
+
+def _unsigned(name, value, maximum=0xFFFFFFFF):
+    """An integer argument in [0, maximum] (None: 0): TypeError for a non-integer (1.5), a
+    posenc InvalidArgument naming it out of range (2**40 + 32 never wraps to 32)."""
+    if value is None:
+        return 0
+    return _integer(name, value, 0, maximum)
+
+
+def _integer(name, value, minimum, maximum):
+    if isinstance(value, float):
+        raise TypeError(f"{name}: {value!r} is not an integer; pass an int")
+    try:
+        number = operator.index(value)  # numpy and torch integer scalars too
+    except TypeError:
+        raise TypeError(f"{name}: {value!r} is not an integer; pass an int") from None
+    if not minimum <= number <= maximum:
+        raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                     f"{name}: {number} is outside {minimum} to {maximum}")
+    return number
+
+
+def _resolve_rope(config=None, *, head_dim=None, theta=None, style="neox", rotary_dim=None,
+                  rotary_offset=0, inverse=False, scaling=None, multimodal=None,
+                  mrope_section=None, components=None, component_map=None, layout="bthd",
+                  attention_factor=None, layer_type=None, max_position_embeddings=None):
+    """What a Rope resolves once (posenc.Rope's and posenc.rope's options): rope_buffers'
+    option keywords, every name turned into its value and every number checked."""
+    if config is not None:
+        if scaling is not None:
+            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                         "scaling: given with config; pass one of them")
+        scaling = config
+    head_dim = None if head_dim is None else _unsigned("head_dim", head_dim)
+    rotary_dim = None if rotary_dim is None else _unsigned("rotary_dim", rotary_dim)
+    if scaling is not None and (layer_type is not None or max_position_embeddings is not None):
+        source = _scaling_source(scaling)
+        if not hf.is_posenc_form(source):
+            try:
+                mapped = hf.scaling_from_hf(source, head_dim=head_dim, rotary_dim=rotary_dim,
+                                            layer_type=layer_type,
+                                            max_position_embeddings=max_position_embeddings)
+            except ValueError as error:
+                raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                             f"scaling: {error}") from None
+            form = mapped["scaling"]
+            extras = {key: value for key, value in mapped.items()
+                      if key != "scaling" and value is not None}
+        else:
+            form, extras = source, {}
+    elif scaling is not None:
+        form, extras = _scaling(scaling, head_dim, rotary_dim, theta)
+    else:
+        form, extras = None, {}
+    if attention_factor is None:
+        attention_factor = extras.get("attention_factor")
+    if mrope_section is None:
+        mrope_section = extras.get("mrope_section")
+    if multimodal is None:
+        multimodal = extras.get("multimodal")
+    if rotary_dim is None:
+        rotary_dim = extras.get("rotary_dim")
+    if theta is None:
+        theta = extras.get("theta")
+    if mrope_section is not None:
+        if isinstance(mrope_section, (str, bytes)) or len(mrope_section) != 3:
+            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                         "mrope_section: three frequency counts (t, h, w) are expected")
+        mrope_section = tuple(_unsigned(f"mrope_section[{i}]", v)
+                              for i, v in enumerate(mrope_section))
+    if component_map is not None and not isinstance(component_map, (bytes, bytearray)):
+        component_map = [int(c) for c in np.asarray(component_map).reshape(-1)]
+    if layout not in ("bthd", "bhtd"):
+        raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                     f"layout: {layout!r} is not 'bthd' or 'bhtd'")
+    return dict(
+        theta=10000.0 if theta is None else float(theta), style=_name(_STYLES, style, "style"),
+        rotary_dim=_unsigned("rotary_dim", rotary_dim),
+        rotary_offset=_unsigned("rotary_offset", rotary_offset), inverse=bool(inverse),
+        attention_factor=float(attention_factor or 0.0),
+        scaling=None if form is None else dict(form),
+        multimodal=_name(_MULTIMODAL, multimodal, "multimodal"), mrope_section=mrope_section,
+        components=_unsigned("components", components), component_map=component_map,
+        layout=layout)
+
+
+def _resolve_rope_named(*args, **options):
+    """_resolve_rope for posenc.Rope(...): an unknown keyword gets the closest known one."""
+    known = inspect.signature(_resolve_rope).parameters
+    for name in options:
+        if name not in known:
+            close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"Rope() got an unexpected keyword argument {name!r}{hint}")
+    return _resolve_rope(*args, **options)
+
+
+def _cache_key(value):
+    """A hashable key of an option's content that posenc.rope's cache cannot make itself, or
+    None (the call then resolves it anew): configs by the fields read from them, paths with
+    their modification time, numpy arrays by their bytes."""
+    if isinstance(value, (str, os.PathLike)):
+        try:
+            return ("path", os.fspath(value), os.stat(value).st_mtime_ns)
+        except OSError:
+            return None
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, Mapping):
+        return None
+    if any(hf._get(value, name) is not None for name in _CONFIG_ATTRIBUTES):
+        return ("config", hf.config_key(value))
+    return None
+
+
+_CALL_KEYWORDS = ("k", "positions", "position_ids", "offset", "theta", "style", "rotary_dim",
+                  "rotary_offset", "inverse", "scaling", "multimodal", "mrope_section",
+                  "components", "component_map", "layout", "out", "k_out", "k_cache",
+                  "slot_mapping", "v", "v_cache", "attention_factor", "context")
+
+
+def _bad_keyword(call, name):
+    """Raises the TypeError of an unknown keyword, with the closest known one."""
+    known = _CALL_KEYWORDS if call == "rope()" else (
+        "k", "positions", "position_ids", "offset", "out", "k_out", "k_cache", "slot_mapping",
+        "v", "v_cache", "context")
+    close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise TypeError(f"{call} got an unexpected keyword argument {name!r}{hint}")
 
 
 def _name(table, value, what):
@@ -241,29 +404,41 @@ def _slots(slot_mapping):
                  f"slot_mapping: dtype {array.dtype} is not int32")
 
 
-def _rope_arguments(q, k=None, *, positions=None, offset=0, theta=None, style="neox",
-                    rotary_dim=None, rotary_offset=0, inverse=False, scaling=None, multimodal=None,
-                    mrope_section=None, components=None, component_map=None, layout="bthd",
-                    out=None, k_out=None, k_cache=None, slot_mapping=None, v=None,
+def _position_ids(position_ids, multimodal):
+    """HF's position_ids in posenc's form: a leading component axis ([3, batch, tokens], M-RoPE)
+    moved innermost, and a leading batch of 1 (ids shared by the batch) dropped."""
+    module = type(position_ids).__module__ or ""
+    if module.startswith("torch"):
+        _torch_memory(position_ids, "position_ids")
+        position_ids = position_ids.detach().resolve_neg().numpy()
+    ids = np.asarray(position_ids)
+    if multimodal and ids.ndim >= 2:
+        ids = np.moveaxis(ids, 0, -1)
+    if ids.ndim >= (3 if multimodal else 2) and ids.shape[0] == 1:
+        ids = ids[0]
+    return ids
+
+
+def _rope_arguments(q, k=None, *, positions=None, position_ids=None, offset=0, theta=None,
+                    style="neox", rotary_dim=None, rotary_offset=0, inverse=False, scaling=None,
+                    multimodal=None, mrope_section=None, components=None, component_map=None,
+                    layout="bthd", out=None, k_out=None, k_cache=None, slot_mapping=None, v=None,
                     v_cache=None, attention_factor=None):
-    """posenc.rope's arguments (context aside) as rope_buffers' keywords: HF configs read,
-    names to values, bf16 and torch arrays as buffers, positions and slots as int32."""
-    if scaling is not None:
-        head_dim = q.shape[-1] if hasattr(q, "shape") and len(q.shape) else None
-        form, extras = _scaling(scaling, head_dim, rotary_dim)
-        scaling = form
-        if attention_factor is None:
-            attention_factor = extras.get("attention_factor")
-        if mrope_section is None:
-            mrope_section = extras.get("mrope_section")
-        if multimodal is None:
-            multimodal = extras.get("multimodal")
-        if rotary_dim is None:
-            rotary_dim = extras.get("rotary_dim")
-        if theta is None:
-            theta = extras.get("theta")
-    if theta is None:
-        theta = 10000.0
+    """posenc.rope's arguments (context aside) as rope_buffers' keywords: options resolved as a
+    Rope resolves them, bf16 and torch arrays as buffers, positions and slots as int32."""
+    head_dim = q.shape[-1] if scaling is not None and hasattr(q, "shape") and len(q.shape) \
+        else None
+    settings = _resolve_rope(
+        head_dim=head_dim, theta=theta, style=style, rotary_dim=rotary_dim,
+        rotary_offset=rotary_offset, inverse=inverse, scaling=scaling, multimodal=multimodal,
+        mrope_section=mrope_section, components=components, component_map=component_map,
+        layout=layout, attention_factor=attention_factor)
+    if position_ids is not None:
+        if positions is not None:
+            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                         "position_ids: given with positions; pass one of them")
+        positions = _positions(_position_ids(position_ids, settings["multimodal"]),
+                               "position_ids")
     # with a cache, k is only read unless k_out is given
     bq, bf16_q = _buffer(q, "q", written=out is None)
     bk, bf16_k = _buffer(k, "k", written=k_out is None and k_cache is None)
@@ -274,44 +449,37 @@ def _rope_arguments(q, k=None, *, positions=None, offset=0, theta=None, style="n
     bv_cache, bf16_v_cache = _buffer(v_cache, "v_cache", written=True)
     bf16 = (bf16_q or bf16_k or bf16_q_out or bf16_k_out or bf16_k_cache or bf16_v
             or bf16_v_cache)
-    if mrope_section is not None:
-        mrope_section = tuple(int(s) for s in mrope_section)
-    if component_map is not None and not isinstance(component_map, (bytes, bytearray)):
-        component_map = [int(c) for c in np.asarray(component_map).reshape(-1)]
     return dict(
-        q=bq, k=bk, q_out=bq_out, k_out=bk_out, positions=_positions(positions),
-        offset=int(offset), theta=float(theta), style=_name(_STYLES, style, "style"),
-        rotary_dim=int(rotary_dim or 0), rotary_offset=int(rotary_offset or 0),
-        inverse=bool(inverse), attention_factor=float(attention_factor or 0.0), scaling=scaling,
-        multimodal=_name(_MULTIMODAL, multimodal, "multimodal"), mrope_section=mrope_section,
-        components=int(components or 0), component_map=component_map, layout=layout,
-        bf16=bf16, k_cache=bk_cache, slot_mapping=_slots(slot_mapping), v=bv,
-        v_cache=bv_cache)
+        settings, q=bq, k=bk, q_out=bq_out, k_out=bk_out,
+        positions=positions if position_ids is not None else _positions(positions),
+        offset=_integer("offset", offset, -2**31, 2**31 - 1), bf16=bf16, k_cache=bk_cache,
+        slot_mapping=_slots(slot_mapping), v=bv, v_cache=bv_cache)
 
 
-def _rope_general(q, k=None, *, positions=None, offset=0, theta=None, style="neox",
-                  rotary_dim=None, rotary_offset=0, inverse=False, scaling=None, multimodal=None,
-                  mrope_section=None, components=None, component_map=None, layout="bthd",
-                  out=None, k_out=None, k_cache=None, slot_mapping=None, v=None, v_cache=None,
-                  attention_factor=None, context=None):
-    """posenc.rope's calls that C does not do alone: options, conversions (bf16, torch, lists),
-    new arrays, the KV cache. posenc.rope (in C) hands them here as they came."""
+def _rope_general(q, k=None, *, positions=None, position_ids=None, offset=0, theta=None,
+                  style="neox", rotary_dim=None, rotary_offset=0, inverse=False, scaling=None,
+                  multimodal=None, mrope_section=None, components=None, component_map=None,
+                  layout="bthd", out=None, k_out=None, k_cache=None, slot_mapping=None, v=None,
+                  v_cache=None, attention_factor=None, context=None):
+    """posenc.rope's calls that C does not do alone: conversions (bf16, torch tensors that C
+    cannot read, lists), and the errors they raise. posenc.rope and posenc.Rope (in C) hand
+    them here with the options they resolved."""
     if context is None:
         context = default_context()
     _posenc.rope_buffers(context, **_rope_arguments(
-        q, k, positions=positions, offset=offset, theta=theta, style=style,
-        rotary_dim=rotary_dim, rotary_offset=rotary_offset, inverse=inverse, scaling=scaling,
-        multimodal=multimodal,
-        mrope_section=mrope_section, components=components, component_map=component_map,
-        layout=layout, out=out, k_out=k_out, k_cache=k_cache, slot_mapping=slot_mapping, v=v,
-        v_cache=v_cache, attention_factor=attention_factor))
+        q, k, positions=positions, position_ids=position_ids, offset=offset, theta=theta,
+        style=style, rotary_dim=rotary_dim, rotary_offset=rotary_offset, inverse=inverse,
+        scaling=scaling, multimodal=multimodal, mrope_section=mrope_section,
+        components=components, component_map=component_map, layout=layout, out=out,
+        k_out=k_out, k_cache=k_cache, slot_mapping=slot_mapping, v=v, v_cache=v_cache,
+        attention_factor=attention_factor))
     q_written = q if out is None else out
     if k is None:
         return q_written
     return q_written, (k if k_out is None else k_out)
 
 
-_posenc._set_rope_general(_rope_general)
+_posenc._set_rope_hooks(_resolve_rope_named, _rope_general, _cache_key, _bad_keyword)
 
 
 def _new_array(shape, dtype):

@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: MIT
 # Type stubs of the posenc package (the C extension and its Python layer).
+import os
 from typing import Any, Literal, Mapping, Sequence, TypeVar, overload
 
 import numpy as np
+
+from . import hf as hf
+from .hf import HFWarning as HFWarning
 
 _A = TypeVar("_A")
 _B = TypeVar("_B")
@@ -55,7 +59,8 @@ _Multimodal = Literal["none", "1d", "mrope", "mrope_interleaved", "vision_2d",
                       "vision_2d_pixtral", "pixtral", "positions_map"] | int | None
 
 @overload
-def rope(q: _A, k: None = None, *, positions: Any = None, offset: int = 0,
+def rope(q: _A, k: None = None, *, positions: Any = None, position_ids: Any = None,
+         offset: int = 0,
          theta: float | None = None, style: _Style = "neox", rotary_dim: int | None = None,
          rotary_offset: int = 0, inverse: bool = False,
          scaling: Mapping[str, Any] | Any | None = None,
@@ -66,7 +71,8 @@ def rope(q: _A, k: None = None, *, positions: Any = None, offset: int = 0,
          v_cache: None = None, attention_factor: float | None = None,
          context: Context | None = None) -> _A: ...
 @overload
-def rope(q: _A, k: _B, *, positions: Any = None, offset: int = 0, theta: float | None = None,
+def rope(q: _A, k: _B, *, positions: Any = None, position_ids: Any = None,
+         offset: int = 0, theta: float | None = None,
          style: _Style = "neox", rotary_dim: int | None = None, rotary_offset: int = 0,
          inverse: bool = False,
          scaling: Mapping[str, Any] | Any | None = None, multimodal: _Multimodal = None,
@@ -76,6 +82,32 @@ def rope(q: _A, k: _B, *, positions: Any = None, offset: int = 0, theta: float |
          k_out: _B | None = None, k_cache: Any = None, slot_mapping: Any = None, v: Any = None,
          v_cache: Any = None, attention_factor: float | None = None,
          context: Context | None = None) -> tuple[_A, _B]: ...
+
+class Rope:
+    def __init__(self, config: Mapping[str, Any] | str | os.PathLike[str] | Any | None = None,
+                 *, theta: float | None = None, head_dim: int | None = None,
+                 rotary_dim: int | None = None, rotary_offset: int = 0, style: _Style = "neox",
+                 scaling: Mapping[str, Any] | str | os.PathLike[str] | Any | None = None,
+                 layout: Literal["bthd", "bhtd"] = "bthd", multimodal: _Multimodal = None,
+                 mrope_section: Sequence[int] | None = None, components: int | None = None,
+                 component_map: Sequence[int] | Any | None = None,
+                 attention_factor: float | None = None, inverse: bool = False,
+                 layer_type: str | None = None, max_position_embeddings: int | None = None,
+                 context: Context | None = None) -> None: ...
+    @property
+    def settings(self) -> dict[str, Any]: ...
+    @property
+    def context(self) -> Context | None: ...
+    @overload
+    def __call__(self, q: _A, k: None = None, *, positions: Any = None,
+                 position_ids: Any = None, offset: int = 0, out: _A | None = None,
+                 k_out: None = None, k_cache: None = None, slot_mapping: None = None,
+                 v: None = None, v_cache: None = None, context: Context | None = None) -> _A: ...
+    @overload
+    def __call__(self, q: _A, k: _B, *, positions: Any = None, position_ids: Any = None,
+                 offset: int = 0, out: _A | None = None, k_out: _B | None = None,
+                 k_cache: Any = None, slot_mapping: Any = None, v: Any = None,
+                 v_cache: Any = None, context: Context | None = None) -> tuple[_A, _B]: ...
 
 def sinusoidal(out: _A | None = None, *, positions: Any = None, rows: int | None = None,
                d_model: int | None = None, batch: int | None = None, offset: int = 0,

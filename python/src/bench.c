@@ -33,7 +33,7 @@ PyObject *pyposenc_bench_c_rope(PyObject *module, PyObject *const *args, Py_ssiz
     }
     /* One call first, through the usual path: it checks the arguments and raises as rope
      * would, so that the timed loop below only repeats calls known to succeed. */
-    if (pyposenc_run_rope(self, &desc) < 0) {
+    if (pyposenc_run_rope(self, &desc, 0) < 0) {
         goto done;
     }
     posenc_status status = POSENC_OK;

@@ -6,6 +6,8 @@
 #include <string.h>
 
 static PyObject *context_type;
+static PyObject *default_context;  /* made on first use, kept for the process */
+static PyThread_type_lock default_lock;
 
 PyObject *pyposenc_device_dict(const posenc_device_info *info)
 {
@@ -242,8 +244,30 @@ static PyType_Spec context_spec = {
     .slots = context_slots,
 };
 
+PyObject *pyposenc_default_context(PyObject *module, PyObject *unused)
+{
+    if (default_context) {
+        return Py_NewRef(default_context);
+    }
+    /* The first callers racing: one makes the Context (opening the device drops the GIL), the
+     * others wait for it with the GIL released, then take the same one. */
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(default_lock, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+    if (!default_context) {
+        default_context = PyObject_CallNoArgs(pyposenc_context_type());
+    }
+    PyThread_release_lock(default_lock);
+    return Py_XNewRef(default_context);
+}
+
 int pyposenc_context_init(PyObject *module)
 {
+    default_lock = PyThread_allocate_lock();
+    if (!default_lock) {
+        PyErr_NoMemory();
+        return -1;
+    }
     context_type = PyType_FromSpec(&context_spec);
     if (!context_type) {
         return -1;

@@ -25,6 +25,8 @@ static posenc_dtype dl_dtype(pyposenc_dl_dtype type, enum pyposenc_kind kind)
         }
     } else if (type.code == PYPOSENC_DL_INT && type.bits == 32) {
         return POSENC_DTYPE_I32;
+    } else if (kind == PYPOSENC_INDICES && type.code == PYPOSENC_DL_INT && type.bits == 64) {
+        return PYPOSENC_DTYPE_I64;
     }
     return POSENC_DTYPE_DEFAULT;
 }
@@ -87,8 +89,9 @@ int pyposenc_dlpack_get(PyObject *object, const char *name, enum pyposenc_kind k
         pyposenc_raisef(POSENC_INVALID_DTYPE,
                         "%s: DLPack type code %u, %u bits, %u lanes is not %s", name,
                         dl->dtype.code, dl->dtype.bits, dl->dtype.lanes,
-                        kind == PYPOSENC_DATA ? "float32, float16 or bfloat16"
-                                              : "int32 or float32");
+                        kind == PYPOSENC_DATA      ? "float32, float16 or bfloat16"
+                        : kind == PYPOSENC_INDICES ? "int32, int64 or float32"
+                                                   : "int32 or float32");
         pyposenc_dlpack_release(view);
         return PYPOSENC_NOT_PLAIN;
     }

@@ -66,7 +66,8 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
 
 /* posenc.rope's documentation; the first line is its signature for inspect and help(). */
 #define ROPE_DOC                                                                                   \
-    "rope($module, q, k=None, *, positions=None, offset=0, theta=None, style='neox', "             \
+    "rope($module, q, k=None, *, positions=None, position_ids=None, offset=0, theta=None, "             \
+    "style='neox', "             \
     "rotary_dim=None, rotary_offset=0, inverse=False, scaling=None, multimodal=None, "             \
     "mrope_section=None, "                                                                         \
     "components=None, component_map=None, layout='bthd', out=None, k_out=None, "                   \
@@ -111,6 +112,21 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
     "Returns the array written for q, or (q, k) when k is given (k as it is, unrotated,\n"         \
     "when k_cache is given without k_out)."
 
+const char pyposenc_rope_doc[] =
+    "Rope(config=None, *, theta=None, head_dim=None, rotary_dim=None, rotary_offset=0,\n"
+    "     style='neox', scaling=None, layout='bthd', multimodal=None, mrope_section=None,\n"
+    "     components=None, component_map=None, attention_factor=None, inverse=False,\n"
+    "     layer_type=None, max_position_embeddings=None, context=None)\n"
+    "\n"
+    "A RoPE resolved once, applied by calls that run in C. config: an HF config (object,\n"
+    "dict, or a config.json path or model folder) or rope dict, as posenc.rope's scaling=\n"
+    "takes it; the keywords are posenc.rope's and win over the config. head_dim: the head\n"
+    "size, for configs that derive the rotary dims from it (partial_rotary_factor).\n"
+    "\n"
+    "rope(q, k=None, *, positions=None, position_ids=None, offset=0, out=None, k_out=None,\n"
+    "     k_cache=None, slot_mapping=None, v=None, v_cache=None, context=None)\n"
+    "applies it as posenc.rope does, and returns what posenc.rope returns.";
+
 #define DEFAULT_CONTEXT_DOC                                                                       \
     "default_context()\n--\n\n"                                                                  \
     "The process's shared Context, made on first use (the best device, or the one the\n"        \
@@ -126,8 +142,9 @@ static PyMethodDef methods[] = {
     {"rope_buffers", (PyCFunction)(void (*)(void))pyposenc_rope, METH_VARARGS | METH_KEYWORDS,
      "Low-level RoPE on buffers, every option explicit; see posenc.rope."},
     {"default_context", pyposenc_default_context, METH_NOARGS, DEFAULT_CONTEXT_DOC},
-    {"_set_rope_general", pyposenc_set_rope_general, METH_O,
-     "_set_rope_general(function): where posenc.rope sends the calls it does not do in C."},
+    {"_set_rope_hooks", pyposenc_set_rope_hooks, METH_VARARGS,
+     "_set_rope_hooks(resolve, general, cache_key, bad_keyword): the Python layer's parts of\n"
+     "posenc.rope and posenc.Rope."},
     {"rope_plain", (PyCFunction)(void (*)(void))pyposenc_rope_plain, METH_FASTCALL,
      "rope_plain(context, q, k, offset): posenc.rope's call with default options; None, or "
      "NotImplemented for arrays it leaves to the general path."},
@@ -160,7 +177,7 @@ PyMODINIT_FUNC PyInit__posenc(void)
         return NULL;
     }
     if (pyposenc_errors_init(module) < 0 || pyposenc_context_init(module) < 0 ||
-        pyposenc_rope_entry_init(module) < 0) {
+        pyposenc_rope_object_init(module) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -4,6 +4,7 @@
  * arrays it points to. */
 #include "pyposenc.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,23 +38,79 @@ static int parse_section(PyObject *object, uint32_t section[3])
     }
     for (Py_ssize_t i = 0; i < 3; i++) {
         PyObject *item = PySequence_GetItem(object, i);
-        long v = item && PyLong_Check(item) ? PyLong_AsLong(item) : -1;
+        char name[24];
+        PyOS_snprintf(name, sizeof name, "mrope_section[%zd]", i);
+        int rc = item ? pyposenc_u32(item, name, &section[i]) : -1;
         Py_XDECREF(item);
-        if (v < 0 || v > (long)UINT32_MAX) {
-            PyErr_Clear();
-            pyposenc_raisef(POSENC_INVALID_ARGUMENT,
-                            "mrope_section[%zd]: a non-negative integer is expected", i);
+        if (rc < 0) {
             return -1;
         }
-        section[i] = (uint32_t)v;
     }
     return 0;
 }
 
-/* component_map as bytes. posenc reads rotary_dim/2 entries without knowing the array's
- * length, so the length is checked here, and the copy holds at least head_dim/2 entries: a
- * rotary_dim posenc accepts never reads past it, and one it refuses is reported as such. */
-static int parse_component_map(PyObject *object, const posenc_rope_desc *desc, uint8_t **out)
+int pyposenc_index(PyObject *object, const char *name, long long minimum, long long maximum,
+                   long long *out)
+{
+    if (PyFloat_Check(object)) {
+        PyErr_Format(PyExc_TypeError, "%s: %R is not an integer; pass an int", name, object);
+        return -1;
+    }
+    /* operator.index: ints, bools, numpy and torch integer scalars; never a float. */
+    PyObject *index = PyNumber_Index(object);
+    if (!index) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: %R is not an integer; pass an int", name, object);
+        return -1;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(index, &overflow);
+    Py_DECREF(index);
+    if (overflow || (v == -1 && PyErr_Occurred()) || v < minimum || v > maximum) {
+        PyErr_Clear();
+        pyposenc_raisef(POSENC_INVALID_ARGUMENT, "%s: %R is outside %lld to %lld", name, object,
+                        minimum, maximum);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int pyposenc_u32(PyObject *object, const char *name, uint32_t *out)
+{
+    long long v;
+    if (pyposenc_index(object, name, 0, UINT32_MAX, &v) < 0) {
+        return -1;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int parse_i32(PyObject *object, const char *name, int32_t *out)
+{
+    long long v;
+    if (pyposenc_index(object, name, INT32_MIN, INT32_MAX, &v) < 0) {
+        return -1;
+    }
+    *out = (int32_t)v;
+    return 0;
+}
+
+static int parse_double(PyObject *object, const char *name, double *out)
+{
+    double v = PyFloat_AsDouble(object);
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: %R is not a number", name, object);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* component_map as bytes, its length checked against q when the call comes (the rotated
+ * pairs may be q's to tell). */
+static int parse_component_map(PyObject *object, pyposenc_rope_options *options)
 {
     if (object == Py_None) {
         return 0;
@@ -65,17 +122,7 @@ static int parse_component_map(PyObject *object, const posenc_rope_desc *desc, u
                         "component_map: a non-empty sequence of component indices is expected");
         return -1;
     }
-    int64_t head_dim = desc->q.ndim ? desc->q.shape[desc->q.ndim - 1] : 0;
-    int64_t rotated = head_dim - (int64_t)desc->rotary_offset;
-    int64_t rotary_dim = desc->rotary_dim ? (int64_t)desc->rotary_dim : rotated;
-    if (rotary_dim > 0 && rotary_dim % 2 == 0 && rotary_dim <= rotated && n != rotary_dim / 2) {
-        pyposenc_raisef(POSENC_INVALID_SHAPE,
-                        "component_map: %zd entries, but rotary_dim/2 = %lld are expected", n,
-                        (long long)(rotary_dim / 2));
-        return -1;
-    }
-    size_t size = (size_t)(n > head_dim / 2 ? n : head_dim / 2);
-    uint8_t *map = calloc(size, 1);
+    uint8_t *map = calloc((size_t)n, 1);
     if (!map) {
         PyErr_NoMemory();
         return -1;
@@ -93,7 +140,131 @@ static int parse_component_map(PyObject *object, const posenc_rope_desc *desc, u
         }
         map[i] = (uint8_t)v;
     }
-    *out = map;
+    options->component_map = map;
+    options->component_count = n;
+    options->desc.component_map = map;
+    return 0;
+}
+
+int pyposenc_rope_component_map_check(const pyposenc_rope_options *options,
+                                      const posenc_tensor *q)
+{
+    /* posenc reads rotary_dim/2 entries without knowing the array's length. A rotary_dim
+     * posenc refuses is left for it to report. */
+    if (!options->component_map) {
+        return 0;
+    }
+    int64_t head_dim = q->ndim ? q->shape[q->ndim - 1] : 0;
+    int64_t rotated = head_dim - (int64_t)options->desc.rotary_offset;
+    int64_t rotary_dim = options->desc.rotary_dim ? (int64_t)options->desc.rotary_dim : rotated;
+    if (rotary_dim > 0 && rotary_dim % 2 == 0 && rotary_dim <= rotated &&
+        options->component_count != rotary_dim / 2) {
+        pyposenc_raisef(POSENC_INVALID_SHAPE,
+                        "component_map: %zd entries, but rotary_dim/2 = %lld are expected",
+                        options->component_count, (long long)(rotary_dim / 2));
+        return -1;
+    }
+    if (rotary_dim > 2 * options->component_count) {
+        /* refused by posenc for its rotary_dim; never read past the map meanwhile */
+        pyposenc_raisef(POSENC_INVALID_SHAPE,
+                        "component_map: %zd entries for rotary_dim %lld", options->component_count,
+                        (long long)rotary_dim);
+        return -1;
+    }
+    return 0;
+}
+
+void pyposenc_rope_options_free(pyposenc_rope_options *options)
+{
+    pyposenc_scaling_free(&options->storage);
+    free(options->component_map);
+    options->component_map = NULL;
+    options->desc.component_map = NULL;
+}
+
+/* One option of `name` from `value` into `options`: 1 when `name` is an option, 0 when it is
+ * not, -1 on a fault (raised). */
+static int parse_option(const char *name, PyObject *value, pyposenc_rope_options *options)
+{
+    posenc_rope_desc *desc = &options->desc;
+    int32_t i32 = 0;
+    uint32_t u32 = 0;
+    if (strcmp(name, "theta") == 0) {
+        return parse_double(value, name, &desc->theta) < 0 ? -1 : 1;
+    }
+    if (strcmp(name, "attention_factor") == 0) {
+        return parse_double(value, name, &desc->attention_factor) < 0 ? -1 : 1;
+    }
+    if (strcmp(name, "style") == 0 || strcmp(name, "multimodal") == 0) {
+        if (parse_i32(value, name, &i32) < 0) {
+            return -1;
+        }
+        if (name[0] == 's') {
+            desc->style = (posenc_rope_style)i32;
+        } else {
+            desc->multimodal = (posenc_rope_multimodal)i32;
+        }
+        return 1;
+    }
+    if (strcmp(name, "rotary_dim") == 0 || strcmp(name, "rotary_offset") == 0 ||
+        strcmp(name, "components") == 0) {
+        if (value != Py_None && pyposenc_u32(value, name, &u32) < 0) {
+            return -1;
+        }
+        *(name[0] == 'c' ? &desc->components
+          : name[7] == 'd' ? &desc->rotary_dim : &desc->rotary_offset) = u32;
+        return 1;
+    }
+    if (strcmp(name, "inverse") == 0) {
+        int truth = PyObject_IsTrue(value);
+        if (truth < 0) {
+            return -1;
+        }
+        desc->inverse = truth != 0;
+        return 1;
+    }
+    if (strcmp(name, "scaling") == 0) {
+        return pyposenc_scaling_parse(value, &desc->scaling, &options->storage) < 0 ? -1 : 1;
+    }
+    if (strcmp(name, "mrope_section") == 0) {
+        return parse_section(value, desc->mrope_section) < 0 ? -1 : 1;
+    }
+    if (strcmp(name, "component_map") == 0) {
+        return parse_component_map(value, options) < 0 ? -1 : 1;
+    }
+    if (strcmp(name, "layout") == 0) {
+        const char *text = PyUnicode_Check(value) ? PyUnicode_AsUTF8AndSize(value, NULL) : NULL;
+        if (text && strcmp(text, "bhtd") == 0) {
+            options->heads_first = 1;
+        } else if (text && strcmp(text, "bthd") == 0) {
+            options->heads_first = 0;
+        } else {
+            PyErr_Clear();
+            pyposenc_raisef(POSENC_INVALID_ARGUMENT, "layout: %R is not 'bthd' or 'bhtd'",
+                            value);
+            return -1;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+int pyposenc_rope_options_parse(PyObject *dict, pyposenc_rope_options *options)
+{
+    memset(options, 0, sizeof *options);
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (dict && PyDict_Next(dict, &pos, &key, &value)) {
+        const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, NULL) : NULL;
+        int rc = name ? parse_option(name, value, options) : -1;
+        if (rc == 0) {
+            PyErr_Format(PyExc_TypeError, "an unknown RoPE option '%s'", name);
+        }
+        if (rc <= 0) {
+            pyposenc_rope_options_free(options);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -102,59 +273,83 @@ void pyposenc_rope_args_free(pyposenc_rope_args *args)
     for (int i = 0; i < PYPOSENC_ROPE_VIEWS; i++) {
         pyposenc_view_release(&args->views[i]);
     }
-    pyposenc_scaling_free(&args->storage);
-    free(args->component_map);
-    args->component_map = NULL;
+    pyposenc_rope_options_free(&args->options);
+}
+
+void pyposenc_rope_heads_first(posenc_rope_desc *desc)
+{
+    posenc_tensor *tensors[] = {&desc->q,     &desc->q_out,   &desc->k,      &desc->k_out,
+                                &desc->k_cache, &desc->v,     &desc->v_cache};
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+        heads_first(tensors[i]);
+    }
 }
 
 int pyposenc_rope_args_parse(PyObject *positional, PyObject *kwargs, pyposenc_rope_args *args)
 {
-    static char *keywords[] = {"q", "k", "q_out", "k_out", "positions", "offset", "theta",
-                               "style", "rotary_dim", "inverse", "attention_factor", "scaling",
-                               "multimodal", "mrope_section", "layout", "bf16", "k_cache",
-                               "slot_mapping", "v", "v_cache", "components", "component_map",
-                               "rotary_offset", NULL};
+    memset(args, 0, sizeof *args);
     PyObject *objects[PYPOSENC_ROPE_VIEWS];
     for (int i = 0; i < PYPOSENC_ROPE_VIEWS; i++) {
         objects[i] = Py_None;
     }
-    PyObject *scaling_object = Py_None, *section_object = Py_None, *map_object = Py_None;
-    int offset = 0, style = 0, inverse = 0, multimodal = 0, bf16 = 0;
-    unsigned int rotary_dim = 0, components = 0, rotary_offset = 0;
-    double theta = 0.0, attention_factor = 0.0;
-    const char *layout = "bthd";
-    memset(args, 0, sizeof *args);
-    if (!PyArg_ParseTupleAndKeywords(
-            positional, kwargs, "O|$OOOOidiIpdOiOspOOOOIOI:rope_buffers", keywords, &objects[0],
-            &objects[2], &objects[1], &objects[3], &objects[4], &offset, &theta, &style,
-            &rotary_dim, &inverse, &attention_factor, &scaling_object, &multimodal,
-            &section_object, &layout, &bf16, &objects[5], &objects[6], &objects[7], &objects[8],
-            &components, &map_object, &rotary_offset)) {
+    int32_t offset = 0;
+    int bf16 = 0;
+    Py_ssize_t npositional = PyTuple_Size(positional);
+    if (npositional > 1) {
+        PyErr_Format(PyExc_TypeError, "rope_buffers: q is the only positional argument, %zd "
+                     "given", npositional);
         return -1;
     }
-    int swap = 0;
-    if (strcmp(layout, "bhtd") == 0) {
-        swap = 1;
-    } else if (strcmp(layout, "bthd") != 0) {
-        pyposenc_raisef(POSENC_INVALID_ARGUMENT, "layout: '%s' is not 'bthd' or 'bhtd'", layout);
-        return -1;
+    if (npositional == 1) {
+        objects[0] = PyTuple_GetItem(positional, 0);
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (kwargs && PyDict_Next(kwargs, &pos, &key, &value)) {
+        const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, NULL) : NULL;
+        if (!name) {
+            return -1;
+        }
+        int done = 0;
+        for (int i = 0; i < PYPOSENC_ROPE_VIEWS && !done; i++) {
+            if (strcmp(name, view_names[i]) == 0) {
+                if (i == 0 && npositional) {
+                    PyErr_SetString(PyExc_TypeError, "rope_buffers: q given twice");
+                    goto fail;
+                }
+                objects[i] = value;
+                done = 1;
+            }
+        }
+        if (done) {
+            continue;
+        }
+        if (strcmp(name, "offset") == 0) {
+            if (parse_i32(value, name, &offset) < 0) {
+                goto fail;
+            }
+        } else if (strcmp(name, "bf16") == 0) {
+            bf16 = PyObject_IsTrue(value);
+            if (bf16 < 0) {
+                goto fail;
+            }
+        } else {
+            int rc = parse_option(name, value, &args->options);
+            if (rc == 0) {
+                PyErr_Format(PyExc_TypeError, "rope_buffers: an unexpected keyword '%s'", name);
+            }
+            if (rc <= 0) {
+                goto fail;
+            }
+        }
+    }
+    if (objects[0] == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "rope_buffers: q is required");
+        goto fail;
     }
     posenc_rope_desc *desc = &args->desc;
-    *desc = (posenc_rope_desc){
-        .position_offset = offset,
-        .rotary_dim = rotary_dim,
-        .rotary_offset = rotary_offset,
-        .style = (posenc_rope_style)style,
-        .theta = theta,
-        .attention_factor = attention_factor,
-        .inverse = inverse != 0,
-        .multimodal = (posenc_rope_multimodal)multimodal,
-        .components = components,
-    };
-    if (parse_section(section_object, desc->mrope_section) < 0 ||
-        pyposenc_scaling_parse(scaling_object, &desc->scaling, &args->storage) < 0) {
-        return -1;
-    }
+    *desc = args->options.desc;
+    desc->position_offset = offset;
     posenc_tensor *tensors[PYPOSENC_ROPE_VIEWS] = {
         &desc->q, &desc->q_out, &desc->k, &desc->k_out, &desc->positions,
         &desc->k_cache, &desc->slot_mapping, &desc->v, &desc->v_cache};
@@ -174,17 +369,12 @@ int pyposenc_rope_args_parse(PyObject *positional, PyObject *kwargs, pyposenc_ro
         pyposenc_raisef(POSENC_INVALID_ARGUMENT, "k_out: given without k");
         goto fail;
     }
-    if (swap) {
-        for (int i = 0; i < PYPOSENC_ROPE_VIEWS; i++) {
-            if (i != 4 && i != 6) {
-                heads_first(tensors[i]);
-            }
-        }
+    if (args->options.heads_first) {
+        pyposenc_rope_heads_first(desc);
     }
-    if (parse_component_map(map_object, desc, &args->component_map) < 0) {
+    if (pyposenc_rope_component_map_check(&args->options, &desc->q) < 0) {
         goto fail;
     }
-    desc->component_map = args->component_map;
     return 0;
 fail:
     pyposenc_rope_args_free(args);

@@ -5,11 +5,6 @@
 
 #include <limits.h>
 
-/* At most this many elements in q and k together, rope_plain keeps the GIL: the work (about
- * 2 us at this size on one core) then costs no more than dropping and taking back the GIL,
- * as numpy keeps it for its small loops. */
-#define SMALL_CALL_ELEMENTS 16384
-
 /* posenc's status and the context's message of one call made on `self->context`, its lock
  * held. */
 static posenc_status call_locked(pyposenc_context *self, const posenc_rope_desc *rope,
@@ -64,9 +59,9 @@ static int64_t elements(const posenc_tensor *tensor)
     return n;
 }
 
-int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc)
+int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc, int small)
 {
-    return run(self, desc, NULL, 0);
+    return run(self, desc, NULL, small);
 }
 
 /* (context, rest): the Context of args[0] and the other positional arguments. */
@@ -136,7 +131,7 @@ int pyposenc_rope_plain_run(PyObject *context, PyObject *q, PyObject *k, PyObjec
         done = 0;
     } else if (got == 0 &&
                run(self, &desc, NULL,
-                   elements(&desc.q) + elements(&desc.k) <= SMALL_CALL_ELEMENTS) == 0) {
+                   elements(&desc.q) + elements(&desc.k) <= PYPOSENC_SMALL_CALL) == 0) {
         done = 1;
     }
     pyposenc_view_release(&views[0]);

@@ -5,6 +5,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "compat.h"
 
 #include <posenc/posenc.h>
 
@@ -46,7 +47,12 @@ typedef struct pyposenc_view {
 enum pyposenc_kind {
     PYPOSENC_DATA,      /* f32, f16, or bf16 (as uint16 with the bf16 hint) */
     PYPOSENC_POSITIONS, /* i32 or f32 */
+    PYPOSENC_INDICES,   /* i32, f32, or i64 (as PYPOSENC_DTYPE_I64, for positions.c to narrow) */
 };
+
+/* int64 indices as a view holds them before positions.c narrows them to int32: never handed to
+ * the library. */
+#define PYPOSENC_DTYPE_I64 ((posenc_dtype)0x7f)
 
 /* Fills `tensor` from `object` (None leaves it absent). `name` names the argument in errors;
  * `writable` refuses read-only memory; `bf16` reads 16-bit unsigned integers as bf16.
@@ -72,6 +78,25 @@ int pyposenc_dlpack_get(PyObject *object, const char *name, enum pyposenc_kind k
                         pyposenc_view *view, posenc_tensor *tensor);
 void pyposenc_dlpack_release(pyposenc_view *view);
 
+/* positions.c: positions, position_ids and slot mappings (see the file's comment). */
+typedef struct pyposenc_indices {
+    pyposenc_view view;
+    int32_t *copy;       /* int64 narrowed, packed; NULL when the view is used as it is */
+    int32_t small[64];   /* the copy of a short array (a decode step's), with no allocation */
+} pyposenc_indices;
+
+/* HF's order: a leading dim of 1 (ids shared by the batch) dropped; with COMPONENTS_FIRST, the
+ * component axis moved from first to innermost. */
+#define PYPOSENC_HF_IDS 1
+#define PYPOSENC_HF_COMPONENTS_FIRST 2
+
+/* Fills `tensor` from `object` (None leaves it absent): 0, PYPOSENC_NOT_PLAIN for an object
+ * that has no buffer or a dtype other than int32, int64 and float32 (for the Python layer to
+ * convert), -1 for the other faults (a value outside int32 named with `name`). */
+int pyposenc_indices_get(PyObject *object, const char *name, int hf_order,
+                         pyposenc_indices *indices, posenc_tensor *tensor);
+void pyposenc_indices_release(pyposenc_indices *indices);
+
 /* scaling.c: a dict in posenc form to posenc_rope_scaling. The arrays it points to are owned by
  * `storage` (free with pyposenc_scaling_free). */
 typedef struct pyposenc_scaling_storage {
@@ -82,15 +107,43 @@ int pyposenc_scaling_parse(PyObject *dict, posenc_rope_scaling *scaling,
                            pyposenc_scaling_storage *storage);
 void pyposenc_scaling_free(pyposenc_scaling_storage *storage);
 
-/* op_args.c: the keyword arguments of one RoPE call (rope_buffers' own, q positional or
- * keyword) as a descriptor. The layout "bhtd" reads q, k, their outs, v and the caches heads
- * before tokens. Free with pyposenc_rope_args_free (also after a failed parse). */
+/* op_args.c: a RoPE call's options (everything but the arrays, positions and offset), as a
+ * descriptor with the arrays it points to. The layout "bhtd" reads q, k, their outs, v and the
+ * caches heads before tokens. */
+typedef struct pyposenc_rope_options {
+    posenc_rope_desc desc; /* no tensors, no position_offset */
+    int heads_first;       /* layout "bhtd" */
+    pyposenc_scaling_storage storage;
+    uint8_t *component_map;
+    Py_ssize_t component_count;
+} pyposenc_rope_options;
+
+/* Fills `options` from a dict of rope_buffers' option keywords (theta, style, rotary_dim,
+ * rotary_offset, inverse, attention_factor, scaling, multimodal, mrope_section, components,
+ * component_map, layout; style and multimodal as their enum values). 0, or -1 with the error
+ * raised and nothing to free. */
+int pyposenc_rope_options_parse(PyObject *dict, pyposenc_rope_options *options);
+void pyposenc_rope_options_free(pyposenc_rope_options *options);
+/* Refuses a component_map whose length does not fit the pairs q's call rotates. 0 or -1. */
+int pyposenc_rope_component_map_check(const pyposenc_rope_options *options,
+                                      const posenc_tensor *q);
+/* Swaps the heads and tokens of every data tensor of `desc` (layout "bhtd"). */
+void pyposenc_rope_heads_first(posenc_rope_desc *desc);
+
+/* An integer argument (int, or anything with __index__: numpy and torch integer scalars) in
+ * [minimum, maximum]: a TypeError for a float or a non-integer, a posenc InvalidArgument
+ * naming `name` out of range. 0 or -1. */
+int pyposenc_index(PyObject *object, const char *name, long long minimum, long long maximum,
+                   long long *out);
+int pyposenc_u32(PyObject *object, const char *name, uint32_t *out);
+
+/* The keyword arguments of one rope_buffers call (q positional or keyword). Free with
+ * pyposenc_rope_args_free (also after a failed parse). */
 #define PYPOSENC_ROPE_VIEWS 9
 typedef struct pyposenc_rope_args {
     posenc_rope_desc desc;
     pyposenc_view views[PYPOSENC_ROPE_VIEWS];
-    pyposenc_scaling_storage storage;
-    uint8_t *component_map;
+    pyposenc_rope_options options;
 } pyposenc_rope_args;
 
 int pyposenc_rope_args_parse(PyObject *positional, PyObject *kwargs, pyposenc_rope_args *args);
@@ -130,16 +183,25 @@ PyObject *pyposenc_rope_plain(PyObject *module, PyObject *const *args, Py_ssize_
 /* The descriptor of rope_plain's call, the same as the general path makes for those defaults
  * (so that both give the same bits). */
 void pyposenc_rope_plain_desc(posenc_rope_desc *desc, int offset);
-/* Runs one rope call on the context, the GIL released; -1 with the error raised on failure. */
-int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc);
+/* Runs one rope call on the context, the GIL released (or, `small` and the context free at
+ * once, held); -1 with the error raised on failure. */
+int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc, int small);
+/* At most this many elements in q and k together, a call keeps the GIL: the work (about 2 us
+ * at this size on one core) then costs no more than dropping and taking back the GIL, as
+ * numpy keeps it for its small loops. */
+#define PYPOSENC_SMALL_CALL 16384
 
-/* rope_entry.c: posenc.rope (the common call in C, the rest handed to the Python layer's
- * general path, given by _set_rope_general) and default_context(). */
-int pyposenc_rope_entry_init(PyObject *module);
+/* rope_object.c: posenc.Rope, and posenc.rope, which runs the Rope its options resolve to
+ * (cached by their values); _set_rope_hooks(resolve, general, cache_key, bad_keyword) gives
+ * the Python layer's parts. default_context() is context.c's. */
+int pyposenc_rope_object_init(PyObject *module);
 PyObject *pyposenc_rope_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);
-PyObject *pyposenc_set_rope_general(PyObject *module, PyObject *function);
+PyObject *pyposenc_set_rope_hooks(PyObject *module, PyObject *args);
 PyObject *pyposenc_default_context(PyObject *module, PyObject *unused);
+/* posenc.Rope's documentation (module.c keeps the docs). */
+extern const char pyposenc_rope_doc[];
+#define PYPOSENC_ROPE_DOC pyposenc_rope_doc
 
 /* bench.c: _bench_c_rope(context, q, k, offset, calls) -> seconds per posenc_rope call, timed
  * in C on the buffers rope_plain would use (the C side of `python -m posenc bench`). */

@@ -32,6 +32,8 @@ static posenc_dtype format_dtype(const char *format, Py_ssize_t itemsize, enum p
         }
     } else if ((c == 'i' || c == 'l') && itemsize == 4) {
         return POSENC_DTYPE_I32;
+    } else if (kind == PYPOSENC_INDICES && (c == 'q' || c == 'l') && itemsize == 8) {
+        return PYPOSENC_DTYPE_I64;
     }
     return POSENC_DTYPE_DEFAULT;
 }
@@ -125,8 +127,9 @@ int pyposenc_view_get(PyObject *object, const char *name, enum pyposenc_kind kin
     if (dtype == POSENC_DTYPE_DEFAULT) {
         pyposenc_raisef(POSENC_INVALID_DTYPE, "%s: element format '%s' (%zd bytes) is not %s",
                         name, b->format ? b->format : "B", b->itemsize,
-                        kind == PYPOSENC_DATA ? "float32, float16 or bfloat16"
-                                              : "int32 or float32");
+                        kind == PYPOSENC_DATA      ? "float32, float16 or bfloat16"
+                        : kind == PYPOSENC_INDICES ? "int32, int64 or float32"
+                                                   : "int32 or float32");
         pyposenc_view_release(view);
         memset(tensor, 0, sizeof *tensor);
         return PYPOSENC_NOT_PLAIN;

@@ -1,0 +1,650 @@
+/* SPDX-License-Identifier: MIT */
+/* posenc.Rope: a RoPE resolved once (an HF config's scaling, theta, rotary dims and M-RoPE
+ * sections, into one descriptor) whose calls run in C with no Python frame; and posenc.rope,
+ * which finds the Rope for its options in a cache keyed by their values, so that a repeated
+ * config costs a key and a lookup. Arrays the C side cannot use as they are (bf16 numpy
+ * arrays, lists, tensors that need grad) go, with the resolved options, to the Python layer's
+ * general path, which converts them or raises. */
+#include "pyposenc.h"
+
+#include <string.h>
+
+typedef struct pyposenc_rope_object {
+    PyObject_HEAD
+    pyposenc_rope_options options;
+    PyObject *settings; /* the resolved options as rope_buffers' keywords (a dict) */
+    PyObject *context;  /* a Context, or NULL: the default context at each call */
+} pyposenc_rope_object;
+
+/* A call's arguments besides q. */
+enum call_arg {
+    ARG_K,
+    ARG_POSITIONS,
+    ARG_POSITION_IDS,
+    ARG_OFFSET,
+    ARG_OUT,
+    ARG_K_OUT,
+    ARG_K_CACHE,
+    ARG_SLOT_MAPPING,
+    ARG_V,
+    ARG_V_CACHE,
+    ARG_CONTEXT,
+    ARG_COUNT
+};
+static const char *const arg_names[ARG_COUNT] = {
+    "k", "positions", "position_ids", "offset", "out", "k_out", "k_cache", "slot_mapping", "v",
+    "v_cache", "context"};
+
+/* posenc.rope's options: what a Rope resolves once. */
+#define OPTION_COUNT 12
+static const char *const option_names[OPTION_COUNT] = {
+    "theta",      "style",  "rotary_dim",    "rotary_offset", "inverse",       "scaling",
+    "multimodal", "layout", "mrope_section", "components",    "component_map", "attention_factor"};
+enum { OPTION_SCALING = 5 };
+
+static PyObject *arg_strings[ARG_COUNT];
+static PyObject *option_strings[OPTION_COUNT];
+static PyObject *rope_type;
+static PyObject *string_shape, *string_head_dim, *string_q;
+
+/* Given by the Python layer at import (posenc._set_rope_hooks). */
+static PyObject *hook_resolve;     /* (config=None, *, head_dim=None, **options) -> settings */
+static PyObject *hook_general;     /* posenc.rope's general path, in Python */
+static PyObject *hook_cache_key;   /* (value) -> a hashable key of its content, or None */
+static PyObject *hook_bad_keyword; /* (call, name) -> raises TypeError, "did you mean" */
+
+/* The Ropes posenc.rope resolved, by the values of their options; cleared when full. */
+#define CACHE_LIMIT 256
+static PyObject *cache;
+static PyObject *default_rope; /* posenc.rope's with no options */
+
+static int is_name(PyObject *name, PyObject *interned)
+{
+    /* Keywords written at a call site are interned: identity is the usual answer. */
+    return name == interned || PyUnicode_Compare(name, interned) == 0;
+}
+
+static int64_t elements(const posenc_tensor *tensor)
+{
+    int64_t n = tensor->ndim ? 1 : 0;
+    for (uint32_t d = 0; d < tensor->ndim; d++) {
+        n *= tensor->shape[d];
+    }
+    return n;
+}
+
+/* ---- the C path ------------------------------------------------------------------------- */
+
+enum { VIEW_Q, VIEW_K, VIEW_OUT, VIEW_K_OUT, VIEW_K_CACHE, VIEW_V, VIEW_V_CACHE, VIEW_COUNT };
+
+/* One call of `self` on the arrays: 1 done, 0 left to the general path (nothing written, no
+ * error set), -1 raised. */
+static int apply(pyposenc_rope_object *self, PyObject *context_object, PyObject *q,
+                 PyObject *const args[ARG_COUNT])
+{
+    pyposenc_context *context = pyposenc_context_check(context_object);
+    if (!context) {
+        return -1;
+    }
+    posenc_rope_desc desc = self->options.desc;
+    if (args[ARG_OFFSET]) {
+        long long offset;
+        if (pyposenc_index(args[ARG_OFFSET], "offset", INT32_MIN, INT32_MAX, &offset) < 0) {
+            return -1;
+        }
+        desc.position_offset = (int32_t)offset;
+    }
+    pyposenc_view views[VIEW_COUNT];
+    pyposenc_indices positions, slots;
+    memset(views, 0, sizeof views);
+    positions.copy = slots.copy = NULL;
+    memset(&positions.view, 0, sizeof positions.view);
+    memset(&slots.view, 0, sizeof slots.view);
+
+    PyObject *none = Py_None;
+#define ARG(i) (args[i] ? args[i] : none)
+    struct {
+        PyObject *object;
+        const char *name;
+        int writable;
+        posenc_tensor *tensor;
+    } data[VIEW_COUNT] = {
+        {q, "q", !args[ARG_OUT] || args[ARG_OUT] == none, &desc.q},
+        {ARG(ARG_K), "k",
+         (!args[ARG_K_OUT] || args[ARG_K_OUT] == none) &&
+             (!args[ARG_K_CACHE] || args[ARG_K_CACHE] == none),
+         &desc.k},
+        {ARG(ARG_OUT), "q_out", 1, &desc.q_out},
+        {ARG(ARG_K_OUT), "k_out", 1, &desc.k_out},
+        {ARG(ARG_K_CACHE), "k_cache", 1, &desc.k_cache},
+        {ARG(ARG_V), "v", 0, &desc.v},
+        {ARG(ARG_V_CACHE), "v_cache", 1, &desc.v_cache},
+    };
+    int done = -1, got = 0;
+    for (int i = 0; i < VIEW_COUNT && got == 0; i++) {
+        got = pyposenc_view_get(data[i].object, data[i].name, PYPOSENC_DATA, data[i].writable, 0,
+                                &views[i], data[i].tensor);
+    }
+    PyObject *ids = ARG(ARG_POSITION_IDS);
+    if (got == 0 && ids != none && ARG(ARG_POSITIONS) != none) {
+        pyposenc_raisef(POSENC_INVALID_ARGUMENT,
+                        "position_ids: given with positions; pass one of them");
+        goto done;
+    }
+    if (got == 0) {
+        got = ids != none
+                  ? pyposenc_indices_get(ids, "position_ids",
+                                         desc.multimodal ? PYPOSENC_HF_IDS | PYPOSENC_HF_COMPONENTS_FIRST
+                                                         : PYPOSENC_HF_IDS,
+                                         &positions, &desc.positions)
+                  : pyposenc_indices_get(ARG(ARG_POSITIONS), "positions", 0, &positions,
+                                         &desc.positions);
+    }
+    if (got == 0) {
+        got = pyposenc_indices_get(ARG(ARG_SLOT_MAPPING), "slot_mapping", 0, &slots,
+                                   &desc.slot_mapping);
+    }
+#undef ARG
+    if (got == PYPOSENC_NOT_PLAIN) {
+        PyErr_Clear();
+        done = 0;
+        goto done;
+    }
+    if (got < 0) {
+        goto done;
+    }
+    if (!desc.k.host && desc.k_out.host) {
+        pyposenc_raisef(POSENC_INVALID_ARGUMENT, "k_out: given without k");
+        goto done;
+    }
+    if (self->options.heads_first) {
+        pyposenc_rope_heads_first(&desc);
+    }
+    if (pyposenc_rope_component_map_check(&self->options, &desc.q) < 0) {
+        goto done;
+    }
+    if (pyposenc_run_rope(context, &desc,
+                          elements(&desc.q) + elements(&desc.k) <= PYPOSENC_SMALL_CALL) == 0) {
+        done = 1;
+    }
+done:
+    for (int i = 0; i < VIEW_COUNT; i++) {
+        pyposenc_view_release(&views[i]);
+    }
+    pyposenc_indices_release(&positions);
+    pyposenc_indices_release(&slots);
+    return done;
+}
+
+/* What a call returns: the array written for q, or (q's, k's). */
+static PyObject *result(PyObject *q, PyObject *const args[ARG_COUNT])
+{
+    PyObject *q_written = args[ARG_OUT] && args[ARG_OUT] != Py_None ? args[ARG_OUT] : q;
+    if (!args[ARG_K] || args[ARG_K] == Py_None) {
+        return Py_NewRef(q_written);
+    }
+    PyObject *k_written =
+        args[ARG_K_OUT] && args[ARG_K_OUT] != Py_None ? args[ARG_K_OUT] : args[ARG_K];
+    return PyTuple_Pack(2, q_written, k_written);
+}
+
+/* The general path with the resolved options: it converts what C could not take, or raises. */
+static PyObject *call_general(pyposenc_rope_object *self, PyObject *context, PyObject *q,
+                              PyObject *const args[ARG_COUNT])
+{
+    if (!hook_general) {
+        PyErr_SetString(PyExc_RuntimeError, "posenc.rope: the posenc package is not loaded");
+        return NULL;
+    }
+    PyObject *keywords = PyDict_Copy(self->settings);
+    PyObject *positional = keywords ? PyTuple_Pack(1, q) : NULL;
+    PyObject *out = NULL;
+    if (!positional) {
+        goto done;
+    }
+    for (int i = 0; i < ARG_COUNT; i++) {
+        PyObject *value = i == ARG_CONTEXT ? context : args[i];
+        if (value && PyDict_SetItem(keywords, arg_strings[i], value) < 0) {
+            goto done;
+        }
+    }
+    out = PyObject_Call(hook_general, positional, keywords);
+done:
+    Py_XDECREF(keywords);
+    Py_XDECREF(positional);
+    return out;
+}
+
+/* Runs `self` on the arrays on `context` (NULL or None: the Rope's own, else the default). */
+static PyObject *run_rope(pyposenc_rope_object *self, PyObject *q, PyObject *const args[ARG_COUNT])
+{
+    PyObject *context = args[ARG_CONTEXT];
+    PyObject *owned = NULL;
+    if (!context || context == Py_None) {
+        context = self->context;
+    }
+    if (!context) {
+        if (!(context = owned = pyposenc_default_context(NULL, NULL))) {
+            return NULL;
+        }
+    }
+    int done = apply(self, context, q, args);
+    PyObject *out = done < 0 ? NULL : done ? result(q, args) : call_general(self, context, q, args);
+    Py_XDECREF(owned);
+    return out;
+}
+
+/* ---- the type ---------------------------------------------------------------------------- */
+
+/* A Rope of `settings` (rope_buffers' option keywords) on `context` (NULL: the default). */
+static PyObject *rope_from_settings(PyTypeObject *type, PyObject *settings, PyObject *context)
+{
+    if (!PyDict_Check(settings)) {
+        PyErr_SetString(PyExc_TypeError, "posenc.Rope: the resolver gave no dict");
+        return NULL;
+    }
+    pyposenc_rope_object *self = (pyposenc_rope_object *)PyType_GenericAlloc(type, 0);
+    if (!self) {
+        return NULL;
+    }
+    if (pyposenc_rope_options_parse(settings, &self->options) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->settings = Py_NewRef(settings);
+    self->context = Py_XNewRef(context);
+    return (PyObject *)self;
+}
+
+static PyObject *rope_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    if (!hook_resolve) {
+        PyErr_SetString(PyExc_RuntimeError, "posenc.Rope: the posenc package is not loaded");
+        return NULL;
+    }
+    PyObject *context = kwargs ? PyDict_GetItemString(kwargs, "context") : NULL;
+    if (context == Py_None) {
+        context = NULL;
+    }
+    if (context && !pyposenc_context_check(context)) {
+        return NULL;
+    }
+    PyObject *options = kwargs ? PyDict_Copy(kwargs) : PyDict_New();
+    if (!options || (kwargs && PyDict_GetItemString(kwargs, "context") &&
+                     PyDict_DelItemString(options, "context") < 0)) {
+        Py_XDECREF(options);
+        return NULL;
+    }
+    PyObject *settings = PyObject_Call(hook_resolve, args, options);
+    Py_DECREF(options);
+    if (!settings) {
+        return NULL;
+    }
+    PyObject *self = rope_from_settings(type, settings, context);
+    Py_DECREF(settings);
+    return self;
+}
+
+static void rope_dealloc(PyObject *object)
+{
+    pyposenc_rope_object *self = (pyposenc_rope_object *)object;
+    PyTypeObject *type = Py_TYPE(object);
+    pyposenc_rope_options_free(&self->options);
+    Py_CLEAR(self->settings);
+    Py_CLEAR(self->context);
+    freefunc free_object = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    free_object(object);
+    Py_DECREF(type);
+}
+
+/* Rope.__call__(q, k=None, *, positions, position_ids, offset, out, k_out, k_cache,
+ * slot_mapping, v, v_cache, context). */
+static PyObject *rope_call(PyObject *object, PyObject *positional, PyObject *kwargs)
+{
+    PyObject *args[ARG_COUNT] = {NULL};
+    Py_ssize_t n = PyTuple_Size(positional);
+    if (n < 1 || n > 2) {
+        PyErr_Format(PyExc_TypeError, "Rope(): q and k are the positional arguments, %zd given",
+                     n);
+        return NULL;
+    }
+    PyObject *q = PyTuple_GetItem(positional, 0);
+    if (n == 2) {
+        args[ARG_K] = PyTuple_GetItem(positional, 1);
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (kwargs && PyDict_Next(kwargs, &pos, &key, &value)) {
+        int found = 0;
+        for (int i = 0; i < ARG_COUNT && !found; i++) {
+            if (is_name(key, arg_strings[i])) {
+                if (args[i]) {
+                    PyErr_Format(PyExc_TypeError, "Rope(): %U given twice", key);
+                    return NULL;
+                }
+                args[i] = value;
+                found = 1;
+            }
+        }
+        if (!found) {
+            PyObject *raised = PyObject_CallFunction(hook_bad_keyword, "sO", "Rope()", key);
+            Py_XDECREF(raised);
+            return NULL;
+        }
+    }
+    return run_rope((pyposenc_rope_object *)object, q, args);
+}
+
+static PyObject *rope_settings(PyObject *object, void *closure)
+{
+    return PyDict_Copy(((pyposenc_rope_object *)object)->settings);
+}
+
+static PyObject *rope_context(PyObject *object, void *closure)
+{
+    pyposenc_rope_object *self = (pyposenc_rope_object *)object;
+    return Py_NewRef(self->context ? self->context : Py_None);
+}
+
+static PyObject *rope_repr(PyObject *object)
+{
+    return PyUnicode_FromFormat("posenc.Rope(%R)", ((pyposenc_rope_object *)object)->settings);
+}
+
+static PyGetSetDef rope_getset[] = {
+    {"settings", rope_settings, NULL,
+     "What the Rope resolved, as rope_buffers' keywords (a new dict).", NULL},
+    {"context", rope_context, NULL, "The Context it runs on, or None (the default).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot rope_slots[] = {
+    {Py_tp_new, (void *)rope_new},
+    {Py_tp_dealloc, (void *)rope_dealloc},
+    {Py_tp_call, (void *)rope_call},
+    {Py_tp_getset, rope_getset},
+    {Py_tp_repr, (void *)rope_repr},
+    {Py_tp_doc, (void *)PYPOSENC_ROPE_DOC},
+    {0, NULL},
+};
+
+static PyType_Spec rope_spec = {
+    .name = "posenc.Rope",
+    .basicsize = sizeof(pyposenc_rope_object),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = rope_slots,
+};
+
+/* ---- posenc.rope ------------------------------------------------------------------------ */
+
+/* Appends a hashable stand-in for `value`'s content to `parts`: scalars with their type (so
+ * that 2 and 2.0 stay apart), dicts and lists item by item; anything else through the Python
+ * layer's cache_key (configs by their RoPE fields, paths with their mtime: `str_is_path` for
+ * scaling's own value). 1 done, 0 when it has no stand-in (the call then resolves anew), -1
+ * raised. */
+static int freeze(PyObject *value, PyObject *parts, int depth, int str_is_path)
+{
+    if (depth > 8) {
+        return 0;
+    }
+    if (value == Py_None || PyBool_Check(value) || PyLong_CheckExact(value) ||
+        PyFloat_CheckExact(value) || (PyUnicode_CheckExact(value) && !str_is_path)) {
+        return PyList_Append(parts, (PyObject *)Py_TYPE(value)) < 0 ||
+                       PyList_Append(parts, value) < 0
+                   ? -1
+                   : 1;
+    }
+    if (PyDict_CheckExact(value) || PyList_CheckExact(value) || PyTuple_CheckExact(value)) {
+        int is_dict = PyDict_CheckExact(value);
+        Py_ssize_t size = is_dict ? PyDict_Size(value) : PySequence_Size(value);
+        PyObject *mark = PyLong_FromSsize_t(is_dict ? -1 - size : size);
+        if (!mark || PyList_Append(parts, mark) < 0) {
+            Py_XDECREF(mark);
+            return -1;
+        }
+        Py_DECREF(mark);
+        if (is_dict) {
+            Py_ssize_t pos = 0;
+            PyObject *key, *item;
+            while (PyDict_Next(value, &pos, &key, &item)) {
+                int rc = PyList_Append(parts, key) < 0 ? -1 : freeze(item, parts, depth + 1, 0);
+                if (rc <= 0) {
+                    return rc;
+                }
+            }
+            return 1;
+        }
+        for (Py_ssize_t i = 0; i < size; i++) {
+            PyObject *item = PySequence_GetItem(value, i);
+            int rc = item ? freeze(item, parts, depth + 1, 0) : -1;
+            Py_XDECREF(item);
+            if (rc <= 0) {
+                return rc;
+            }
+        }
+        return 1;
+    }
+    PyObject *key = PyObject_CallFunctionObjArgs(hook_cache_key, value, NULL);
+    if (!key) {
+        return -1;
+    }
+    int rc = key == Py_None ? 0 : PyList_Append(parts, key) < 0 ? -1 : 1;
+    Py_DECREF(key);
+    return rc;
+}
+
+/* head_dim from q's shape, or None when q has none to read. */
+static PyObject *head_dim_of(PyObject *q)
+{
+    PyObject *shape = PyObject_GetAttr(q, string_shape);
+    if (!shape) {
+        PyErr_Clear();
+        return Py_NewRef(Py_None);
+    }
+    Py_ssize_t n = PySequence_Check(shape) ? PySequence_Size(shape) : -1;
+    PyObject *last = n > 0 ? PySequence_GetItem(shape, n - 1) : NULL;
+    Py_DECREF(shape);
+    if (!last) {
+        PyErr_Clear();
+        return Py_NewRef(Py_None);
+    }
+    return last;
+}
+
+/* The Rope for posenc.rope's options (options[i] NULL when not given): from the cache when
+ * the same values were resolved before. */
+static PyObject *rope_for(PyObject *q, PyObject *const options[OPTION_COUNT])
+{
+    PyObject *parts = PyList_New(0);
+    PyObject *key = NULL, *head_dim = NULL, *kwargs = NULL, *rope = NULL;
+    if (!parts) {
+        return NULL;
+    }
+    /* An HF config's rotary dims may come from q's head size. */
+    if (options[OPTION_SCALING] && options[OPTION_SCALING] != Py_None) {
+        head_dim = head_dim_of(q);
+        if (!head_dim || PyList_Append(parts, head_dim) < 0) {
+            goto done;
+        }
+    }
+    int cacheable = 1;
+    for (int i = 0; i < OPTION_COUNT && cacheable > 0; i++) {
+        if (options[i]) {
+            PyObject *index = PyLong_FromLong(i);
+            cacheable = index && PyList_Append(parts, index) == 0 ? freeze(options[i], parts, 0, i == OPTION_SCALING)
+                                                                  : -1;
+            Py_XDECREF(index);
+        }
+    }
+    if (cacheable < 0) {
+        goto done;
+    }
+    if (cacheable) {
+        key = PyList_AsTuple(parts);
+        if (!key) {
+            goto done;
+        }
+        rope = PyDict_GetItemWithError(cache, key);
+        if (rope) {
+            Py_INCREF(rope);
+            goto done;
+        }
+        if (PyErr_Occurred()) {
+            goto done;
+        }
+    }
+    kwargs = PyDict_New();
+    if (!kwargs || (head_dim && PyDict_SetItem(kwargs, string_head_dim, head_dim) < 0)) {
+        goto done;
+    }
+    for (int i = 0; i < OPTION_COUNT; i++) {
+        if (options[i] && PyDict_SetItem(kwargs, option_strings[i], options[i]) < 0) {
+            goto done;
+        }
+    }
+    PyObject *empty = PyTuple_New(0);
+    PyObject *settings = empty ? PyObject_Call(hook_resolve, empty, kwargs) : NULL;
+    Py_XDECREF(empty);
+    if (!settings) {
+        goto done;
+    }
+    rope = rope_from_settings((PyTypeObject *)rope_type, settings, NULL);
+    Py_DECREF(settings);
+    if (rope && key) {
+        if (PyDict_Size(cache) >= CACHE_LIMIT) {
+            PyDict_Clear(cache);
+        }
+        if (PyDict_SetItem(cache, key, rope) < 0) {
+            Py_CLEAR(rope);
+        }
+    }
+done:
+    Py_DECREF(parts);
+    Py_XDECREF(key);
+    Py_XDECREF(head_dim);
+    Py_XDECREF(kwargs);
+    return rope;
+}
+
+PyObject *pyposenc_rope_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    PyObject *call[ARG_COUNT] = {NULL};
+    PyObject *options[OPTION_COUNT] = {NULL};
+    PyObject *q = nargs ? args[0] : NULL;
+    int any_option = 0;
+    if (nargs > 2) {
+        PyErr_Format(PyExc_TypeError,
+                     "rope(): q and k are the positional arguments, %zd given", nargs);
+        return NULL;
+    }
+    if (nargs == 2) {
+        call[ARG_K] = args[1];
+    }
+    Py_ssize_t nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *name = PyTuple_GetItem(kwnames, i);
+        PyObject *value = args[nargs + i];
+        int found = 0;
+        if (is_name(name, string_q)) {
+            if (q) {
+                PyErr_SetString(PyExc_TypeError, "rope(): argument 'q' given twice");
+                return NULL;
+            }
+            q = value;
+            continue;
+        }
+        for (int a = 0; a < ARG_COUNT && !found; a++) {
+            if (is_name(name, arg_strings[a])) {
+                if (call[a]) {
+                    PyErr_Format(PyExc_TypeError, "rope(): %U given twice", name);
+                    return NULL;
+                }
+                call[a] = value;
+                found = 1;
+            }
+        }
+        for (int o = 0; o < OPTION_COUNT && !found; o++) {
+            if (is_name(name, option_strings[o])) {
+                options[o] = value;
+                any_option = found = 1;
+            }
+        }
+        if (!found) {
+            PyObject *raised = PyObject_CallFunction(hook_bad_keyword, "sO", "rope()", name);
+            Py_XDECREF(raised);
+            return NULL;
+        }
+    }
+    if (!q) {
+        PyErr_SetString(PyExc_TypeError, "rope(): missing the array q");
+        return NULL;
+    }
+    if (!hook_resolve) {
+        PyErr_SetString(PyExc_RuntimeError, "posenc.rope: the posenc package is not loaded");
+        return NULL;
+    }
+    PyObject *rope;
+    if (any_option) {
+        rope = rope_for(q, options);
+    } else {
+        if (!default_rope) {
+            default_rope = rope_for(q, options);
+        }
+        rope = Py_XNewRef(default_rope);
+    }
+    if (!rope) {
+        return NULL;
+    }
+    PyObject *out = run_rope((pyposenc_rope_object *)rope, q, call);
+    Py_DECREF(rope);
+    return out;
+}
+
+PyObject *pyposenc_set_rope_hooks(PyObject *module, PyObject *args)
+{
+    PyObject *resolve, *general, *cache_key, *bad_keyword;
+    if (!PyArg_ParseTuple(args, "OOOO:_set_rope_hooks", &resolve, &general, &cache_key,
+                          &bad_keyword)) {
+        return NULL;
+    }
+    PyObject *previous[4] = {hook_resolve, hook_general, hook_cache_key, hook_bad_keyword};
+    hook_resolve = Py_NewRef(resolve);
+    hook_general = Py_NewRef(general);
+    hook_cache_key = Py_NewRef(cache_key);
+    hook_bad_keyword = Py_NewRef(bad_keyword);
+    for (int i = 0; i < 4; i++) {
+        Py_XDECREF(previous[i]);
+    }
+    Py_CLEAR(default_rope);
+    PyDict_Clear(cache);
+    Py_RETURN_NONE;
+}
+
+int pyposenc_rope_object_init(PyObject *module)
+{
+    for (int i = 0; i < ARG_COUNT; i++) {
+        if (!(arg_strings[i] = PyUnicode_InternFromString(arg_names[i]))) {
+            return -1;
+        }
+    }
+    for (int i = 0; i < OPTION_COUNT; i++) {
+        if (!(option_strings[i] = PyUnicode_InternFromString(option_names[i]))) {
+            return -1;
+        }
+    }
+    string_shape = PyUnicode_InternFromString("shape");
+    string_head_dim = PyUnicode_InternFromString("head_dim");
+    string_q = PyUnicode_InternFromString("q");
+    cache = PyDict_New();
+    rope_type = PyType_FromSpec(&rope_spec);
+    if (!string_shape || !string_head_dim || !string_q || !cache || !rope_type) {
+        return -1;
+    }
+    Py_INCREF(rope_type);
+    if (PyModule_AddObject(module, "Rope", rope_type) < 0) {
+        Py_DECREF(rope_type);
+        return -1;
+    }
+    return 0;
+}
