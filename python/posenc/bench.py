@@ -27,6 +27,23 @@ from . import _posenc
 THETA = 10000.0
 DECODE_TARGET_US = 1.0  # at most this much more from Python than from C
 PREFILL_TARGET = 0.95  # C time / Python time at least this
+# The calls model code makes, at most this much more than posenc.rope(q, k, offset=n).
+ROPE_OBJECT_TARGET_US = 0.6
+ROPE_KEYWORDS_TARGET_US = 2.5
+
+# Llama 3.1 8B's config.json (its RoPE fields, sizes and the keys around them), as
+# posenc.hf.load_config would read it.
+LLAMA_3_1 = {
+    "architectures": ["LlamaForCausalLM"], "attention_bias": False, "bos_token_id": 128000,
+    "eos_token_id": 128001, "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096,
+    "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 131072,
+    "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 8, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 500000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "use_cache": True, "vocab_size": 128256,
+}
 
 
 def _numpy_rope(head_dim):
@@ -222,6 +239,57 @@ def _case(title, tokens, q_heads, kv_heads, head_dim, calls, rounds, torch, onnx
     return medians, fastest
 
 
+def _call_shapes(calls, rounds, out):
+    """A decode step as model code calls it (q [1, 32, 1, 128] and k [1, 8, 1, 128] in HF's
+    layout, the Llama 3.1 config, int64 position ids), each call shape beside the plain call on
+    the same bytes and the C call: {name: median seconds}."""
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((1, 32, 1, 128), dtype=np.float32)
+    k = rng.standard_normal((1, 8, 1, 128), dtype=np.float32)
+    q_plain, k_plain = q.reshape(1, 1, 32, 128), k.reshape(1, 1, 8, 128)  # one token: same bytes
+    position_ids = np.array([[4095]], np.int64)
+    context = posenc.default_context()
+    rope = posenc.rope
+    prepared = posenc.Rope(LLAMA_3_1, layout="bhtd")
+
+    def loop(call):
+        def run(n):
+            start = time.perf_counter()
+            for _ in range(n):
+                call()
+            return (time.perf_counter() - start) / n
+        return run
+
+    contenders = {
+        "posenc_rope from C": lambda n: _posenc._bench_c_rope(context, q_plain, k_plain, 4095, n),
+        "rope(q, k, offset=n)": loop(lambda: rope(q_plain, k_plain, offset=4095)),
+        "Rope(config)(q, k, position_ids=)": loop(lambda: prepared(q, k,
+                                                                   position_ids=position_ids)),
+        "rope(q, k, positions=, theta=, scaling=config)": loop(
+            lambda: rope(q, k, positions=position_ids, theta=500000.0, scaling=LLAMA_3_1,
+                         layout="bhtd")),
+    }
+    for run in contenders.values():
+        run(max(1, calls // 10))
+    times = _rounds(contenders, calls, rounds)
+    out(f"\ncall shapes: the decode step as model code calls it (Llama 3.1 config, layout "
+        f"bhtd, int64 position ids), {rounds} rounds of {calls} calls")
+    out(f"  {'':48} {'median':>10} {'fastest':>10} {'slowest':>10}")
+    medians = {}
+    for name, values in times.items():
+        medians[name] = statistics.median(values)
+        out(f"  {name:48} " + " ".join(_us(v) for v in
+                                        (medians[name], min(values), max(values))))
+    plain = medians["rope(q, k, offset=n)"]
+    for name, target in (("Rope(config)(q, k, position_ids=)", ROPE_OBJECT_TARGET_US),
+                         ("rope(q, k, positions=, theta=, scaling=config)",
+                          ROPE_KEYWORDS_TARGET_US)):
+        extra = (medians[name] - plain) * 1e6
+        out(f"  {name} costs {extra:+.2f} us beside rope(q, k, offset=n) (target <= "
+            f"{target} us: {'met' if extra <= target else 'NOT met'})")
+    return medians
+
+
 def _us(seconds):
     return f"{seconds * 1e6:8.2f}us" if seconds < 1e-3 else f"{seconds * 1e3:8.3f}ms"
 
@@ -259,6 +327,7 @@ def main(argv=None, out=print) -> int:
                    onnx_runtime, out)
     prefill = _case("prefill", args.prefill_tokens, 32, 8, 128, args.prefill_calls,
                     args.rounds, torch, onnx_runtime, out)
+    _call_shapes(args.decode_calls, args.rounds, out)
     py, c = "posenc from Python", "posenc_rope from C"
     out("")
     # Medians are the verdict; the fastest rounds show what a quiet machine gives, where other

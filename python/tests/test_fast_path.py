@@ -84,7 +84,9 @@ def test_bench_runs():
                        "--prefill-tokens", "8", "--no-torch"], out=lines.append) == 0
     text = "\n".join(lines)
     for row in ("posenc from Python", "posenc_rope from C", "numpy (vectorized f32)",
-                "decode Python overhead", "prefill C/Python"):
+                "decode Python overhead", "prefill C/Python", "call shapes",
+                "Rope(config)(q, k, position_ids=) costs",
+                "rope(q, k, positions=, theta=, scaling=config) costs"):
         assert row in text
 
 
