@@ -479,7 +479,10 @@ def _rope_general(q, k=None, *, positions=None, position_ids=None, offset=0, the
     return q_written, (k if k_out is None else k_out)
 
 
-_posenc._set_rope_hooks(_resolve_rope_named, _rope_general, _cache_key, _bad_keyword)
+# A config dict's cache key is made of the fields posenc.hf reads from it, and a dict is a
+# config by posenc.hf's rule.
+_posenc._set_rope_hooks(_resolve_rope_named, _rope_general, _cache_key, _bad_keyword,
+                        tuple(hf._CONFIG_KEYS), tuple(hf._READ_FIELDS) + ("text_config",))
 
 
 def _new_array(shape, dtype):

@@ -143,8 +143,8 @@ static PyMethodDef methods[] = {
      "Low-level RoPE on buffers, every option explicit; see posenc.rope."},
     {"default_context", pyposenc_default_context, METH_NOARGS, DEFAULT_CONTEXT_DOC},
     {"_set_rope_hooks", pyposenc_set_rope_hooks, METH_VARARGS,
-     "_set_rope_hooks(resolve, general, cache_key, bad_keyword): the Python layer's parts of\n"
-     "posenc.rope and posenc.Rope."},
+     "_set_rope_hooks(resolve, general, cache_key, bad_keyword, config_keys, read_fields):\n"
+     "the Python layer's parts of posenc.rope and posenc.Rope."},
     {"rope_plain", (PyCFunction)(void (*)(void))pyposenc_rope_plain, METH_FASTCALL,
      "rope_plain(context, q, k, offset): posenc.rope's call with default options; None, or "
      "NotImplemented for arrays it leaves to the general path."},

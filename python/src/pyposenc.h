@@ -192,8 +192,8 @@ int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc, int 
 #define PYPOSENC_SMALL_CALL 16384
 
 /* rope_object.c: posenc.Rope, and posenc.rope, which runs the Rope its options resolve to
- * (cached by their values); _set_rope_hooks(resolve, general, cache_key, bad_keyword) gives
- * the Python layer's parts. default_context() is context.c's. */
+ * (cached by their values); _set_rope_hooks(resolve, general, cache_key, bad_keyword,
+ * config_keys, read_fields) gives the Python layer's parts. default_context() is context.c's. */
 int pyposenc_rope_object_init(PyObject *module);
 PyObject *pyposenc_rope_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);

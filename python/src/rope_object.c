@@ -47,6 +47,10 @@ static PyObject *option_strings[OPTION_COUNT];
 static PyObject *rope_type;
 static PyObject *string_shape, *string_head_dim, *string_q;
 
+/* Given by the Python layer at import (posenc._set_rope_hooks). config_keys: keys of which
+ * one makes a mapping a config (posenc.hf's rule); read_fields: the fields read from a config,
+ * all that a config's cache key needs. */
+static PyObject *config_keys, *read_fields;
 /* Given by the Python layer at import (posenc._set_rope_hooks). */
 static PyObject *hook_resolve;     /* (config=None, *, head_dim=None, **options) -> settings */
 static PyObject *hook_general;     /* posenc.rope's general path, in Python */
@@ -377,6 +381,19 @@ static PyType_Spec rope_spec = {
 
 /* ---- posenc.rope ------------------------------------------------------------------------ */
 
+/* Whether a dict is a config rather than a rope dict (it has one of config_keys). */
+static int is_config(PyObject *dict)
+{
+    Py_ssize_t n = config_keys ? PyTuple_Size(config_keys) : 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyDict_GetItemWithError(dict, PyTuple_GetItem(config_keys, i))) {
+            return 1;
+        }
+    }
+    PyErr_Clear();
+    return 0;
+}
+
 /* Appends a hashable stand-in for `value`'s content to `parts`: scalars with their type (so
  * that 2 and 2.0 stay apart), dicts and lists item by item; anything else through the Python
  * layer's cache_key (configs by their RoPE fields, paths with their mtime: `str_is_path` for
@@ -393,6 +410,25 @@ static int freeze(PyObject *value, PyObject *parts, int depth, int str_is_path)
                        PyList_Append(parts, value) < 0
                    ? -1
                    : 1;
+    }
+    if (PyDict_CheckExact(value) && is_config(value)) {
+        /* A config (a config.json's dict): only the fields the mapping reads, so that a
+         * model's whole config is not walked on every call. */
+        if (PyList_Append(parts, config_keys) < 0) {
+            return -1;
+        }
+        Py_ssize_t n = PyTuple_Size(read_fields);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *field = PyDict_GetItemWithError(value, PyTuple_GetItem(read_fields, i));
+            if (!field && PyErr_Occurred()) {
+                return -1;
+            }
+            int rc = freeze(field ? field : Py_None, parts, depth + 1, 0);
+            if (rc <= 0) {
+                return rc;
+            }
+        }
+        return 1;
     }
     if (PyDict_CheckExact(value) || PyList_CheckExact(value) || PyTuple_CheckExact(value)) {
         int is_dict = PyDict_CheckExact(value);
@@ -603,11 +639,15 @@ PyObject *pyposenc_rope_entry(PyObject *module, PyObject *const *args, Py_ssize_
 
 PyObject *pyposenc_set_rope_hooks(PyObject *module, PyObject *args)
 {
-    PyObject *resolve, *general, *cache_key, *bad_keyword;
-    if (!PyArg_ParseTuple(args, "OOOO:_set_rope_hooks", &resolve, &general, &cache_key,
-                          &bad_keyword)) {
+    PyObject *resolve, *general, *cache_key, *bad_keyword, *keys, *fields;
+    if (!PyArg_ParseTuple(args, "OOOOO!O!:_set_rope_hooks", &resolve, &general, &cache_key,
+                          &bad_keyword, &PyTuple_Type, &keys, &PyTuple_Type, &fields)) {
         return NULL;
     }
+    Py_XDECREF(config_keys);
+    Py_XDECREF(read_fields);
+    config_keys = Py_NewRef(keys);
+    read_fields = Py_NewRef(fields);
     PyObject *previous[4] = {hook_resolve, hook_general, hook_cache_key, hook_bad_keyword};
     hook_resolve = Py_NewRef(resolve);
     hook_general = Py_NewRef(general);
