@@ -602,3 +602,10 @@ def sinusoidal(out=None, *, positions=None, rows=None, d_model=None, batch=None,
         input_scale=input_scale, output_scale=output_scale, dtype=dtype)
     _posenc.sinusoidal(context, **arguments)
     return out
+
+
+# torch.ops.posenc.* are registered once torch is imported, before or after posenc; posenc itself
+# never imports torch (posenc/_torch_import.py).
+from ._torch_import import register_when_imported as _register_torch_ops  # noqa: E402
+
+_register_torch_ops()

@@ -3,7 +3,12 @@
 # float64 reference in every dtype, their autograd (the inverse rotation, gradcheck), torch.compile
 # with no graph break, other devices refused by name, bad input leaving tensors as they were, the
 # HF and vLLM drop-ins against float64 forms of HF's and vLLM's own formulas (and HF itself where
-# transformers imports).
+# transformers imports), and registration whichever of torch and posenc is imported first.
+import os
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -27,6 +32,45 @@ def _random(*shape, dtype=torch.float32, seed=0):
 
 def _bthd(tensor, layout):
     return tensor if layout == "bthd" else tensor.transpose(1, 2)
+
+
+# -- registration ---------------------------------------------------------------------------------
+
+_ORDERS = {
+    "posenc then torch": "import posenc, sys; assert 'torch' not in sys.modules; import torch",
+    "torch then posenc": "import torch, posenc",
+    "posenc.torch": "import posenc.torch, torch",
+    "find_spec first": ("import importlib.util, posenc; importlib.util.find_spec('torch'); "
+                        "import torch"),
+}
+
+
+@pytest.mark.parametrize("order", list(_ORDERS))
+def test_registered_whichever_comes_first(order):
+    # a fresh interpreter each: registration happens once per process
+    script = (f"{_ORDERS[order]}\n"
+              "assert hasattr(torch.ops.posenc, 'rope') and hasattr(torch.ops.posenc, "
+              "'rope_functional')\n"
+              "q = torch.ones(1, 2, 1, 4)\n"
+              "torch.ops.posenc.rope(q, offset=1)\n"
+              "assert not torch.equal(q, torch.ones(1, 2, 1, 4))\n"
+              "assert type(torch.__spec__.loader).__module__.startswith('_frozen_importlib')\n")
+    env = dict(os.environ)
+    package = str(pathlib.Path(posenc.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package, env.get("PYTHONPATH")]))
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+
+
+def test_importing_posenc_leaves_torch_alone():
+    env = dict(os.environ)
+    package = str(pathlib.Path(posenc.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package, env.get("PYTHONPATH")]))
+    result = subprocess.run([sys.executable, "-c",
+                             "import sys, posenc; print('torch' in sys.modules)"],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.stdout.strip() == "False", result.stderr
 
 
 # -- both operators against the float64 reference -------------------------------------------------
