@@ -145,6 +145,9 @@ def _onnxruntime_rope(onnxruntime, onnx, q, k, offset):
          for name, heads in (("q", q_heads), ("k", kv_heads))])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                     helper.make_opsetid("com.microsoft", 1)])
+    # The oldest IR version opset 17 allows, not the installed onnx's newest: an older
+    # onnxruntime (the last ones for CPython 3.9 and 3.10) refuses IR versions it predates.
+    model.ir_version = 8
     session = onnxruntime.InferenceSession(model.SerializeToString(),
                                            providers=["CPUExecutionProvider"])
     inv_freq = 1.0 / THETA ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)

@@ -2,18 +2,12 @@
 # posenc.hf: HF transformers rope_scaling / rope_parameters / configs of real models mapped to
 # posenc's arguments, and (with numpy) the frequencies both sides imply, compared in float64.
 import copy
-import importlib.util
 import math
-import pathlib
 import types
 
 import pytest
 
-# Loaded from its file: posenc/__init__.py needs the compiled extension, this module does not.
-_PATH = pathlib.Path(__file__).resolve().parents[1] / "posenc" / "hf.py"
-_spec = importlib.util.spec_from_file_location("posenc_hf_under_test", _PATH)
-hf = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(hf)
+from posenc import hf  # the package under test, installed or in the tree
 
 NS = types.SimpleNamespace
 
