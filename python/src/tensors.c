@@ -6,6 +6,15 @@
 
 #include <string.h>
 
+static PyObject *torch_name(void)
+{
+    static PyObject *name;
+    if (!name) {
+        name = PyUnicode_InternFromString("torch");
+    }
+    return name;
+}
+
 /* The element type a buffer format names: native or little-endian, as posenc reads memory. */
 static posenc_dtype format_dtype(const char *format, Py_ssize_t itemsize, enum pyposenc_kind kind,
                                  int bf16)
@@ -98,6 +107,62 @@ int pyposenc_tensor_fill(const char *name, posenc_dtype dtype, void *host, int n
     return 0;
 }
 
+/* torch.Tensor once torch is imported (never imported from here), else NULL; and
+ * torch.bfloat16 beside it. */
+static PyObject *torch_bfloat16;
+
+static PyObject *torch_tensor_type(void)
+{
+    static PyObject *type;
+    if (!type) {
+        PyObject *torch = PyImport_GetModule(torch_name());
+        if (torch) {
+            torch_bfloat16 = PyObject_GetAttrString(torch, "bfloat16");
+            type = torch_bfloat16 ? PyObject_GetAttrString(torch, "Tensor") : NULL;
+            Py_DECREF(torch);
+        }
+        PyErr_Clear();
+    }
+    return type;
+}
+
+/* A torch tensor through tensor.numpy(), which shares its memory and refuses what posenc must
+ * not write behind torch's back (a tensor that requires grad, a pending negation or
+ * conjugation, another device): such a tensor is left to the Python layer, which names the
+ * fault. A dtype numpy lacks (bfloat16) goes through DLPack, which keeps no such bits, so
+ * those are checked here first. */
+static int torch_view_get(PyObject *object, const char *name, enum pyposenc_kind kind,
+                          int writable, int bf16, pyposenc_view *view, posenc_tensor *tensor)
+{
+    /* numpy() refusing bfloat16 costs 10 us (torch formats the error): ask the dtype first */
+    PyObject *dtype = PyObject_GetAttrString(object, "dtype");
+    int other_dtype = dtype == torch_bfloat16;
+    Py_XDECREF(dtype);
+    PyObject *array = other_dtype ? NULL : PyObject_CallMethod(object, "numpy", NULL);
+    if (array) {
+        int rc = pyposenc_view_get(array, name, kind, writable, bf16, view, tensor);
+        Py_DECREF(array); /* the buffer, if held, keeps the array */
+        return rc;
+    }
+    other_dtype = other_dtype || PyErr_ExceptionMatches(PyExc_TypeError);
+    PyErr_Clear();
+    for (int i = 0; other_dtype && i < 2; i++) {
+        PyObject *bit = PyObject_CallMethod(object, i ? "is_conj" : "is_neg", NULL);
+        int set = bit ? PyObject_IsTrue(bit) : -1;
+        Py_XDECREF(bit);
+        if (set != 0) {
+            PyErr_Clear();
+            other_dtype = 0;
+        }
+    }
+    if (!other_dtype) {
+        pyposenc_raisef(POSENC_INVALID_ARGUMENT, "%s: a torch tensor posenc cannot write where "
+                        "it lies", name);
+        return PYPOSENC_NOT_PLAIN;
+    }
+    return pyposenc_dlpack_get(object, name, kind, view, tensor);
+}
+
 int pyposenc_view_get(PyObject *object, const char *name, enum pyposenc_kind kind,
                       int writable, int bf16, pyposenc_view *view, posenc_tensor *tensor)
 {
@@ -109,6 +174,10 @@ int pyposenc_view_get(PyObject *object, const char *name, enum pyposenc_kind kin
         return 0;
     }
     if (!PyObject_CheckBuffer(object)) {
+        PyObject *tensor_type = torch_tensor_type();
+        if (tensor_type && PyObject_TypeCheck(object, (PyTypeObject *)tensor_type)) {
+            return torch_view_get(object, name, kind, writable, bf16, view, tensor);
+        }
         return pyposenc_dlpack_get(object, name, kind, view, tensor);
     }
     /* Asked without PyBUF_WRITABLE, so that read-only memory gets posenc's own error naming

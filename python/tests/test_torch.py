@@ -140,11 +140,15 @@ def _meta(*shape):
     ("other device", posenc.InvalidArgument, "q: a torch tensor on meta"),
     ("other device out", posenc.InvalidArgument, "q_out: a torch tensor on meta"),
     ("positions device", posenc.InvalidArgument, "positions: a torch tensor on meta"),
-    ("positions range", posenc.InvalidArgument, "positions: a value is outside int32"),
+    ("positions range", posenc.InvalidArgument, "positions: .*outside int32"),
     ("positions bf16", posenc.InvalidDtype, "positions: torch.bfloat16"),
     ("positions shape", posenc.InvalidShape, "positions"),
     ("sparse", posenc.InvalidArgument, "k: .*sparse"),
     ("negated view", posenc.InvalidArgument, "q: .*resolve_neg"),
+    # the calls C takes itself: DLPack would hand over the memory without the negation
+    ("negated view, plain call", posenc.InvalidArgument, "q: .*resolve_neg"),
+    ("negated bf16 view", posenc.InvalidArgument, "k: .*resolve_neg"),
+    ("negated view, Rope", posenc.InvalidArgument, "q: .*resolve_neg"),
 ])
 def test_bad_tensors_untouched(case, error, words):
     q = torch.randn(1, 4, 2, 8)
@@ -175,6 +179,10 @@ def test_bad_tensors_untouched(case, error, words):
         "positions shape": lambda: posenc.rope(q, k, positions=torch.arange(5)),
         "sparse": lambda: posenc.rope(q, torch.ones(4, 8).to_sparse(), theta=500.0),
         "negated view": lambda: posenc.rope(torch._neg_view(q), k, theta=500.0),
+        "negated view, plain call": lambda: posenc.rope(torch._neg_view(q), k, offset=3),
+        "negated bf16 view": lambda: posenc.rope(
+            w(q.bfloat16()), torch._neg_view(w(k.bfloat16())), offset=3),
+        "negated view, Rope": lambda: posenc.Rope(theta=5.0)(torch._neg_view(q), k),
     }
     with pytest.raises(error, match=words) as info:
         calls[case]()
