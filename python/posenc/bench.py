@@ -232,14 +232,20 @@ def _case(title, tokens, q_heads, kv_heads, head_dim, calls, rounds, torch, onnx
                          calls, rounds))
     out(f"\n{title}: q [1, {tokens}, {q_heads}, {head_dim}] + k [1, {tokens}, {kv_heads}, "
         f"{head_dim}] f32 in place, {rounds} rounds of {calls} calls")
-    out(f"  {'':32} {'median':>10} {'fastest':>10} {'slowest':>10}")
+    medians = _table(times, 32, out)
+    fastest = {name: min(values) for name, values in times.items()}
+    return medians, fastest
+
+
+def _table(times, width, out):
+    """Prints each contender's median, fastest and slowest round; returns the medians."""
+    out(f"  {'':{width}} {'median':>10} {'fastest':>10} {'slowest':>10}")
     medians = {}
     for name, values in times.items():
         medians[name] = statistics.median(values)
-        out(f"  {name:32} " + " ".join(_us(v) for v in
-                                        (medians[name], min(values), max(values))))
-    fastest = {name: min(values) for name, values in times.items()}
-    return medians, fastest
+        out(f"  {name:{width}} " + " ".join(_us(v) for v in
+                                             (medians[name], min(values), max(values))))
+    return medians
 
 
 def _call_shapes(calls, rounds, out):
@@ -277,12 +283,7 @@ def _call_shapes(calls, rounds, out):
     times = _rounds(contenders, calls, rounds)
     out(f"\ncall shapes: the decode step as model code calls it (Llama 3.1 config, layout "
         f"bhtd, int64 position ids), {rounds} rounds of {calls} calls")
-    out(f"  {'':48} {'median':>10} {'fastest':>10} {'slowest':>10}")
-    medians = {}
-    for name, values in times.items():
-        medians[name] = statistics.median(values)
-        out(f"  {name:48} " + " ".join(_us(v) for v in
-                                        (medians[name], min(values), max(values))))
+    medians = _table(times, 48, out)
     plain = medians["rope(q, k, offset=n)"]
     for name, target in (("Rope(config)(q, k, position_ids=)", ROPE_OBJECT_TARGET_US),
                          ("rope(q, k, positions=, theta=, scaling=config)",

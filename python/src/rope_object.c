@@ -301,6 +301,23 @@ static void rope_dealloc(PyObject *object)
     Py_DECREF(type);
 }
 
+/* `value` into args[] when `name` is a call argument: 1, 0 when it is not one, -1 with a
+ * TypeError when it was already given. */
+static int take_arg(PyObject *name, PyObject *value, PyObject *args[ARG_COUNT], const char *call)
+{
+    for (int i = 0; i < ARG_COUNT; i++) {
+        if (is_name(name, arg_strings[i])) {
+            if (args[i]) {
+                PyErr_Format(PyExc_TypeError, "%s: %U given twice", call, name);
+                return -1;
+            }
+            args[i] = value;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Rope.__call__(q, k=None, *, positions, position_ids, offset, out, k_out, k_cache,
  * slot_mapping, v, v_cache, context). */
 static PyObject *rope_call(PyObject *object, PyObject *positional, PyObject *kwargs)
@@ -319,16 +336,9 @@ static PyObject *rope_call(PyObject *object, PyObject *positional, PyObject *kwa
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     while (kwargs && PyDict_Next(kwargs, &pos, &key, &value)) {
-        int found = 0;
-        for (int i = 0; i < ARG_COUNT && !found; i++) {
-            if (is_name(key, arg_strings[i])) {
-                if (args[i]) {
-                    PyErr_Format(PyExc_TypeError, "Rope(): %U given twice", key);
-                    return NULL;
-                }
-                args[i] = value;
-                found = 1;
-            }
+        int found = take_arg(key, value, args, "Rope()");
+        if (found < 0) {
+            return NULL;
         }
         if (!found) {
             PyObject *raised = PyObject_CallFunction(hook_bad_keyword, "sO", "Rope()", key);
@@ -590,15 +600,9 @@ PyObject *pyposenc_rope_entry(PyObject *module, PyObject *const *args, Py_ssize_
             q = value;
             continue;
         }
-        for (int a = 0; a < ARG_COUNT && !found; a++) {
-            if (is_name(name, arg_strings[a])) {
-                if (call[a]) {
-                    PyErr_Format(PyExc_TypeError, "rope(): %U given twice", name);
-                    return NULL;
-                }
-                call[a] = value;
-                found = 1;
-            }
+        found = take_arg(name, value, call, "rope()");
+        if (found < 0) {
+            return NULL;
         }
         for (int o = 0; o < OPTION_COUNT && !found; o++) {
             if (is_name(name, option_strings[o])) {
