@@ -339,26 +339,30 @@ def test_module_help_lists_commands():
 DEVICES = [d["selector"] for d in posenc.devices()]
 
 
+LONG_POSITIONS = np.array([5, 131071, 3_000_000, 2**31 - 1], np.int64)
+
+
 @pytest.mark.parametrize("selector", DEVICES)
 @pytest.mark.parametrize("name", ["llama3.1-8b", "qwen2.5-7b-yarn", "phi3-mini-128k",
                                   "qwen2-vl-7b"])
-def test_rope_on_every_device_matches_hf(selector, name, dtype, rng):
+@pytest.mark.parametrize("positions", [TOKENS_POSITIONS, LONG_POSITIONS], ids=["short", "long"])
+def test_rope_on_every_device_matches_hf(selector, name, positions, dtype, rng):
     # A Rope from a v5 config, on each device (lavapipe and PoCL on CI), in each dtype, against
     # HF's float64 frequencies: posenc.h's promise, plus one unit in the last place of 16-bit
     # outputs (HF's formulas and posenc's agree to a few float64 ulps, far below it).
     from _reference import check
     dtype_name, dt = dtype
     cfg = v5(name)
-    inv, attention = hf_reference(np, cfg, int(TOKENS_POSITIONS.max()) + 1)
+    inv, attention = hf_reference(np, cfg, int(positions.max()) + 1)
     head_dim = _head_dim(cfg)
-    q = rng.standard_normal((2, 4, len(TOKENS_POSITIONS), head_dim)).astype(np.float32)
+    q = rng.standard_normal((2, 4, len(positions), head_dim)).astype(np.float32)
     q = q.astype(dt)  # HF's [batch, heads, tokens, head_dim]
     exact, norm = _rotate(np.asarray(q, np.float64).transpose(0, 2, 1, 3),
-                          np.broadcast_to(TOKENS_POSITIONS, (2, len(TOKENS_POSITIONS))), inv,
+                          np.broadcast_to(positions, (2, len(positions))), inv,
                           attention, 2 * len(inv))
     multimodal = "mrope_section" in cfg.get("text_config", cfg)["rope_parameters"]
-    ids = np.broadcast_to(TOKENS_POSITIONS, (3, 1, len(TOKENS_POSITIONS))).copy() \
-        if multimodal else TOKENS_POSITIONS[None]
+    ids = np.broadcast_to(positions, (3, 1, len(positions))).copy() \
+        if multimodal else positions[None]
     with posenc.Context(selector, allow_software=True) as context:
         rope = posenc.Rope(cfg, layout="bhtd", context=context)
         got = rope(q.copy(), position_ids=ids)
