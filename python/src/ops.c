@@ -59,9 +59,14 @@ static int64_t elements(const posenc_tensor *tensor)
     return n;
 }
 
-int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc, int small)
+int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc, int keep_gil)
 {
-    return run(self, desc, NULL, small);
+    /* At most this many elements in q and k together, a call keeps the GIL: the work (about
+     * 2 us at this size on one core) then costs no more than dropping and taking back the
+     * GIL, as numpy keeps it for its small loops. */
+    const int64_t small_call = 16384;
+    return run(self, desc, NULL,
+               keep_gil && elements(&desc->q) + elements(&desc->k) <= small_call);
 }
 
 /* (context, rest): the Context of args[0] and the other positional arguments. */
@@ -129,9 +134,7 @@ int pyposenc_rope_plain_run(PyObject *context, PyObject *q, PyObject *k, PyObjec
     if (got == PYPOSENC_NOT_PLAIN) {
         PyErr_Clear();
         done = 0;
-    } else if (got == 0 &&
-               run(self, &desc, NULL,
-                   elements(&desc.q) + elements(&desc.k) <= PYPOSENC_SMALL_CALL) == 0) {
+    } else if (got == 0 && pyposenc_run_rope(self, &desc, 1) == 0) {
         done = 1;
     }
     pyposenc_view_release(&views[0]);

@@ -183,13 +183,9 @@ PyObject *pyposenc_rope_plain(PyObject *module, PyObject *const *args, Py_ssize_
 /* The descriptor of rope_plain's call, the same as the general path makes for those defaults
  * (so that both give the same bits). */
 void pyposenc_rope_plain_desc(posenc_rope_desc *desc, int offset);
-/* Runs one rope call on the context, the GIL released (or, `small` and the context free at
- * once, held); -1 with the error raised on failure. */
-int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc, int small);
-/* At most this many elements in q and k together, a call keeps the GIL: the work (about 2 us
- * at this size on one core) then costs no more than dropping and taking back the GIL, as
- * numpy keeps it for its small loops. */
-#define PYPOSENC_SMALL_CALL 16384
+/* Runs one rope call on the context, the GIL released (or, with `keep_gil`, a small call and
+ * the context free at once, held); -1 with the error raised on failure. */
+int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc, int keep_gil);
 
 /* rope_object.c: posenc.Rope, and posenc.rope, which runs the Rope its options resolve to
  * (cached by their values); _set_rope_hooks(resolve, general, cache_key, bad_keyword,

@@ -68,21 +68,12 @@ static int is_name(PyObject *name, PyObject *interned)
     return name == interned || PyUnicode_Compare(name, interned) == 0;
 }
 
-static int64_t elements(const posenc_tensor *tensor)
-{
-    int64_t n = tensor->ndim ? 1 : 0;
-    for (uint32_t d = 0; d < tensor->ndim; d++) {
-        n *= tensor->shape[d];
-    }
-    return n;
-}
-
 /* ---- the C path ------------------------------------------------------------------------- */
 
 enum { VIEW_Q, VIEW_K, VIEW_OUT, VIEW_K_OUT, VIEW_K_CACHE, VIEW_V, VIEW_V_CACHE, VIEW_COUNT };
 
-/* One call of `self` on the arrays: 1 done, 0 left to the general path (nothing written, no
- * error set), -1 raised. */
+/* One call of `self` on the arrays (args as run_rope gives them: None where absent, offset
+ * NULL): 1 done, 0 left to the general path (nothing written, no error set), -1 raised. */
 static int apply(pyposenc_rope_object *self, PyObject *context_object, PyObject *q,
                  PyObject *const args[ARG_COUNT])
 {
@@ -106,31 +97,27 @@ static int apply(pyposenc_rope_object *self, PyObject *context_object, PyObject 
     memset(&slots.view, 0, sizeof slots.view);
 
     PyObject *none = Py_None;
-#define ARG(i) (args[i] ? args[i] : none)
     struct {
         PyObject *object;
         const char *name;
         int writable;
         posenc_tensor *tensor;
     } data[VIEW_COUNT] = {
-        {q, "q", !args[ARG_OUT] || args[ARG_OUT] == none, &desc.q},
-        {ARG(ARG_K), "k",
-         (!args[ARG_K_OUT] || args[ARG_K_OUT] == none) &&
-             (!args[ARG_K_CACHE] || args[ARG_K_CACHE] == none),
-         &desc.k},
-        {ARG(ARG_OUT), "q_out", 1, &desc.q_out},
-        {ARG(ARG_K_OUT), "k_out", 1, &desc.k_out},
-        {ARG(ARG_K_CACHE), "k_cache", 1, &desc.k_cache},
-        {ARG(ARG_V), "v", 0, &desc.v},
-        {ARG(ARG_V_CACHE), "v_cache", 1, &desc.v_cache},
+        {q, "q", args[ARG_OUT] == none, &desc.q},
+        {args[ARG_K], "k", args[ARG_K_OUT] == none && args[ARG_K_CACHE] == none, &desc.k},
+        {args[ARG_OUT], "q_out", 1, &desc.q_out},
+        {args[ARG_K_OUT], "k_out", 1, &desc.k_out},
+        {args[ARG_K_CACHE], "k_cache", 1, &desc.k_cache},
+        {args[ARG_V], "v", 0, &desc.v},
+        {args[ARG_V_CACHE], "v_cache", 1, &desc.v_cache},
     };
     int done = -1, got = 0;
     for (int i = 0; i < VIEW_COUNT && got == 0; i++) {
         got = pyposenc_view_get(data[i].object, data[i].name, PYPOSENC_DATA, data[i].writable, 0,
                                 &views[i], data[i].tensor);
     }
-    PyObject *ids = ARG(ARG_POSITION_IDS);
-    if (got == 0 && ids != none && ARG(ARG_POSITIONS) != none) {
+    PyObject *ids = args[ARG_POSITION_IDS];
+    if (got == 0 && ids != none && args[ARG_POSITIONS] != none) {
         pyposenc_raisef(POSENC_INVALID_ARGUMENT,
                         "position_ids: given with positions; pass one of them");
         goto done;
@@ -141,14 +128,13 @@ static int apply(pyposenc_rope_object *self, PyObject *context_object, PyObject 
                                          desc.multimodal ? PYPOSENC_HF_IDS | PYPOSENC_HF_COMPONENTS_FIRST
                                                          : PYPOSENC_HF_IDS,
                                          &positions, &desc.positions)
-                  : pyposenc_indices_get(ARG(ARG_POSITIONS), "positions", 0, &positions,
+                  : pyposenc_indices_get(args[ARG_POSITIONS], "positions", 0, &positions,
                                          &desc.positions);
     }
     if (got == 0) {
-        got = pyposenc_indices_get(ARG(ARG_SLOT_MAPPING), "slot_mapping", 0, &slots,
+        got = pyposenc_indices_get(args[ARG_SLOT_MAPPING], "slot_mapping", 0, &slots,
                                    &desc.slot_mapping);
     }
-#undef ARG
     if (got == PYPOSENC_NOT_PLAIN) {
         PyErr_Clear();
         done = 0;
@@ -167,8 +153,7 @@ static int apply(pyposenc_rope_object *self, PyObject *context_object, PyObject 
     if (pyposenc_rope_component_map_check(&self->options, &desc.q) < 0) {
         goto done;
     }
-    if (pyposenc_run_rope(context, &desc,
-                          elements(&desc.q) + elements(&desc.k) <= PYPOSENC_SMALL_CALL) == 0) {
+    if (pyposenc_run_rope(context, &desc, 1) == 0) {
         done = 1;
     }
 done:
@@ -180,15 +165,14 @@ done:
     return done;
 }
 
-/* What a call returns: the array written for q, or (q's, k's). */
+/* What a call returns (args as apply takes them): the array written for q, or (q's, k's). */
 static PyObject *result(PyObject *q, PyObject *const args[ARG_COUNT])
 {
-    PyObject *q_written = args[ARG_OUT] && args[ARG_OUT] != Py_None ? args[ARG_OUT] : q;
-    if (!args[ARG_K] || args[ARG_K] == Py_None) {
+    PyObject *q_written = args[ARG_OUT] != Py_None ? args[ARG_OUT] : q;
+    if (args[ARG_K] == Py_None) {
         return Py_NewRef(q_written);
     }
-    PyObject *k_written =
-        args[ARG_K_OUT] && args[ARG_K_OUT] != Py_None ? args[ARG_K_OUT] : args[ARG_K];
+    PyObject *k_written = args[ARG_K_OUT] != Py_None ? args[ARG_K_OUT] : args[ARG_K];
     return PyTuple_Pack(2, q_written, k_written);
 }
 
@@ -232,8 +216,13 @@ static PyObject *run_rope(pyposenc_rope_object *self, PyObject *q, PyObject *con
             return NULL;
         }
     }
-    int done = apply(self, context, q, args);
-    PyObject *out = done < 0 ? NULL : done ? result(q, args) : call_general(self, context, q, args);
+    /* None for every array not given; the offset stays absent (its default is 0). */
+    PyObject *given[ARG_COUNT];
+    for (int i = 0; i < ARG_COUNT; i++) {
+        given[i] = args[i] || i == ARG_OFFSET ? args[i] : Py_None;
+    }
+    int done = apply(self, context, q, given);
+    PyObject *out = done < 0 ? NULL : done ? result(q, given) : call_general(self, context, q, args);
     Py_XDECREF(owned);
     return out;
 }
