@@ -215,14 +215,16 @@ def _scaling_source(scaling):
                     f"{_SCALING_FORMS}")
 
 
-def _scaling(scaling, head_dim, rotary_dim, theta):
+def _scaling(scaling, head_dim, rotary_dim, theta, **hf_options):
     """(posenc-form dict or None, what an HF config also sets: theta, rotary_dim, multimodal,
-    mrope_section, attention_factor)."""
+    mrope_section, attention_factor). hf_options: scaling_from_hf's layer_type and
+    max_position_embeddings."""
     scaling = _scaling_source(scaling)
     if scaling is None or hf.is_posenc_form(scaling):
         return scaling, {}
     try:
-        mapped = hf.scaling_from_hf(scaling, head_dim=head_dim, rotary_dim=rotary_dim)
+        mapped = hf.scaling_from_hf(scaling, head_dim=head_dim, rotary_dim=rotary_dim,
+                                    **hf_options)
     except ValueError as error:
         raise _error("InvalidArgument", "INVALID_ARGUMENT", f"scaling: {error}") from None
     if mapped["theta"] is None and theta is None and hf.is_rope_dict(scaling):
@@ -268,25 +270,8 @@ def _resolve_rope(config=None, *, head_dim=None, theta=None, style="neox", rotar
         scaling = config
     head_dim = None if head_dim is None else _unsigned("head_dim", head_dim)
     rotary_dim = None if rotary_dim is None else _unsigned("rotary_dim", rotary_dim)
-    if scaling is not None and (layer_type is not None or max_position_embeddings is not None):
-        source = _scaling_source(scaling)
-        if not hf.is_posenc_form(source):
-            try:
-                mapped = hf.scaling_from_hf(source, head_dim=head_dim, rotary_dim=rotary_dim,
-                                            layer_type=layer_type,
-                                            max_position_embeddings=max_position_embeddings)
-            except ValueError as error:
-                raise _error("InvalidArgument", "INVALID_ARGUMENT",
-                             f"scaling: {error}") from None
-            form = mapped["scaling"]
-            extras = {key: value for key, value in mapped.items()
-                      if key != "scaling" and value is not None}
-        else:
-            form, extras = source, {}
-    elif scaling is not None:
-        form, extras = _scaling(scaling, head_dim, rotary_dim, theta)
-    else:
-        form, extras = None, {}
+    form, extras = _scaling(scaling, head_dim, rotary_dim, theta, layer_type=layer_type,
+                            max_position_embeddings=max_position_embeddings)
     if attention_factor is None:
         attention_factor = extras.get("attention_factor")
     if mrope_section is None:
