@@ -177,23 +177,12 @@ def _posenc_rope(q, k, positions, options, q_out=None, k_out=None) -> None:
          k_out=_array(k_out))
 
 
-# What numpy holds as it is: such a tensor goes to posenc as a numpy view of its memory, read
-# through the buffer protocol (about 0.5 us), where torch's own __dlpack__ costs about 2 us.
-_NUMPY_DTYPES = frozenset({torch.float32, torch.float16, torch.int32, torch.int64})
-
-
 def _array(tensor):
-    """A tensor as posenc takes it fastest: a numpy view of the same memory, or the tensor
-    itself (bf16, and any view numpy refuses: posenc then names what is wrong with it)."""
-    if tensor is None:
-        return None
-    if tensor.requires_grad:  # below autograd the kernel may still see one
-        tensor = tensor.detach()
-    if tensor.dtype in _NUMPY_DTYPES:
-        try:
-            return tensor.numpy()
-        except (RuntimeError, TypeError):  # a pending negation or conjugation, another device
-            pass
+    """A tensor as posenc takes it: detached (below autograd the kernel may still see one that
+    requires grad). posenc reads a CPU tensor through tensor.numpy() where numpy holds its
+    dtype, and names what is wrong with one it cannot take."""
+    if tensor is not None and tensor.requires_grad:
+        return tensor.detach()
     return tensor
 
 
