@@ -16,10 +16,13 @@ typedef struct posenc__backend {
      * called). Called under the registry's lock when this backend's devices are first needed
      * (never for a context of another backend), once per process unless a listing runs out of
      * host memory. Returning BACKEND_UNAVAILABLE with a message in `reason` (a static string)
-     * makes the backend absent for the process. OUT_OF_MEMORY (any host allocation that
-     * failed, the backend's or the runtime's: never reported as an unusable device or an absent
-     * backend) fails the whole listing, which is made again on the next call: the backend must
-     * then leave nothing in `list` and keep nothing. Required. */
+     * makes the backend absent for the process: so does any failure the runtime reports while
+     * listing, its own out-of-memory included (a damaged driver manifest gives the Vulkan
+     * loader's), with the runtime call and its error in `reason`, so that a broken runtime
+     * takes down its backend alone. OUT_OF_MEMORY is for posenc's own host allocations only
+     * (never reported as an unusable device or an absent backend): it fails the whole listing,
+     * which is made again on the next call, and the backend must then leave nothing in `list`
+     * and keep nothing. Required. */
     posenc_status (*enumerate)(posenc__device_list *list, const char **reason);
     /* Undoes a successful `enumerate` whose listing is abandoned (another backend listed by
      * the same call ran out of host memory, or joining the lists did): frees the handles of the devices in `list` and whatever enumerate kept for

@@ -211,7 +211,9 @@ typedef struct posenc_device_info {
  * backend's devices are listed when first needed (these two calls need them all) and kept for
  * the process; a call that runs out of host memory while listing returns OUT_OF_MEMORY (as do
  * posenc_device_choose, posenc_backend_status and posenc_context_create) and the next call
- * lists them again. Once listed, the native CPU device is always present. */
+ * lists them again. A runtime that fails to list, its own out-of-memory included, leaves its
+ * backend unavailable for the process with the runtime's reason (posenc_backend_status), and
+ * the other backends listed. Once listed, the native CPU device is always present. */
 POSENC_API posenc_status posenc_device_count(uint32_t *count);
 POSENC_API posenc_status posenc_device_get(uint32_t index, posenc_device_info *info);
 

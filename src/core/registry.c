@@ -29,9 +29,11 @@ typedef struct backend_listing {
     const posenc__device **pointers; /* into `devices`, for posenc__registry_devices */
 } backend_listing;
 
-/* A listing is kept once it is complete; one that ran out of host memory is undone, together
- * with every other listing made by the same call, and made again on the next call, so that a
- * passing shortage does not hide a backend (or every device) for the rest of the process. What
+/* A listing is kept once it is complete, a backend's runtime failure included (the backend is
+ * then absent, with the runtime's reason); one that ran out of posenc's own host memory is
+ * undone, together with every other listing made by the same call, and made again on the next
+ * call, so that a passing shortage does not hide a backend (or every device) for the rest of
+ * the process. What
  * is kept is written only under `lock`, and never again: callers keep pointers into it. */
 static struct {
     posenc__once once; /* makes the lock */
@@ -81,9 +83,12 @@ static posenc_status list_backend(size_t i)
         free(devices.items); /* a failed enumerate leaves no devices in it */
         return POSENC_OUT_OF_MEMORY;
     }
-    if (status != POSENC_OK)
-        devices.count = 0; /* a failed backend contributes nothing */
-    else if (devices.count == 0) {
+    if (status != POSENC_OK) {
+        /* Whatever else failed is the runtime's: the backend is absent for the process. */
+        devices.count = 0;
+        reason = reason && *reason ? reason : posenc_status_string(status);
+        status = POSENC_BACKEND_UNAVAILABLE;
+    } else if (devices.count == 0) {
         status = POSENC_BACKEND_UNAVAILABLE;
         reason = reason ? reason : "no devices";
     }

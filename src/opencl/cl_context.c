@@ -154,12 +154,18 @@ static posenc_status describe(posenc_context *ctx, posenc_cl_context *state, cl_
     posenc__device *record = calloc(1, sizeof *record);
     if (!record)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
+    posenc_cl_query_failure failure = {CL_SUCCESS, ""};
     posenc_cl_device_verdict verdict =
-        posenc_cl_describe_device(cl, platform, platform_name, device, record);
+        posenc_cl_describe_device(cl, platform, platform_name, device, record, &failure);
     if (verdict != POSENC_CL_DEVICE_USABLE) {
         free(record);
         if (verdict == POSENC_CL_DEVICE_NO_MEMORY)
             return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
+        if (verdict == POSENC_CL_DEVICE_QUERY_FAILED)
+            return posenc__fail(ctx, posenc_cl_status(failure.error),
+                                "opencl.device: clGetDeviceInfo (%s) failed: %s (%d)",
+                                failure.query, posenc_cl_error_name(failure.error),
+                                (int)failure.error);
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "opencl.device: cannot run posenc's kernels (they need an available "
                             "OpenCL 1.2 device with a compiler)");

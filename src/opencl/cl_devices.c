@@ -14,12 +14,45 @@
  * narrowest (16-bit) elements. */
 #define MAX_BINDING_BYTES (UINT64_C(1) << 33)
 
+/* cl_khr_icd's "no platform" (cl_ext.h), returned by ICD loaders that found no ICD. */
+#define POSENC_CL_PLATFORM_NOT_FOUND (-1001)
+
+/* The queries of one device. A query the runtime fails for want of memory
+ * (CL_OUT_OF_HOST_MEMORY, CL_OUT_OF_RESOURCES) is its error, kept in `error` and `failed`: read
+ * as "no value" it would describe the device as lacking what it has. Other failures (a property
+ * an older runtime does not know) are read as no value. Once one failed, no more are made. */
+typedef struct device_queries {
+    const posenc_cl_api *cl;
+    cl_device_id id;
+    cl_int error;       /* CL_SUCCESS, or the first out-of-memory error */
+    const char *failed; /* the property whose query returned it */
+} device_queries;
+
+static bool runtime_short(cl_int err)
+{
+    return err == CL_OUT_OF_HOST_MEMORY || err == CL_OUT_OF_RESOURCES;
+}
+
+/* clGetDeviceInfo, with an out-of-memory error kept; the query's own error code. */
+static cl_int query(device_queries *q, cl_device_info param, const char *name, size_t size,
+                    void *out, size_t *returned)
+{
+    if (q->error != CL_SUCCESS)
+        return q->error;
+    cl_int err = q->cl->GetDeviceInfo(q->id, param, size, out, returned);
+    if (runtime_short(err)) {
+        q->error = err;
+        q->failed = name;
+    }
+    return err;
+}
+
 /* A string property, always terminated; "" when the query fails. */
-static void device_string(const posenc_cl_api *cl, cl_device_id device, cl_device_info param,
-                          char *out, size_t size)
+static void device_string(device_queries *q, cl_device_info param, const char *name, char *out,
+                          size_t size)
 {
     out[0] = '\0';
-    if (cl->GetDeviceInfo(device, param, size - 1, out, NULL) != CL_SUCCESS)
+    if (query(q, param, name, size - 1, out, NULL) != CL_SUCCESS)
         out[0] = '\0';
     out[size - 1] = '\0';
 }
@@ -33,15 +66,17 @@ static void platform_string(const posenc_cl_api *cl, cl_platform_id platform,
     out[size - 1] = '\0';
 }
 
-/* A fixed-size property (cl_uint, cl_ulong, size_t, cl_bool...); false when the query fails. */
-static bool device_value(const posenc_cl_api *cl, cl_device_id device, cl_device_info param,
-                         void *out, size_t size)
+/* A fixed-size property (cl_uint, cl_ulong, size_t, cl_bool...), zero when the query fails. */
+static void device_value(device_queries *q, cl_device_info param, const char *name, void *out,
+                         size_t size)
 {
     memset(out, 0, size);
     size_t returned = 0;
-    return cl->GetDeviceInfo(device, param, size, out, &returned) == CL_SUCCESS &&
-           returned == size;
+    if (query(q, param, name, size, out, &returned) != CL_SUCCESS || returned != size)
+        memset(out, 0, size);
 }
+#define DEVICE_VALUE_(q, param, out) device_value((q), (param), #param, (out), sizeof *(out))
+#define DEVICE_STRING_(q, param, out, size) device_string((q), (param), #param, (out), (size))
 
 /* Leading and trailing blanks removed in place (some drivers pad their names). */
 static void trim(char *text)
@@ -92,13 +127,19 @@ static posenc_device_type device_type(cl_device_type type, cl_bool unified)
 posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
                                                    cl_platform_id platform,
                                                    const char *platform_name, cl_device_id id,
-                                                   posenc__device *out)
+                                                   posenc__device *out,
+                                                   posenc_cl_query_failure *failure)
 {
+    device_queries q = {.cl = cl, .id = id, .error = CL_SUCCESS, .failed = ""};
     cl_bool available = CL_FALSE, compiler = CL_FALSE;
-    device_value(cl, id, CL_DEVICE_AVAILABLE, &available, sizeof available);
-    device_value(cl, id, CL_DEVICE_COMPILER_AVAILABLE, &compiler, sizeof compiler);
+    DEVICE_VALUE_(&q, CL_DEVICE_AVAILABLE, &available);
+    DEVICE_VALUE_(&q, CL_DEVICE_COMPILER_AVAILABLE, &compiler);
     char version[128];
-    device_string(cl, id, CL_DEVICE_VERSION, version, sizeof version);
+    DEVICE_STRING_(&q, CL_DEVICE_VERSION, version, sizeof version);
+    if (q.error != CL_SUCCESS) {
+        *failure = (posenc_cl_query_failure){q.error, q.failed};
+        return POSENC_CL_DEVICE_QUERY_FAILED;
+    }
     if (!available || !compiler || parse_version(version) < 102)
         return POSENC_CL_DEVICE_SKIPPED;
 
@@ -109,8 +150,7 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     device->device = id;
     posenc__copy_string(device->platform_name, sizeof device->platform_name, platform_name);
     posenc__copy_string(device->device_version, sizeof device->device_version, version);
-    device_string(cl, id, CL_DRIVER_VERSION, device->driver_version,
-                  sizeof device->driver_version);
+    DEVICE_STRING_(&q, CL_DRIVER_VERSION, device->driver_version, sizeof device->driver_version);
     trim(device->driver_version);
 
     cl_device_type type = 0;
@@ -120,18 +160,23 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     cl_uint compute_units = 0;
     cl_device_fp_config fp64 = 0;
     size_t work_group = 0, item_sizes[3] = {0, 0, 0};
-    device_value(cl, id, CL_DEVICE_TYPE, &type, sizeof type);
-    device_value(cl, id, CL_DEVICE_HOST_UNIFIED_MEMORY, &unified, sizeof unified);
-    device_value(cl, id, CL_DEVICE_GLOBAL_MEM_SIZE, &memory, sizeof memory);
-    device_value(cl, id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, &base_align_bits, sizeof base_align_bits);
-    device_value(cl, id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, &max_alloc, sizeof max_alloc);
-    device_value(cl, id, CL_DEVICE_MAX_COMPUTE_UNITS, &compute_units, sizeof compute_units);
-    device_value(cl, id, CL_DEVICE_DOUBLE_FP_CONFIG, &fp64, sizeof fp64);
-    device_value(cl, id, CL_DEVICE_MAX_WORK_GROUP_SIZE, &work_group, sizeof work_group);
-    cl->GetDeviceInfo(id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof item_sizes, item_sizes, NULL);
+    DEVICE_VALUE_(&q, CL_DEVICE_TYPE, &type);
+    DEVICE_VALUE_(&q, CL_DEVICE_HOST_UNIFIED_MEMORY, &unified);
+    DEVICE_VALUE_(&q, CL_DEVICE_GLOBAL_MEM_SIZE, &memory);
+    DEVICE_VALUE_(&q, CL_DEVICE_MEM_BASE_ADDR_ALIGN, &base_align_bits);
+    DEVICE_VALUE_(&q, CL_DEVICE_MAX_MEM_ALLOC_SIZE, &max_alloc);
+    DEVICE_VALUE_(&q, CL_DEVICE_MAX_COMPUTE_UNITS, &compute_units);
+    DEVICE_VALUE_(&q, CL_DEVICE_DOUBLE_FP_CONFIG, &fp64);
+    DEVICE_VALUE_(&q, CL_DEVICE_MAX_WORK_GROUP_SIZE, &work_group);
+    /* The first dimension's limit; a device of more than 3 dimensions fails this query, and
+     * the work-group limit stands in. */
+    if (query(&q, CL_DEVICE_MAX_WORK_ITEM_SIZES, "CL_DEVICE_MAX_WORK_ITEM_SIZES",
+              sizeof item_sizes, item_sizes, NULL) != CL_SUCCESS)
+        item_sizes[0] = 0;
 
     size_t extensions_size = 0;
-    if (cl->GetDeviceInfo(id, CL_DEVICE_EXTENSIONS, 0, NULL, &extensions_size) != CL_SUCCESS)
+    if (query(&q, CL_DEVICE_EXTENSIONS, "CL_DEVICE_EXTENSIONS", 0, NULL, &extensions_size) !=
+        CL_SUCCESS)
         extensions_size = 0;
     /* Without the list the device would be described without its extensions: a shortage. */
     char *extensions = calloc(extensions_size + 1, 1);
@@ -139,9 +184,8 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
         free(device);
         return POSENC_CL_DEVICE_NO_MEMORY;
     }
-    if (extensions_size &&
-        cl->GetDeviceInfo(id, CL_DEVICE_EXTENSIONS, extensions_size, extensions, NULL) !=
-            CL_SUCCESS)
+    if (extensions_size && query(&q, CL_DEVICE_EXTENSIONS, "CL_DEVICE_EXTENSIONS",
+                                 extensions_size, extensions, NULL) != CL_SUCCESS)
         extensions[0] = '\0';
     const char *extension_list = extensions;
 
@@ -155,12 +199,19 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     memset(out, 0, sizeof *out);
     out->handle = device;
     info->type = device_type(type, unified);
-    device_string(cl, id, CL_DEVICE_NAME, info->name, sizeof info->name);
+    DEVICE_STRING_(&q, CL_DEVICE_NAME, info->name, sizeof info->name);
     trim(info->name);
     if (!info->name[0])
         posenc__copy_string(info->name, sizeof info->name, "OpenCL device");
-    device_string(cl, id, CL_DEVICE_VENDOR, info->vendor, sizeof info->vendor);
+    DEVICE_STRING_(&q, CL_DEVICE_VENDOR, info->vendor, sizeof info->vendor);
     trim(info->vendor);
+    if (q.error != CL_SUCCESS) {
+        free(extensions);
+        free(device);
+        memset(out, 0, sizeof *out);
+        *failure = (posenc_cl_query_failure){q.error, q.failed};
+        return POSENC_CL_DEVICE_QUERY_FAILED;
+    }
     int v = parse_version(version);
     char driver[sizeof device->driver_version + 128 + 64];
     snprintf(driver, sizeof driver, "%s (%s, OpenCL %d.%d)",
@@ -190,19 +241,22 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     return POSENC_CL_DEVICE_USABLE;
 }
 
+/* Every failure of the runtime while listing (its own CL_OUT_OF_HOST_MEMORY included) is the
+ * runtime's: a platform or device it fails to list is left out, and with nothing listed the
+ * backend is absent for the process, the call and its error as the reason. Only posenc's own
+ * shortages return OUT_OF_MEMORY, so that the next listing tries again. */
 static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_list *list,
                                        const char **reason)
 {
-    static char why[160];
+    static char why[192];
     cl_uint platform_count = 0;
     cl_int err = cl->GetPlatformIDs(0, NULL, &platform_count);
-    if (err == CL_OUT_OF_HOST_MEMORY) {
-        *reason = "out of host memory";
-        return POSENC_OUT_OF_MEMORY;
-    }
     if (err != CL_SUCCESS || platform_count == 0) {
-        snprintf(why, sizeof why, "no OpenCL platform is installed (clGetPlatformIDs: %s)",
-                 err == CL_SUCCESS ? "none" : posenc_cl_error_name(err));
+        if (err == CL_SUCCESS || err == POSENC_CL_PLATFORM_NOT_FOUND)
+            snprintf(why, sizeof why, "no OpenCL platform is installed (clGetPlatformIDs: %s)",
+                     err == CL_SUCCESS ? "none" : posenc_cl_error_name(err));
+        else
+            snprintf(why, sizeof why, "clGetPlatformIDs failed: %s", posenc_cl_error_name(err));
         *reason = why;
         return POSENC_BACKEND_UNAVAILABLE;
     }
@@ -212,11 +266,6 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
         return POSENC_OUT_OF_MEMORY;
     }
     err = cl->GetPlatformIDs(platform_count, platforms, &platform_count);
-    if (err == CL_OUT_OF_HOST_MEMORY) {
-        free(platforms);
-        *reason = "out of host memory";
-        return POSENC_OUT_OF_MEMORY;
-    }
     if (err != CL_SUCCESS) {
         free(platforms);
         snprintf(why, sizeof why, "clGetPlatformIDs failed: %s", posenc_cl_error_name(err));
@@ -224,7 +273,8 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
         return POSENC_BACKEND_UNAVAILABLE;
     }
 
-    uint32_t added = 0, skipped = 0;
+    uint32_t added = 0, skipped = 0, failed = 0;
+    char failure[96] = "";
     posenc_status status = POSENC_OK;
     for (cl_uint p = 0; p < platform_count && status == POSENC_OK; p++) {
         char platform_name[128];
@@ -232,29 +282,35 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
         trim(platform_name);
         cl_uint device_count = 0;
         err = cl->GetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &device_count);
-        if (err == CL_OUT_OF_HOST_MEMORY) {
-            status = POSENC_OUT_OF_MEMORY;
-            break;
+        cl_device_id *ids = NULL;
+        if (err == CL_SUCCESS && device_count) {
+            ids = calloc(device_count, sizeof *ids);
+            if (!ids) {
+                status = POSENC_OUT_OF_MEMORY;
+                break;
+            }
+            err = cl->GetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, device_count, ids,
+                                   &device_count);
         }
-        if (err != CL_SUCCESS || device_count == 0)
-            continue;
-        cl_device_id *ids = calloc(device_count, sizeof *ids);
-        if (!ids) {
-            status = POSENC_OUT_OF_MEMORY;
-            break;
-        }
-        err = cl->GetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, device_count, ids,
-                               &device_count);
-        if (err == CL_OUT_OF_HOST_MEMORY)
-            status = POSENC_OUT_OF_MEMORY;
+        /* CL_DEVICE_NOT_FOUND: a platform without devices, not a failure. */
+        if (err != CL_SUCCESS && err != CL_DEVICE_NOT_FOUND && failed++ == 0)
+            snprintf(failure, sizeof failure, "clGetDeviceIDs failed: %s",
+                     posenc_cl_error_name(err));
         if (err != CL_SUCCESS)
             device_count = 0;
         for (cl_uint d = 0; d < device_count; d++) {
             posenc__device device;
-            posenc_cl_device_verdict verdict =
-                posenc_cl_describe_device(cl, platforms[p], platform_name, ids[d], &device);
+            posenc_cl_query_failure query_failure = {CL_SUCCESS, ""};
+            posenc_cl_device_verdict verdict = posenc_cl_describe_device(
+                cl, platforms[p], platform_name, ids[d], &device, &query_failure);
             if (verdict == POSENC_CL_DEVICE_SKIPPED) {
                 skipped++;
+                continue;
+            }
+            if (verdict == POSENC_CL_DEVICE_QUERY_FAILED) {
+                if (failed++ == 0)
+                    snprintf(failure, sizeof failure, "clGetDeviceInfo (%s) failed: %s",
+                             query_failure.query, posenc_cl_error_name(query_failure.error));
                 continue;
             }
             if (verdict == POSENC_CL_DEVICE_NO_MEMORY ||
@@ -276,7 +332,10 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
         return status;
     }
     if (added == 0) {
-        if (skipped)
+        if (failed)
+            snprintf(why, sizeof why, "no usable OpenCL device (%s; %u such failure%s)", failure,
+                     failed, failed == 1 ? "" : "s");
+        else if (skipped)
             snprintf(why, sizeof why,
                      "no usable OpenCL device (%u lack OpenCL 1.2, a compiler or availability)",
                      skipped);

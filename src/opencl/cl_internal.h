@@ -124,15 +124,23 @@ void posenc_cl_release_devices(posenc__device_list *list);
 typedef enum posenc_cl_device_verdict {
     POSENC_CL_DEVICE_USABLE,
     POSENC_CL_DEVICE_SKIPPED, /* present but not usable: not available, no compiler, before 1.2 */
-    POSENC_CL_DEVICE_NO_MEMORY,
+    POSENC_CL_DEVICE_NO_MEMORY, /* posenc ran out of host memory */
+    POSENC_CL_DEVICE_QUERY_FAILED, /* the runtime ran out of memory answering a query */
 } posenc_cl_device_verdict;
 
+/* The query that failed, with a QUERY_FAILED verdict. */
+typedef struct posenc_cl_query_failure {
+    cl_int error;      /* CL_OUT_OF_HOST_MEMORY or CL_OUT_OF_RESOURCES */
+    const char *query; /* the property, "CL_DEVICE_EXTENSIONS" */
+} posenc_cl_query_failure;
+
 /* Describes one device into `out` (info, and a posenc_cl_device in out->handle that the caller
- * frees when the verdict is USABLE). */
+ * frees when the verdict is USABLE); with QUERY_FAILED, what failed is in `*failure`. */
 posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
                                                    cl_platform_id platform,
                                                    const char *platform_name, cl_device_id id,
-                                                   posenc__device *out);
+                                                   posenc__device *out,
+                                                   posenc_cl_query_failure *failure);
 
 /* The embedded kernels a context builds, each on first use (cl_program.c): the OpenCL C
  * variants of shaders/variants.cmake, by id (POSENC__CL_ROPE_F32, ...). */

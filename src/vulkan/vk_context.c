@@ -338,9 +338,10 @@ posenc_status posenc_vk_context_init(posenc_context *ctx, const posenc__device *
     vk->physical = device->handle;
 
     char message[256];
+    VkResult runtime_result;
     posenc_status status =
         posenc_vk_instance_create(ctx, (ctx->flags & POSENC_CONTEXT_VALIDATION) != 0,
-                                  &vk->instance, message, sizeof message);
+                                  &vk->instance, message, sizeof message, &runtime_result);
     if (status != POSENC_OK) {
         posenc__fail(ctx, status, "vulkan: %s", message);
     } else {

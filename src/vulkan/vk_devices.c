@@ -45,18 +45,36 @@ static bool has_extension(const VkExtensionProperties *extensions, uint32_t coun
     return false;
 }
 
-static VkExtensionProperties *device_extensions(const posenc_vk_instance *instance,
-                                                VkPhysicalDevice physical, uint32_t *count)
+/* The device's extensions in `*extensions` (freed by the caller). A failed query is the
+ * runtime's error, in `*runtime_result`: read as "no extensions" it would describe the device
+ * without 16-bit storage, host import or push descriptors, and hide the failure. */
+static posenc_status device_extensions(const posenc_vk_instance *instance,
+                                       VkPhysicalDevice physical,
+                                       VkExtensionProperties **extensions, uint32_t *count,
+                                       VkResult *runtime_result)
 {
+    *extensions = NULL;
     *count = 0;
-    if (instance->fns.EnumerateDeviceExtensionProperties(physical, NULL, count, NULL) !=
-        VK_SUCCESS)
-        *count = 0;
-    VkExtensionProperties *extensions = calloc(*count + 1, sizeof *extensions);
-    if (extensions && *count &&
-        instance->fns.EnumerateDeviceExtensionProperties(physical, NULL, count, extensions) < 0)
-        *count = 0;
-    return extensions;
+    VkResult result = instance->fns.EnumerateDeviceExtensionProperties(physical, NULL, count, NULL);
+    if (result < 0) {
+        *runtime_result = result;
+        return posenc_vk_status_of(result);
+    }
+    VkExtensionProperties *list = calloc(*count + 1, sizeof *list);
+    if (!list)
+        return POSENC_OUT_OF_MEMORY;
+    /* VK_INCOMPLETE: extensions appeared since the count; the first `*count` are enough. */
+    if (*count) {
+        result = instance->fns.EnumerateDeviceExtensionProperties(physical, NULL, count, list);
+        if (result < 0) {
+            free(list);
+            *count = 0;
+            *runtime_result = result;
+            return posenc_vk_status_of(result);
+        }
+    }
+    *extensions = list;
+    return POSENC_OK;
 }
 
 /* A compute queue family, preferring one without graphics (a dedicated compute queue), in
@@ -123,8 +141,9 @@ static void describe_memory(const VkPhysicalDeviceMemoryProperties *memory, bool
 
 posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalDevice physical,
                                  uint32_t index, posenc__device *device,
-                                 posenc_vk_physical *record)
+                                 posenc_vk_physical *record, VkResult *runtime_result)
 {
+    *runtime_result = VK_SUCCESS;
     const posenc_vk_instance_fns *vk = &instance->fns;
     VkPhysicalDeviceProperties basic;
     vk->GetPhysicalDeviceProperties(physical, &basic);
@@ -139,9 +158,11 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
         return POSENC_UNSUPPORTED;
 
     uint32_t extension_count = 0;
-    VkExtensionProperties *extensions = device_extensions(instance, physical, &extension_count);
-    if (!extensions)
-        return POSENC_OUT_OF_MEMORY;
+    VkExtensionProperties *extensions = NULL;
+    posenc_status status =
+        device_extensions(instance, physical, &extensions, &extension_count, runtime_result);
+    if (status != POSENC_OK)
+        return status;
 #define HAS_(name) has_extension(extensions, extension_count, name)
     bool has_driver_properties = version >= VK_API_VERSION_1_2 ||
                                  HAS_(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
@@ -297,6 +318,10 @@ static bool seen_before(const posenc__device_list *list, const posenc_vk_physica
     return false;
 }
 
+/* Every failure of the runtime while listing (its own VK_ERROR_OUT_OF_HOST_MEMORY included: the
+ * loader returns it for a damaged driver manifest) makes the backend absent for the process,
+ * with the call and its VkResult as the reason; only posenc's own shortages return
+ * OUT_OF_MEMORY, so that the next listing tries again. */
 posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason)
 {
     if (!posenc__spirv_enabled() || !posenc__spirv_get(POSENC__SPIRV_ROPE_F32)) {
@@ -304,11 +329,14 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
         return POSENC_BACKEND_UNAVAILABLE;
     }
     posenc_vk_instance instance;
-    posenc_status status =
-        posenc_vk_instance_create(NULL, false, &instance, absent_reason, sizeof absent_reason);
+    VkResult runtime_result = VK_SUCCESS;
+    posenc_status status = posenc_vk_instance_create(NULL, false, &instance, absent_reason,
+                                                     sizeof absent_reason, &runtime_result);
     if (status != POSENC_OK) {
         *reason = absent_reason;
-        return status == POSENC_OUT_OF_MEMORY ? status : POSENC_BACKEND_UNAVAILABLE;
+        return status == POSENC_OUT_OF_MEMORY && runtime_result == VK_SUCCESS
+                   ? POSENC_OUT_OF_MEMORY
+                   : POSENC_BACKEND_UNAVAILABLE;
     }
 
     uint32_t count = 0;
@@ -316,10 +344,12 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
     VkPhysicalDevice *physicals = NULL;
     if (result == VK_SUCCESS && count) {
         physicals = calloc(count, sizeof *physicals);
-        if (!physicals)
-            result = VK_ERROR_OUT_OF_HOST_MEMORY;
-        else
-            result = instance.fns.EnumeratePhysicalDevices(instance.handle, &count, physicals);
+        if (!physicals) {
+            posenc_vk_instance_destroy(&instance);
+            *reason = "out of host memory";
+            return POSENC_OUT_OF_MEMORY;
+        }
+        result = instance.fns.EnumeratePhysicalDevices(instance.handle, &count, physicals);
         if (result == VK_INCOMPLETE)
             result = VK_SUCCESS;
     }
@@ -329,11 +359,12 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
         free(physicals);
         posenc_vk_instance_destroy(&instance);
         *reason = absent_reason;
-        return result == VK_ERROR_OUT_OF_HOST_MEMORY ? POSENC_OUT_OF_MEMORY
-                                                     : POSENC_BACKEND_UNAVAILABLE;
+        return POSENC_BACKEND_UNAVAILABLE;
     }
 
-    uint32_t unusable = 0;
+    /* A device whose description the runtime fails is left out, the others listed. */
+    uint32_t unusable = 0, failed = 0;
+    VkResult first_failure = VK_SUCCESS;
     status = POSENC_OK;
     for (uint32_t i = 0; i < count && status == POSENC_OK; i++) {
         /* Records live as long as the device list: for the rest of the process. */
@@ -343,7 +374,14 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
             status = POSENC_OUT_OF_MEMORY;
             break;
         }
-        status = posenc_vk_describe(&instance, physicals[i], i, &device, record);
+        status = posenc_vk_describe(&instance, physicals[i], i, &device, record, &runtime_result);
+        if (status != POSENC_OK && runtime_result != VK_SUCCESS) {
+            if (failed++ == 0)
+                first_failure = runtime_result;
+            status = POSENC_OK;
+            free(record);
+            continue;
+        }
         if (status == POSENC_UNSUPPORTED || (status == POSENC_OK && seen_before(list, record))) {
             unusable += status != POSENC_OK;
             status = POSENC_OK;
@@ -370,6 +408,11 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
             posenc__copy_string(absent_reason, sizeof absent_reason,
                                 "no Vulkan driver or device (the loader found no physical "
                                 "device)");
+        else if (failed)
+            snprintf(absent_reason, sizeof absent_reason,
+                     "no usable Vulkan device (vkEnumerateDeviceExtensionProperties failed on "
+                     "%u of %u: %s)",
+                     failed, count, posenc_vk_result_name(first_failure));
         else
             snprintf(absent_reason, sizeof absent_reason,
                      "no usable Vulkan device (%u without Vulkan 1.1 or a compute queue)",

@@ -159,9 +159,13 @@ posenc_status posenc_vk_context_init_external(posenc_context *ctx,
                               "(posenc needs a Vulkan 1.1 instance)",
                               missing);
     } else {
+        VkResult runtime_result;
         status = posenc_vk_describe(&vk->instance, vk->physical_handle, 0, &vk->device_record,
-                                    &vk->physical_record);
-        if (status == POSENC_OUT_OF_MEMORY)
+                                    &vk->physical_record, &runtime_result);
+        if (status != POSENC_OK && runtime_result != VK_SUCCESS)
+            status = posenc_vk_fail(ctx, runtime_result,
+                                    "vulkan.physical_device: vkEnumerateDeviceExtensionProperties");
+        else if (status == POSENC_OUT_OF_MEMORY)
             posenc__fail(ctx, status, "context: out of host memory");
         else if (status != POSENC_OK)
             status = posenc__fail(ctx, POSENC_UNSUPPORTED,

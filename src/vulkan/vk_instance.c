@@ -100,9 +100,10 @@ static VkExtensionProperties *instance_extensions(const posenc_vk_loader *loader
 
 posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation,
                                         posenc_vk_instance *instance, char *message,
-                                        size_t message_size)
+                                        size_t message_size, VkResult *runtime_result)
 {
     memset(instance, 0, sizeof *instance);
+    *runtime_result = VK_SUCCESS;
     const char *reason = NULL;
     const posenc_vk_loader *loader = posenc_vk_loader_get(&reason);
     if (!loader) {
@@ -195,6 +196,7 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
     VkResult result = loader->CreateInstance(&info, NULL, &instance->handle);
     if (result != VK_SUCCESS) {
         instance->handle = VK_NULL_HANDLE;
+        *runtime_result = result;
         if (result == VK_ERROR_INCOMPATIBLE_DRIVER)
             snprintf(message, message_size,
                      "no Vulkan driver found (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER)");

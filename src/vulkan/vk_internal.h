@@ -140,10 +140,13 @@ typedef struct posenc_vk_instance {
  * VK_EXT_debug_utils when offered (debug names and labels, vk_debug.c), with `validation` too
  * the Khronos validation layer (when installed) plus a debug messenger that forwards warnings
  * and errors to log_ctx's log. A messenger is also made when layers come from
- * VK_INSTANCE_LAYERS. On failure writes a message and returns the status. */
+ * VK_INSTANCE_LAYERS. On failure writes a message and returns the status, with the VkResult
+ * of the runtime call that failed in `*runtime_result` (VK_SUCCESS when no runtime call failed:
+ * no loader, or posenc itself out of host memory), so that a caller can tell the runtime's
+ * VK_ERROR_OUT_OF_HOST_MEMORY from its own shortage. */
 posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation,
                                         posenc_vk_instance *instance, char *message,
-                                        size_t message_size);
+                                        size_t message_size, VkResult *runtime_result);
 void posenc_vk_instance_destroy(posenc_vk_instance *instance);
 
 /* ---------------------------------------------------------------------------------------------
@@ -559,10 +562,12 @@ void posenc_vk_release_devices(posenc__device_list *list);
 posenc_status posenc_vk_context_init(posenc_context *ctx, const posenc__device *device);
 void posenc_vk_context_fini(posenc_context *ctx);
 /* Describes a physical device (vk_devices.c): UNSUPPORTED when posenc cannot use it,
- * OUT_OF_MEMORY when out of host memory. */
+ * OUT_OF_MEMORY when posenc ran out of host memory. When a query of the runtime fails
+ * (vkEnumerateDeviceExtensionProperties, whose list the description needs), returns that
+ * VkResult's status with the VkResult in `*runtime_result`, which is VK_SUCCESS otherwise. */
 posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalDevice physical,
                                  uint32_t index, posenc__device *device,
-                                 posenc_vk_physical *record);
+                                 posenc_vk_physical *record, VkResult *runtime_result);
 /* vk_external.c: a context on the caller's instance and device. */
 posenc_status posenc_vk_context_init_external(posenc_context *ctx,
                                               const posenc_context_desc *desc);
