@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* posenc command-line tool: dispatches the commands (devices, rope, sinusoidal, demo, bench) and
  * answers --help and --version. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,6 +36,12 @@ static const char usage[] =
 int main(int argc, char **argv)
 {
     argv = posenc__utf8_arguments(argc, argv); /* file names reach the platform layer in UTF-8 */
+#ifdef SIGXFSZ
+    /* A write past the file size limit (ulimit -f) then fails with EFBIG, as on a full disk,
+     * and the temporary output is removed, instead of the signal killing the process with the
+     * temporary file left beside the destination. */
+    signal(SIGXFSZ, SIG_IGN);
+#endif
     if (argc < 2) {
         return cli_fail(NULL, CLI_EXIT_USAGE, "missing command (see posenc --help)");
     }
