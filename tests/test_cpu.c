@@ -1320,6 +1320,7 @@ static void test_no_allocation(void)
             /* caller frequencies, in a copy each time: compared by content */
             double copy[64];
             memcpy(copy, inv_freq, sizeof copy);
+            r.theta = 0.0; /* replaced by them */
             r.inv_freq = copy;
             r.inv_freq_count = 64;
             CHECK_OK(posenc_rope(context, &r));
@@ -1399,11 +1400,13 @@ static void test_frequency_cache(void)
     CHECK(context->rope_freqs.id != id);
     /* A failed call (a bad entry) leaves no stale table behind. */
     copy[3] = -1.0;
+    r.theta = 0.0; /* replaced by the caller's frequencies */
     r.inv_freq = copy;
     r.inv_freq_count = 8;
     r.scaling = (posenc_rope_scaling){0};
     memcpy(q, expected, sizeof q);
     CHECK_STATUS(posenc_rope(context, &r), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(context), "inv_freq[3]");
     CHECK(memcmp(q, expected, sizeof q) == 0);
     copy[3] = 0.125;
     copy[5] = 0.03125;

@@ -257,6 +257,28 @@ static int ggml_vision_exponent(const int sections[4], int j)
     return sector - start;
 }
 
+/* ggml's vision mode with YaRN (docs/ggml.md): the engine folds freq_scale and the ramp into
+ * the frequencies it passes, inv_freq[j] = freq_base^(-2 k / n_dims) (freq_scale (1 - mix_j) +
+ * mix_j), k restarting per section, mix_j at the global pair j; the attention factor is ggml's
+ * mscale. freq_factors stay with posenc. */
+static double ggml_vision_frequency(const ggml_case *g, const int sections[4], int j,
+                                    double *mscale)
+{
+    double extrap = pow(g->freq_base, -2.0 * ggml_vision_exponent(sections, j) / g->n_dims);
+    double scale = g->freq_scale;
+    if (g->ext_factor != 0.0) {
+        double low = fmax(0.0, floor(corr_dim(g, g->beta_fast)));
+        double high = fmin(g->n_dims - 1.0, ceil(corr_dim(g, g->beta_slow)));
+        double y = (j - low) / fmax(0.001, high - low);
+        double mix = (1.0 - fmin(1.0, fmax(0.0, y))) * g->ext_factor;
+        scale = g->freq_scale * (1.0 - mix) + mix;
+    }
+    *mscale = g->attn_factor;
+    if (g->ext_factor != 0.0)
+        *mscale *= 1.0 + 0.1 * log(1.0 / g->freq_scale);
+    return extrap * scale;
+}
+
 typedef struct mrope_case {
     const char *name;
     int sections[4];
@@ -275,10 +297,12 @@ static void run_mrope_case(posenc_context *context, const mrope_case *m)
         for (int c = 0; c < COMPONENTS; c++)
             pos[t][c] = (int32_t)(((int64_t)positions[t] * (c + 1) + 97 * c) % 2000000000);
     const ggml_case *g = &m->scaling;
+    ggml_case vision = *g;
+    vision.n_dims = MM_PAIRS; /* ggml's n_dims in vision mode: half the rotated dims */
+    double vision_mscale = g->attn_factor;
     for (int j = 0; j < MM_PAIRS; j++) {
         map[j] = ggml_mrope_component(m->sections, m->interleaved, j);
-        /* Vision: theta^(-2k / n_dims), n_dims = MM_PAIRS, k restarting per section. */
-        inv_freq[j] = pow(g->freq_base, -2.0 * ggml_vision_exponent(m->sections, j) / MM_PAIRS);
+        inv_freq[j] = ggml_vision_frequency(&vision, m->sections, j, &vision_mscale);
     }
     for (int t = 0; t < TOKENS; t++)
         for (int d = 0; d < MM_DIM; d++)
@@ -287,8 +311,8 @@ static void run_mrope_case(posenc_context *context, const mrope_case *m)
     posenc_rope_desc desc = {
         .q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 2, shape),
         .positions = posenc_tensor_of_host(pos, POSENC_DTYPE_I32, 2, positions_shape),
-        .theta = g->freq_base,
-        .attention_factor = g->attn_factor,
+        .theta = m->vision ? 0.0 : g->freq_base, /* the caller's frequencies replace it */
+        .attention_factor = m->vision ? vision_mscale : g->attn_factor,
         .multimodal = POSENC_ROPE_POSITIONS_MAP,
         .component_map = map,
         .components = COMPONENTS,
@@ -317,7 +341,8 @@ static void run_mrope_case(posenc_context *context, const mrope_case *m)
             double mscale = g->attn_factor, s, co;
             double w;
             if (m->vision)
-                w = inv_freq[j] / (g->freq_factors ? g->freq_factors[j] : 1.0);
+                w = ggml_vision_frequency(&vision, m->sections, j, &mscale) /
+                    (g->freq_factors ? g->freq_factors[j] : 1.0);
             else {
                 ggml_case full = *g;
                 full.n_dims = MM_DIM;
@@ -349,6 +374,8 @@ static void test_mrope_device(posenc_context *context, const posenc_device_info 
     yarn.attn_factor = 1.4245;
     ggml_case factors = plain;
     factors.freq_factors = freq_factors;
+    ggml_case half = plain; /* linear: no ramp, ggml's mscale stays attn_factor */
+    half.freq_scale = 0.5;
     const mrope_case cases[] = {
         {"qwen2-vl sections {16, 24, 24, 0}", {16, 24, 24, 0}, false, false, plain},
         {"four sections {16, 16, 16, 16}, YaRN", {16, 16, 16, 16}, false, false, yarn},
@@ -356,6 +383,9 @@ static void test_mrope_device(posenc_context *context, const posenc_device_info 
         {"qwen3-vl interleaved {24, 20, 20, 0}", {24, 20, 20, 0}, true, false, plain},
         {"vision {16, 16, 16, 16}, freq_factors", {16, 16, 16, 16}, false, true, factors},
         {"vision {32, 32, 0, 0}", {32, 32, 0, 0}, false, true, plain},
+        {"vision {16, 16, 16, 16}, YaRN folded into inv_freq", {16, 16, 16, 16}, false, true,
+         yarn},
+        {"vision {32, 32, 0, 0}, freq_scale 0.5", {32, 32, 0, 0}, false, true, half},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_mrope_case(context, &cases[i]);
@@ -400,6 +430,36 @@ static void test_validation(posenc_context *context)
     yarn.scaling.freq_scale = 0.25;
     CHECK_STATUS(posenc_rope(context, &yarn), POSENC_INVALID_ARGUMENT);
     CHECK_MESSAGE(posenc_context_last_error(context), "scaling.freq_scale");
+
+    /* Caller frequencies (ggml's vision mode) replace theta and the scaling: a value left there
+     * would be ignored, so it is refused with its field named. */
+    static const double vision_freq[HEAD_DIM / 2] = {1.0, 0.5, 0.25};
+    posenc_rope_desc given = desc;
+    given.inv_freq = vision_freq;
+    given.inv_freq_count = HEAD_DIM / 2;
+    given.scaling = (posenc_rope_scaling){.type = POSENC_ROPE_SCALING_YARN_GGML};
+    CHECK_STATUS(posenc_rope(context, &given), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(context), "theta");
+    given.theta = 0;
+    CHECK_STATUS(posenc_rope(context, &given), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(context), "scaling.type");
+    given.scaling.type = POSENC_ROPE_SCALING_NONE;
+    given.scaling.freq_scale = 0.5; /* ggml's vision mode at freq_scale 0.5, left unfolded */
+    CHECK_STATUS(posenc_rope(context, &given), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(context), "scaling.freq_scale");
+    given.scaling.freq_scale = 0;
+    given.scaling.ext_factor = 1;
+    CHECK_STATUS(posenc_rope(context, &given), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(context), "scaling.ext_factor");
+    given.scaling.ext_factor = 0;
+    given.scaling.original_max_positions = 4096;
+    CHECK_STATUS(posenc_rope(context, &given), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(context), "scaling.original_max_positions");
+    given.scaling.original_max_positions = 0;
+    static float rotated[TOKENS][HEAD_DIM]; /* q stays as it is, for the check below */
+    const int64_t q_shape[2] = {TOKENS, HEAD_DIM};
+    given.q = posenc_tensor_of_host(rotated, POSENC_DTYPE_F32, 2, q_shape);
+    CHECK_OK(posenc_rope(context, &given)); /* what is left applies: inv_freq alone */
 
     /* Rotary offsets: even, inside the head, with the rotated dims inside it too. */
     posenc_rope_desc offset = desc;

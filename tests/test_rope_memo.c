@@ -74,6 +74,7 @@ static posenc_rope_desc make_desc(int variant, arena *a, int32_t position)
         d.k_out = host_tensor(a, 20480, POSENC_DTYPE_F32, 3, k1);
         break;
     case 7: /* caller frequencies, whose values change in place between steps */
+        d.theta = 0.0; /* replaced by them */
         d.inv_freq = a->inv_freq;
         d.inv_freq_count = 8;
         d.rotary_dim = 16;

@@ -562,11 +562,13 @@ typedef struct posenc_rope_desc {
                                * and after pass through; even; default 0 (ggml_rope_set_offset:
                                * the rotary part at the end of a head, as DeepSeek's MLA) */
     posenc_rope_style style;  /* default NEOX */
-    double theta;             /* frequency base; default 10000 */
+    double theta;             /* frequency base; default 10000; 0 with inv_freq */
     double attention_factor;  /* scales cos and sin; default 1, or the scaling's own */
     bool inverse;             /* rotate by -t: the backward pass, or undoing a forward */
     const double *inv_freq;   /* optional: caller frequencies (radians per position, >= 0);
-                               * replace theta and scaling.type (freq_factors still apply) */
+                               * replace theta and the scaling, which must then stay 0 (a
+                               * scaling is folded into inv_freq by the caller); freq_factors
+                               * and attention_factor still apply */
     uint32_t inv_freq_count;  /* entries in inv_freq: rotary_dim/2 */
     posenc_rope_scaling scaling; /* with derived sequence lengths and several components:
                                   * from the largest position of any component */

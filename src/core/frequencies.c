@@ -5,6 +5,7 @@
 #include "core/scaling.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,10 +236,10 @@ static unsigned scaling_fields(posenc_rope_scaling_type type)
     return 0;
 }
 
-static posenc_status check_unused_scaling_fields(posenc_context *ctx,
-                                                 const posenc_rope_scaling *scaling)
+/* The first scaling field that is set but not among `uses`; NULL when none. freq_factors and
+ * factor_count are read by every type (and with caller frequencies), so never named. */
+static const char *unused_scaling_field(const posenc_rope_scaling *scaling, unsigned uses)
 {
-    unsigned uses = scaling_fields(scaling->type);
     const char *field = NULL;
     if (!(uses & USES_FACTOR) && scaling->factor != 0.0)
         field = "factor";
@@ -268,11 +269,42 @@ static posenc_status check_unused_scaling_fields(posenc_context *ctx,
         field = "freq_scale";
     else if (!(uses & USES_GGML) && scaling->ext_factor != 0.0)
         field = "ext_factor";
+    return field;
+}
+
+static posenc_status check_unused_scaling_fields(posenc_context *ctx,
+                                                 const posenc_rope_scaling *scaling)
+{
+    const char *field = unused_scaling_field(scaling, scaling_fields(scaling->type));
     if (!field)
         return POSENC_OK;
     return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                         "scaling.%s: is not used by scaling type %s and must be 0", field,
                         scaling_name(scaling->type));
+}
+
+/* Caller frequencies replace theta and the scaling: a value given there would have no effect,
+ * and a call that looks scaled (ggml's vision mode with freq_scale != 1) would rotate by the
+ * unscaled table and return OK. Only freq_factors (and attention_factor) still apply. */
+static posenc_status check_unused_with_inv_freq(posenc_context *ctx, const posenc_rope_desc *desc)
+{
+    const posenc_rope_scaling *scaling = &desc->scaling;
+    const char *field = NULL;
+    char name[48];
+    if (desc->theta != 0.0)
+        field = "theta";
+    else if (scaling->type != POSENC_ROPE_SCALING_NONE)
+        field = "scaling.type";
+    else if ((field = unused_scaling_field(scaling, 0)) != NULL) {
+        snprintf(name, sizeof name, "scaling.%s", field);
+        field = name;
+    }
+    if (!field)
+        return POSENC_OK;
+    return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                        "%s: has no effect with inv_freq (the caller's frequencies replace theta "
+                        "and the scaling: fold it into inv_freq) and must be 0",
+                        field);
 }
 
 posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_desc *desc,
@@ -295,7 +327,8 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
     if ((unsigned)scaling->type > POSENC_ROPE_SCALING_YARN_GGML)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "scaling.type: unknown value %d",
                             (int)scaling->type);
-    posenc_status status = check_unused_scaling_fields(ctx, scaling);
+    posenc_status status = desc->inv_freq ? check_unused_with_inv_freq(ctx, desc)
+                                          : check_unused_scaling_fields(ctx, scaling);
     if (status != POSENC_OK)
         return status;
 
