@@ -104,7 +104,12 @@ unsigned test_for_each_device(test_device_fn fn)
         }
         int before = test_failures;
         fn(context, &info);
-        printf("  %-8s %-40s %s\n", posenc_backend_name(info.backend), info.name,
+        /* "  vulkan:1   NAME   ok": the selector tells two cards of one model apart, for the
+         * device check's per-device counts (tools/device-bundle/summary.sh). */
+        char selector[32];
+        snprintf(selector, sizeof selector, "%s:%u", posenc_backend_name(info.backend),
+                 (unsigned)info.backend_index);
+        printf("  %-10s %-40s %s\n", selector, info.name,
                test_failures == before ? "ok" : "FAILED");
         posenc_context_destroy(context);
         ran++;
