@@ -19,8 +19,10 @@ Checks posenc on the GPUs of this machine, in five steps:
      element checked against float64) and posenc bench --json (RoPE and sinusoidal next to a
      copy of the same bytes on the same device);
   5. prints a summary per device: tests passed and failed, the worst error against float64,
-     and RoPE throughput / copy throughput (1.0 = as fast as memory allows); writes it as JSON
-     to BUILD_DIR/device-check-summary.json, and the logs to BUILD_DIR/device-check/.
+     and RoPE throughput / copy throughput (1.0 = as fast as memory allows); writes it to
+     BUILD_DIR/device-check/summary.txt and summary.json, and the logs to
+     BUILD_DIR/device-check/logs/. The summary is the device bundle's (tools/device-bundle.sh),
+     written by the same script, tools/device-bundle/summary.sh.
 Exits 0 when every test passed, every check on every GPU passed and at least one GPU was
 found; 1 otherwise; 2 on a usage error. A few minutes, most of them the build: 5 minutes on 2
 busy cores with lavapipe and PoCL, of which 1 for the tests, demos and benches.
@@ -127,8 +129,9 @@ fi
 if [[ -z $jobs ]]; then
     jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 fi
-log_dir=$build_dir/device-check
-summary_json=$build_dir/device-check-summary.json
+check_dir=$build_dir/device-check
+log_dir=$check_dir/logs
+summary_script=$source_dir/tools/device-bundle/summary.sh
 posenc=$build_dir/posenc
 
 # The words of a command as one would type them: single-quoted where the shell would otherwise
@@ -187,22 +190,81 @@ validation_layer_installed() {
     [[ $layers == *VK_LAYER_KHRONOS_validation* ]]
 }
 
+# ctest -V's log as the summary reads a test run (tools/device-bundle/summary.sh): tests.tsv,
+# "NAME<tab>all<tab>RESULT<tab>SECONDS" per test ("all": every device in one run), and each
+# test's output in test-all-NAME.log. ctest -V puts "N: " before each line of test N's output
+# and ends the test with "  3/40 Test  #3: test_rope ....   Passed    1.20 sec" (or "***Failed",
+# "***Skipped", "***Timeout", "***Exception: SegFault", "Not Run").
+split_ctest_log() {
+    local dir=$1
+    rm -f "$dir"/tests.tsv "$dir"/test-all-*.log
+    [[ -f $dir/ctest.log ]] || return 0
+    awk -v dir="$dir" '
+        /^[0-9]+: / {
+            n = $0; sub(/:.*/, "", n)
+            line = $0; sub(/^[0-9]+: /, "", line)
+            output[n] = output[n] line "\n"
+            next
+        }
+        /^ *[0-9]+\/[0-9]+ Test +#[0-9]+: / {
+            n = $0; sub(/^ *[0-9]+\/[0-9]+ Test +#/, "", n); sub(/:.*/, "", n)
+            rest = $0; sub(/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: /, "", rest)
+            name = rest; sub(/ .*/, "", name)
+            outcome = rest; sub(/^[^ ]+ [ .]*/, "", outcome)
+            seconds = outcome; sub(/ sec$/, "", seconds); sub(/.* /, "", seconds)
+            sub(/ +[0-9.]+ sec$/, "", outcome); sub(/^\*+/, "", outcome)
+            if (outcome ~ /^Passed/) result = "passed"
+            else if (outcome ~ /Skipped|Not Run/) result = "skipped"
+            else result = "FAILED (" outcome ")"
+            printf "%s\tall\t%s\t%s\n", name, result, seconds >> (dir "/tests.tsv")
+            printf "%s", output[n] > (dir "/test-all-" name ".log")
+            close(dir "/test-all-" name ".log")
+        }' "$dir/ctest.log"
+}
+
+# Why the build left a backend out, from its cache: meta.txt's hint_vulkan and hint_opencl, for
+# the summary to say beside "not compiled in".
+cache_value() {
+    sed -n "s/^$1:[A-Z]*=//p" "$build_dir/CMakeCache.txt" 2>/dev/null | head -n 1
+}
+not_found() { [[ -z $1 || $1 == *NOTFOUND ]]; }
+write_build_hints() {
+    local hint_vulkan="" hint_opencl=""
+    if [[ -f $build_dir/CMakeCache.txt ]]; then
+        if not_found "$(cache_value POSENC_GLSLC_EXECUTABLE)" &&
+            not_found "$(cache_value POSENC_GLSLANG_EXECUTABLE)"; then
+            hint_vulkan="no glslc or glslangValidator to compile the shaders, in Debian/Ubuntu's"
+            hint_vulkan+=" glslc or glslang-tools"
+        elif not_found "$(cache_value POSENC_VULKAN_INCLUDE_DIR)"; then
+            hint_vulkan="vulkan/vulkan.h not found, in Debian/Ubuntu's libvulkan-dev"
+        fi
+        if not_found "$(cache_value POSENC_OPENCL_INCLUDE_DIR)"; then
+            hint_opencl="CL/cl.h not found, in Debian/Ubuntu's opencl-headers"
+        fi
+    fi
+    grep -v '^hint_' "$log_dir/meta.txt" >"$log_dir/meta.txt.tmp" || true
+    printf 'hint_vulkan=%s\nhint_opencl=%s\n' "$hint_vulkan" "$hint_opencl" >>"$log_dir/meta.txt.tmp"
+    mv "$log_dir/meta.txt.tmp" "$log_dir/meta.txt"
+}
+
 summarize() {
-    cmake "-DLOG_DIR=$log_dir" "-DOUTPUT=$summary_json" "-DBUILD_DIR=$build_dir" \
-        -P "$source_dir/tools/device-check-summary.cmake" || die "the summary failed"
+    split_ctest_log "$log_dir"
+    write_build_hints
+    local status=0
+    bash "$summary_script" "$log_dir" "$check_dir" || status=$?
+    ((status <= 1)) || die "the summary failed"
     echo
-    cat "$log_dir/summary.txt"
-    echo "summary: $summary_json; logs: $log_dir/"
-    [[ $(tail -n 1 "$log_dir/summary.txt") == "result: PASS" ]]
+    cat "$check_dir/summary.txt"
+    echo "summary: $check_dir/summary.json; logs: $log_dir/"
+    return "$status"
 }
 
 if ((summary_only)); then
     if ((dry_run)); then
-        echo "+ cmake -DLOG_DIR=$log_dir -DOUTPUT=$summary_json -DBUILD_DIR=$build_dir" \
-            "-P $source_dir/tools/device-check-summary.cmake"
+        echo "+ bash $summary_script $log_dir $check_dir"
         exit 0
     fi
-    [[ -d $log_dir ]] || die "$log_dir: no logs of an earlier run"
+    [[ -f $log_dir/meta.txt ]] || die "$log_dir: no logs of an earlier run"
     summarize
     exit
 fi
@@ -246,10 +308,20 @@ if ((dry_run)); then
 else
     mkdir -p "$log_dir"
     # Logs of an earlier run must not pass for this one's.
-    rm -f "$log_dir"/*.txt "$log_dir"/*.json "$log_dir"/*.rc "$log_dir"/*.log "$summary_json"
+    rm -rf "$log_dir" "$check_dir/summary.json" "$check_dir/summary.txt"
+    mkdir -p "$log_dir"
 fi
 
+# Steps and their seconds, for the summary.
+step_names=()
+step_seconds=()
+step_start=$SECONDS
 step() {
+    if ((${#step_names[@]})); then
+        step_seconds+=($((SECONDS - step_start)))
+    fi
+    step_start=$SECONDS
+    step_names+=("${*#[0-9]. }")
     echo
     echo "== $*"
 }
@@ -312,7 +384,7 @@ if ((validation_wanted)); then
     if validation_layer_installed; then
         validation=on
     else
-        validation=absent
+        validation="absent (not installed)"
     fi
 fi
 step "3. device tests (Vulkan validation: $validation)"
@@ -339,7 +411,9 @@ test_env=()
 if [[ $validation == on ]]; then
     test_env=(VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation)
 fi
-ctest=(ctest --test-dir "$build_dir" -R "$include" -E "$exclude" -j "$jobs" -V)
+# ctest -V puts "N: " before each output line of test N only when it runs tests in parallel: the
+# summary needs it to tell the tests' lines apart, so two jobs at least.
+ctest=(ctest --test-dir "$build_dir" -R "$include" -E "$exclude" -j "$((jobs > 1 ? jobs : 2))" -V)
 if ((dry_run)); then
     run env ${test_env[@]+"${test_env[@]}"} "${ctest[@]}"
 else
@@ -370,9 +444,9 @@ for i in "${!selectors[@]}"; do
         bench+=(--quick)
     fi
     rc=0
-    run_logged "$log_dir/demo-$file_id.txt" "$posenc" demo --device "$selector" --runs 3 || rc=$?
+    run_logged "$log_dir/demo-$file_id.log" "$posenc" demo --device "$selector" --runs 3 || rc=$?
     echo "$rc" >"$log_dir/demo-$file_id.rc"
-    tail -n 1 "$log_dir/demo-$file_id.txt"
+    tail -n 1 "$log_dir/demo-$file_id.log"
     # The JSON alone on stdout; stderr (a runtime's own messages) beside it.
     echo "+ $(shell_words "${bench[@]}") > $log_dir/bench-$file_id.json"
     rc=0
@@ -385,19 +459,26 @@ for i in "${!selectors[@]}"; do
 done
 
 # ---- 5. summary ---------------------------------------------------------------------------------
+step "5. summary"
 if ((dry_run)); then
-    step "5. summary"
-    echo "+ cmake -DLOG_DIR=$log_dir -DOUTPUT=$summary_json -DBUILD_DIR=$build_dir" \
-        "-P $source_dir/tools/device-check-summary.cmake"
+    echo "+ bash $summary_script $log_dir $check_dir"
     exit 0
 fi
+step_seconds+=(0)
 {
+    echo "tool=tools/device-check.sh"
+    echo "posenc=$("$posenc" --version 2>/dev/null | head -n 1)"
+    echo "host=$(uname -srm)"
+    echo "started=$started"
+    echo "seconds=$((SECONDS - start_seconds))"
     echo "allow_software=$allow_software"
     echo "validation=$validation"
     echo "bench_mode=$bench_mode"
-    echo "wall_seconds=$((SECONDS - start_seconds))"
-    echo "host=$(uname -srm)"
-    echo "started=$started"
+    for i in "${!step_names[@]}"; do
+        printf 'step=%s\t%s\n' "${step_names[$i]}" "${step_seconds[$i]}"
+    done
 } >"$log_dir/meta.txt"
-step "5. summary"
+# The build's own lines on its backends, once each (a reconfigure prints them again).
+awk '/^-- posenc:/ && !seen[$0]++ { sub(/^-- /, ""); print }' "$log_dir/configure.log" \
+    >"$log_dir/runtimes.txt" 2>/dev/null || true
 summarize
