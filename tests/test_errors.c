@@ -1306,6 +1306,9 @@ static void test_sinusoidal_errors(posenc_context *ctx)
     d.input_scale = NAN;
     EXPECT_SINUSOIDAL(ctx, &d, POSENC_INVALID_ARGUMENT, "input_scale");
     CASE();
+    d.input_scale = 2; /* without x: it would scale nothing */
+    EXPECT_SINUSOIDAL(ctx, &d, POSENC_INVALID_ARGUMENT, "input_scale");
+    CASE();
     d.output_scale = INFINITY;
     EXPECT_SINUSOIDAL(ctx, &d, POSENC_INVALID_ARGUMENT, "output_scale");
 

@@ -623,7 +623,8 @@ typedef struct posenc_sinusoidal_desc {
     double base;                /* max_period; default 10000 */
     double freq_shift;          /* diffusers' downscale_freq_shift; default 0 */
     double position_scale;      /* > 0, multiplies positions (diffusers' `scale`); default 1 */
-    double input_scale;         /* add mode: multiplies x (e.g. sqrt(d_model)); default 1 */
+    double input_scale;         /* add mode: multiplies x (e.g. sqrt(d_model)); default 1;
+                                 * 0 or 1 without x (another value would have no effect) */
     double output_scale;        /* multiplies PE; default 1 */
 } posenc_sinusoidal_desc;
 

@@ -44,6 +44,9 @@ def test_add_mode_and_in_place(rng):
     r = posenc.sinusoidal(y, x=y, input_scale=4.0, output_scale=0.5)
     assert r is y
     np.testing.assert_array_equal(y, out)
+    # Without x a scale of x would be ignored: refused, not dropped.
+    with pytest.raises(posenc.InvalidArgument, match="input_scale"):
+        posenc.sinusoidal(np.zeros((6, 16), np.float32), input_scale=4.0)
 
 
 def test_strided_out():

@@ -82,6 +82,13 @@ posenc_status posenc__sinusoidal_prepare(posenc_context *ctx, const posenc_sinus
         status = resolve_scale(ctx, desc->output_scale, "output_scale", false, &output_scale);
     if (status != POSENC_OK)
         return status;
+    /* input_scale multiplies x: without x, a scale other than 1 would be ignored, and a call
+     * that means to scale the embeddings would return OK with them unscaled. */
+    if (!op.has_x && input_scale != 1.0)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "input_scale: multiplies x (add mode), which is not given; %g would "
+                            "have no effect (0 or 1 without x)",
+                            desc->input_scale);
     op.input_scale = (float)input_scale;
     op.output_scale = (float)output_scale;
 
