@@ -48,6 +48,9 @@ posenc_status posenc_buffer_create(posenc_context *ctx, const posenc_buffer_desc
                             (unsigned long long)desc->size,
                             (unsigned long long)ctx->device->info.max_buffer_bytes);
     posenc__clear_error(ctx);
+    posenc_status status = posenc__check_lost(ctx);
+    if (status != POSENC_OK)
+        return status;
 
     posenc_buffer *buf = calloc(1, sizeof *buf);
     if (!buf)
@@ -55,7 +58,7 @@ posenc_status posenc_buffer_create(posenc_context *ctx, const posenc_buffer_desc
     buf->ctx = ctx;
     buf->size = desc->size;
     buf->host_memory = desc->host_memory;
-    posenc_status status = ctx->backend->buffer_init(ctx, buf);
+    status = ctx->backend->buffer_init(ctx, buf);
     if (status != POSENC_OK) {
         free(buf);
         return status;
@@ -124,7 +127,7 @@ static posenc_status check_range(posenc_buffer *buf, uint64_t offset, const void
                             (unsigned long long)offset, (unsigned long long)offset,
                             (unsigned long long)size, (unsigned long long)buf->size);
     posenc__clear_error(buf->ctx);
-    return POSENC_OK;
+    return posenc__check_lost(buf->ctx);
 }
 
 posenc_status posenc_buffer_upload(posenc_buffer *buf, uint64_t offset, const void *data,
@@ -158,6 +161,9 @@ posenc_status posenc_buffer_map(posenc_buffer *buf, void **data)
     posenc_context *ctx = buf->ctx;
     if (!data)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "data: is NULL");
+    posenc_status status = posenc__check_lost(ctx);
+    if (status != POSENC_OK)
+        return status;
     if (!ctx->backend->buffer_map)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "buffer: the %s backend cannot map buffers; use "
@@ -174,7 +180,7 @@ posenc_status posenc_buffer_map(posenc_buffer *buf, void **data)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                             "buffer: is already mapped; posenc_buffer_unmap it first");
     void *address = NULL;
-    posenc_status status = ctx->backend->buffer_map(ctx, buf, &address);
+    status = ctx->backend->buffer_map(ctx, buf, &address);
     if (status != POSENC_OK) {
         posenc__atomic_store_release(&buf->mapped, 0);
         return status;

@@ -238,8 +238,8 @@ void posenc_context_destroy(posenc_context *ctx)
 {
     if (!ctx)
         return;
-    if (ctx->backend->finish)
-        ctx->backend->finish(ctx);
+    if (ctx->backend->finish && !posenc__atomic_load_acquire(&ctx->lost))
+        ctx->backend->finish(ctx); /* a lost device has nothing left to finish */
     while (ctx->events)
         posenc_event_destroy(ctx->events);
     while (ctx->buffers)

@@ -101,7 +101,11 @@ posenc_status posenc_event_wait(posenc_event *event, uint64_t timeout_ns)
     posenc_context *ctx = event->ctx;
     if (!event->backend_state)
         return event->result;
-    posenc_status status = ctx->backend->event_wait(ctx, event->backend_state, timeout_ns);
+    /* Work still pending when the device was lost never completes: the event ends with the
+     * loss, and the device is not asked again. */
+    posenc_status status = posenc__check_lost(ctx);
+    if (status == POSENC_OK)
+        status = ctx->backend->event_wait(ctx, event->backend_state, timeout_ns);
     if (status == POSENC_TIMEOUT)
         return status;
     ctx->backend->event_release(ctx, event->backend_state);
@@ -131,5 +135,8 @@ posenc_status posenc_context_finish(posenc_context *ctx)
     if (!ctx)
         return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
     posenc__clear_error(ctx);
+    posenc_status status = posenc__check_lost(ctx);
+    if (status != POSENC_OK)
+        return status;
     return ctx->backend->finish ? ctx->backend->finish(ctx) : POSENC_OK;
 }

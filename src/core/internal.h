@@ -132,6 +132,9 @@ struct posenc_context {
     char last_error[POSENC__MESSAGE_BYTES]; /* under shared_lock */
     posenc__atomic_u32 has_error; /* 1 while last_error may hold a message: written under
                                    * shared_lock, read without it (posenc__clear_error) */
+    posenc__atomic_u32 lost; /* 1 once a call reported the device lost (posenc__fail with
+                              * DEVICE_LOST): every later call that would reach the device
+                              * fails at once (posenc__check_lost); destroying still works */
     posenc__stats stats;
 };
 
@@ -149,6 +152,10 @@ void posenc__log_to(posenc_log_fn log, void *user_data, posenc_log_level level,
     POSENC__PRINTF_LIKE(4, 5);
 /* Empties the message (the context's, under its shared_lock, or this thread's). */
 void posenc__clear_error(posenc_context *ctx);
+/* DEVICE_LOST, with a message saying so, once the context's device was lost; OK before. The
+ * first check of every call that would reach the device: a lost device does not come back, so
+ * the context is good only for destroying. */
+posenc_status posenc__check_lost(posenc_context *ctx);
 
 /* A validated tensor view, always 4-D (leading dims of size 1), byte strides resolved. */
 typedef struct posenc__view {

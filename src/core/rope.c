@@ -332,6 +332,9 @@ static posenc_status prepare(posenc_context *ctx, const posenc_rope_desc *desc,
     if (!desc)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "desc: is NULL");
     posenc__clear_error(ctx);
+    posenc_status status = posenc__check_lost(ctx);
+    if (status != POSENC_OK)
+        return status;
     *op = posenc__rope_memo_use(ctx, desc);
     if (*op)
         return POSENC_OK;

@@ -27,9 +27,11 @@ posenc_status posenc__sinusoidal_prepare(posenc_context *ctx, const posenc_sinus
     if (!desc)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "desc: is NULL");
     posenc__clear_error(ctx);
+    posenc_status status = posenc__check_lost(ctx);
+    if (status != POSENC_OK)
+        return status;
 
     posenc__sinusoidal_op op = {0};
-    posenc_status status;
 
     if (posenc__tensor_absent(&desc->out))
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "out: is required");

@@ -101,9 +101,20 @@ posenc_status posenc__fail(posenc_context *ctx, posenc_status status, const char
     posenc__copy_string(ctx->last_error, sizeof ctx->last_error, message);
     posenc__atomic_store_relaxed(&ctx->has_error, 1);
     posenc__mutex_unlock(&ctx->shared_lock);
+    if (status == POSENC_DEVICE_LOST) /* whichever backend call saw it: lost for good */
+        posenc__atomic_store_release(&ctx->lost, 1);
     if (ctx->log)
         ctx->log(POSENC_LOG_DEBUG, message, ctx->log_user_data);
     return status;
+}
+
+posenc_status posenc__check_lost(posenc_context *ctx)
+{
+    if (!posenc__atomic_load_acquire(&ctx->lost))
+        return POSENC_OK;
+    return posenc__fail(ctx, POSENC_DEVICE_LOST,
+                        "context: the device was lost in an earlier call; only destroying "
+                        "this context and its buffers and events works now: create another");
 }
 
 void posenc__log(posenc_context *ctx, posenc_log_level level, const char *format, ...)

@@ -57,6 +57,9 @@ posenc_status posenc_vk_buffer_wrap(posenc_context *ctx, VkBuffer buffer, VkDevi
     if (offset > UINT64_MAX - range)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "range: offset + range overflows");
     posenc__clear_error(ctx);
+    posenc_status status = posenc__check_lost(ctx);
+    if (status != POSENC_OK)
+        return status;
     posenc_vk_buffer *state = calloc(1, sizeof *state);
     if (!state)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "wrapped: out of host memory");
@@ -64,7 +67,7 @@ posenc_status posenc_vk_buffer_wrap(posenc_context *ctx, VkBuffer buffer, VkDevi
     state->allocation.size = range;
     state->base = offset;
     state->borrowed = true;
-    posenc_status status = posenc__buffer_adopt(ctx, range, state, wrapped);
+    status = posenc__buffer_adopt(ctx, range, state, wrapped);
     if (status != POSENC_OK)
         free(state);
     return status;

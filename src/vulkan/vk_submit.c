@@ -35,6 +35,11 @@ static posenc_status wait_submission(posenc_context *ctx, posenc_vk_submission *
                                      uint64_t timeout_ns)
 {
     posenc_vk_context *vk = ctx->backend_state;
+    if (vk->lost) { /* its fence may never signal: the work is over, with the device */
+        reap(submission);
+        return posenc__fail(ctx, POSENC_DEVICE_LOST,
+                            "vulkan: the device was lost; destroy this context");
+    }
     VkResult result =
         vk->fns.WaitForFences(vk->device, 1, &submission->fence, VK_TRUE, timeout_ns);
     if (result == VK_TIMEOUT)
