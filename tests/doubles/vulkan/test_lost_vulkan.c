@@ -440,14 +440,14 @@ static void lost_recorded(void)
 int main(int argc, char **argv)
 {
     const char *point = argc > 1 ? argv[1] : "";
-    if (!load_layer()) {
-        test_failures++;
-        return test_finish(NAME);
-    }
     posenc_context *probe = vulkan_context();
     if (!probe)
         return test_device_absent(NAME, "vulkan", posenc_thread_last_error());
     posenc_context_destroy(probe);
+    if (!load_layer()) {
+        test_failures++;
+        return test_finish(NAME);
+    }
     printf("%s: %s\n", NAME, point);
     if (strcmp(point, "sync_submit") == 0)
         lost_sync("vkQueueSubmit");
