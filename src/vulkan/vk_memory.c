@@ -38,9 +38,13 @@ posenc_status posenc_vk_allocate(posenc_context *ctx, uint64_t size, uint32_t ty
                  VK_BUFFER_USAGE_TRANSFER_DST_BIT,
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
+    /* The message names the purpose and the driver call that failed. */
+    char failed[128];
     VkResult result = vk->fns.CreateBuffer(vk->device, &buffer_info, vk->allocator, &made.buffer);
-    if (result != VK_SUCCESS)
-        return posenc_vk_fail(ctx, result, what);
+    if (result != VK_SUCCESS) {
+        snprintf(failed, sizeof failed, "%s: vkCreateBuffer", what);
+        return posenc_vk_fail(ctx, result, failed);
+    }
     VkMemoryRequirements requirements;
     vk->fns.GetBufferMemoryRequirements(vk->device, made.buffer, &requirements);
     if (!(requirements.memoryTypeBits & (1u << type))) {
@@ -54,14 +58,20 @@ posenc_status posenc_vk_allocate(posenc_context *ctx, uint64_t size, uint32_t ty
         .allocationSize = requirements.size,
         .memoryTypeIndex = type,
     };
+    const char *call = "vkAllocateMemory";
     result = vk->fns.AllocateMemory(vk->device, &allocate, vk->allocator, &made.memory);
-    if (result == VK_SUCCESS)
+    if (result == VK_SUCCESS) {
+        call = "vkBindBufferMemory";
         result = vk->fns.BindBufferMemory(vk->device, made.buffer, made.memory, 0);
-    if (result == VK_SUCCESS && host_visible)
+    }
+    if (result == VK_SUCCESS && host_visible) {
+        call = "vkMapMemory";
         result = vk->fns.MapMemory(vk->device, made.memory, 0, VK_WHOLE_SIZE, 0, &made.mapped);
+    }
     if (result != VK_SUCCESS) {
         posenc_vk_release(ctx, &made);
-        return posenc_vk_fail(ctx, result, what);
+        snprintf(failed, sizeof failed, "%s: %s", what, call);
+        return posenc_vk_fail(ctx, result, failed);
     }
     *allocation = made;
     return POSENC_OK;

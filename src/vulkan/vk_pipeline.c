@@ -51,7 +51,9 @@ posenc_status posenc_vk_pipeline(posenc_context *ctx, posenc_vk_kernel kernel,
     vk->fns.DestroyShaderModule(vk->device, module, vk->allocator);
     if (result != VK_SUCCESS) {
         vk->pipelines[kernel] = VK_NULL_HANDLE;
-        posenc_status status = posenc_vk_fail(ctx, result, spirv->name);
+        char what[96];
+        snprintf(what, sizeof what, "%s: vkCreateComputePipelines", spirv->name);
+        posenc_status status = posenc_vk_fail(ctx, result, what);
         return status == POSENC_DEVICE_ERROR ? POSENC_KERNEL_BUILD_FAILED : status;
     }
     posenc__atomic64_add(&ctx->stats.kernels_built, 1);

@@ -195,9 +195,10 @@ static posenc_status submit(posenc_context *ctx, const posenc__view *const *view
             .commandBufferCount = 1,
             .pCommandBuffers = &submission->commands,
         };
-        if (result == VK_SUCCESS)
-            result = vk->fns.QueueSubmit(vk->queue, 1, &info, submission->fence);
         if (result != VK_SUCCESS)
+            status = posenc_vk_fail(ctx, result, "vkResetFences");
+        else if ((result = vk->fns.QueueSubmit(vk->queue, 1, &info, submission->fence)) !=
+                 VK_SUCCESS)
             status = posenc_vk_fail(ctx, result, "vkQueueSubmit");
     }
     if (status != POSENC_OK) {

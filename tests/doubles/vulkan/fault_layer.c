@@ -82,6 +82,7 @@ static struct {
     uint32_t seen;  /* calls of `call` since the arm */
     uint32_t all;   /* wrapped calls since the arm */
     int fired;
+    char fired_call[66]; /* "vk" and the entry point the fault fired in */
 } layer = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 #define DEVICE_OF_(handle) find_device(key_of(handle))
@@ -107,6 +108,8 @@ static int fails(const char *name, device_entry *device, VkResult *result)
         if (match && ++layer.seen == layer.nth) {
             fire = 1;
             layer.fired = 1;
+            strcpy(layer.fired_call, "vk");
+            strncat(layer.fired_call, name, sizeof layer.fired_call - 3);
             *result = layer.result;
             if (layer.result == VK_ERROR_DEVICE_LOST && device)
                 device->lost = 1;
@@ -131,11 +134,21 @@ static int lost(device_entry *device)
 /* ---- the wrapped entry points ------------------------------------------------------------ */
 
 #define CHECK_(name, handle)                                                                     \
-    device_entry *d = DEVICE_OF_(handle);                                      \
+    device_entry *d = DEVICE_OF_(handle);                                                        \
     VkResult injected = VK_SUCCESS;                                                              \
     if (fails(#name, d, &injected)) {                                                            \
         if (injected == VK_ERROR_DEVICE_LOST)                                                    \
             (void)lost(d);                                                                       \
+        return injected;                                                                         \
+    }
+
+/* A wait that fails: the work it waited for is over first, as with a loss, so that posenc,
+ * taking it for unfinished or failed, frees nothing the driver still runs. */
+#define CHECK_WAIT_(name, handle)                                                                \
+    device_entry *d = DEVICE_OF_(handle);                                                        \
+    VkResult injected = VK_SUCCESS;                                                              \
+    if (fails(#name, d, &injected)) {                                                            \
+        d->next.DeviceWaitIdle(d->device);                                                       \
         return injected;                                                                         \
     }
 
@@ -152,7 +165,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL WaitForFences(VkDevice device, uint32_t co
                                                     const VkFence *fences, VkBool32 all,
                                                     uint64_t timeout)
 {
-    CHECK_(WaitForFences, device)
+    CHECK_WAIT_(WaitForFences, device)
     if (lost(d))
         return VK_ERROR_DEVICE_LOST;
     return d->next.WaitForFences(device, count, fences, all, timeout);
@@ -160,7 +173,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL WaitForFences(VkDevice device, uint32_t co
 
 static VKAPI_ATTR VkResult VKAPI_CALL GetFenceStatus(VkDevice device, VkFence fence)
 {
-    CHECK_(GetFenceStatus, device)
+    CHECK_WAIT_(GetFenceStatus, device)
     if (lost(d))
         return VK_ERROR_DEVICE_LOST;
     return d->next.GetFenceStatus(device, fence);
@@ -296,7 +309,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL EndCommandBuffer(VkCommandBuffer commands)
 
 static VKAPI_ATTR VkResult VKAPI_CALL QueueWaitIdle(VkQueue queue)
 {
-    CHECK_(QueueWaitIdle, queue)
+    CHECK_WAIT_(QueueWaitIdle, queue)
     if (lost(d))
         return VK_ERROR_DEVICE_LOST;
     return d->next.QueueWaitIdle(queue);
@@ -304,7 +317,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL QueueWaitIdle(VkQueue queue)
 
 static VKAPI_ATTR VkResult VKAPI_CALL DeviceWaitIdle(VkDevice device)
 {
-    CHECK_(DeviceWaitIdle, device)
+    CHECK_WAIT_(DeviceWaitIdle, device)
     if (lost(d))
         return VK_ERROR_DEVICE_LOST;
     return d->next.DeviceWaitIdle(device);
@@ -499,6 +512,7 @@ EXPORT void posenc_faults_arm(const char *call, uint32_t nth, int32_t result)
     layer.seen = 0;
     layer.all = 0;
     layer.fired = 0;
+    layer.fired_call[0] = '\0';
     pthread_mutex_unlock(&layer.lock);
 }
 
@@ -516,6 +530,11 @@ EXPORT int posenc_faults_fired(void)
     int fired = layer.fired;
     pthread_mutex_unlock(&layer.lock);
     return fired;
+}
+
+EXPORT const char *posenc_faults_fired_call(void)
+{
+    return layer.fired_call; /* written before `fired`, under the lock; read after it */
 }
 
 EXPORT uint32_t posenc_faults_destroyed(const void *device)

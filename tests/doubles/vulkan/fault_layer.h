@@ -26,15 +26,20 @@ typedef uint32_t (*posenc_faults_count_fn)(const char *call);
 typedef int (*posenc_faults_fired_fn)(void);
 #define POSENC_FAULTS_FIRED "posenc_faults_fired"
 
+/* The entry point the fault fired in since the last arm ("vkQueueSubmit"), or "". */
+typedef const char *(*posenc_faults_fired_call_fn)(void);
+#define POSENC_FAULTS_FIRED_CALL "posenc_faults_fired_call"
+
 /* vkDestroyDevice calls seen on `device` (a VkDevice), for the check that posenc never destroys
  * an engine's device. */
 typedef uint32_t (*posenc_faults_destroyed_fn)(const void *device);
 #define POSENC_FAULTS_DESTROYED "posenc_faults_destroyed"
 
-/* The layer's own definitions of the four (fault_layer.c). */
+/* The layer's own definitions of the five (fault_layer.c). */
 void posenc_faults_arm(const char *call, uint32_t nth, int32_t result);
 uint32_t posenc_faults_count(const char *call);
 int posenc_faults_fired(void);
+const char *posenc_faults_fired_call(void);
 uint32_t posenc_faults_destroyed(const void *device);
 
 #endif
