@@ -22,6 +22,9 @@ DEFAULT_TIMEOUT = 600
 
 # Where the build tree's files go in the bundle: (build-relative path, bundle-relative path).
 LAYOUT = (("posenc", "bin/posenc"), ("tests", "tests"), ("examples", "examples"))
+# A folder a test names (a layer manifest folder, an OpenCL vendors folder) goes along whole
+# when it holds files alone, this few and this small.
+FOLDER_FILES, FOLDER_BYTES = 16, 1 << 20
 
 
 class LeftOut(Exception):
@@ -37,9 +40,12 @@ class Rewriter:
         self.build_roots = build_roots  # the build folder as ctest names it, and its real path
         self.source_dirs = source_dirs
         self.files = set()  # build-relative paths of files the kept tests name
+        self.folder = False  # the word being mapped is a working folder
 
-    def path_word(self, word):
-        """One word (an argument, an environment value): build paths mapped into the bundle."""
+    def path_word(self, word, folder=False):
+        """One word (an argument, an environment value): build paths mapped into the bundle.
+        With `folder`, the word is a working folder: mapped, its files not carried."""
+        self.folder = folder
         for root in self.build_roots:
             # a path runs to the end of the word, or to a list separator
             word = re.sub(re.escape(root) + r"(?=/|$|[:;,])[^:;,]*", self._bundle_path, word)
@@ -47,6 +53,16 @@ class Rewriter:
             if root in word:
                 raise LeftOut(f"needs the source tree ({word})")
         return word
+
+    @staticmethod
+    def _small_folder(path, rel):
+        """The build-relative paths of a small folder's files; LeftOut when it is not small."""
+        entries = sorted(os.listdir(path))
+        files = [os.path.join(path, e) for e in entries]
+        if (len(entries) > FOLDER_FILES or not all(os.path.isfile(f) for f in files)
+                or sum(os.path.getsize(f) for f in files) > FOLDER_BYTES):
+            raise LeftOut(f"needs the build's folder {rel}")
+        return {rel + "/" + e for e in entries}
 
     def _bundle_path(self, match):
         path = match.group(0)
@@ -56,8 +72,8 @@ class Rewriter:
                 continue
             if os.path.isfile(path):
                 self.files.add(rel)
-            elif os.path.isdir(path) and rel != build_rel:
-                raise LeftOut(f"needs the build's folder {rel}")
+            elif os.path.isdir(path) and rel != build_rel and not self.folder:
+                self.files.update(self._small_folder(path, rel))
             # A path that does not exist (a test's "no such file") stays one in the bundle.
             return "{bundle}/" + bundle_rel + rel[len(build_rel):]
         raise LeftOut(f"needs {rel} of the build tree")
@@ -81,7 +97,7 @@ def convert(test, rewriter):
     words = [rewriter.path_word(word) for word in argv]
 
     workdir = props.get("WORKING_DIRECTORY") or os.path.dirname(argv[0])
-    workdir = rewriter.path_word(workdir)
+    workdir = rewriter.path_word(workdir, folder=True)
     timeout = props.get("TIMEOUT")
     timeout = int(math.ceil(float(timeout))) if timeout else DEFAULT_TIMEOUT
     skip_rc = int(props.get("SKIP_RETURN_CODE", 0))
