@@ -29,6 +29,9 @@ posenc_status posenc__roofline(posenc_context *ctx, posenc_buffer *buffer, uint6
         return posenc__fail(ctx, POSENC_UNSUPPORTED, "roofline: the %s backend has no copy kernel",
                             posenc_backend_name(ctx->backend->kind));
     posenc__clear_error(ctx);
+    posenc_status status = posenc__check_lost(ctx);
+    if (status != POSENC_OK)
+        return status;
     return diagnostics(ctx)->roofline(ctx, buffer, offset, bytes, write_only);
 }
 

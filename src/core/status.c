@@ -5,6 +5,7 @@
 #include "core/platform.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static POSENC__THREAD_LOCAL char thread_last_error[POSENC__MESSAGE_BYTES];
 /* This thread's copy of a context's message, as posenc_context_last_error returns it: the
@@ -93,6 +94,12 @@ posenc_status posenc__fail(posenc_context *ctx, posenc_status status, const char
     va_start(args, format);
     vsnprintf(message, sizeof message, format, args);
     va_end(args);
+    /* The call that finds the device lost says what follows from it, whichever backend's. */
+    static const char lost_note[] = ": the device was lost; destroy this context";
+    size_t length = strlen(message);
+    if (status == POSENC_DEVICE_LOST && !strstr(message, "destroy") &&
+        length + sizeof lost_note <= sizeof message)
+        memcpy(message + length, lost_note, sizeof lost_note);
     if (!ctx) {
         posenc__copy_string(thread_last_error, sizeof thread_last_error, message);
         return status;

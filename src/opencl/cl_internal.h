@@ -96,7 +96,12 @@ const posenc_cl_api *posenc_cl_api_get(void);
 
 /* "CL_OUT_OF_RESOURCES"; "CL error" for a code not in the list. */
 const char *posenc_cl_error_name(cl_int error);
-/* The posenc status of an OpenCL error code. */
+/* The posenc status of an OpenCL error code. OpenCL has no code of its own for a lost device:
+ * CL_DEVICE_NOT_AVAILABLE, returned by a call or as the negative execution status a command
+ * ended with, is what a runtime reports for a device that went away after the context was
+ * made, and it is the one read as POSENC_DEVICE_LOST (after which the context is lost for
+ * good: core/status.c). Other negative statuses (CL_OUT_OF_RESOURCES, which some drivers also
+ * give after a crashed kernel, or an error of the runtime's own) fail only the call. */
 posenc_status posenc_cl_status(cl_int error);
 /* Sets the context error to "<what>: <call> failed: <name> (<code>)" and returns its status. */
 posenc_status posenc_cl_fail(posenc_context *ctx, cl_int error, const char *what,

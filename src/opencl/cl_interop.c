@@ -33,6 +33,8 @@ posenc_status posenc_cl_buffer_wrap(posenc_context *ctx, cl_mem mem, posenc_buff
     if (!mem)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "mem: is NULL");
     posenc__clear_error(ctx);
+    if (posenc__check_lost(ctx) != POSENC_OK)
+        return POSENC_DEVICE_LOST;
     const posenc_cl_api *cl = state->cl;
     cl_context owner = NULL;
     cl_mem_object_type type = 0;
