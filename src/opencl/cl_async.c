@@ -28,12 +28,18 @@ static posenc_status submitted(posenc_context *ctx, posenc_status status, cl_eve
     posenc_cl_context *state = ctx->backend_state;
     if (status != POSENC_OK)
         return status;
-    /* Submitted work starts without anyone waiting for it. */
+    /* Submitted work starts without anyone waiting for it. A flush that fails does not undo
+     * the enqueue: the work is on the queue and may still run, so the call cannot report it as
+     * not done; whatever the runtime failed shows at the event's wait (which flushes again).
+     * A lost device runs nothing more: that is reported at once. */
     cl_int err = state->cl->Flush(state->queue);
-    if (err != CL_SUCCESS) {
+    if (err != CL_SUCCESS && posenc_cl_status(err) == POSENC_DEVICE_LOST) {
         state->cl->ReleaseEvent(event);
         return posenc_cl_fail(ctx, err, "submit", "clFlush");
     }
+    if (err != CL_SUCCESS)
+        posenc__log(ctx, POSENC_LOG_DEBUG, "submit: clFlush failed: %s (%d); the wait will tell",
+                    posenc_cl_error_name(err), (int)err);
     if (event_state)
         *event_state = event;
     else

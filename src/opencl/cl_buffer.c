@@ -100,9 +100,10 @@ static posenc_status copy(posenc_context *ctx, posenc_cl_enqueue_fn enqueue, voi
     cl_event done = NULL;
     cl_int err = posenc_cl_enqueue_ordered(ctx, 0, NULL, enqueue, user, &done);
     posenc__mutex_unlock(&state->lock);
-    if (err == CL_SUCCESS)
-        err = posenc_cl_complete(state->cl, done);
-    return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, "buffer", call);
+    if (err != CL_SUCCESS)
+        return posenc_cl_fail(ctx, err, "buffer", call);
+    err = posenc_cl_complete(state->cl, done);
+    return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, "buffer", "clWaitForEvents");
 }
 
 posenc_status posenc_cl_buffer_upload(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,

@@ -145,10 +145,10 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
         cl_int err = state->cl->EnqueueWriteBuffer(
             state->queue, state->staging.mem, CL_FALSE, (size_t)region->offset,
             (size_t)(region->hi - region->lo), region->lo, 0, NULL, &written);
-        if (err == CL_SUCCESS)
-            err = posenc_cl_complete(state->cl, written);
         if (err != CL_SUCCESS)
             status = posenc_cl_fail(ctx, err, name, "clEnqueueWriteBuffer (staging)");
+        else if ((err = posenc_cl_complete(state->cl, written)) != CL_SUCCESS)
+            status = posenc_cl_fail(ctx, err, name, "clWaitForEvents (staging write)");
     }
     if (status == POSENC_OK)
         posenc__atomic64_add(&ctx->stats.staged_bytes, plan->upload_bytes);
@@ -202,12 +202,48 @@ static posenc_status sync_imported(posenc_context *ctx, posenc_cl_staging *stagi
     }
     /* Every event is waited for and released, also after a failed enqueue. */
     cl_int waited = posenc_cl_complete_all(state->cl, count, events);
-    err = err == CL_SUCCESS ? waited : err;
-    return err == CL_SUCCESS ? POSENC_OK
-                             : posenc_cl_fail(ctx, err, "output",
-                                              "clEnqueueReadBuffer (imported host memory)");
+    if (err != CL_SUCCESS)
+        return posenc_cl_fail(ctx, err, "output", "clEnqueueReadBuffer (imported host memory)");
+    return waited == CL_SUCCESS
+               ? POSENC_OK
+               : posenc_cl_fail(ctx, waited, "output", "clWaitForEvents (imported host memory)");
 }
 
+/* Unmaps the staging regions in `mapped`, each unmap waited for, so that the next call's copy
+ * into the staging allocation cannot overtake it on an out-of-order queue. An unmap the
+ * runtime refuses leaves the allocation mapped: it is dropped, and the next call makes another.
+ * False when one failed. */
+static bool unmap_all(posenc_context *ctx, const posenc__gpu_staging *plan, void *const *mapped)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    const posenc_cl_api *cl = state->cl;
+    cl_int failed = CL_SUCCESS;
+    for (uint32_t r = 0; r < plan->region_count; r++) {
+        if (!mapped[r])
+            continue;
+        cl_event unmapped = NULL;
+        cl_int err = cl->EnqueueUnmapMemObject(state->queue, state->staging.mem, mapped[r], 0,
+                                               NULL, &unmapped);
+        if (err == CL_SUCCESS)
+            err = posenc_cl_complete(cl, unmapped);
+        if (err != CL_SUCCESS && failed == CL_SUCCESS)
+            failed = err;
+    }
+    if (failed == CL_SUCCESS)
+        return true;
+    posenc__log(ctx, POSENC_LOG_WARNING,
+                "output: clEnqueueUnmapMemObject (staging) failed: %s (%d); the staging "
+                "allocation is dropped",
+                posenc_cl_error_name(failed), (int)failed);
+    cl->ReleaseMemObject(state->staging.mem);
+    posenc__atomic64_sub(&ctx->stats.staging_bytes, state->staging.capacity);
+    state->staging = (posenc_cl_slot){0};
+    return false;
+}
+
+/* The staged outputs into the caller's memory, all or none: every staged region is mapped
+ * (and the map waited for) before any is copied, so that a runtime failure on the way leaves
+ * every output as it was. A lone packed output is read straight into place: one command. */
 static posenc_status copy_out(posenc_context *ctx, posenc_cl_staging *staging, cl_event after)
 {
     posenc_cl_context *state = ctx->backend_state;
@@ -217,39 +253,57 @@ static posenc_status copy_out(posenc_context *ctx, posenc_cl_staging *staging, c
     posenc_status status = sync_imported(ctx, staging, after);
     if (status != POSENC_OK)
         return status;
+    uint32_t staged = 0, only = 0;
     for (uint32_t r = 0; r < plan->region_count; r++) {
-        const posenc__gpu_region *region = &plan->regions[r];
-        if (!region->written || region->imported)
-            continue;
-        size_t size = (size_t)(region->hi - region->lo);
-        cl_int err;
-        if (region->whole) { /* one packed output: read it straight into place */
-            cl_event read = NULL;
-            err = cl->EnqueueReadBuffer(state->queue, mem, CL_FALSE, (size_t)region->offset, size,
-                                        region->lo, 1, &after, &read);
-            if (err == CL_SUCCESS)
-                err = posenc_cl_complete(cl, read);
-            if (err != CL_SUCCESS)
-                return posenc_cl_fail(ctx, err, "output", "clEnqueueReadBuffer (staging)");
-            continue;
+        if (plan->regions[r].written && !plan->regions[r].imported) {
+            staged++;
+            only = r;
         }
-        cl_event map = NULL;
-        void *mapped = cl->EnqueueMapBuffer(state->queue, mem, CL_FALSE, CL_MAP_READ,
-                                            (size_t)region->offset, size, 1, &after, &map, &err);
-        if (err == CL_SUCCESS)
-            err = posenc_cl_complete(cl, map);
-        if (err != CL_SUCCESS || !mapped)
-            return posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_MAP_FAILURE : err, "output",
-                                  "clEnqueueMapBuffer (staging)");
-        posenc__gpu_stage_copy_out(plan, r, mapped);
-        /* Waited for, so that the next call's copy into the staging allocation cannot overtake
-         * it on an out-of-order queue. */
-        cl_event unmapped = NULL;
-        err = cl->EnqueueUnmapMemObject(state->queue, mem, mapped, 0, NULL, &unmapped);
-        if (err == CL_SUCCESS)
-            err = posenc_cl_complete(cl, unmapped);
+    }
+    if (staged == 1 && plan->regions[only].whole) {
+        const posenc__gpu_region *region = &plan->regions[only];
+        cl_event read = NULL;
+        cl_int err = cl->EnqueueReadBuffer(state->queue, mem, CL_FALSE, (size_t)region->offset,
+                                           (size_t)(region->hi - region->lo), region->lo, 1,
+                                           &after, &read);
         if (err != CL_SUCCESS)
-            return posenc_cl_fail(ctx, err, "output", "clEnqueueUnmapMemObject (staging)");
+            return posenc_cl_fail(ctx, err, "output", "clEnqueueReadBuffer (staging)");
+        err = posenc_cl_complete(cl, read);
+        if (err != CL_SUCCESS)
+            return posenc_cl_fail(ctx, err, "output", "clWaitForEvents (staging read)");
+    } else if (staged) {
+        void *mapped[POSENC__GPU_MAX_VIEWS] = {0};
+        cl_int err = CL_SUCCESS;
+        const char *call = NULL;
+        for (uint32_t r = 0; r < plan->region_count && !call; r++) {
+            const posenc__gpu_region *region = &plan->regions[r];
+            if (!region->written || region->imported)
+                continue;
+            cl_event map = NULL;
+            mapped[r] = cl->EnqueueMapBuffer(state->queue, mem, CL_FALSE, CL_MAP_READ,
+                                             (size_t)region->offset,
+                                             (size_t)(region->hi - region->lo), 1, &after, &map,
+                                             &err);
+            if (err != CL_SUCCESS || !mapped[r]) {
+                call = "clEnqueueMapBuffer (staging)";
+                err = err == CL_SUCCESS ? CL_MAP_FAILURE : err;
+                mapped[r] = NULL;
+                if (map)
+                    cl->ReleaseEvent(map);
+            } else if ((err = posenc_cl_complete(cl, map)) != CL_SUCCESS) {
+                call = "clWaitForEvents (staging map)";
+            }
+        }
+        if (!call) {
+            for (uint32_t r = 0; r < plan->region_count; r++) {
+                if (mapped[r])
+                    posenc__gpu_stage_copy_out(plan, r, mapped[r]);
+            }
+        }
+        /* The outputs are the caller's now: a failed unmap costs the allocation, not them. */
+        (void)unmap_all(ctx, plan, mapped);
+        if (call)
+            return posenc_cl_fail(ctx, err, "output", call);
     }
     posenc__atomic64_add(&ctx->stats.staged_bytes, plan->download_bytes);
     return POSENC_OK;

@@ -134,6 +134,7 @@ static struct {
     uint32_t counts[CALL_COUNT]; /* calls since the arm */
     uint32_t all;
     int fired;
+    int fired_id;  /* the entry point the fault fired in */
     struct {
         cl_context context; /* NULL: a free entry */
         cl_int code;
@@ -272,11 +273,16 @@ static cl_int verdict(int id, cl_context context, int reports_status, int *statu
     pthread_mutex_lock(&faults.lock);
     faults.counts[id]++;
     faults.all++;
-    if (faults.nth && !faults.fired && (faults.call == id || faults.call == CALL_ANY) &&
+    /* "*" leaves retains and releases alone: no driver fails them, and a release refused would
+     * only leak what the fault kept. */
+    int any = faults.call == CALL_ANY && strncmp(call_names[id], "clRetain", 8) != 0 &&
+               strncmp(call_names[id], "clRelease", 9) != 0;
+    if (faults.nth && !faults.fired && (faults.call == id || any) &&
         (reports_status || !faults.as_status)) {
         uint32_t seen = faults.call == CALL_ANY ? faults.all : faults.counts[id];
         if (seen >= faults.nth) {
             faults.fired = 1;
+            faults.fired_id = id;
             result = faults.error;
             *status = faults.as_status;
             if (faults.as_status || faults.error == CL_DEVICE_NOT_AVAILABLE)
@@ -578,8 +584,11 @@ static cl_int CL_API_CALL wrap_clGetEventInfo(cl_event event, cl_event_info name
     cl_int injected = verdict(ID_clGetEventInfo, context_of_event(event), query, &status);
     if (injected == CL_SUCCESS)
         return real.clGetEventInfo(event, name, size, value, size_ret);
-    if (!status)
+    if (!status) {
+        if (query) /* a poll that fails: the command is over first, as with a failed wait */
+            drain(1, &event);
         return injected;
+    }
     /* The command ended with `injected`: once the real one has ended. */
     drain(1, &event);
     cl_int result = real.clGetEventInfo(event, name, size, value, size_ret);
@@ -769,6 +778,14 @@ EXPORT int posenc_cl_faults_fired(void)
     int fired = faults.fired;
     pthread_mutex_unlock(&faults.lock);
     return fired;
+}
+
+EXPORT const char *posenc_cl_faults_fired_call(void)
+{
+    pthread_mutex_lock(&faults.lock);
+    const char *call = faults.fired ? call_names[faults.fired_id] : "";
+    pthread_mutex_unlock(&faults.lock);
+    return call;
 }
 
 EXPORT int posenc_cl_faults_lost(const void *context)

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* The OpenCL ICD the tests build (fault_icd.c): a driver for the ICD loader that is the real
  * one (PoCL) behind a dispatch table of its own, and makes a chosen call fail, a lost device
- * among the failures. The tests point the loader at it with OCL_ICD_VENDORS (a folder holding
- * only its .icd file) and steer it through these functions, which they find with dlopen/dlsym
+ * among the failures. The tests point the loader at it with OCL_ICD_VENDORS (naming the
+ * library) and steer it through these functions, which they find with dlopen/dlsym
  * on the double's own library; or, from the process start, through the environment:
  *   POSENC_CL_FAULT_ICD     the real ICD (default libpocl.so.2)
  *   POSENC_CL_FAULT_CALL    the entry point that fails ("clEnqueueNDRangeKernel"; "*": any
- *                           wrapped call); unset, the double only counts
+ *                           wrapped call but retains and releases); unset, the double only
+ *                           counts
  *   POSENC_CL_FAULT_AT      which of its calls fails, from 1 (default 1)
  *   POSENC_CL_FAULT_ERROR   what that call returns: a name (CL_OUT_OF_RESOURCES) or a number
  *                           (default CL_DEVICE_NOT_AVAILABLE)
@@ -62,14 +63,19 @@ typedef uint32_t (*posenc_cl_faults_count_fn)(const char *call);
 typedef int (*posenc_cl_faults_fired_fn)(void);
 #define POSENC_CL_FAULTS_FIRED "posenc_cl_faults_fired"
 
+/* The entry point the fault fired in since the last arm ("clEnqueueNDRangeKernel"), or "". */
+typedef const char *(*posenc_cl_faults_fired_call_fn)(void);
+#define POSENC_CL_FAULTS_FIRED_CALL "posenc_cl_faults_fired_call"
+
 /* Whether `context` (a cl_context) is lost. */
 typedef int (*posenc_cl_faults_lost_fn)(const void *context);
 #define POSENC_CL_FAULTS_LOST "posenc_cl_faults_lost"
 
-/* The double's own definitions of the four (fault_icd.c). */
+/* The double's own definitions of the five (fault_icd.c). */
 void posenc_cl_faults_arm(const char *call, uint32_t nth, int32_t error, int as_status);
 uint32_t posenc_cl_faults_count(const char *call);
 int posenc_cl_faults_fired(void);
+const char *posenc_cl_faults_fired_call(void);
 int posenc_cl_faults_lost(const void *context);
 
 #endif

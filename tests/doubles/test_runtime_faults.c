@@ -1,30 +1,34 @@
 /* SPDX-License-Identifier: MIT */
-/* Driver entry points that fail, at every call: under VK_LAYER_POSENC_faults (fault_layer.h),
- * each scenario below runs once clean, counting the driver calls it makes; then once for each
- * N, on a fresh context, with its Nth driver call failing (VK_ERROR_OUT_OF_DEVICE_MEMORY, an
- * error every wrapped entry point may return). At each fault:
+/* Driver entry points that fail, at every call: in front of the real driver stands a test
+ * double (Vulkan: the layer VK_LAYER_POSENC_faults, vulkan/fault_layer.h; OpenCL: the fault
+ * ICD, opencl/fault_icd.h). Each scenario below runs once clean, counting the driver calls it
+ * makes; then once for each N, on a fresh context, with its Nth driver call failing with an
+ * error every wrapped entry point may return (VK_ERROR_OUT_OF_DEVICE_MEMORY;
+ * CL_OUT_OF_RESOURCES). At each fault:
  *   - the call fails with a status and a message naming the driver call that failed, or, where
  *     posenc has another way (host memory it cannot import is staged instead), succeeds with
  *     the clean run's results;
  *   - a failed call leaves its outputs as they were; the one exception is a fault in the wait
- *     for work already submitted (vkWaitForFences, vkGetFenceStatus): an output imported in
- *     place may then hold the results (docs/backends.md);
+ *     for work already submitted (vkWaitForFences, vkGetFenceStatus, clWaitForEvents,
+ *     clGetEventInfo, clFinish): an output imported in place may then hold the results
+ *     (docs/backends.md);
  *   - nothing leaks (ASan);
  *   - the same call again, with the driver healthy, gives results bit for bit those of the
  *     clean run.
- *   test_runtime_faults_vulkan SCENARIO (context, prepare, buffer, rope_host, rope_host_f16,
- *   rope_buffer, rope_submit, rope_wrapped, sinusoidal_host, sinusoidal_submit) */
-#include "fault_layer.h"
+ *   test_runtime_faults vulkan|opencl SCENARIO (context, prepare, buffer, rope_host,
+ *   rope_host_f16, rope_buffer, rope_submit, rope_wrapped, sinusoidal_host, sinusoidal_submit)
+ * The double's library comes from POSENC_FAULT_LAYER (Vulkan) or POSENC_TEST_CL_FAULT_ICD
+ * (OpenCL). */
+#include "opencl/fault_icd.h"
 #include "required_devices.h"
 #include "test_common.h"
-
-#include <vulkan/vulkan_core.h>
+#include "vulkan/fault_layer.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define NAME "test_runtime_faults_vulkan"
+#define NAME "test_runtime_faults"
 
 enum { TOKENS = 5, Q_HEADS = 4, K_HEADS = 2, DIM = 64 };
 #define Q_ELEMENTS (TOKENS * Q_HEADS * DIM)
@@ -33,12 +37,83 @@ enum { TOKENS = 5, Q_HEADS = 4, K_HEADS = 2, DIM = 64 };
 static const int64_t q_shape[3] = {TOKENS, Q_HEADS, DIM}, k_shape[3] = {TOKENS, K_HEADS, DIM};
 static const int64_t table_shape[2] = {TOKENS, DIM};
 
+/* The double of one backend, through the same four calls. */
 static struct {
-    posenc_faults_arm_fn arm;
-    posenc_faults_count_fn count;
-    posenc_faults_fired_fn fired;
-    posenc_faults_fired_call_fn fired_call;
+    posenc_backend backend;
+    const char *name;
+    void (*arm)(const char *call, uint32_t nth); /* nth 0: counts only */
+    uint32_t (*count)(void);                     /* wrapped calls since the arm */
+    const char *(*fired_call)(void);             /* "" when the fault did not fire */
+    const char *const *waits; /* calls that wait for submitted work, NULL-terminated */
 } faults;
+
+static posenc_faults_arm_fn vk_arm;
+static posenc_faults_count_fn vk_count;
+static posenc_cl_faults_arm_fn cl_arm;
+static posenc_cl_faults_count_fn cl_count;
+
+/* VK_ERROR_OUT_OF_DEVICE_MEMORY and CL_OUT_OF_RESOURCES, without either API's headers. */
+enum { VK_OUT_OF_DEVICE_MEMORY_ = -2, CL_OUT_OF_RESOURCES_ = -5 };
+
+static void arm_vulkan(const char *call, uint32_t nth)
+{
+    vk_arm(call, nth, VK_OUT_OF_DEVICE_MEMORY_);
+}
+static uint32_t count_vulkan(void)
+{
+    return vk_count("*");
+}
+static void arm_opencl(const char *call, uint32_t nth)
+{
+    cl_arm(call, nth, CL_OUT_OF_RESOURCES_, 0);
+}
+static uint32_t count_opencl(void)
+{
+    return cl_count("*");
+}
+static const char *const vulkan_waits[] = {"vkWaitForFences", "vkGetFenceStatus", NULL};
+static const char *const opencl_waits[] = {"clWaitForEvents", "clGetEventInfo", "clFinish", NULL};
+
+/* Opens the backend's double; false when it cannot be found. */
+static bool load_double(const char *backend)
+{
+    bool vulkan = strcmp(backend, "vulkan") == 0;
+    const char *path = getenv(vulkan ? "POSENC_FAULT_LAYER" : "POSENC_TEST_CL_FAULT_ICD");
+    void *library = path ? dlopen(path, RTLD_NOW | RTLD_GLOBAL) : NULL;
+    if (!library) {
+        fprintf(stderr, "%s: cannot open the %s double (%s)\n", NAME, backend,
+                path ? path : "its variable is unset");
+        return false;
+    }
+    if (vulkan) {
+        faults.backend = POSENC_BACKEND_VULKAN;
+        vk_arm = (posenc_faults_arm_fn)dlsym(library, POSENC_FAULTS_ARM);
+        vk_count = (posenc_faults_count_fn)dlsym(library, POSENC_FAULTS_COUNT);
+        faults.fired_call = (posenc_faults_fired_call_fn)dlsym(library, POSENC_FAULTS_FIRED_CALL);
+        faults.arm = arm_vulkan;
+        faults.count = count_vulkan;
+        faults.waits = vulkan_waits;
+        return vk_arm && vk_count && faults.fired_call;
+    }
+    faults.backend = POSENC_BACKEND_OPENCL;
+    cl_arm = (posenc_cl_faults_arm_fn)dlsym(library, POSENC_CL_FAULTS_ARM);
+    cl_count = (posenc_cl_faults_count_fn)dlsym(library, POSENC_CL_FAULTS_COUNT);
+    faults.fired_call =
+        (posenc_cl_faults_fired_call_fn)dlsym(library, POSENC_CL_FAULTS_FIRED_CALL);
+    faults.arm = arm_opencl;
+    faults.count = count_opencl;
+    faults.waits = opencl_waits;
+    return cl_arm && cl_count && faults.fired_call;
+}
+
+static bool is_wait(const char *call)
+{
+    for (const char *const *wait = faults.waits; *wait; wait++) {
+        if (strcmp(*wait, call) == 0)
+            return true;
+    }
+    return false;
+}
 
 /* What a scenario works on: host memory for its inputs and outputs, and the context's
  * buffers, made by its set-up before the fault is armed. */
@@ -283,10 +358,9 @@ static const scenario scenarios[] = {
 
 /* ---- the sweep ---------------------------------------------------------------------------- */
 
-static posenc_context *vulkan_context(posenc_status *status)
+static posenc_context *backend_context(posenc_status *status)
 {
-    posenc_context_desc desc = {.backend = POSENC_BACKEND_VULKAN,
-                                .flags = POSENC_CONTEXT_NO_FALLBACK};
+    posenc_context_desc desc = {.backend = faults.backend, .flags = POSENC_CONTEXT_NO_FALLBACK};
     posenc_context *ctx = NULL;
     *status = posenc_context_create(&desc, &ctx);
     return ctx;
@@ -308,12 +382,13 @@ static bool start_work(work *w, const scenario *s)
 {
     memset(w, 0, sizeof *w);
     fill_inputs(w);
-    faults.arm("*", 0, 0);
+    faults.arm("*", 0);
     posenc_status status;
-    w->ctx = vulkan_context(&status);
+    w->ctx = backend_context(&status);
     if (!w->ctx) {
         test_failures++;
-        fprintf(stderr, "%s: no Vulkan context: %s\n", NAME, posenc_thread_last_error());
+        fprintf(stderr, "%s: no %s context: %s\n", NAME, faults.name,
+                posenc_thread_last_error());
         return false;
     }
     s->setup(w);
@@ -328,9 +403,9 @@ static void sweep(const scenario *s)
     /* The clean run: its driver calls counted, its results kept. */
     if (!start_work(&w, s))
         return;
-    faults.arm("*", 0, 0);
+    faults.arm("*", 0);
     posenc_status status = s->run(&w);
-    uint32_t calls = faults.count("*");
+    uint32_t calls = faults.count();
     CHECK_OK(status);
     size_t size = s->outputs(&w, clean);
     finish_work(&w);
@@ -339,11 +414,11 @@ static void sweep(const scenario *s)
         if (!start_work(&w, s))
             return;
         size_t before_size = s->outputs == outputs_prepare ? 0 : s->outputs(&w, before);
-        faults.arm("*", n, VK_ERROR_OUT_OF_DEVICE_MEMORY);
+        faults.arm("*", n);
         status = s->run(&w);
         char call[80];
         snprintf(call, sizeof call, "%s", faults.fired_call());
-        faults.arm("*", 0, 0);
+        faults.arm("*", 0);
         if (!call[0]) { /* fewer calls this time: nothing failed */
             finish_work(&w);
             continue;
@@ -366,8 +441,7 @@ static void sweep(const scenario *s)
                                 "it\n",
                         NAME, s->name, call, n, posenc_status_name(status), message);
             }
-            bool wait = strcmp(call, "vkWaitForFences") == 0 ||
-                        strcmp(call, "vkGetFenceStatus") == 0;
+            bool wait = is_wait(call);
             size_t got = before_size ? s->outputs(&w, after) : 0;
             if (!wait && got != before_size) {
                 test_failures++;
@@ -418,19 +492,19 @@ static void sweep(const scenario *s)
  * the call, then a good one. */
 static void sweep_context(void)
 {
-    faults.arm("*", 0, 0);
+    faults.arm("*", 0);
     posenc_status status;
-    posenc_context *ctx = vulkan_context(&status);
-    uint32_t calls = faults.count("*");
+    posenc_context *ctx = backend_context(&status);
+    uint32_t calls = faults.count();
     CHECK_OK(status);
     posenc_context_destroy(ctx);
     unsigned failed = 0;
     for (uint32_t n = 1; n <= calls; n++) {
-        faults.arm("*", n, VK_ERROR_OUT_OF_DEVICE_MEMORY);
-        ctx = vulkan_context(&status);
+        faults.arm("*", n);
+        ctx = backend_context(&status);
         char call[80];
         snprintf(call, sizeof call, "%s", faults.fired_call());
-        faults.arm("*", 0, 0);
+        faults.arm("*", 0);
         if (status != POSENC_OK) {
             failed++;
             CHECK(ctx == NULL);
@@ -442,7 +516,7 @@ static void sweep_context(void)
         }
         posenc_context_destroy(ctx);
     }
-    ctx = vulkan_context(&status);
+    ctx = backend_context(&status);
     CHECK_OK(status);
     posenc_context_destroy(ctx);
     printf("  %-18s %3u driver calls; each failed in turn: %u creations failed\n", "context",
@@ -451,26 +525,22 @@ static void sweep_context(void)
 
 int main(int argc, char **argv)
 {
-    const char *which = argc > 1 ? argv[1] : "";
+    const char *backend = argc > 1 ? argv[1] : "";
+    const char *which = argc > 2 ? argv[2] : "";
+    if (strcmp(backend, "vulkan") != 0 && strcmp(backend, "opencl") != 0) {
+        fprintf(stderr, "usage: %s vulkan|opencl SCENARIO\n", NAME);
+        return 2;
+    }
+    faults.name = backend;
+    faults.backend = strcmp(backend, "vulkan") == 0 ? POSENC_BACKEND_VULKAN : POSENC_BACKEND_OPENCL;
     posenc_status status;
-    posenc_context *probe = vulkan_context(&status);
+    posenc_context *probe = backend_context(&status);
     if (!probe)
-        return test_device_absent(NAME, "vulkan", posenc_thread_last_error());
+        return test_device_absent(NAME, backend, posenc_thread_last_error());
     posenc_context_destroy(probe);
-    const char *path = getenv("POSENC_FAULT_LAYER");
-    void *layer = path ? dlopen(path, RTLD_NOW | RTLD_GLOBAL) : NULL;
-    if (layer) {
-        faults.arm = (posenc_faults_arm_fn)dlsym(layer, POSENC_FAULTS_ARM);
-        faults.count = (posenc_faults_count_fn)dlsym(layer, POSENC_FAULTS_COUNT);
-        faults.fired = (posenc_faults_fired_fn)dlsym(layer, POSENC_FAULTS_FIRED);
-        faults.fired_call = (posenc_faults_fired_call_fn)dlsym(layer, POSENC_FAULTS_FIRED_CALL);
-    }
-    if (!faults.arm || !faults.count || !faults.fired || !faults.fired_call) {
-        fprintf(stderr, "%s: cannot open the fault layer (POSENC_FAULT_LAYER=%s)\n", NAME,
-                path ? path : "(unset)");
+    if (!load_double(backend))
         return 1;
-    }
-    printf("%s: %s\n", NAME, which);
+    printf("%s: %s %s\n", NAME, backend, which);
     bool found = false;
     if (strcmp(which, "context") == 0) {
         sweep_context();
