@@ -216,6 +216,8 @@ static posenc_status run_buffer(work *w)
     if (status == POSENC_OK) {
         ((float *)mapped)[0] = 42.0f;
         status = posenc_buffer_unmap(w->made);
+    } else if (status == POSENC_UNSUPPORTED) { /* device-local memory: not mappable, no fault */
+        status = posenc_buffer_upload(w->made, 0, (const float[]){42.0f}, sizeof(float));
     }
     if (status == POSENC_OK)
         status = posenc_buffer_upload(w->made, sizeof(float), w->k, sizeof(float) * 8);
