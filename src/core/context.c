@@ -238,7 +238,7 @@ void posenc_context_destroy(posenc_context *ctx)
 {
     if (!ctx)
         return;
-    if (ctx->backend->finish && !posenc__atomic_load_acquire(&ctx->lost))
+    if (ctx->backend->finish && !posenc__is_lost(ctx))
         ctx->backend->finish(ctx); /* a lost device has nothing left to finish */
     while (ctx->events)
         posenc_event_destroy(ctx->events);

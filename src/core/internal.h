@@ -156,6 +156,10 @@ void posenc__clear_error(posenc_context *ctx);
  * first check of every call that would reach the device: a lost device does not come back, so
  * the context is good only for destroying. */
 posenc_status posenc__check_lost(posenc_context *ctx);
+/* Whether the context's device was lost; marking it lost without a failing call (a backend
+ * that saw the loss where it falls back and goes on, to fail the next call). */
+bool posenc__is_lost(const posenc_context *ctx);
+void posenc__mark_lost(posenc_context *ctx);
 
 /* A validated tensor view, always 4-D (leading dims of size 1), byte strides resolved. */
 typedef struct posenc__view {

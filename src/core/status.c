@@ -109,15 +109,25 @@ posenc_status posenc__fail(posenc_context *ctx, posenc_status status, const char
     posenc__atomic_store_relaxed(&ctx->has_error, 1);
     posenc__mutex_unlock(&ctx->shared_lock);
     if (status == POSENC_DEVICE_LOST) /* whichever backend call saw it: lost for good */
-        posenc__atomic_store_release(&ctx->lost, 1);
+        posenc__mark_lost(ctx);
     if (ctx->log)
         ctx->log(POSENC_LOG_DEBUG, message, ctx->log_user_data);
     return status;
 }
 
+bool posenc__is_lost(const posenc_context *ctx)
+{
+    return posenc__atomic_load_acquire(&ctx->lost) != 0;
+}
+
+void posenc__mark_lost(posenc_context *ctx)
+{
+    posenc__atomic_store_release(&ctx->lost, 1);
+}
+
 posenc_status posenc__check_lost(posenc_context *ctx)
 {
-    if (!posenc__atomic_load_acquire(&ctx->lost))
+    if (!posenc__is_lost(ctx))
         return POSENC_OK;
     return posenc__fail(ctx, POSENC_DEVICE_LOST,
                         "context: the device was lost in an earlier call; only destroying "

@@ -257,7 +257,7 @@ void posenc_vk_destroy_state(posenc_context *ctx, bool save_cache)
     if (!vk)
         return;
     if (vk->device) {
-        if (!vk->lost && !vk->external)
+        if (!posenc__is_lost(ctx) && !vk->external)
             vk->fns.DeviceWaitIdle(vk->device);
         posenc_vk_submissions_fini(ctx);
         if (save_cache)
@@ -372,9 +372,9 @@ void posenc_vk_context_fini(posenc_context *ctx)
 posenc_status posenc_vk_begin(posenc_context *ctx)
 {
     posenc_vk_context *vk = ctx->backend_state;
-    if (vk->lost)
-        return posenc__fail(ctx, POSENC_DEVICE_LOST,
-                            "vulkan: the device was lost; destroy this context");
+    posenc_status lost = posenc__check_lost(ctx);
+    if (lost != POSENC_OK)
+        return lost;
     VkResult result = VK_SUCCESS;
     if (vk->recording) { /* a call that failed while recording */
         result = vk->fns.ResetCommandBuffer(vk->commands, 0);

@@ -85,7 +85,7 @@ bool posenc_vk_import(posenc_context *ctx, const void *host, uint64_t size, cons
     if (why) {
         /* Lost devices fail the call that follows; everything else falls back to staging. */
         if (result == VK_ERROR_DEVICE_LOST)
-            vk->lost = true;
+            posenc__mark_lost(ctx);
         posenc_vk_release(ctx, &made);
         posenc__log(ctx, POSENC_LOG_DEBUG,
                     "vulkan: %s: host memory at %p (%llu bytes) is staged, not imported: %s%s%s",

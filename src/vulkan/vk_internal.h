@@ -289,7 +289,6 @@ typedef struct posenc_vk_context {
     bool host_import;
     bool storage16;               /* 16-bit storage enabled: the "_s16" kernels */
     bool recording;               /* between posenc_vk_begin and posenc_vk_submit */
-    bool lost;                    /* the device was lost: every call fails */
     /* The command buffer dispatches go into, and the ranges of the dispatches of the same call
      * since its start or its last barrier: a barrier comes before a dispatch that binds what
      * one of them writes, or writes what one of them binds. */

@@ -142,7 +142,7 @@ void posenc_vk_pipeline_cache_save(posenc_context *ctx)
 {
     posenc_vk_context *vk = ctx->backend_state;
     if (!ctx->pipeline_cache_path || !vk->pipeline_cache || vk->borrowed_pipeline_cache ||
-        vk->lost)
+        posenc__is_lost(ctx))
         return;
     const char *path = ctx->pipeline_cache_path;
     size_t size = 0;

@@ -61,9 +61,6 @@ posenc_status posenc_vk_status_of(VkResult result)
 
 posenc_status posenc_vk_fail(posenc_context *ctx, VkResult result, const char *what)
 {
-    posenc_vk_context *vk = ctx->backend_state;
-    if (result == VK_ERROR_DEVICE_LOST && vk)
-        vk->lost = true;
     posenc_status status = posenc_vk_status_of(result);
     if (status == POSENC_OK) /* a non-error code where success was needed (VK_TIMEOUT...) */
         status = POSENC_DEVICE_ERROR;

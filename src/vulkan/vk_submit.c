@@ -35,10 +35,9 @@ static posenc_status wait_submission(posenc_context *ctx, posenc_vk_submission *
                                      uint64_t timeout_ns)
 {
     posenc_vk_context *vk = ctx->backend_state;
-    if (vk->lost) { /* its fence may never signal: the work is over, with the device */
+    if (posenc__is_lost(ctx)) { /* its fence may never signal: the work is over, with it */
         reap(submission);
-        return posenc__fail(ctx, POSENC_DEVICE_LOST,
-                            "vulkan: the device was lost; destroy this context");
+        return posenc__check_lost(ctx);
     }
     VkResult result =
         vk->fns.WaitForFences(vk->device, 1, &submission->fence, VK_TRUE, timeout_ns);
@@ -142,9 +141,9 @@ static posenc_status submit(posenc_context *ctx, const posenc__view *const *view
                             const void *op, void **event_state, const char *call)
 {
     posenc_vk_context *vk = ctx->backend_state;
-    if (vk->lost)
-        return posenc__fail(ctx, POSENC_DEVICE_LOST,
-                            "vulkan: the device was lost; destroy this context");
+    posenc_status lost = posenc__check_lost(ctx);
+    if (lost != POSENC_OK)
+        return lost;
     if (!vk->queue)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "vulkan.queue: this context records only (no queue was given); "
@@ -286,7 +285,7 @@ void posenc_vk_submissions_fini(posenc_context *ctx)
     posenc_vk_context *vk = ctx->backend_state;
     for (uint32_t i = 0; i < vk->submission_count; i++) {
         posenc_vk_submission *submission = &vk->submissions[i];
-        if (submission->serial && !vk->lost)
+        if (submission->serial && !posenc__is_lost(ctx))
             vk->fns.WaitForFences(vk->device, 1, &submission->fence, VK_TRUE, UINT64_MAX);
         vk->fns.DestroyFence(vk->device, submission->fence, vk->allocator);
         vk->fns.FreeCommandBuffers(vk->device, vk->command_pool, 1, &submission->commands);
