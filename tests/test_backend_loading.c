@@ -9,22 +9,13 @@
 
 #include "core/internal.h" /* posenc__registry_listed */
 #include "required_devices.h"
+#include "runtime_names.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* The runtimes' file names, as the loaders open them (src/vulkan/vk_loader.c,
- * src/opencl/cl_loader.c). */
-#if defined(_WIN32)
-static const char *const vulkan_runtime = "vulkan-1.dll";
-static const char *const opencl_runtime = "OpenCL.dll";
-#elif defined(__APPLE__)
-static const char *const vulkan_runtime = "libvulkan.1.dylib";
-static const char *const opencl_runtime = "libOpenCL.dylib";
-#else
-static const char *const vulkan_runtime = "libvulkan.so.1";
-static const char *const opencl_runtime = "libOpenCL.so.1";
-#endif
+static const char *const vulkan_runtime = TEST_VULKAN_RUNTIME;
+static const char *const opencl_runtime = TEST_OPENCL_RUNTIME;
 
 /* A CPU context is made in well under 5 ms on an idle machine; the bound is for a loaded one
  * under the sanitizers, far below the 50-500 ms that starting the GPU drivers takes. */

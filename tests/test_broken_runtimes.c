@@ -9,6 +9,7 @@
 #include "test_common.h"
 
 #include "required_devices.h"
+#include "runtime_names.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -16,18 +17,8 @@
 
 #define NAME "test_broken_runtimes"
 
-/* The runtimes' file names, as the loaders open them (src/vulkan/vk_loader.c,
- * src/opencl/cl_loader.c): loaded once a listing reached the runtime. */
-#if defined(_WIN32)
-static const char *const vulkan_runtime = "vulkan-1.dll";
-static const char *const opencl_runtime = "OpenCL.dll";
-#elif defined(__APPLE__)
-static const char *const vulkan_runtime = "libvulkan.1.dylib";
-static const char *const opencl_runtime = "libOpenCL.dylib";
-#else
-static const char *const vulkan_runtime = "libvulkan.so.1";
-static const char *const opencl_runtime = "libOpenCL.so.1";
-#endif
+static const char *const vulkan_runtime = TEST_VULKAN_RUNTIME;
+static const char *const opencl_runtime = TEST_OPENCL_RUNTIME;
 
 typedef struct broken {
     posenc_backend backend;

@@ -23,24 +23,17 @@
  *   next works); env_sync: the fault armed by the environment (POSENC_CL_FAULT_CALL) from the
  *   process start. */
 #include "fault_icd.h"
+#include "lost_work.h"
 #include "required_devices.h"
 #include "test_common.h"
 
 #include <posenc/posenc_opencl.h>
 
 #include <dlfcn.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NAME "test_lost_opencl"
-
-/* 1536 bytes a tensor: below the size from which OpenCL imports host memory, so host tensors
- * are staged (the environment also turns the import off), and a failed call leaves them as
- * they were. */
-enum { TOKENS = 6, HEADS = 2, DIM = 32 };
-static const int64_t shape[3] = {TOKENS, HEADS, DIM};
-#define ELEMENTS (TOKENS * HEADS * DIM)
 
 static struct {
     posenc_cl_faults_arm_fn arm;
@@ -66,49 +59,6 @@ static bool load_double(void)
     return faults.arm && faults.count && faults.fired && faults.lost;
 }
 
-static void fill(float *values, float scale)
-{
-    for (int i = 0; i < ELEMENTS; i++)
-        values[i] = scale * (float)((i * 7) % 13 - 6) / 6.0f;
-}
-
-/* The worst difference of q (rotated from `input` at positions 0..TOKENS-1, NeoX, theta 10000)
- * from the float64 rotation. */
-static double rope_error(const float *q, const float *input)
-{
-    double worst = 0.0;
-    for (int t = 0; t < TOKENS; t++) {
-        for (int h = 0; h < HEADS; h++) {
-            const float *x = input + (t * HEADS + h) * DIM, *y = q + (t * HEADS + h) * DIM;
-            for (int j = 0; j < DIM / 2; j++) {
-                double angle = t * pow(10000.0, -2.0 * j / DIM);
-                double a = x[j], b = x[j + DIM / 2];
-                worst = fmax(worst, fabs(y[j] - (a * cos(angle) - b * sin(angle))));
-                worst = fmax(worst, fabs(y[j + DIM / 2] - (b * cos(angle) + a * sin(angle))));
-            }
-        }
-    }
-    return worst;
-}
-
-/* RoPE on host tensors is right on `ctx`. The bound, 1e-5, is far above the f32 promise (8
- * units of 2^-24 of the pair's norm, about 1e-6 here) and far below any wrong angle's error. */
-static void check_working(posenc_context *ctx, const char *what)
-{
-    static float q[ELEMENTS], input[ELEMENTS];
-    fill(input, 1.0f);
-    memcpy(q, input, sizeof q);
-    posenc_rope_desc rope = {.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, shape)};
-    posenc_status status = posenc_rope(ctx, &rope);
-    CHECK_OK(status);
-    if (status != POSENC_OK)
-        fprintf(stderr, "%s: %s: %s\n", NAME, what, posenc_context_last_error(ctx));
-    else if (!(rope_error(q, input) <= 1e-5)) {
-        test_failures++;
-        fprintf(stderr, "%s: %s: RoPE is off by %g\n", NAME, what, rope_error(q, input));
-    }
-}
-
 /* The message of a call on a lost context: the loss, and what to do. */
 static void check_lost_message(posenc_context *ctx)
 {
@@ -124,15 +74,15 @@ static void check_lost_for_good(posenc_context *ctx, posenc_buffer *buffer,
                                 posenc_event *pending)
 {
     faults.arm("*", 0, 0, 0); /* disarmed: counts every wrapped call from here */
-    static float q[ELEMENTS], before[ELEMENTS];
-    fill(q, 0.25f);
+    static float q[LOST_ELEMENTS], before[LOST_ELEMENTS];
+    lost_fill(q, 0.25f);
     memcpy(before, q, sizeof q);
-    posenc_rope_desc rope = {.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, shape)};
+    posenc_rope_desc rope = {.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, lost_shape)};
     CHECK_STATUS(posenc_rope(ctx, &rope), POSENC_DEVICE_LOST);
     check_lost_message(ctx);
     CHECK(memcmp(q, before, sizeof q) == 0);
-    static float table[TOKENS * DIM];
-    const int64_t table_shape[2] = {TOKENS, DIM};
+    static float table[LOST_TOKENS * LOST_DIM];
+    const int64_t table_shape[2] = {LOST_TOKENS, LOST_DIM};
     posenc_sinusoidal_desc sinusoidal = {
         .out = posenc_tensor_of_host(table, POSENC_DTYPE_F32, 2, table_shape)};
     CHECK_STATUS(posenc_sinusoidal(ctx, &sinusoidal), POSENC_DEVICE_LOST);
@@ -147,7 +97,7 @@ static void check_lost_for_good(posenc_context *ctx, posenc_buffer *buffer,
     check_lost_message(ctx);
     if (buffer) {
         posenc_rope_desc on_buffer = {
-            .q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, shape)};
+            .q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, lost_shape)};
         posenc_event *event = NULL;
         CHECK_STATUS(posenc_rope_submit(ctx, &on_buffer, &event), POSENC_DEVICE_LOST);
         CHECK(event == NULL);
@@ -203,17 +153,17 @@ static posenc_context *opencl_context(void)
 static void check_others_work(posenc_context *bystander)
 {
     if (bystander)
-        check_working(bystander, "another OpenCL context, made before the loss");
+        lost_check_working(bystander, NAME, "another OpenCL context, made before the loss");
     posenc_context *fresh = opencl_context();
     CHECK(fresh != NULL);
     if (fresh)
-        check_working(fresh, "an OpenCL context made after the loss");
+        lost_check_working(fresh, NAME, "an OpenCL context made after the loss");
     posenc_context_destroy(fresh);
     posenc_context_desc cpu_desc = {.backend = POSENC_BACKEND_CPU};
     posenc_context *cpu = NULL;
     CHECK_OK(posenc_context_create(&cpu_desc, &cpu));
     if (cpu)
-        check_working(cpu, "a CPU context");
+        lost_check_working(cpu, NAME, "a CPU context");
     posenc_context_destroy(cpu);
 }
 
@@ -256,16 +206,16 @@ static void lost_sync_in(const char *call, bool as_status, bool in_place)
         posenc_context_destroy(bystander);
         return;
     }
-    check_working(ctx, "before the loss"); /* kernels and tables made */
-    static float q[ELEMENTS], q_out[ELEMENTS], before[ELEMENTS], out_before[ELEMENTS];
-    fill(q, 0.5f);
-    fill(q_out, -2.0f);
+    lost_check_working(ctx, NAME, "before the loss"); /* kernels and tables made */
+    static float q[LOST_ELEMENTS], q_out[LOST_ELEMENTS], before[LOST_ELEMENTS], out_before[LOST_ELEMENTS];
+    lost_fill(q, 0.5f);
+    lost_fill(q_out, -2.0f);
     memcpy(before, q, sizeof q);
     memcpy(out_before, q_out, sizeof q_out);
-    posenc_rope_desc rope = {.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, shape),
+    posenc_rope_desc rope = {.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, lost_shape),
                              .position_offset = 3};
     if (!in_place)
-        rope.q_out = posenc_tensor_of_host(q_out, POSENC_DTYPE_F32, 3, shape);
+        rope.q_out = posenc_tensor_of_host(q_out, POSENC_DTYPE_F32, 3, lost_shape);
     arm_lost(call, as_status);
     check_failed(posenc_rope(ctx, &rope), ctx, call);
     if (strcmp(call, "clGetEventInfo") != 0) {
@@ -290,8 +240,8 @@ static void lost_buffer(const char *call, bool as_status)
 {
     posenc_context *ctx = opencl_context(), *bystander = opencl_context();
     posenc_buffer *buffer = NULL;
-    static float data[ELEMENTS];
-    fill(data, 1.0f);
+    static float data[LOST_ELEMENTS];
+    lost_fill(data, 1.0f);
     posenc_buffer_desc desc = {.size = sizeof data, .initial_data = data};
     if (ctx)
         CHECK_OK(posenc_buffer_create(ctx, &desc, &buffer));
@@ -302,7 +252,7 @@ static void lost_buffer(const char *call, bool as_status)
         posenc_context_destroy(bystander);
         return;
     }
-    static float host[ELEMENTS];
+    static float host[LOST_ELEMENTS];
     memset(host, 0x5a, sizeof host);
     unsigned char before[sizeof host];
     memcpy(before, host, sizeof host);
@@ -333,8 +283,8 @@ static void lost_submit(const char *call, bool as_status, bool timed)
 {
     posenc_context *ctx = opencl_context(), *bystander = opencl_context();
     posenc_buffer *buffer = NULL;
-    static float data[ELEMENTS];
-    fill(data, 1.0f);
+    static float data[LOST_ELEMENTS];
+    lost_fill(data, 1.0f);
     posenc_buffer_desc desc = {.size = sizeof data, .initial_data = data};
     if (ctx)
         CHECK_OK(posenc_buffer_create(ctx, &desc, &buffer));
@@ -345,7 +295,7 @@ static void lost_submit(const char *call, bool as_status, bool timed)
         posenc_context_destroy(bystander);
         return;
     }
-    posenc_rope_desc rope = {.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, shape)};
+    posenc_rope_desc rope = {.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, lost_shape)};
     posenc_event *warm = NULL;
     CHECK_OK(posenc_rope_submit(ctx, &rope, &warm));
     CHECK_OK(posenc_event_wait(warm, UINT64_MAX));
@@ -366,7 +316,7 @@ static void lost_submit(const char *call, bool as_status, bool timed)
             check_failed(posenc_event_wait(second, timeout), ctx, call);
             CHECK_STATUS(posenc_event_wait(second, 0), POSENC_DEVICE_LOST); /* kept */
         } else {
-            static float host[ELEMENTS];
+            static float host[LOST_ELEMENTS];
             check_failed(posenc_buffer_download(buffer, 0, host, sizeof host), ctx, call);
         }
     }
@@ -460,8 +410,8 @@ static void engine_destroy(engine *e)
  * reaches the runtime, as the engine did from its own status. */
 static void lost_engine(const char *call, bool as_status)
 {
-    static float data[ELEMENTS];
-    fill(data, 1.0f);
+    static float data[LOST_ELEMENTS];
+    lost_fill(data, 1.0f);
     engine e;
     if (!engine_create(&e, data, sizeof data)) {
         test_failures++;
@@ -485,7 +435,7 @@ static void lost_engine(const char *call, bool as_status)
         engine_destroy(&e);
         return;
     }
-    posenc_rope_desc rope = {.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, shape)};
+    posenc_rope_desc rope = {.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, lost_shape)};
     cl_event done = NULL;
     CHECK_OK(posenc_cl_enqueue_rope(ctx, &rope, 0, NULL, &done)); /* kernels and table made */
     if (done) {
@@ -494,7 +444,7 @@ static void lost_engine(const char *call, bool as_status)
         done = NULL;
     }
 
-    static float host[ELEMENTS];
+    static float host[LOST_ELEMENTS];
     memset(host, 0x5a, sizeof host);
     unsigned char before[sizeof host];
     memcpy(before, host, sizeof host);
@@ -590,18 +540,18 @@ static void not_lost(void)
         test_failures++;
         return;
     }
-    check_working(ctx, "before the failure");
-    static float q[ELEMENTS], before[ELEMENTS];
-    fill(q, 0.5f);
+    lost_check_working(ctx, NAME, "before the failure");
+    static float q[LOST_ELEMENTS], before[LOST_ELEMENTS];
+    lost_fill(q, 0.5f);
     memcpy(before, q, sizeof q);
-    posenc_rope_desc rope = {.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, shape)};
+    posenc_rope_desc rope = {.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, lost_shape)};
     faults.arm("clEnqueueNDRangeKernel", 1, CL_OUT_OF_RESOURCES, 0);
     CHECK_STATUS(posenc_rope(ctx, &rope), POSENC_OUT_OF_DEVICE_MEMORY);
     expect_fired("clEnqueueNDRangeKernel");
     CHECK_MESSAGE(posenc_context_last_error(ctx), "CL_OUT_OF_RESOURCES");
     CHECK(strstr(posenc_context_last_error(ctx), "lost") == NULL);
     CHECK(memcmp(q, before, sizeof q) == 0);
-    check_working(ctx, "after the failure");
+    lost_check_working(ctx, NAME, "after the failure");
     posenc_context_destroy(ctx);
 }
 
@@ -613,10 +563,10 @@ static void lost_from_environment(void)
         test_failures++;
         return;
     }
-    static float q[ELEMENTS], before[ELEMENTS];
-    fill(q, 0.5f);
+    static float q[LOST_ELEMENTS], before[LOST_ELEMENTS];
+    lost_fill(q, 0.5f);
     memcpy(before, q, sizeof q);
-    posenc_rope_desc rope = {.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, shape)};
+    posenc_rope_desc rope = {.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, lost_shape)};
     check_failed(posenc_rope(ctx, &rope), ctx, "clEnqueueNDRangeKernel");
     CHECK(faults.count("clEnqueueNDRangeKernel") == 1);
     CHECK(memcmp(q, before, sizeof q) == 0);

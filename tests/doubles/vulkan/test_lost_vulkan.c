@@ -15,21 +15,17 @@
  *     recorded       posenc_vk_cmd_rope on an engine's device, vkMapMemory lost (the frequency
  *                    table), and the engine's own vkQueueSubmit lost */
 #include "fault_layer.h"
+#include "lost_work.h"
 #include "required_devices.h"
 #include "test_common.h"
 
 #include <posenc/posenc_vulkan.h>
 
 #include <dlfcn.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NAME "test_lost_vulkan"
-
-enum { TOKENS = 6, HEADS = 2, DIM = 32 };
-static const int64_t shape[3] = {TOKENS, HEADS, DIM};
-#define ELEMENTS (TOKENS * HEADS * DIM)
 
 static struct {
     posenc_faults_arm_fn arm;
@@ -54,60 +50,18 @@ static bool load_layer(void)
     return faults.arm && faults.count && faults.fired && faults.destroyed;
 }
 
-static void fill(float *values, float scale)
-{
-    for (int i = 0; i < ELEMENTS; i++)
-        values[i] = scale * (float)((i * 7) % 13 - 6) / 6.0f;
-}
-
-/* The worst difference of q (rotated from `input` at positions 0..TOKENS-1, NeoX, theta 10000)
- * from the float64 rotation. */
-static double rope_error(const float *q, const float *input)
-{
-    double worst = 0.0;
-    for (int t = 0; t < TOKENS; t++) {
-        for (int h = 0; h < HEADS; h++) {
-            const float *x = input + (t * HEADS + h) * DIM, *y = q + (t * HEADS + h) * DIM;
-            for (int j = 0; j < DIM / 2; j++) {
-                double angle = t * pow(10000.0, -2.0 * j / DIM);
-                double a = x[j], b = x[j + DIM / 2];
-                worst = fmax(worst, fabs(y[j] - (a * cos(angle) - b * sin(angle))));
-                worst = fmax(worst, fabs(y[j + DIM / 2] - (b * cos(angle) + a * sin(angle))));
-            }
-        }
-    }
-    return worst;
-}
-
-/* RoPE on host tensors is right on `ctx` (a context on a device that is not lost). The bound,
- * 1e-5, is far above the f32 promise (8 units of 2^-24 of the pair's norm, about 1e-6 here)
- * and far below any wrong angle's error. */
-static void check_working(posenc_context *ctx, const char *what)
-{
-    static float q[ELEMENTS], input[ELEMENTS];
-    fill(input, 1.0f);
-    memcpy(q, input, sizeof q);
-    posenc_rope_desc rope = {.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, shape)};
-    posenc_status status = posenc_rope(ctx, &rope);
-    CHECK_OK(status);
-    if (status == POSENC_OK && !(rope_error(q, input) <= 1e-5)) {
-        test_failures++;
-        fprintf(stderr, "%s: %s: RoPE is off by %g\n", NAME, what, rope_error(q, input));
-    }
-}
-
 /* Every later call on a lost context fails at once, with DEVICE_LOST and a message that says
  * so, without reaching the device. */
 static void check_lost_for_good(posenc_context *ctx, posenc_buffer *buffer)
 {
     faults.arm("*", 0, 0); /* disarmed: counts every wrapped call from here */
-    static float q[ELEMENTS];
-    posenc_rope_desc rope = {.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, shape)};
+    static float q[LOST_ELEMENTS];
+    posenc_rope_desc rope = {.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, lost_shape)};
     CHECK_STATUS(posenc_rope(ctx, &rope), POSENC_DEVICE_LOST);
     CHECK_MESSAGE(posenc_context_last_error(ctx), "context");
     CHECK(strstr(posenc_context_last_error(ctx), "lost") != NULL);
-    static float table[TOKENS * DIM];
-    const int64_t table_shape[2] = {TOKENS, DIM};
+    static float table[LOST_TOKENS * LOST_DIM];
+    const int64_t table_shape[2] = {LOST_TOKENS, LOST_DIM};
     posenc_sinusoidal_desc sinusoidal = {
         .out = posenc_tensor_of_host(table, POSENC_DTYPE_F32, 2, table_shape)};
     CHECK_STATUS(posenc_sinusoidal(ctx, &sinusoidal), POSENC_DEVICE_LOST);
@@ -156,13 +110,13 @@ static void check_others_work(void)
     posenc_context *fresh = vulkan_context();
     CHECK(fresh != NULL);
     if (fresh)
-        check_working(fresh, "a new Vulkan context");
+        lost_check_working(fresh, NAME, "a new Vulkan context");
     posenc_context_destroy(fresh);
     posenc_context_desc cpu_desc = {.backend = POSENC_BACKEND_CPU};
     posenc_context *cpu = NULL;
     CHECK_OK(posenc_context_create(&cpu_desc, &cpu));
     if (cpu)
-        check_working(cpu, "a CPU context");
+        lost_check_working(cpu, NAME, "a CPU context");
     posenc_context_destroy(cpu);
 }
 
@@ -185,11 +139,11 @@ static void lost_sync(const char *call)
     posenc_context *ctx = vulkan_context();
     if (!ctx)
         return;
-    check_working(ctx, "before the loss"); /* pipelines and tables made */
-    static float q[ELEMENTS], before[ELEMENTS];
-    fill(q, 0.5f);
+    lost_check_working(ctx, NAME, "before the loss"); /* pipelines and tables made */
+    static float q[LOST_ELEMENTS], before[LOST_ELEMENTS];
+    lost_fill(q, 0.5f);
     memcpy(before, q, sizeof q);
-    posenc_rope_desc rope = {.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, shape),
+    posenc_rope_desc rope = {.q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 3, lost_shape),
                              .position_offset = 3};
     arm_lost(call);
     CHECK_STATUS(posenc_rope(ctx, &rope), POSENC_DEVICE_LOST);
@@ -208,7 +162,7 @@ static void lost_buffer_map(void)
     if (!ctx)
         return;
     posenc_buffer *kept = NULL;
-    posenc_buffer_desc desc = {.size = sizeof(float) * ELEMENTS};
+    posenc_buffer_desc desc = {.size = sizeof(float) * LOST_ELEMENTS};
     CHECK_OK(posenc_buffer_create(ctx, &desc, &kept));
     posenc_device_info info;
     CHECK_OK(posenc_context_device(ctx, &info));
@@ -237,8 +191,8 @@ static void lost_submit(const char *call)
     posenc_context *ctx = vulkan_context();
     if (!ctx)
         return;
-    static float q[ELEMENTS];
-    fill(q, 1.0f);
+    static float q[LOST_ELEMENTS];
+    lost_fill(q, 1.0f);
     posenc_buffer *buffer = NULL;
     posenc_buffer_desc desc = {.size = sizeof q, .initial_data = q};
     CHECK_OK(posenc_buffer_create(ctx, &desc, &buffer));
@@ -246,7 +200,7 @@ static void lost_submit(const char *call)
         posenc_context_destroy(ctx);
         return;
     }
-    posenc_rope_desc rope = {.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, shape)};
+    posenc_rope_desc rope = {.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, lost_shape)};
     posenc_event *warm = NULL;
     CHECK_OK(posenc_rope_submit(ctx, &rope, &warm));
     CHECK_OK(posenc_event_wait(warm, UINT64_MAX));
@@ -403,9 +357,9 @@ static void lost_recorded(void)
         return;
     }
     posenc_buffer *buffer = NULL;
-    posenc_buffer_desc buffer_desc = {.size = sizeof(float) * ELEMENTS};
+    posenc_buffer_desc buffer_desc = {.size = sizeof(float) * LOST_ELEMENTS};
     CHECK_OK(posenc_buffer_create(ctx, &buffer_desc, &buffer));
-    posenc_rope_desc rope = {.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, shape)};
+    posenc_rope_desc rope = {.q = posenc_tensor_of_buffer(buffer, POSENC_DTYPE_F32, 3, lost_shape)};
     CHECK(begin(&e));
     CHECK_OK(posenc_vk_cmd_rope(ctx, e.commands, &rope)); /* theta 10000's table */
 
