@@ -20,9 +20,35 @@ posenc_status posenc__gpu_bind(posenc_context *ctx, const char *backend, const c
                             (unsigned long long)element_limit);
     binding->offset = (uint32_t)(byte_position / element);
     for (int k = 0; k < POSENC_MAX_DIMS; k++)
-        binding->strides[k] =
-            view->shape[k] > 1 ? (uint32_t)((uint64_t)view->strides[k] / element) : 0;
+        binding->strides[k] = posenc__gpu_element_stride(view, k, view->shape[k]);
     return POSENC_OK;
+}
+
+uint32_t posenc__gpu_element_stride(const posenc__view *view, int dim, int64_t count)
+{
+    return count > 1 ? (uint32_t)(view->strides[dim] / (int64_t)posenc_dtype_size(view->dtype))
+                     : 0;
+}
+
+bool posenc__gpu_view_in_blocks(const posenc__view *view, uint32_t block_bytes)
+{
+    if (view->strides[POSENC_MAX_DIMS - 1] != (int64_t)posenc_dtype_size(view->dtype))
+        return false;
+    for (int k = 0; k < POSENC_MAX_DIMS - 1; k++) {
+        if (view->shape[k] > 1 && view->strides[k] % (int64_t)block_bytes != 0)
+            return false;
+    }
+    return true;
+}
+
+posenc_status posenc__gpu_check_units(posenc_context *ctx, const char *backend, const char *name,
+                                      const char *shape, uint64_t units, uint64_t largest_size)
+{
+    if (units <= UINT32_MAX && largest_size <= UINT32_MAX)
+        return POSENC_OK;
+    return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                        "%s: %s is more work than one %s launch indexes (2^32 units)", name,
+                        shape, backend);
 }
 
 posenc__gpu_head_split posenc__gpu_split_heads(uint64_t rows, uint64_t lanes, uint64_t heads,

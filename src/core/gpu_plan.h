@@ -15,6 +15,22 @@ typedef struct posenc__gpu_binding {
     uint32_t strides[4]; /* elements; 0 for dims of size 1, so their strides never matter */
 } posenc__gpu_binding;
 
+/* A view's stride along `dim` in its own elements, over a box spanning `count` indices of that
+ * dim: 0 where it spans one, so that the strides of unit dims (any size) never reach the kernels'
+ * 32-bit words. */
+uint32_t posenc__gpu_element_stride(const posenc__view *view, int dim, int64_t count);
+
+/* Whether a view's innermost runs (heads, rows) are whole blocks of `block_bytes` from its
+ * element 0 on: consecutive last dim, and every step of the other dims that have more than one
+ * index (the kernels see 0 for the others) a multiple of the block. The fast kernels that load
+ * and store whole 16-byte vectors take such views. */
+bool posenc__gpu_view_in_blocks(const posenc__view *view, uint32_t block_bytes);
+
+/* Refuses (UNSUPPORTED) work of more units than one launch of `backend` indexes (2^32), or
+ * with a size past 32 bits, naming `name` and its `shape` text. */
+posenc_status posenc__gpu_check_units(posenc_context *ctx, const char *backend, const char *name,
+                                      const char *shape, uint64_t units, uint64_t largest_size);
+
 /* Binds `view` with element 0 at `byte_position` of its allocation. UNSUPPORTED, naming the
  * view, when its last element lies at or past `element_limit` (POSENC__GPU_ELEMENT_LIMIT at
  * most); `backend` names the API in that message. */

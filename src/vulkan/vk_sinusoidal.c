@@ -5,17 +5,10 @@
  * which takes any strides, elsewhere (both in shaders/); the two give the same bits. */
 #include "vulkan/vk_internal.h"
 
-#include "posenc_kernel_params.h"
-
-#include "core/op_views.h"
-#include "core/tensor.h"
+#include "core/gpu_sinusoidal.h"
 
 _Static_assert(sizeof(posenc__sinusoidal_params) <= POSENC_VK_PUSH_BYTES,
                "sinusoidal.comp's push constants");
-/* The layout bits of the flags are posenc_sinusoidal_layout's values. */
-_Static_assert(POSENC_SINUSOIDAL_FLAG_LAYOUT_INTERLEAVED == POSENC_SINUSOIDAL_INTERLEAVED &&
-                   POSENC_SINUSOIDAL_FLAG_LAYOUT_SIN_COS == POSENC_SINUSOIDAL_SIN_COS,
-               "sinusoidal layouts");
 
 enum { BINDING_OUT = 0, BINDING_X = 1, BINDING_POSITIONS = 2 };
 
@@ -34,11 +27,6 @@ typedef struct sinusoidal_job {
     bool blocks; /* sinusoidal_blocks.comp where a dispatch's windows start on a block */
 } sinusoidal_job;
 
-static uint32_t element_stride(int64_t stride_bytes, uint32_t element, int64_t count)
-{
-    return count > 1 ? (uint32_t)(stride_bytes / element) : 0;
-}
-
 static posenc_vk_kernel sinusoidal_blocks_kernel(posenc_dtype dtype)
 {
     switch (dtype) {
@@ -48,74 +36,20 @@ static posenc_vk_kernel sinusoidal_blocks_kernel(posenc_dtype dtype)
     }
 }
 
-/* Whether a [1, batch, rows, d_model] view's rows are runs of whole 16-byte blocks from its
- * element 0 on: consecutive columns, and the steps of batch and rows (where they have more
- * than one index; the kernels see 0 for the others) multiples of 16 bytes. */
-static bool view_in_blocks(const posenc__view *view)
-{
-    if (view->strides[3] != (int64_t)posenc_dtype_size(view->dtype))
-        return false;
-    for (int k = 1; k < 3; k++) {
-        if (view->shape[k] > 1 && view->strides[k] % BLOCK_BYTES != 0)
-            return false;
-    }
-    return true;
-}
-
-/* Whether sinusoidal_blocks.comp may take the operation: out (and a separate x) in blocks, and
- * d_model/2 frequencies a whole number of E-frequency units. */
-static bool sinusoidal_in_blocks(const posenc__sinusoidal_op *op, bool x_in_out)
-{
-    int64_t block_elements = BLOCK_BYTES / (int64_t)posenc_dtype_size(op->out.dtype);
-    return op->d_model % 2 == 0 && op->half > 0 && op->half % block_elements == 0 &&
-           view_in_blocks(&op->out) && (!op->has_x || x_in_out || view_in_blocks(&op->x));
-}
-
 static posenc_status record_sinusoidal(posenc_context *ctx, const posenc_vk_box *box,
                                        const posenc_vk_windows *windows, void *user)
 {
     const sinusoidal_job *job = user;
     const posenc__sinusoidal_op *op = job->op;
     posenc_vk_context *vk = ctx->backend_state;
-    uint32_t e = posenc_vk_element_size(op->out.dtype);
-    int64_t batch = box->count[0], rows = box->count[1];
     /* Windows start on 16 bytes: a window's first element is on a block where its view's
      * element 0 is. A view off the grid takes sinusoidal.comp. */
-    uint32_t block_elements = BLOCK_BYTES / e;
+    uint32_t block_elements = BLOCK_BYTES / posenc_vk_element_size(op->out.dtype);
     bool blocks = job->blocks && windows->first[BINDING_OUT] % block_elements == 0 &&
                   windows->first[BINDING_X] % block_elements == 0;
-    posenc__sinusoidal_params push = {
-        .out_offset = windows->first[BINDING_OUT],
-        .out_stride_batch = element_stride(op->out.strides[1], e, batch),
-        .out_stride_row = element_stride(op->out.strides[2], e, rows),
-        .out_stride_col = element_stride(op->out.strides[3], e, op->d_model),
-        .batch = (uint32_t)batch,
-        .rows = (uint32_t)rows,
-        .d_model = (uint32_t)op->d_model,
-        .position_offset = (int32_t)((int64_t)op->position_offset + box->start[1]),
-        .flags = (uint32_t)op->layout,
-        .input_scale = op->input_scale,
-        .output_scale = op->output_scale,
-    };
-    if (op->has_x) {
-        const posenc__view *x = job->x_in_out ? &op->out : &op->x;
-        push.x_offset = windows->first[job->x_in_out ? BINDING_OUT : BINDING_X];
-        push.x_stride_batch = element_stride(x->strides[1], e, batch);
-        push.x_stride_row = element_stride(x->strides[2], e, rows);
-        push.x_stride_col = element_stride(x->strides[3], e, op->d_model);
-        push.flags |= POSENC_SINUSOIDAL_FLAG_ADD |
-                      (job->x_in_out ? POSENC_SINUSOIDAL_FLAG_X_IN_OUT : 0u);
-    }
-    if (op->has_positions) {
-        push.positions_offset = windows->first[BINDING_POSITIONS];
-        push.positions_stride_batch =
-            op->positions_per_batch ? element_stride(op->positions.strides[2], 4, batch) : 0;
-        push.positions_stride_row = element_stride(op->positions.strides[3], 4, rows);
-        push.flags |= (op->positions.dtype == POSENC_DTYPE_I32 ? POSENC_POSITIONS_I32
-                                                               : POSENC_POSITIONS_F32)
-                      << POSENC_SINUSOIDAL_FLAG_POSITIONS_SHIFT;
-    }
-    uint64_t all_rows = (uint64_t)(batch * rows);
+    posenc__sinusoidal_params push;
+    posenc__gpu_sinusoidal_params(op, job->x_in_out, box, windows->first, &push);
+    uint64_t all_rows = (uint64_t)(box->count[0] * box->count[1]);
     if (blocks) {
         /* Units of E frequencies, each over runs of rows: as many runs as fill the target. */
         uint64_t units = op->half / block_elements;
@@ -126,8 +60,8 @@ static posenc_status record_sinusoidal(posenc_context *ctx, const posenc_vk_box 
         return posenc_vk_dispatch(ctx, sinusoidal_blocks_kernel(op->out.dtype), windows, &push,
                                   sizeof push, units * runs);
     }
-    uint64_t units = op->half + (uint64_t)(op->d_model & 1);
-    return posenc_vk_dispatch(ctx, job->kernel, windows, &push, sizeof push, units * all_rows);
+    return posenc_vk_dispatch(ctx, job->kernel, windows, &push, sizeof push,
+                              posenc__gpu_sinusoidal_units(op, (int64_t)all_rows));
 }
 
 static posenc_vk_kernel sinusoidal_kernel(const posenc_vk_context *vk, posenc_dtype dtype)
@@ -158,7 +92,7 @@ posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const posenc__sin
 {
     posenc_vk_context *vk = ctx->backend_state;
     enum { OUT, X, POSITIONS };
-    bool x_in_out = op->has_x && posenc__views_identical(ctx, &op->out, &op->x);
+    bool x_in_out = posenc__gpu_sinusoidal_x_in_out(ctx, op);
     uint32_t e = posenc_vk_element_size(op->out.dtype);
     posenc_vk_binding bindings[3] = {
         {.place = places[OUT],
@@ -182,7 +116,7 @@ posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const posenc__sin
         .op = op,
         .x_in_out = x_in_out,
         .kernel = sinusoidal_kernel(vk, op->out.dtype),
-        .blocks = sinusoidal_in_blocks(op, x_in_out),
+        .blocks = posenc__gpu_sinusoidal_in_blocks(op, x_in_out),
     };
     int64_t shape[3] = {op->batch, op->rows, 1};
     return posenc_vk_split(ctx, bindings, 3, shape, op->half + (uint64_t)(op->d_model & 1),
