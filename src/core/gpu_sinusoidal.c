@@ -63,6 +63,36 @@ void posenc__gpu_sinusoidal_params(const posenc__sinusoidal_op *op, bool x_in_ou
     }
 }
 
+/* A row of a [1, batch, rows, d_model] view. */
+static posenc__gpu_extent row_extent(const posenc__view *view, int64_t d_model, const char *name)
+{
+    uint32_t e = (uint32_t)posenc_dtype_size(view->dtype);
+    return (posenc__gpu_extent){
+        .bound = true,
+        .strides = {view->strides[1], view->strides[2], 0},
+        .inner = (d_model - 1) * view->strides[3] + e,
+        .element_size = e,
+        .name = name,
+    };
+}
+
+void posenc__gpu_sinusoidal_extents(const posenc__sinusoidal_op *op, bool x_in_out,
+                                    posenc__gpu_extent extents[POSENC__SINUSOIDAL_VIEWS])
+{
+    enum { OUT, X, POSITIONS };
+    extents[OUT] = row_extent(&op->out, op->d_model, "out");
+    extents[X] = row_extent(&op->x, op->d_model, "x");
+    extents[X].bound = op->has_x && !x_in_out;
+    extents[POSITIONS] = (posenc__gpu_extent){
+        .bound = op->has_positions,
+        .strides = {op->positions_per_batch ? op->positions.strides[2] : 0,
+                    op->positions.strides[3], 0},
+        .inner = 4,
+        .element_size = 4,
+        .name = "positions",
+    };
+}
+
 bool posenc__gpu_sinusoidal_in_blocks(const posenc__sinusoidal_op *op, bool x_in_out)
 {
     uint32_t block_elements = BLOCK_BYTES / (uint32_t)posenc_dtype_size(op->out.dtype);

@@ -21,6 +21,12 @@ void posenc__gpu_sinusoidal_params(const posenc__sinusoidal_op *op, bool x_in_ou
                                    const posenc__gpu_box *box, const uint32_t *first,
                                    posenc__sinusoidal_params *params);
 
+/* What the kernels bind over [batch, rows] cells: out, x (unbound when in out or absent) and
+ * positions (unbound when absent), in posenc__sinusoidal_views' order. The backend sets where
+ * each view lies. */
+void posenc__gpu_sinusoidal_extents(const posenc__sinusoidal_op *op, bool x_in_out,
+                                    posenc__gpu_extent extents[POSENC__SINUSOIDAL_VIEWS]);
+
 /* Whether sinusoidal_blocks.comp, which takes 16 bytes of frequencies a unit, may run: out and
  * a separate x in 16-byte blocks, even d_model, and whole units of frequencies. */
 bool posenc__gpu_sinusoidal_in_blocks(const posenc__sinusoidal_op *op, bool x_in_out);

@@ -6,8 +6,20 @@
 
 #include "core/internal.h"
 
-/* q, q_out, k, k_out, positions, slot_mapping, k_cache, v, v_cache */
+/* q, q_out, k, k_out, positions, slot_mapping, k_cache, v, v_cache: the index of each in the
+ * lists below. */
 #define POSENC__ROPE_VIEWS 9
+enum {
+    POSENC__ROPE_Q,
+    POSENC__ROPE_Q_OUT,
+    POSENC__ROPE_K,
+    POSENC__ROPE_K_OUT,
+    POSENC__ROPE_POSITIONS,
+    POSENC__ROPE_SLOTS,
+    POSENC__ROPE_K_CACHE,
+    POSENC__ROPE_V,
+    POSENC__ROPE_V_CACHE
+};
 #define POSENC__SINUSOIDAL_VIEWS 3 /* out, x, positions */
 
 /* The names messages use, in the order of the lists below. */

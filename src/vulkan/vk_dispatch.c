@@ -14,7 +14,7 @@
 _Static_assert(POSENC_VK_BINDINGS <= POSENC__GPU_MAX_BINDINGS, "core/gpu_split.h's bindings");
 
 typedef struct split_job {
-    const posenc_vk_binding *bindings;
+    const posenc_vk_place *places;
     uint32_t binding_count;
     uint64_t params_size;
     posenc_vk_record_fn record;
@@ -32,9 +32,9 @@ static posenc_status record_box(posenc_context *ctx, const posenc__gpu_box *box,
         /* The placeholder: 16 bytes no kernel reads. */
         windows.infos[i] = (VkDescriptorBufferInfo){vk->placeholder.buffer, 0, 16};
         windows.first[i] = 0;
-        if (i < job->binding_count && job->bindings[i].place.buffer) {
+        if (i < job->binding_count && box_windows[i].range) {
             windows.infos[i] = (VkDescriptorBufferInfo){
-                job->bindings[i].place.buffer, box_windows[i].base, box_windows[i].range};
+                job->places[i].buffer, box_windows[i].base, box_windows[i].range};
             windows.first[i] = box_windows[i].first;
         }
     }
@@ -44,8 +44,9 @@ static posenc_status record_box(posenc_context *ctx, const posenc__gpu_box *box,
     return job->record(ctx, box, &windows, job->user);
 }
 
-posenc_status posenc_vk_split(posenc_context *ctx, const posenc_vk_binding *bindings,
-                              uint32_t binding_count, const int64_t shape[3],
+posenc_status posenc_vk_split(posenc_context *ctx, const posenc__gpu_extent *extents,
+                              const posenc_vk_place *places, uint32_t binding_count,
+                              const int64_t shape[3],
                               uint64_t units_per_cell, uint64_t params_size,
                               posenc_vk_record_fn record, void *user)
 {
@@ -62,24 +63,18 @@ posenc_status posenc_vk_split(posenc_context *ctx, const posenc_vk_binding *bind
                             "rotary_dim: %llu bytes of frequencies are more than one kernel "
                             "binding may address on this device",
                             (unsigned long long)params_size);
-    posenc__gpu_extent extents[POSENC_VK_BINDINGS] = {{0}};
+    posenc__gpu_extent placed[POSENC_VK_BINDINGS] = {{0}};
     for (uint32_t i = 0; i < binding_count && i < POSENC_VK_BINDINGS; i++) {
-        const posenc_vk_binding *b = &bindings[i];
-        extents[i] = (posenc__gpu_extent){
-            .bound = b->place.buffer != VK_NULL_HANDLE,
-            .offset = b->place.offset,
-            .size = b->place.buffer_size,
-            .strides = {b->strides[0], b->strides[1], b->strides[2]},
-            .inner = b->inner,
-            .element_size = b->element_size,
-            .name = b->name,
-        };
+        placed[i] = extents[i];
+        placed[i].bound = extents[i].bound && places[i].buffer != VK_NULL_HANDLE;
+        placed[i].offset = places[i].offset;
+        placed[i].size = places[i].buffer_size;
     }
     if (params_size)
         posenc_vk_write_table(ctx); /* a table past the cache, before the first dispatch */
-    split_job job = {bindings, binding_count, params_size, record, user};
+    split_job job = {places, binding_count, params_size, record, user};
     uint32_t boxes = 0;
-    posenc_status status = posenc__gpu_split(ctx, extents, binding_count, shape, units_per_cell,
+    posenc_status status = posenc__gpu_split(ctx, placed, binding_count, shape, units_per_cell,
                                              &limits, record_box, &job, &boxes);
     if (status == POSENC_OK && boxes > 1)
         posenc__log(ctx, POSENC_LOG_DEBUG,

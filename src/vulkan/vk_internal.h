@@ -482,16 +482,6 @@ posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs
 void posenc_vk_write_table(posenc_context *ctx);
 void posenc_vk_freqs_fini(posenc_context *ctx);
 
-/* One kernel binding over a box of up to three dims: the byte range that the cells of a box
- * touch is offset + sum(start[k] * strides[k]) for (count[k] - 1) * strides[k] + inner bytes. */
-typedef struct posenc_vk_binding {
-    posenc_vk_place place; /* buffer VK_NULL_HANDLE: the placeholder is bound */
-    int64_t strides[3];    /* bytes per step of each box dim (0: independent of it) */
-    int64_t inner;         /* bytes one cell spans */
-    uint32_t element_size; /* the kernel's index unit, in bytes */
-    const char *name;      /* the view's name, for messages */
-} posenc_vk_binding;
-
 typedef posenc__gpu_box posenc_vk_box;
 
 /* What one dispatch binds: the descriptor ranges, and the element index of each binding's box
@@ -507,11 +497,13 @@ typedef posenc_status (*posenc_vk_record_fn)(posenc_context *ctx, const posenc_v
 
 /* Splits `shape` into boxes whose every binding fits in one descriptor range
  * (maxStorageBufferRange) and whose cells times `units_per_cell` fit in 31 bits, and records
- * each with `record`. Bindings past `binding_count`, and unbound ones, get the placeholder;
- * POSENC_VK_TABLE_BINDING is the frequency table of vk->table (its first `params_size` bytes)
- * when `params_size` > 0. */
-posenc_status posenc_vk_split(posenc_context *ctx, const posenc_vk_binding *bindings,
-                              uint32_t binding_count, const int64_t shape[3],
+ * each with `record`. Each binding is laid out as `extents` says (core/gpu_split.h) at
+ * `places` (offset and size there are ignored). Bindings past `binding_count`, and unbound ones
+ * (not `bound`, or no buffer placed), get the placeholder; POSENC_VK_TABLE_BINDING is the
+ * frequency table of vk->table (its first `params_size` bytes) when `params_size` > 0. */
+posenc_status posenc_vk_split(posenc_context *ctx, const posenc__gpu_extent *extents,
+                              const posenc_vk_place *places, uint32_t binding_count,
+                              const int64_t shape[3],
                               uint64_t units_per_cell, uint64_t params_size,
                               posenc_vk_record_fn record, void *user);
 /* Binds `kernel` with `windows` and `push` and dispatches enough groups for `invocations`

@@ -49,8 +49,8 @@ posenc_status posenc_vk_roofline(posenc_context *ctx, posenc_buffer *buf, uint64
     if (status == POSENC_OK) {
         bool vec4 = place.offset % 16 == 0 && bytes % 16 == 0;
         uint32_t element = vec4 ? 16 : 4;
-        posenc_vk_binding binding = {
-            .place = place,
+        posenc__gpu_extent extent = {
+            .bound = true,
             .strides = {element, 0, 0},
             .inner = element,
             .element_size = element,
@@ -58,7 +58,7 @@ posenc_status posenc_vk_roofline(posenc_context *ctx, posenc_buffer *buf, uint64
         };
         copy_job job = {vec4 ? POSENC__SPIRV_COPY_U32X4 : POSENC__SPIRV_COPY_U32, write_only};
         int64_t shape[3] = {(int64_t)(bytes / element), 1, 1};
-        status = posenc_vk_split(ctx, &binding, 1, shape, 1, 0, record_copy, &job);
+        status = posenc_vk_split(ctx, &extent, &place, 1, shape, 1, 0, record_copy, &job);
     }
     if (status == POSENC_OK)
         status = posenc_vk_submit(ctx);

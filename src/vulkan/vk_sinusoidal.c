@@ -91,27 +91,9 @@ posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const posenc__sin
                                           const posenc_vk_place *places)
 {
     posenc_vk_context *vk = ctx->backend_state;
-    enum { OUT, X, POSITIONS };
     bool x_in_out = posenc__gpu_sinusoidal_x_in_out(ctx, op);
-    uint32_t e = posenc_vk_element_size(op->out.dtype);
-    posenc_vk_binding bindings[3] = {
-        {.place = places[OUT],
-         .strides = {op->out.strides[1], op->out.strides[2], 0},
-         .inner = (op->d_model - 1) * op->out.strides[3] + e,
-         .element_size = e,
-         .name = "out"},
-        {.place = x_in_out ? (posenc_vk_place){0} : places[X],
-         .strides = {op->x.strides[1], op->x.strides[2], 0},
-         .inner = (op->d_model - 1) * op->x.strides[3] + e,
-         .element_size = e,
-         .name = "x"},
-        {.place = places[POSITIONS],
-         .strides = {op->positions_per_batch ? op->positions.strides[2] : 0,
-                     op->positions.strides[3], 0},
-         .inner = 4,
-         .element_size = 4,
-         .name = "positions"},
-    };
+    posenc__gpu_extent extents[POSENC__SINUSOIDAL_VIEWS];
+    posenc__gpu_sinusoidal_extents(op, x_in_out, extents);
     sinusoidal_job job = {
         .op = op,
         .x_in_out = x_in_out,
@@ -119,8 +101,9 @@ posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const posenc__sin
         .blocks = posenc__gpu_sinusoidal_in_blocks(op, x_in_out),
     };
     int64_t shape[3] = {op->batch, op->rows, 1};
-    return posenc_vk_split(ctx, bindings, 3, shape, op->half + (uint64_t)(op->d_model & 1),
-                           (uint64_t)op->half * 12, record_sinusoidal, &job);
+    return posenc_vk_split(ctx, extents, places, POSENC__SINUSOIDAL_VIEWS, shape,
+                           posenc__gpu_sinusoidal_units(op, 1), (uint64_t)op->half * 12,
+                           record_sinusoidal, &job);
 }
 
 posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)

@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: MIT */
+/* RoPE's passes, parameter blocks, layout tests and checks, for every GPU backend
+ * (gpu_rope.h). */
+#include "core/gpu_rope.h"
+
+#include "core/gpu_staging.h"
+
+#include <stdio.h>
+
+/* The bytes of one block of the block kernels. */
+#define BLOCK_BYTES 16
+
+#define POSITIONS_MASK (3u << POSENC_ROPE_FLAG_POSITIONS_SHIFT)
+
+uint32_t posenc__gpu_rope_flags(const posenc__rope_op *op)
+{
+    uint32_t flags = (op->style == POSENC_ROPE_GPTJ ? POSENC_ROPE_FLAG_GPTJ : 0u) |
+                     (op->inverse ? POSENC_ROPE_FLAG_INVERSE : 0u);
+    if (op->has_positions)
+        flags |= (op->positions.dtype == POSENC_DTYPE_I32 ? POSENC_POSITIONS_I32
+                                                          : POSENC_POSITIONS_F32)
+                 << POSENC_ROPE_FLAG_POSITIONS_SHIFT;
+    return flags;
+}
+
+static uint32_t element_size(const posenc__view *view)
+{
+    return (uint32_t)posenc_dtype_size(view->dtype);
+}
+
+/* ---- One tensor a dispatch ---------------------------------------------------------------- */
+
+static posenc__gpu_rope_pass make_pass(const posenc__rope_op *op, uint32_t in, uint32_t out,
+                                       bool in_place, bool rotate, bool cache)
+{
+    const posenc__view *views[POSENC__ROPE_VIEWS];
+    posenc__rope_given_views(op, views);
+    uint32_t pairs = rotate ? op->rotary_dim / 2 : 0;
+    return (posenc__gpu_rope_pass){
+        .in = views[in],
+        .out = in_place ? views[in] : views[out],
+        .in_index = in,
+        .out_index = in_place ? in : out,
+        .in_place = in_place,
+        .rotate = rotate,
+        .cache = cache,
+        .pairs = pairs,
+        .pass_units = in_place ? 0 : (uint32_t)((op->head_dim - 2 * (int64_t)pairs + 1) / 2),
+    };
+}
+
+uint32_t posenc__gpu_rope_passes(const posenc__rope_op *op,
+                                 posenc__gpu_rope_pass passes[POSENC__GPU_ROPE_PASSES])
+{
+    uint32_t n = 0;
+    passes[n++] = make_pass(op, POSENC__ROPE_Q, POSENC__ROPE_Q_OUT, op->q_in_place, true, false);
+    if (op->has_k_cache)
+        passes[n++] = make_pass(op, POSENC__ROPE_K, POSENC__ROPE_K_CACHE, false, true, true);
+    if (op->has_v)
+        passes[n++] = make_pass(op, POSENC__ROPE_V, POSENC__ROPE_V_CACHE, false, false, true);
+    if (op->has_k && op->k_out_written)
+        passes[n++] =
+            make_pass(op, POSENC__ROPE_K, POSENC__ROPE_K_OUT, op->k_in_place, true, false);
+    return n;
+}
+
+/* The bytes a view's elements span from its element 0. */
+static int64_t view_span(const posenc__view *view)
+{
+    int64_t span = element_size(view);
+    for (int k = 0; k < POSENC_MAX_DIMS; k++)
+        span += (view->shape[k] - 1) * view->strides[k];
+    return span;
+}
+
+/* The bytes of one head of a cache, over every block and row. */
+static int64_t cache_head_span(const posenc__view *cache)
+{
+    return view_span(cache) - (cache->shape[2] - 1) * cache->strides[2];
+}
+
+/* A [batch, tokens, heads] cell of a tensor: one head's dims. */
+static posenc__gpu_extent head_extent(const posenc__view *view, const char *name)
+{
+    return (posenc__gpu_extent){
+        .bound = true,
+        .strides = {view->strides[0], view->strides[1], view->strides[2]},
+        .inner = (view->shape[3] - 1) * view->strides[3] + element_size(view),
+        .element_size = element_size(view),
+        .name = name,
+    };
+}
+
+void posenc__gpu_rope_pass_extents(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
+                                   posenc__gpu_extent extents[POSENC__GPU_ROPE_BINDINGS])
+{
+    const char *const *names = posenc__rope_view_names;
+    for (int i = 0; i < POSENC__GPU_ROPE_BINDINGS; i++)
+        extents[i] = (posenc__gpu_extent){.element_size = 4};
+    extents[POSENC__GPU_ROPE_BINDING_OUT] = head_extent(pass->out, names[pass->out_index]);
+    extents[POSENC__GPU_ROPE_BINDING_IN].element_size = element_size(pass->out);
+    extents[POSENC__GPU_ROPE_BINDING_IN].name = names[pass->in_index];
+    if (!pass->in_place)
+        extents[POSENC__GPU_ROPE_BINDING_IN] = head_extent(pass->in, names[pass->in_index]);
+    extents[POSENC__GPU_ROPE_BINDING_POSITIONS].name = "positions";
+    if (op->has_positions && pass->rotate) {
+        posenc__gpu_extent *positions = &extents[POSENC__GPU_ROPE_BINDING_POSITIONS];
+        positions->bound = true;
+        positions->strides[0] = op->positions_per_batch ? op->positions.strides[2] : 0;
+        positions->strides[1] = op->positions.strides[3];
+        /* A cell is one token's components, wherever they lie. */
+        positions->inner = (op->positions.shape[1] - 1) * op->component_stride + 4;
+    }
+    extents[POSENC__GPU_ROPE_BINDING_TABLE].name = "frequencies";
+    extents[POSENC__GPU_ROPE_BINDING_SLOTS].name = "slot_mapping";
+    if (pass->cache) {
+        /* Any row of the cache may be written: a window spans every block and row of the box's
+         * heads, so that only a cache larger than one binding (with one head per window) is
+         * UNSUPPORTED, naming it. */
+        posenc__gpu_extent *out = &extents[POSENC__GPU_ROPE_BINDING_OUT];
+        out->strides[0] = out->strides[1] = 0;
+        out->inner = cache_head_span(pass->out);
+        posenc__gpu_extent *slots = &extents[POSENC__GPU_ROPE_BINDING_SLOTS];
+        slots->bound = true;
+        slots->strides[0] = op->slots.strides[2];
+        slots->strides[1] = op->slots.strides[3];
+        slots->inner = 4;
+    }
+}
+
+bool posenc__gpu_rope_pass_in_blocks(const posenc__rope_op *op,
+                                     const posenc__gpu_rope_pass *pass)
+{
+    int64_t block_elements = BLOCK_BYTES / (int64_t)element_size(pass->out);
+    int64_t rotated = pass->rotate ? op->rotary_dim : 0;
+    int64_t first = pass->rotate ? op->rotary_offset : 0;
+    return posenc__gpu_view_in_blocks(pass->out, BLOCK_BYTES) &&
+           (pass->in_place || posenc__gpu_view_in_blocks(pass->in, BLOCK_BYTES)) &&
+           op->head_dim % block_elements == 0 && rotated % (2 * block_elements) == 0 &&
+           first % block_elements == 0;
+}
+
+bool posenc__gpu_rope_box_in_blocks(const posenc__gpu_rope_pass *pass, const uint32_t *first)
+{
+    /* Windows start on 16 bytes: a window's first element is on a block where its view's
+     * element 0 is. A view off the grid takes the generic kernel. */
+    uint32_t block_elements = BLOCK_BYTES / element_size(pass->out);
+    return first[POSENC__GPU_ROPE_BINDING_OUT] % block_elements == 0 &&
+           first[POSENC__GPU_ROPE_BINDING_IN] % block_elements == 0;
+}
+
+uint64_t posenc__gpu_rope_row_units(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
+                                    bool blocks)
+{
+    if (!blocks)
+        return pass->pairs + pass->pass_units;
+    uint64_t pass_dims = pass->in_place ? 0 : (uint64_t)op->head_dim - 2 * (uint64_t)pass->pairs;
+    return (pass->pairs + pass_dims) / (BLOCK_BYTES / element_size(pass->out));
+}
+
+void posenc__gpu_rope_pass_params(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
+                                  const posenc__gpu_box *box, const uint32_t *first,
+                                  uint32_t heads_per_unit, posenc__rope_push *params)
+{
+    const posenc__view *out = pass->out, *in = pass->in_place ? out : pass->in;
+    int64_t batch = box->count[0], tokens = box->count[1], heads = box->count[2];
+    uint32_t flags = posenc__gpu_rope_flags(op) |
+                     (pass->in_place ? POSENC_ROPE_FLAG_IN_PLACE : 0u);
+    if (pass->pairs == 0)
+        flags &= ~POSITIONS_MASK; /* v's copy reads no positions */
+    *params = (posenc__rope_push){
+        .in_offset = first[POSENC__GPU_ROPE_BINDING_IN],
+        .in_stride_batch = posenc__gpu_element_stride(in, 0, batch),
+        .in_stride_token = posenc__gpu_element_stride(in, 1, tokens),
+        .in_stride_head = posenc__gpu_element_stride(in, 2, heads),
+        .in_stride_dim = posenc__gpu_element_stride(in, 3, op->head_dim),
+        .out_offset = first[POSENC__GPU_ROPE_BINDING_OUT],
+        .out_stride_batch = posenc__gpu_element_stride(out, 0, batch),
+        .out_stride_token = posenc__gpu_element_stride(out, 1, tokens),
+        .out_stride_head = posenc__gpu_element_stride(out, 2, heads),
+        .out_stride_dim = posenc__gpu_element_stride(out, 3, op->head_dim),
+        .batch = (uint32_t)batch,
+        .tokens = (uint32_t)tokens,
+        .heads = (uint32_t)heads,
+        .heads_per_invocation = heads_per_unit,
+        .pairs = pass->pairs,
+        .head_dim = (uint32_t)op->head_dim,
+        .rotary_offset = pass->pairs ? op->rotary_offset : 0, /* v's copy: every dim from 0 */
+        /* Absent positions: the box's first token is token start[1]; the front end checked
+         * that position_offset + tokens - 1 stays an int32. */
+        .position_offset = (int32_t)((int64_t)op->position_offset + box->start[1]),
+        .flags = flags,
+        .attention_factor = op->attention_factor,
+    };
+    if (flags & POSITIONS_MASK) {
+        const posenc__view *positions = &op->positions;
+        params->positions_offset = first[POSENC__GPU_ROPE_BINDING_POSITIONS];
+        params->positions_stride_batch =
+            op->positions_per_batch ? posenc__gpu_element_stride(positions, 2, batch) : 0;
+        params->positions_stride_token = posenc__gpu_element_stride(positions, 3, tokens);
+        params->positions_stride_component =
+            posenc__gpu_element_stride(positions, 1, positions->shape[1]);
+    }
+    if (pass->cache) {
+        /* The whole cache is bound (any slot may be hit): its blocks and rows stand in for the
+         * output's batch and tokens, and the slots binding's window starts at the box's first
+         * token, so that each token finds its own slot however the work was split. */
+        params->out_stride_batch = posenc__gpu_element_stride(out, 0, out->shape[0]);
+        params->out_stride_token = posenc__gpu_element_stride(out, 1, out->shape[1]);
+        params->slots_offset = first[POSENC__GPU_ROPE_BINDING_SLOTS];
+        params->slots_stride_batch = posenc__gpu_element_stride(&op->slots, 2, batch);
+        params->slots_stride_token = posenc__gpu_element_stride(&op->slots, 3, tokens);
+        params->block_size = (uint32_t)out->shape[1];
+        /* Below 2^32: the cache fits one binding. */
+        params->num_slots = (uint32_t)op->num_slots;
+        params->flags |= POSENC_ROPE_FLAG_SLOTS;
+    }
+}
+
+/* ---- q, k and the cache in one launch ----------------------------------------------------- */
+
+uint64_t posenc__gpu_rope_fused_heads(const posenc__rope_op *op)
+{
+    uint64_t k_heads = op->has_k ? (uint64_t)op->k_heads : 0;
+    return (uint64_t)op->q_heads + k_heads + (op->has_v ? k_heads : 0);
+}
+
+uint64_t posenc__gpu_rope_fused_lanes(const posenc__rope_op *op)
+{
+    bool partial = (int64_t)op->rotary_dim < op->head_dim;
+    bool copy_q = !op->q_in_place;
+    bool copy_k = op->has_k && op->k_out_written && !op->k_in_place;
+    /* A cache row is always written out of place: its pass-through dims (and v's) are copied. */
+    bool copies = partial && (copy_q || copy_k || op->has_k_cache);
+    return op->rotary_dim / 2 + (copies ? (uint64_t)op->head_dim - op->rotary_dim : 0);
+}
+
+/* A view's offset and strides, in elements, as the arguments take them (0 for dims of one). */
+typedef struct view_words {
+    uint32_t offset, strides[POSENC_MAX_DIMS];
+} view_words;
+
+static view_words words_of(const posenc__view *view, uint32_t offset)
+{
+    view_words words = {.offset = offset};
+    for (int k = 0; k < POSENC_MAX_DIMS; k++)
+        words.strides[k] = posenc__gpu_element_stride(view, k, view->shape[k]);
+    return words;
+}
+
+/* A tensor's words: offset, strides of batch, token, head and dim; a cache's: offset, strides
+ * of block, row in the block, head and dim. */
+#define VIEW_WORDS(name, words)                                                                   \
+    .name##_offset = (words).offset, .name##_stride_batch = (words).strides[0],                   \
+    .name##_stride_token = (words).strides[1], .name##_stride_head = (words).strides[2],          \
+    .name##_stride_dim = (words).strides[3]
+#define CACHE_WORDS(name, words)                                                                  \
+    .name##_offset = (words).offset, .name##_stride_block = (words).strides[0],                   \
+    .name##_stride_row = (words).strides[1], .name##_stride_head = (words).strides[2],            \
+    .name##_stride_dim = (words).strides[3]
+
+void posenc__gpu_rope_fused_params(const posenc__rope_op *op, const uint32_t *offset,
+                                   uint32_t heads_per_unit, uint32_t lanes,
+                                   posenc__rope_args *params)
+{
+    const view_words none = {0};
+    /* Outputs in place are their inputs, and k_out stands for k where k_out is not written;
+     * without k, the k words are q's (no k head runs). */
+    view_words q = words_of(&op->q, offset[POSENC__ROPE_Q]);
+    view_words q_out = op->q_in_place ? q : words_of(&op->q_out, offset[POSENC__ROPE_Q_OUT]);
+    view_words k = op->has_k ? words_of(&op->k, offset[POSENC__ROPE_K]) : q;
+    view_words k_out = !op->has_k                              ? q
+                       : op->k_in_place || !op->k_out_written ? k
+                                                               : words_of(&op->k_out,
+                                                                          offset[POSENC__ROPE_K_OUT]);
+    view_words positions =
+        op->has_positions ? words_of(&op->positions, offset[POSENC__ROPE_POSITIONS]) : none;
+    view_words slots =
+        op->has_k_cache ? words_of(&op->slots, offset[POSENC__ROPE_SLOTS]) : none;
+    view_words k_cache =
+        op->has_k_cache ? words_of(&op->k_cache, offset[POSENC__ROPE_K_CACHE]) : none;
+    view_words v = op->has_v ? words_of(&op->v, offset[POSENC__ROPE_V]) : none;
+    view_words v_cache = op->has_v ? words_of(&op->v_cache, offset[POSENC__ROPE_V_CACHE]) : none;
+    uint32_t k_heads = op->has_k ? (uint32_t)op->k_heads : 0u;
+    *params = (posenc__rope_args){
+        VIEW_WORDS(q, q),
+        VIEW_WORDS(qo, q_out),
+        VIEW_WORDS(k, k),
+        VIEW_WORDS(ko, k_out),
+        .positions_offset = positions.offset,
+        .positions_stride_batch = op->positions_per_batch ? positions.strides[2] : 0,
+        .positions_stride_token = positions.strides[3],
+        .positions_stride_component = positions.strides[1], /* multimodal kinds */
+        .batch = (uint32_t)op->batch,
+        .tokens = (uint32_t)op->tokens,
+        .q_heads = (uint32_t)op->q_heads,
+        .k_heads = k_heads,
+        .rotary_dim = op->rotary_dim,
+        .rotary_offset = op->rotary_offset,
+        .heads_per_unit = heads_per_unit,
+        .lanes = lanes,
+        .position_offset = op->position_offset,
+        .flags = posenc__gpu_rope_flags(op) |
+                 (op->q_in_place ? POSENC_ROPE_FLAG_IN_PLACE : 0u) |
+                 (op->has_k && op->k_in_place ? POSENC_ROPE_FLAG_K_IN_PLACE : 0u) |
+                 (op->has_k_cache ? POSENC_ROPE_FLAG_K_CACHE : 0u) |
+                 (op->has_k && !op->k_out_written ? POSENC_ROPE_FLAG_K_CACHE_ONLY : 0u),
+        .attention_factor = op->attention_factor,
+        .v_heads = op->has_v ? k_heads : 0u,
+        .slots_offset = slots.offset,
+        .slots_stride_batch = slots.strides[2],
+        .slots_stride_token = slots.strides[3],
+        /* Bound whole, in fewer than 2^32 elements, a cache has fewer than 2^32 slots. */
+        .block_size = op->has_k_cache ? (uint32_t)op->k_cache.shape[1] : 1u,
+        .num_slots = op->has_k_cache ? (uint32_t)op->num_slots : 0u,
+        CACHE_WORDS(kc, k_cache),
+        VIEW_WORDS(v, v),
+        CACHE_WORDS(vc, v_cache),
+    };
+}
+
+bool posenc__gpu_rope_contiguous(const posenc__rope_op *op, uint32_t pairs)
+{
+    uint32_t half = op->rotary_dim / 2;
+    if (half == 0 || half % pairs != 0)
+        return false;
+    bool partial = (int64_t)op->rotary_dim < op->head_dim;
+    if (partial && (!op->q_in_place || op->has_k_cache ||
+                    (op->has_k && op->k_out_written && !op->k_in_place)))
+        return false;
+    const posenc__view *views[POSENC__ROPE_VIEWS];
+    posenc__rope_views(op, views);
+    for (int i = 0; i < POSENC__ROPE_VIEWS; i++) {
+        if (!views[i] || i == POSENC__ROPE_POSITIONS || i == POSENC__ROPE_SLOTS)
+            continue;
+        if (views[i]->strides[3] != (int64_t)element_size(views[i]))
+            return false;
+    }
+    return true;
+}
+
+/* ---- Both ---------------------------------------------------------------------------------- */
+
+static bool in_device_memory(const posenc__view *view)
+{
+    return view->buffer && (!view->buffer->host_memory || view->buffer->host_imported);
+}
+
+static posenc_status check_cache(posenc_context *ctx, const posenc__view *cache,
+                                 const char *name, bool per_head, bool host_only, uint64_t slack,
+                                 uint64_t limit, const char *limit_text)
+{
+    if (host_only && in_device_memory(cache))
+        return POSENC_OK;
+    uint64_t span = per_head ? (uint64_t)cache_head_span(cache) : posenc__gpu_view_extent(cache);
+    if (span <= limit && slack <= limit - span)
+        return POSENC_OK;
+    return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                        "%s: %s spans %llu bytes, more than %s (%llu bytes); any slot may be "
+                        "written, so the cache is bound whole: use a smaller cache",
+                        name, per_head ? "one head of the cache" : "the cache",
+                        (unsigned long long)span, limit_text, (unsigned long long)limit);
+}
+
+posenc_status posenc__gpu_rope_check_caches(posenc_context *ctx, const posenc__rope_op *op,
+                                            bool per_head, bool host_only, uint64_t slack,
+                                            uint64_t limit, const char *limit_text)
+{
+    posenc_status status = POSENC_OK;
+    if (op->has_k_cache)
+        status = check_cache(ctx, &op->k_cache, "k_cache", per_head, host_only, slack, limit,
+                             limit_text);
+    if (status == POSENC_OK && op->has_v)
+        status = check_cache(ctx, &op->v_cache, "v_cache", per_head, host_only, slack, limit,
+                             limit_text);
+    return status;
+}
+
+posenc_status posenc__gpu_rope_check_launch(posenc_context *ctx, const char *backend,
+                                            const posenc__rope_op *op, uint64_t units)
+{
+    uint64_t rows = (uint64_t)op->batch * (uint64_t)op->tokens;
+    uint64_t heads = posenc__gpu_rope_fused_heads(op);
+    uint64_t largest = heads;
+    if ((uint64_t)op->batch > largest)
+        largest = (uint64_t)op->batch;
+    if ((uint64_t)op->tokens > largest)
+        largest = (uint64_t)op->tokens;
+    if ((uint64_t)op->head_dim > largest)
+        largest = (uint64_t)op->head_dim;
+    char shape[128];
+    snprintf(shape, sizeof shape, "%llu rows x %llu heads x %lld dims", (unsigned long long)rows,
+             (unsigned long long)heads, (long long)op->head_dim);
+    return posenc__gpu_check_units(ctx, backend, "q.shape", shape, units, largest);
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/* RoPE planned once for every GPU backend: the passes of a kernel that takes one tensor a
+ * dispatch (q; k into its cache; v into its cache; k), the parameter blocks of both kernel
+ * contracts (posenc_kernel_params.h: one tensor a dispatch, or q, k and the cache in one
+ * launch) with their strides and flag words, the layout tests that pick a fast kernel, the
+ * caches' bound-whole check and the launch-size check. Backends place the views (the element
+ * offset of each in its binding) and dispatch. */
+#ifndef POSENC_CORE_GPU_ROPE_H
+#define POSENC_CORE_GPU_ROPE_H
+
+#include "core/gpu_plan.h"
+#include "core/gpu_split.h"
+#include "core/op_views.h"
+
+#include "posenc_kernel_params.h"
+
+/* ---- One tensor a dispatch (rope.comp, rope_blocks.comp) ---------------------------------- */
+
+/* The kernels' bindings: the output, the input, positions, the frequency table (bound by the
+ * backend with its table) and the KV cache's slots. */
+enum {
+    POSENC__GPU_ROPE_BINDING_OUT,
+    POSENC__GPU_ROPE_BINDING_IN,
+    POSENC__GPU_ROPE_BINDING_POSITIONS,
+    POSENC__GPU_ROPE_BINDING_TABLE,
+    POSENC__GPU_ROPE_BINDING_SLOTS,
+    POSENC__GPU_ROPE_BINDINGS
+};
+
+#define POSENC__GPU_ROPE_PASSES 4
+
+/* One pass over [batch, tokens, heads]: q or k rotated into its output (or in place), k rotated
+ * into k_cache, or v copied into v_cache (no pairs: every dim copied). */
+typedef struct posenc__gpu_rope_pass {
+    const posenc__view *in, *out;
+    uint32_t in_index, out_index; /* in posenc__rope_views' list: where the backend placed them */
+    bool in_place;       /* out is in: read through it, pass-through dims left alone */
+    bool rotate;         /* false: every dim is copied */
+    bool cache;          /* out is a KV cache: each token's row is its slot's */
+    uint32_t pairs;      /* rotated per row: rotary_dim / 2, or 0 */
+    uint32_t pass_units; /* per row: pass-through dims copied two by two, out of place */
+} posenc__gpu_rope_pass;
+
+/* The passes in the order they run: q, then k into k_cache (from k as it is, before k is
+ * rotated in place), v into v_cache, then k. Returns their count. */
+uint32_t posenc__gpu_rope_passes(const posenc__rope_op *op,
+                                 posenc__gpu_rope_pass passes[POSENC__GPU_ROPE_PASSES]);
+
+/* What the pass binds over its [batch, tokens, heads] cells: strides, the bytes of one cell,
+ * element sizes and names. The backend sets where each bound view lies (bound, offset, size);
+ * the table's entry is left unbound. */
+void posenc__gpu_rope_pass_extents(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
+                                   posenc__gpu_extent extents[POSENC__GPU_ROPE_BINDINGS]);
+
+/* Whether rope_blocks.comp may take the pass: both views in 16-byte blocks, and the rotated
+ * and pass-through dims whole blocks. Its windows must still start on a block
+ * (posenc__gpu_rope_box_in_blocks). */
+bool posenc__gpu_rope_pass_in_blocks(const posenc__rope_op *op,
+                                     const posenc__gpu_rope_pass *pass);
+bool posenc__gpu_rope_box_in_blocks(const posenc__gpu_rope_pass *pass, const uint32_t *first);
+
+/* Units of one row: rope_blocks.comp takes E pairs, or one pass-through block, a unit;
+ * rope.comp one pair, or two pass-through dims. */
+uint64_t posenc__gpu_rope_row_units(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
+                                    bool blocks);
+
+/* The parameters of one box of a pass, with the element index of each binding's box origin in
+ * `first` (indexed by POSENC__GPU_ROPE_BINDING_*) and `heads_per_unit` heads an invocation. */
+void posenc__gpu_rope_pass_params(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
+                                  const posenc__gpu_box *box, const uint32_t *first,
+                                  uint32_t heads_per_unit, posenc__rope_push *params);
+
+/* ---- q, k and the cache in one launch (rope.cl, rope_contiguous.cl) ------------------------ */
+
+/* Heads of one launch: q's, k's and v's. */
+uint64_t posenc__gpu_rope_fused_heads(const posenc__rope_op *op);
+/* Lanes of one row of a head: rotary_dim / 2, plus the pass-through dims where an output is
+ * written out of place (they are copied). */
+uint64_t posenc__gpu_rope_fused_lanes(const posenc__rope_op *op);
+
+/* The arguments, with each view's element 0 at `offset[i]` elements into its binding, in
+ * posenc__rope_views' order (absent entries unused). */
+void posenc__gpu_rope_fused_params(const posenc__rope_op *op, const uint32_t *offset,
+                                   uint32_t heads_per_unit, uint32_t lanes,
+                                   posenc__rope_args *params);
+
+/* Whether kernels that take `pairs` consecutive pairs a vector (rope_contiguous.cl) may run:
+ * whole groups of pairs, a dim stride of one element in every tensor, and no pass-through
+ * dims to copy. */
+bool posenc__gpu_rope_contiguous(const posenc__rope_op *op, uint32_t pairs);
+
+/* ---- Both ---------------------------------------------------------------------------------- */
+
+/* The flag bits every RoPE kernel reads from the operation: style, direction, positions. */
+uint32_t posenc__gpu_rope_flags(const posenc__rope_op *op);
+
+/* The caches are bound whole, as any slot may be written: UNSUPPORTED, naming the cache, when
+ * what a kernel binds of one (each head's span with `per_head`, else all of it) plus `slack`
+ * bytes is over `limit`, described as `limit_text` in the message. Caches in device memory are
+ * skipped when `host_only` (they fit their allocation already). */
+posenc_status posenc__gpu_rope_check_caches(posenc_context *ctx, const posenc__rope_op *op,
+                                            bool per_head, bool host_only, uint64_t slack,
+                                            uint64_t limit, const char *limit_text);
+
+/* UNSUPPORTED, naming q.shape, when `units` or the heads are more than one launch of `backend`
+ * indexes (2^32). */
+posenc_status posenc__gpu_rope_check_launch(posenc_context *ctx, const char *backend,
+                                            const posenc__rope_op *op, uint64_t units);
+
+#endif
