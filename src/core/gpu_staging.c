@@ -262,3 +262,62 @@ void posenc__gpu_stage_import(posenc_context *ctx, posenc__gpu_staging *staging,
     if (any)
         posenc__gpu_stage_layout(staging);
 }
+
+/* Host memory the device cannot address: host tensors, and buffers wrapping caller memory that
+ * the device did not import. */
+static uint8_t *staged_host(const posenc__view *view)
+{
+    if (view->host)
+        return view->host + view->offset;
+    const posenc_buffer *buffer = view->buffer;
+    if (buffer && buffer->host_memory && !buffer->host_imported)
+        return (uint8_t *)buffer->host_memory + view->offset;
+    return NULL;
+}
+
+posenc_status posenc__gpu_stage_in(posenc_context *ctx, posenc__gpu_staging *staging,
+                                   const posenc__gpu_stage_hooks *hooks, void *user)
+{
+    posenc_status status = POSENC_OK;
+    for (uint32_t i = 0; i < staging->view_count && status == POSENC_OK; i++) {
+        posenc__gpu_staged_view *v = &staging->views[i];
+        v->host = staged_host(v->view);
+        if (!v->host)
+            status = hooks->bind(ctx, user, i, POSENC__GPU_IN_DEVICE, 0, 0);
+    }
+    if (status == POSENC_OK)
+        status = posenc__gpu_stage_plan(ctx, staging);
+    if (status != POSENC_OK || staging->region_count == 0)
+        return status;
+    if (hooks->import)
+        posenc__gpu_stage_import(ctx, staging, hooks->import_min_bytes, hooks->import, user);
+
+    /* Messages name the first staged view. */
+    const char *name = "";
+    for (uint32_t i = staging->view_count; i-- > 0;)
+        name = staging->views[i].host ? staging->views[i].name : name;
+    if (staging->bytes > 0)
+        status = hooks->reserve(ctx, user, staging->bytes,
+                                staging->bytes <= POSENC__GPU_STAGING_KEEP_BYTES, name);
+    for (uint32_t i = 0; i < staging->view_count && status == POSENC_OK; i++) {
+        const posenc__gpu_staged_view *v = &staging->views[i];
+        if (v->host)
+            status = hooks->bind(ctx, user, i,
+                                 staging->regions[v->region].imported ? POSENC__GPU_IN_IMPORT
+                                                                      : POSENC__GPU_IN_STAGING,
+                                 v->region, v->position);
+    }
+    for (uint32_t r = 0; r < staging->region_count && status == POSENC_OK; r++) {
+        if (staging->regions[r].upload && !staging->regions[r].imported)
+            status = hooks->upload(ctx, user, r, name);
+    }
+    if (status == POSENC_OK)
+        posenc__atomic64_add(&ctx->stats.staged_bytes, staging->upload_bytes);
+    return status;
+}
+
+void posenc__gpu_stage_copied_back(posenc_context *ctx, const posenc__gpu_staging *staging)
+{
+    if (staging->region_count)
+        posenc__atomic64_add(&ctx->stats.staged_bytes, staging->download_bytes);
+}

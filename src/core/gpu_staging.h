@@ -63,8 +63,9 @@ typedef struct posenc__gpu_staging {
 } posenc__gpu_staging;
 
 /* Adds a view the kernel uses as `access`; `host` is its element 0 when the backend cannot bind
- * its memory directly (NULL: in device memory, not staged). The same memory may be added twice
- * (an input and its in-place output). Returns the view's index, which the plan keeps. */
+ * its memory directly (NULL: in device memory, not staged; posenc__gpu_stage_in finds it). The
+ * same memory may be added twice (an input and its in-place output). Returns the view's index,
+ * which the plan keeps. */
 uint32_t posenc__gpu_stage_add(posenc__gpu_staging *staging, const posenc__view *view,
                                const char *name, unsigned access, uint8_t *host);
 
@@ -97,6 +98,45 @@ void posenc__gpu_stage_copy_in(const posenc__gpu_staging *staging, uint32_t r, u
  * copy of the region's first byte (lo) as the backend sees it mapped. */
 void posenc__gpu_stage_copy_out(const posenc__gpu_staging *staging, uint32_t r,
                                 const uint8_t *region_bytes);
+
+/* ---- Staging a call: the order of the steps, with the backend's runtime calls as hooks ----- */
+
+/* Where a view of the plan is bound. */
+typedef enum posenc__gpu_memory {
+    POSENC__GPU_IN_DEVICE,  /* its buffer's device memory, element 0 at view->offset */
+    POSENC__GPU_IN_STAGING, /* the staging area, element 0 at `position` */
+    POSENC__GPU_IN_IMPORT   /* region `region`'s import, element 0 at `position` from its lo */
+} posenc__gpu_memory;
+
+typedef struct posenc__gpu_stage_hooks {
+    /* Binds view `view` of the plan where `memory` says. May refuse (the 32-bit indexing
+     * limit), naming the view. */
+    posenc_status (*bind)(posenc_context *ctx, void *user, uint32_t view,
+                          posenc__gpu_memory memory, uint32_t region, uint64_t position);
+    /* Makes a staging area of at least `bytes`: with `keep`, one the context keeps for later
+     * calls (POSENC__GPU_STAGING_KEEP_BYTES at most); without, one freed once the call is
+     * done. `name` (the first staged view) is for messages. */
+    posenc_status (*reserve)(posenc_context *ctx, void *user, uint64_t bytes, bool keep,
+                             const char *name);
+    /* Copies region `region`'s host bytes to its place in the staging area (see
+     * posenc__gpu_stage_copy_in), done when it returns. */
+    posenc_status (*upload)(posenc_context *ctx, void *user, uint32_t region, const char *name);
+    /* Maps host memory for the device in place; NULL where the device cannot. Regions under
+     * `import_min_bytes` are copied: an import costs more than copying a few pages. */
+    posenc__gpu_import_fn import;
+    uint64_t import_min_bytes;
+} posenc__gpu_stage_hooks;
+
+/* Everything before the kernel: the views added with posenc__gpu_stage_add (their `host`
+ * found here: host tensors and wrapped buffers the device did not import are staged) are
+ * planned, host regions imported where the device takes them, the staging area reserved,
+ * every view bound and the regions copied in. Nothing is written to the caller's memory. On
+ * failure the backend releases what the hooks made (imports, a temporary area). */
+posenc_status posenc__gpu_stage_in(posenc_context *ctx, posenc__gpu_staging *staging,
+                                   const posenc__gpu_stage_hooks *hooks, void *user);
+
+/* Counts the bytes a call copied back once the backend has copied them (statistics). */
+void posenc__gpu_stage_copied_back(posenc_context *ctx, const posenc__gpu_staging *staging);
 
 /* Bytes from element 0 to one past the view's last element. */
 uint64_t posenc__gpu_view_extent(const posenc__view *view);

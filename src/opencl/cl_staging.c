@@ -103,56 +103,60 @@ void posenc_cl_stage_release(posenc_context *ctx, posenc_cl_staging *staging)
     }
 }
 
-posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging)
+/* Binds a view of the plan (posenc__gpu_stage_in's hook). */
+static posenc_status bind_view(posenc_context *ctx, void *user, uint32_t view,
+                               posenc__gpu_memory memory, uint32_t region, uint64_t position)
+{
+    const posenc_cl_context *state = ctx->backend_state;
+    posenc_cl_staging *staging = user;
+    const posenc__gpu_staged_view *v = &staging->plan.views[view];
+    posenc_cl_binding *binding = staging->bindings[view];
+    switch (memory) {
+    case POSENC__GPU_IN_DEVICE:
+        return bind(ctx, v, binding, posenc_cl_buffer_mem(v->view->buffer), v->view->offset);
+    case POSENC__GPU_IN_IMPORT:
+        return bind(ctx, v, binding, staging->imports[region],
+                    staging->import_base[region] + position);
+    case POSENC__GPU_IN_STAGING: break;
+    }
+    return bind(ctx, v, binding, state->staging.mem, position);
+}
+
+/* The staging allocation is kept and grown; one past POSENC__GPU_STAGING_KEEP_BYTES is freed
+ * after the call (posenc_cl_stage_trim). */
+static posenc_status reserve(posenc_context *ctx, void *user, uint64_t bytes, bool keep,
+                             const char *name)
+{
+    return ensure_staging(ctx, bytes, name);
+}
+
+static posenc_status upload(posenc_context *ctx, void *user, uint32_t r, const char *name)
 {
     posenc_cl_context *state = ctx->backend_state;
-    posenc__gpu_staging *plan = &staging->plan;
-    posenc_status status = POSENC_OK;
-    for (uint32_t i = 0; i < plan->view_count && status == POSENC_OK; i++) {
-        posenc__gpu_staged_view *v = &plan->views[i];
-        cl_mem mem = v->view->buffer ? posenc_cl_buffer_mem(v->view->buffer) : NULL;
-        if (mem)
-            status = bind(ctx, v, staging->bindings[i], mem, v->view->offset);
-        else
-            v->host = posenc__view_host_base(ctx, v->view);
-    }
-    if (status == POSENC_OK)
-        status = posenc__gpu_stage_plan(ctx, plan);
-    if (status != POSENC_OK || plan->region_count == 0)
-        return status;
-    if (state->host_import)
-        posenc__gpu_stage_import(ctx, &staging->plan, IMPORT_MIN_BYTES, import_region, staging);
+    const posenc__gpu_region *region = &((posenc_cl_staging *)user)->plan.regions[r];
+    cl_event written = NULL;
+    cl_int err = state->cl->EnqueueWriteBuffer(state->queue, state->staging.mem, CL_FALSE,
+                                               (size_t)region->offset,
+                                               (size_t)(region->hi - region->lo), region->lo, 0,
+                                               NULL, &written);
+    if (err != CL_SUCCESS)
+        return posenc_cl_fail(ctx, err, name, "clEnqueueWriteBuffer (staging)");
+    if ((err = posenc_cl_complete(state->cl, written)) != CL_SUCCESS)
+        return posenc_cl_fail(ctx, err, name, "clWaitForEvents (staging write)");
+    return POSENC_OK;
+}
 
-    /* Messages name the first staged view. */
-    const char *name = "";
-    for (uint32_t i = plan->view_count; i-- > 0;)
-        name = plan->views[i].host ? plan->views[i].name : name;
-    if (plan->bytes > 0)
-        status = ensure_staging(ctx, plan->bytes, name);
-    for (uint32_t i = 0; i < plan->view_count && status == POSENC_OK; i++) {
-        const posenc__gpu_staged_view *v = &plan->views[i];
-        if (v->host && plan->regions[v->region].imported)
-            status = bind(ctx, v, staging->bindings[i], staging->imports[v->region],
-                          staging->import_base[v->region] + v->position);
-        else if (v->host)
-            status = bind(ctx, v, staging->bindings[i], state->staging.mem, v->position);
-    }
-    for (uint32_t r = 0; r < plan->region_count && status == POSENC_OK; r++) {
-        const posenc__gpu_region *region = &plan->regions[r];
-        if (!region->upload || region->imported)
-            continue;
-        cl_event written = NULL;
-        cl_int err = state->cl->EnqueueWriteBuffer(
-            state->queue, state->staging.mem, CL_FALSE, (size_t)region->offset,
-            (size_t)(region->hi - region->lo), region->lo, 0, NULL, &written);
-        if (err != CL_SUCCESS)
-            status = posenc_cl_fail(ctx, err, name, "clEnqueueWriteBuffer (staging)");
-        else if ((err = posenc_cl_complete(state->cl, written)) != CL_SUCCESS)
-            status = posenc_cl_fail(ctx, err, name, "clWaitForEvents (staging write)");
-    }
-    if (status == POSENC_OK)
-        posenc__atomic64_add(&ctx->stats.staged_bytes, plan->upload_bytes);
-    return status;
+posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging)
+{
+    const posenc_cl_context *state = ctx->backend_state;
+    posenc__gpu_stage_hooks hooks = {
+        .bind = bind_view,
+        .reserve = reserve,
+        .upload = upload,
+        .import = state->host_import ? import_region : NULL,
+        .import_min_bytes = IMPORT_MIN_BYTES,
+    };
+    return posenc__gpu_stage_in(ctx, &staging->plan, &hooks, staging);
 }
 
 /* A read of `size` bytes at `offset` into `host`, the very memory the CL_MEM_USE_HOST_PTR buffer
@@ -305,7 +309,7 @@ static posenc_status copy_out(posenc_context *ctx, posenc_cl_staging *staging, c
         if (call)
             return posenc_cl_fail(ctx, err, "output", call);
     }
-    posenc__atomic64_add(&ctx->stats.staged_bytes, plan->download_bytes);
+    posenc__gpu_stage_copied_back(ctx, plan);
     return POSENC_OK;
 }
 

@@ -12,20 +12,17 @@
  * faster; see docs/benchmarks.md). */
 #define IMPORT_MIN_BYTES (UINT64_C(128) << 10)
 
-static uint8_t *host_address(const posenc__view *view)
-{
-    if (view->host)
-        return view->host + view->offset;
-    if (view->buffer && view->buffer->host_memory && !view->buffer->host_imported)
-        return (uint8_t *)view->buffer->host_memory + view->offset;
-    return NULL;
-}
+/* The hooks of core's staging steps (posenc__gpu_stage_in). */
+typedef struct placing {
+    posenc_vk_staging *staging;
+    posenc_vk_place *places[POSENC__GPU_MAX_VIEWS]; /* by the plan's view index */
+} placing;
 
 /* Imports one region the plan offers (posenc__gpu_stage_import). */
 static bool import_region(posenc_context *ctx, void *user, uint32_t r, uint8_t *lo,
                           uint64_t size, const char *name)
 {
-    posenc_vk_staging *staging = user;
+    posenc_vk_staging *staging = ((placing *)user)->staging;
     return posenc_vk_import(ctx, lo, size, name, &staging->imports[r], &staging->import_base[r]);
 }
 
@@ -43,6 +40,50 @@ static const posenc_vk_allocation *staging_memory(const posenc_context *ctx,
     return staging->temporary.buffer ? &staging->temporary : &vk->staging;
 }
 
+static posenc_status bind(posenc_context *ctx, void *user, uint32_t view,
+                          posenc__gpu_memory memory, uint32_t region, uint64_t position)
+{
+    placing *p = user;
+    const posenc_vk_staging *staging = p->staging;
+    const posenc_vk_allocation *import = &staging->imports[region];
+    const posenc_vk_allocation *area = staging_memory(ctx, staging);
+    switch (memory) {
+    case POSENC__GPU_IN_DEVICE:
+        *p->places[view] = posenc_vk_place_of(staging->plan.views[view].view);
+        break;
+    case POSENC__GPU_IN_IMPORT:
+        *p->places[view] = (posenc_vk_place){import->buffer, import->size,
+                                             staging->import_base[region] + position};
+        break;
+    case POSENC__GPU_IN_STAGING:
+        *p->places[view] = (posenc_vk_place){area->buffer, area->size, position};
+        break;
+    }
+    return POSENC_OK;
+}
+
+static posenc_status reserve(posenc_context *ctx, void *user, uint64_t bytes, bool keep,
+                             const char *name)
+{
+    placing *p = user;
+    posenc_vk_context *vk = ctx->backend_state;
+    if (keep)
+        return posenc_vk_reserve(ctx, &vk->staging, bytes, "staging");
+    posenc_status status = posenc_vk_allocate(ctx, bytes, vk->host_memory_type, true, "staging",
+                                              &p->staging->temporary);
+    if (status == POSENC_OK)
+        posenc_vk_debug_name_allocation(vk, &p->staging->temporary, "posenc staging");
+    return status;
+}
+
+static posenc_status upload(posenc_context *ctx, void *user, uint32_t region, const char *name)
+{
+    const placing *p = user;
+    posenc__gpu_stage_copy_in(&p->staging->plan, region,
+                              staging_memory(ctx, p->staging)->mapped);
+    return POSENC_OK;
+}
+
 posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *const *views,
                                     const unsigned *access, const char *const *names,
                                     uint32_t count, posenc_vk_place *places,
@@ -50,58 +91,21 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
 {
     posenc_vk_context *vk = ctx->backend_state;
     memset(staging, 0, sizeof *staging);
-    posenc__gpu_staging *plan = &staging->plan;
-    uint32_t index[POSENC__GPU_MAX_VIEWS] = {0};
+    placing p = {.staging = staging};
     for (uint32_t i = 0; i < count; i++) {
         places[i] = (posenc_vk_place){0};
         if (views[i])
-            index[i] = posenc__gpu_stage_add(plan, views[i], names[i], access[i],
-                                             host_address(views[i]));
+            p.places[posenc__gpu_stage_add(&staging->plan, views[i], names[i], access[i],
+                                           NULL)] = &places[i];
     }
-    posenc_status status = posenc__gpu_stage_plan(ctx, plan);
-    if (status == POSENC_OK && vk->host_import)
-        posenc__gpu_stage_import(ctx, &staging->plan, IMPORT_MIN_BYTES, import_region, staging);
-    if (status != POSENC_OK || plan->region_count == 0) {
-        plan->region_count = 0;
-        for (uint32_t i = 0; i < count && status == POSENC_OK; i++) {
-            if (views[i])
-                places[i] = posenc_vk_place_of(views[i]);
-        }
-        return status;
-    }
-    if (plan->bytes == 0)
-        status = POSENC_OK; /* every region imported */
-    else if (plan->bytes <= POSENC__GPU_STAGING_KEEP_BYTES)
-        status = posenc_vk_reserve(ctx, &vk->staging, plan->bytes, "staging");
-    else
-        status = posenc_vk_allocate(ctx, plan->bytes, vk->host_memory_type, true, "staging",
-                                    &staging->temporary);
-    if (status == POSENC_OK)
-        posenc_vk_debug_name_allocation(vk, &staging->temporary, "posenc staging");
-    if (status != POSENC_OK) {
-        posenc_vk_unstage(ctx, staging, false);
-        return status;
-    }
-    const posenc_vk_allocation *memory = staging_memory(ctx, staging);
-    for (uint32_t r = 0; r < plan->region_count; r++) {
-        if (plan->regions[r].upload && !plan->regions[r].imported)
-            posenc__gpu_stage_copy_in(plan, r, memory->mapped);
-    }
-    posenc__atomic64_add(&ctx->stats.staged_bytes, plan->upload_bytes);
-    for (uint32_t i = 0; i < count; i++) {
-        if (!views[i])
-            continue;
-        const posenc__gpu_staged_view *v = &plan->views[index[i]];
-        const posenc_vk_allocation *import = &staging->imports[v->region];
-        if (!v->host)
-            places[i] = posenc_vk_place_of(views[i]);
-        else if (plan->regions[v->region].imported)
-            places[i] = (posenc_vk_place){import->buffer, import->size,
-                                          staging->import_base[v->region] + v->position};
-        else
-            places[i] = (posenc_vk_place){memory->buffer, memory->size, v->position};
-    }
-    return POSENC_OK;
+    posenc__gpu_stage_hooks hooks = {
+        .bind = bind,
+        .reserve = reserve,
+        .upload = upload,
+        .import = vk->host_import ? import_region : NULL,
+        .import_min_bytes = IMPORT_MIN_BYTES,
+    };
+    return posenc__gpu_stage_in(ctx, &staging->plan, &hooks, &p);
 }
 
 void posenc_vk_unstage(posenc_context *ctx, posenc_vk_staging *staging, bool copy_back)
@@ -113,8 +117,8 @@ void posenc_vk_unstage(posenc_context *ctx, posenc_vk_staging *staging, bool cop
             posenc__gpu_stage_copy_out(plan, r,
                                        (const uint8_t *)memory->mapped + plan->regions[r].offset);
     }
-    if (copy_back && plan->region_count)
-        posenc__atomic64_add(&ctx->stats.staged_bytes, plan->download_bytes);
+    if (copy_back)
+        posenc__gpu_stage_copied_back(ctx, plan);
     for (uint32_t r = 0; r < plan->region_count; r++)
         posenc_vk_release(ctx, &staging->imports[r]);
     posenc_vk_release(ctx, &staging->temporary);
