@@ -344,7 +344,7 @@ void posenc_vk_release(posenc_context *ctx, posenc_vk_allocation *allocation);
 posenc_status posenc_vk_reserve(posenc_context *ctx, posenc_vk_allocation *allocation,
                                 uint64_t size, const char *what);
 
-/* vk_context.c: one command buffer per context, recorded and submitted synchronously. */
+/* vk_commands.c: one command buffer per context, recorded and submitted synchronously. */
 posenc_status posenc_vk_begin(posenc_context *ctx);
 /* Ends the recording with a barrier that makes shader and transfer writes visible to the host,
  * submits, and waits. */
@@ -411,6 +411,15 @@ posenc_status posenc_vk_rope_submit(posenc_context *ctx, const posenc__rope_op *
                                     void **event_state);
 posenc_status posenc_vk_sinusoidal_submit(posenc_context *ctx, const posenc__sinusoidal_op *op,
                                           void **event_state);
+
+/* vk_fences.c: the submissions in flight. An event of posenc_*_submit is the serial of its
+ * submission. */
+typedef struct posenc_vk_event {
+    uint64_t serial;
+} posenc_vk_event;
+/* A free submission: a signalled one, a new one while there are fewer than the most in flight,
+ * or the oldest once it is done. */
+posenc_status posenc_vk_acquire_submission(posenc_context *ctx, posenc_vk_submission **out);
 posenc_status posenc_vk_event_wait(posenc_context *ctx, void *event_state, uint64_t timeout_ns);
 void posenc_vk_event_release(posenc_context *ctx, void *event_state);
 posenc_status posenc_vk_finish(posenc_context *ctx);
