@@ -106,7 +106,7 @@ typedef struct posenc__backend {
     const struct posenc__backend_diagnostics *diagnostics;
 } posenc__backend;
 
-/* The diagnostics seam (diagnostics.h, core/diagnostics.c): no operation uses it. Every entry
+/* The diagnostics seam (include/posenc/posenc_diagnostics.h, core/diagnostics.c): no operation uses it. Every entry
  * is optional. */
 typedef struct posenc__backend_diagnostics {
     /* The yardstick of `posenc bench`: a plain copy kernel over `bytes` bytes of `buf` from

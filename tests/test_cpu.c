@@ -32,7 +32,7 @@
 #include "core/internal.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/cpu_kernels.h"
-#include "diagnostics.h"
+#include <posenc/posenc_diagnostics.h>
 #include "reference.h"
 #include "test_common.h"
 
@@ -134,8 +134,8 @@ static void test_variant_choice(void)
         const char *best = posenc_cpu_variant_name(posenc_cpu_best_variant());
         CHECK(strcmp(posenc_cpu_context_variant(context), best) == 0);
         /* What `posenc bench` reports, through the diagnostics seam. */
-        CHECK(posenc__kernel_variant(context) &&
-              strcmp(posenc__kernel_variant(context), best) == 0);
+        CHECK(posenc_diagnostics_kernel_variant(context) &&
+              strcmp(posenc_diagnostics_kernel_variant(context), best) == 0);
         printf("  default variant: %s\n", best);
         posenc_context_destroy(context);
     }
@@ -162,7 +162,7 @@ static void test_variant_choice(void)
     }
     /* The device contexts of other backends are not CPU contexts. */
     CHECK(posenc_cpu_context_variant(NULL) == NULL);
-    CHECK(posenc__kernel_variant(NULL) == NULL);
+    CHECK(posenc_diagnostics_kernel_variant(NULL) == NULL);
 }
 
 /* ---- turns ---- */
@@ -1167,16 +1167,16 @@ static void test_rooflines(posenc_cpu_variant variant)
         r.k.strides[0] = K_HEADS * DIM * 4;
         r.k.strides[1] = DIM * 4;
         r.k.strides[2] = 4;
-        CHECK_OK(posenc__roofline_rope(context, &r));
+        CHECK_OK(posenc_diagnostics_roofline_rope(context, &r));
         CHECK(memcmp(rope, before, rope_bytes) == 0);
         r.style = POSENC_ROPE_GPTJ;
-        CHECK_OK(posenc__roofline_rope(context, &r));
+        CHECK_OK(posenc_diagnostics_roofline_rope(context, &r));
         CHECK(memcmp(rope, before, rope_bytes) == 0);
 
         /* A failed copy is validated like the operation and leaves the next call a real one. */
         posenc_rope_desc bad = r;
         bad.rotary_dim = 3;
-        CHECK_STATUS(posenc__roofline_rope(context, &bad), POSENC_INVALID_SHAPE);
+        CHECK_STATUS(posenc_diagnostics_roofline_rope(context, &bad), POSENC_INVALID_SHAPE);
         CHECK(strstr(posenc_context_last_error(context), "rotary_dim") != NULL);
         CHECK_OK(posenc_rope(context, &r));
         CHECK(memcmp(rope, before, rope_bytes) != 0);
@@ -1189,7 +1189,7 @@ static void test_rooflines(posenc_cpu_variant variant)
                                          (const int64_t[]){ROWS, D_MODEL}),
         };
         s.out.strides[0] = (D_MODEL + 3) * 2;
-        CHECK_OK(posenc__roofline_sinusoidal(context, &s));
+        CHECK_OK(posenc_diagnostics_roofline_sinusoidal(context, &s));
         for (size_t row = 0; row < ROWS; row++) {
             for (size_t e = 0; e < D_MODEL + 3; e++) {
                 const unsigned char *p = table + (row * (D_MODEL + 3) + e) * 2;
@@ -1257,7 +1257,7 @@ static void test_conversion_floor(posenc_cpu_variant variant)
                 continue;
             }
             memcpy(before, data, count * 2);
-            CHECK_OK(posenc__conversion_floor_rope(context, &r));
+            CHECK_OK(posenc_diagnostics_conversion_floor_rope(context, &r));
             for (size_t i = 0; i < count; i++)
                 if (data[i] != expected[i])
                     REPORT("%s floor on %u threads: element %zu is 0x%04x, not 0x%04x\n",
@@ -1269,11 +1269,13 @@ static void test_conversion_floor(posenc_cpu_variant variant)
             k_strided.k.shape[1] = 1; /* one head of every other element */
             k_strided.k.strides[1] = DIM * 4;
             k_strided.k.strides[2] = 4;
-            CHECK_STATUS(posenc__conversion_floor_rope(context, &k_strided), POSENC_UNSUPPORTED);
+            CHECK_STATUS(posenc_diagnostics_conversion_floor_rope(context, &k_strided),
+                         POSENC_UNSUPPORTED);
             CHECK_MESSAGE(posenc_context_last_error(context), "k");
             posenc_rope_desc partial = r;
             partial.rotary_dim = DIM - 2;
-            CHECK_STATUS(posenc__conversion_floor_rope(context, &partial), POSENC_UNSUPPORTED);
+            CHECK_STATUS(posenc_diagnostics_conversion_floor_rope(context, &partial),
+                         POSENC_UNSUPPORTED);
             CHECK_MESSAGE(posenc_context_last_error(context), "rotary_dim");
             CHECK(memcmp(data, before, count * 2) == 0);
             free(before);
@@ -1286,7 +1288,7 @@ static void test_conversion_floor(posenc_cpu_variant variant)
         posenc_rope_desc r32 = {
             .q = posenc_tensor_of_host(q32, POSENC_DTYPE_F32, 3, (const int64_t[]){2, 4, 8}),
         };
-        CHECK_STATUS(posenc__conversion_floor_rope(context, &r32), POSENC_UNSUPPORTED);
+        CHECK_STATUS(posenc_diagnostics_conversion_floor_rope(context, &r32), POSENC_UNSUPPORTED);
         CHECK_MESSAGE(posenc_context_last_error(context), "q.dtype");
         posenc_context_destroy(context);
     }

@@ -16,7 +16,7 @@
 #include "required_devices.h"
 #include "test_common.h"
 
-#include "diagnostics.h"
+#include <posenc/posenc_diagnostics.h>
 #include "reference.h"
 
 #include <math.h>
@@ -209,11 +209,11 @@ static void test_roofline(posenc_context *ctx)
         if (!buffer)
             continue;
         /* In place from word 4: the values stay (x + 0). */
-        CHECK_OK(posenc__roofline(ctx, buffer, 16, WORDS * 4, false));
+        CHECK_OK(posenc_diagnostics_roofline(ctx, buffer, 16, WORDS * 4, false));
         CHECK_OK(posenc_buffer_download(buffer, 0, back, sizeof back));
         CHECK(memcmp(back, original, sizeof back) == 0);
         /* Write only: word i of the range becomes i; the rest stays. */
-        CHECK_OK(posenc__roofline(ctx, buffer, 16, WORDS * 4, true));
+        CHECK_OK(posenc_diagnostics_roofline(ctx, buffer, 16, WORDS * 4, true));
         CHECK_OK(posenc_buffer_download(buffer, 0, back, sizeof back));
         bool ok = true;
         for (int i = 0; i < WORDS + 8; i++) {

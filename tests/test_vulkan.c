@@ -18,7 +18,7 @@
 #include "required_devices.h"
 #include "test_common.h"
 
-#include "diagnostics.h"
+#include <posenc/posenc_diagnostics.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -167,8 +167,8 @@ static void test_large_rope(posenc_context *ctx, uint64_t binding)
 
     /* The copy roofline over the same buffer: in place it rewrites every word unchanged;
      * write only it writes every word of its range and nothing past it. */
-    CHECK_OK(posenc__roofline(ctx, k, 0, k_floats * 4, false));
-    CHECK_OK(posenc__roofline(ctx, q, 0, q_floats * 4, false));
+    CHECK_OK(posenc_diagnostics_roofline(ctx, k, 0, k_floats * 4, false));
+    CHECK_OK(posenc_diagnostics_roofline(ctx, q, 0, q_floats * 4, false));
     float *again = malloc(q_floats * sizeof *again);
     if (again && posenc_buffer_download(q, 0, again, q_floats * 4) == POSENC_OK)
         CHECK(memcmp(again, q_out, q_floats * 4) == 0);
@@ -178,7 +178,7 @@ static void test_large_rope(posenc_context *ctx, uint64_t binding)
     uint32_t *words = (uint32_t *)q_out;
     memset(words, 0xff, q_floats * 4);
     CHECK_OK(posenc_buffer_upload(q, 0, words, q_floats * 4));
-    CHECK_OK(posenc__roofline(ctx, q, 16, q_floats * 4 - 32, true));
+    CHECK_OK(posenc_diagnostics_roofline(ctx, q, 16, q_floats * 4 - 32, true));
     if (posenc_buffer_download(q, 0, words, q_floats * 4) == POSENC_OK) {
         uint64_t written = 0, kept = 0;
         for (uint64_t w = 0; w < q_floats; w++) {
@@ -378,13 +378,13 @@ static void test_small_roofline(posenc_context *ctx)
     CHECK_OK(posenc_buffer_create(ctx, &desc, &buffer));
     if (!buffer)
         return;
-    CHECK_OK(posenc__roofline(ctx, buffer, 4, 4 * 990, true));
+    CHECK_OK(posenc_diagnostics_roofline(ctx, buffer, 4, 4 * 990, true));
     CHECK(words[0] == 0xffffffffu && words[991] == 0xffffffffu);
     bool all = true;
     for (int i = 1; i <= 990; i++)
         all = all && words[i] == (uint32_t)(i - 1);
     CHECK(all);
-    CHECK_OK(posenc__roofline(ctx, buffer, 4, 4 * 990, false));
+    CHECK_OK(posenc_diagnostics_roofline(ctx, buffer, 4, 4 * 990, false));
     for (int i = 1; i <= 990; i++)
         all = all && words[i] == (uint32_t)(i - 1);
     CHECK(all);

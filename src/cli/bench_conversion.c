@@ -11,7 +11,7 @@
 
 #include "bench_stats.h"
 #include "core/platform.h"
-#include "diagnostics.h"
+#include <posenc/posenc_diagnostics.h>
 
 #define Q_HEADS 32
 #define K_HEADS 8
@@ -51,8 +51,8 @@ static void fill_values(uint16_t *h, size_t count, posenc_dtype dtype)
 static posenc_status run_pass(posenc_context *context, int pass, const posenc_rope_desc *desc)
 {
     switch (pass) {
-    case COPY: return posenc__roofline_rope(context, &desc[0]);
-    case FLOOR: return posenc__conversion_floor_rope(context, &desc[0]);
+    case COPY: return posenc_diagnostics_roofline_rope(context, &desc[0]);
+    case FLOOR: return posenc_diagnostics_conversion_floor_rope(context, &desc[0]);
     case NEOX: return posenc_rope(context, &desc[0]);
     default: return posenc_rope(context, &desc[1]);
     }

@@ -16,7 +16,7 @@
 #include "bench_stats.h"
 #include "cli.h"
 #include "device.h"
-#include "diagnostics.h"
+#include <posenc/posenc_diagnostics.h>
 
 static const char bench_help[] =
     "usage: posenc bench [--device SEL]... [--threads N] [--runs N] [--quick] [--json]\n"
@@ -367,14 +367,16 @@ static posenc_status workload_call(const bench_workload *w)
 static posenc_status workload_copy(bench_workload *w)
 {
     if (w->shaped_copy) {
-        posenc_status status = w->c->kind == BENCH_ROPE
-                                   ? posenc__roofline_rope(w->context, &w->rope)
-                                   : posenc__roofline_sinusoidal(w->context, &w->sinusoidal);
+        posenc_status status =
+            w->c->kind == BENCH_ROPE
+                ? posenc_diagnostics_roofline_rope(w->context, &w->rope)
+                : posenc_diagnostics_roofline_sinusoidal(w->context, &w->sinusoidal);
         if (status != POSENC_UNSUPPORTED)
             return status;
         w->shaped_copy = false;
     }
-    return posenc__roofline(w->context, w->data, 0, w->data_bytes, w->c->kind != BENCH_ROPE);
+    return posenc_diagnostics_roofline(w->context, w->data, 0, w->data_bytes,
+                                       w->c->kind != BENCH_ROPE);
 }
 
 static void case_label(const bench_case *c, char *text, size_t size)
@@ -938,7 +940,8 @@ int cli_bench_main(int argc, char **argv)
         posenc_context *context = NULL;
         posenc_status status = open_device(&info, &options, have_dir ? dir : NULL, NULL,
                                            &context);
-        const char *variant = status == POSENC_OK ? posenc__kernel_variant(context) : NULL;
+        const char *variant =
+            status == POSENC_OK ? posenc_diagnostics_kernel_variant(context) : NULL;
         for (size_t i = 0; i < CASE_COUNT; i++) {
             if (status != POSENC_OK) {
                 results[i].status = status;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Front end of the diagnostics seam (diagnostics.h): range checks, then the backend's
+/* Front end of the diagnostics seam (posenc_diagnostics.h): range checks, then the backend's
  * diagnostics table: the copy roofline over a buffer's bytes or shaped like one operation, the
  * 16-bit conversion floor, and the kernel variant a context runs. */
-#include "diagnostics.h"
+#include <posenc/posenc_diagnostics.h>
 
 #include "backend.h"
 
@@ -12,8 +12,8 @@ static const posenc__backend_diagnostics *diagnostics(const posenc_context *ctx)
     return ctx->backend->diagnostics;
 }
 
-posenc_status posenc__roofline(posenc_context *ctx, posenc_buffer *buffer, uint64_t offset,
-                               uint64_t bytes, bool write_only)
+posenc_status posenc_diagnostics_roofline(posenc_context *ctx, posenc_buffer *buffer,
+                                          uint64_t offset, uint64_t bytes, bool write_only)
 {
     if (!ctx)
         return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
@@ -49,7 +49,8 @@ static posenc_status run_rope_diagnostic(posenc_context *ctx, const posenc_rope_
     return status == POSENC_OK ? run(ctx, &op) : status;
 }
 
-posenc_status posenc__roofline_rope(posenc_context *ctx, const posenc_rope_desc *desc)
+posenc_status posenc_diagnostics_roofline_rope(posenc_context *ctx,
+                                               const posenc_rope_desc *desc)
 {
     if (!ctx)
         return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
@@ -57,7 +58,8 @@ posenc_status posenc__roofline_rope(posenc_context *ctx, const posenc_rope_desc 
                                "copy shaped like RoPE");
 }
 
-posenc_status posenc__conversion_floor_rope(posenc_context *ctx, const posenc_rope_desc *desc)
+posenc_status posenc_diagnostics_conversion_floor_rope(posenc_context *ctx,
+                                                       const posenc_rope_desc *desc)
 {
     if (!ctx)
         return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
@@ -66,7 +68,8 @@ posenc_status posenc__conversion_floor_rope(posenc_context *ctx, const posenc_ro
                                "16-bit conversion floor");
 }
 
-posenc_status posenc__roofline_sinusoidal(posenc_context *ctx, const posenc_sinusoidal_desc *desc)
+posenc_status posenc_diagnostics_roofline_sinusoidal(posenc_context *ctx,
+                                                     const posenc_sinusoidal_desc *desc)
 {
     if (!ctx)
         return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
@@ -80,7 +83,7 @@ posenc_status posenc__roofline_sinusoidal(posenc_context *ctx, const posenc_sinu
     return status == POSENC_OK ? diagnostics(ctx)->sinusoidal_roofline(ctx, &op) : status;
 }
 
-const char *posenc__kernel_variant(const posenc_context *ctx)
+const char *posenc_diagnostics_kernel_variant(const posenc_context *ctx)
 {
     if (!ctx || !diagnostics(ctx) || !diagnostics(ctx)->kernel_variant)
         return NULL;
