@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The variable whose folder holds the default cache directory (cl_cache.c). */
+/* The variable whose folder holds the default cache directory (core/kernel_cache.c). */
 #if defined(_WIN32)
 #  define CACHE_HOME "LOCALAPPDATA"
 #else

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Run-time builds of the embedded OpenCL C kernels, each on first use in a context, through the
- * on-disk binary cache (cl_cache.h): keyed by the source's hash, the build options, the device
+ * on-disk binary cache (core/kernel_cache.h): keyed by the source's hash, the build options, the device
  * name and vendor, the device and driver versions and the platform. A cache that cannot be read
  * or written never fails an operation: the program is built from source and the reason logged. */
-#include "opencl/cl_cache.h"
+#include "core/kernel_cache.h"
 #include "opencl/cl_internal.h"
 
 #include "core/kernels.h"
@@ -33,7 +33,7 @@ static int cache_key(const posenc_context *ctx, const char *source, const char *
                     "device version %s\n"
                     "driver %s\n"
                     "platform %s\n",
-                    (unsigned long long)posenc_cl_hash(POSENC_CL_HASH_SEED, source, length),
+                    (unsigned long long)posenc__kernel_cache_hash(POSENC__KERNEL_CACHE_HASH_SEED, source, length),
                     length, options, ctx->device->info.name, ctx->device->info.vendor,
                     dev->device_version, dev->driver_version, dev->platform_name);
 }
@@ -105,12 +105,12 @@ static void cache_store(posenc_context *ctx, const char *label, cl_program progr
     unsigned char *binary = malloc(size);
     if (!binary)
         return;
-    char why[POSENC_CL_CACHE_PATH_MAX + 128];
+    char why[POSENC__KERNEL_CACHE_PATH_MAX + 128];
     if (state->cl->GetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) !=
         CL_SUCCESS)
         posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: the program binary cannot be read; "
                     "not cached", label);
-    else if (posenc_cl_cache_write(dir, path, key, binary, size, why, sizeof why))
+    else if (posenc__kernel_cache_write(dir, path, key, binary, size, why, sizeof why))
         posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: cached in %s", label, path);
     else
         posenc__log(ctx, POSENC_LOG_INFO, "opencl: %s: binary cache not written: %s", label,
@@ -125,14 +125,14 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
     const posenc_cl_api *cl = state->cl;
     double start = now_ms();
 
-    char dir[POSENC_CL_CACHE_PATH_MAX], path[POSENC_CL_CACHE_PATH_MAX];
+    char dir[POSENC__KERNEL_CACHE_PATH_MAX], path[POSENC__KERNEL_CACHE_PATH_MAX];
     char *key = NULL;
-    bool cached = posenc_cl_cache_dir(ctx->cache_dir, dir, sizeof dir);
+    bool cached = posenc__kernel_cache_dir(ctx->cache_dir, dir, sizeof dir);
     if (cached) {
         int length = cache_key(ctx, source, options, NULL, 0);
         key = length > 0 ? malloc((size_t)length + 1) : NULL;
         cached = key && cache_key(ctx, source, options, key, (size_t)length + 1) == length &&
-                 posenc_cl_cache_path(dir, key, path, sizeof path);
+                 posenc__kernel_cache_path(dir, "opencl", key, path, sizeof path);
     }
     if (!cached)
         posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: no binary cache directory", label);
@@ -141,8 +141,8 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
         unsigned char *binary = NULL;
         size_t size = 0;
         const char *why = "";
-        posenc_cl_cache_result result = posenc_cl_cache_read(path, key, &binary, &size, &why);
-        if (result == POSENC_CL_CACHE_HIT) {
+        posenc__kernel_cache_result result = posenc__kernel_cache_read(path, key, &binary, &size, &why);
+        if (result == POSENC__KERNEL_CACHE_HIT) {
             cl_program program = program_from_binary(ctx, label, binary, size, options, path);
             free(binary);
             if (program) {
@@ -154,7 +154,7 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
                 *out = program;
                 return POSENC_OK;
             }
-        } else if (result == POSENC_CL_CACHE_INVALID) {
+        } else if (result == POSENC__KERNEL_CACHE_INVALID) {
             posenc__log(ctx, POSENC_LOG_INFO,
                         "opencl: %s: ignoring the cache entry %s: %s; rebuilding", label, path,
                         why);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The on-disk OpenCL binary cache (format in cl_cache.h): the directory, and atomic,
+/* The on-disk kernel binary cache (format in kernel_cache.h): the directory, and atomic,
  * checksummed entries. */
-#include "opencl/cl_cache.h"
+#include "core/kernel_cache.h"
 
 #include "core/platform.h"
 
@@ -20,7 +20,7 @@
 #define MAX_KEY_BYTES (UINT32_C(1) << 16)
 #define MAX_BINARY_BYTES (UINT64_C(1) << 30)
 
-uint64_t posenc_cl_hash(uint64_t hash, const void *data, size_t size)
+uint64_t posenc__kernel_cache_hash(uint64_t hash, const void *data, size_t size)
 {
     const unsigned char *bytes = data;
     for (size_t i = 0; i < size; i++) {
@@ -36,21 +36,22 @@ static bool join(char *out, size_t size, const char *a, const char *b)
     return n > 0 && (size_t)n < size;
 }
 
-bool posenc_cl_cache_dir(const char *configured, char *out, size_t size)
+bool posenc__kernel_cache_dir(const char *configured, char *out, size_t size)
 {
     if (configured && configured[0]) {
         int n = snprintf(out, size, "%s", configured);
         return n > 0 && (size_t)n < size;
     }
-    char base[POSENC_CL_CACHE_PATH_MAX];
+    char base[POSENC__KERNEL_CACHE_PATH_MAX];
     return posenc__user_cache_directory(base, sizeof base) && join(out, size, base, "posenc");
 }
 
-bool posenc_cl_cache_path(const char *dir, const char *key, char *out, size_t size)
+bool posenc__kernel_cache_path(const char *dir, const char *backend, const char *key, char *out,
+                               size_t size)
 {
     char name[64];
-    snprintf(name, sizeof name, "opencl-%016llx.bin",
-             (unsigned long long)posenc_cl_hash(POSENC_CL_HASH_SEED, key, strlen(key)));
+    snprintf(name, sizeof name, "%.32s-%016llx.bin", backend,
+             (unsigned long long)posenc__kernel_cache_hash(POSENC__KERNEL_CACHE_HASH_SEED, key, strlen(key)));
     return join(out, size, dir, name);
 }
 
@@ -66,22 +67,22 @@ _Static_assert(sizeof(header) == HEADER_BYTES, "cache header layout");
 static uint64_t checksum(const char *key, size_t key_bytes, const unsigned char *binary,
                          size_t binary_bytes)
 {
-    return posenc_cl_hash(posenc_cl_hash(POSENC_CL_HASH_SEED, key, key_bytes), binary,
+    return posenc__kernel_cache_hash(posenc__kernel_cache_hash(POSENC__KERNEL_CACHE_HASH_SEED, key, key_bytes), binary,
                           binary_bytes);
 }
 
-posenc_cl_cache_result posenc_cl_cache_read(const char *path, const char *key,
+posenc__kernel_cache_result posenc__kernel_cache_read(const char *path, const char *key,
                                             unsigned char **binary, size_t *size,
                                             const char **why)
 {
     FILE *file = posenc__file_open(path, "rb");
     if (!file) {
         *why = "no cache entry";
-        return POSENC_CL_CACHE_MISSING;
+        return POSENC__KERNEL_CACHE_MISSING;
     }
     header h;
     size_t key_bytes = strlen(key);
-    posenc_cl_cache_result result = POSENC_CL_CACHE_INVALID;
+    posenc__kernel_cache_result result = POSENC__KERNEL_CACHE_INVALID;
     unsigned char *data = NULL;
     char *stored_key = NULL;
     if (fread(&h, sizeof h, 1, file) != 1) {
@@ -94,7 +95,7 @@ posenc_cl_cache_result posenc_cl_cache_read(const char *path, const char *key,
         *why = "binary size in the header out of range";
     } else if (!(stored_key = malloc(key_bytes + 1)) ||
                !(data = malloc((size_t)h.binary_bytes))) {
-        result = POSENC_CL_CACHE_NO_MEMORY;
+        result = POSENC__KERNEL_CACHE_NO_MEMORY;
         *why = "out of host memory";
     } else if (fread(stored_key, 1, key_bytes, file) != key_bytes ||
                fread(data, 1, (size_t)h.binary_bytes, file) != (size_t)h.binary_bytes) {
@@ -106,18 +107,18 @@ posenc_cl_cache_result posenc_cl_cache_read(const char *path, const char *key,
     } else if (memcmp(stored_key, key, key_bytes) != 0) {
         *why = "written for another key";
     } else {
-        result = POSENC_CL_CACHE_HIT;
+        result = POSENC__KERNEL_CACHE_HIT;
         *why = "";
     }
     fclose(file);
     free(stored_key);
-    if (result != POSENC_CL_CACHE_HIT) {
+    if (result != POSENC__KERNEL_CACHE_HIT) {
         free(data);
         return result;
     }
     *binary = data;
     *size = (size_t)h.binary_bytes;
-    return POSENC_CL_CACHE_HIT;
+    return POSENC__KERNEL_CACHE_HIT;
 }
 
 static bool make_directory(const char *path)
@@ -128,7 +129,7 @@ static bool make_directory(const char *path)
 /* mkdir -p. */
 static bool make_directories(const char *dir)
 {
-    char path[POSENC_CL_CACHE_PATH_MAX];
+    char path[POSENC__KERNEL_CACHE_PATH_MAX];
     size_t length = strlen(dir);
     if (length == 0 || length >= sizeof path)
         return false;
@@ -148,7 +149,7 @@ static bool make_directories(const char *dir)
     return make_directory(path);
 }
 
-bool posenc_cl_cache_write(const char *dir, const char *path, const char *key,
+bool posenc__kernel_cache_write(const char *dir, const char *path, const char *key,
                            const unsigned char *binary, size_t size, char *why, size_t why_size)
 {
     size_t key_bytes = strlen(key);
@@ -163,7 +164,7 @@ bool posenc_cl_cache_write(const char *dir, const char *path, const char *key,
 
     /* Written beside the entry and renamed over it (core/platform.h): processes sharing the
      * directory never read half an entry, and a failed write leaves the old one. */
-    char temporary[POSENC_CL_CACHE_PATH_MAX + 64];
+    char temporary[POSENC__KERNEL_CACHE_PATH_MAX + 64];
     FILE *file = posenc__temp_file_create(path, temporary, sizeof temporary);
     if (!file) {
         snprintf(why, why_size, "cannot create a file in %s: %s", dir, strerror(errno));
