@@ -47,22 +47,34 @@
 
 /* ---- RoPE (rope.comp, rope.cl) ----------------------------------------------------------------
  * flags, in both kernels: */
-#define POSENC_ROPE_FLAG_GPTJ 1u            /* GPT-J pairs (2j, 2j + 1); else NeoX (j, j + pairs) */
-#define POSENC_ROPE_FLAG_POSITIONS_SHIFT 1u /* bits 1-2: POSENC_POSITIONS_* */
-#define POSENC_ROPE_FLAG_INVERSE 8u         /* rotate by -t */
+#define POSENC_ROPE_FLAG_STYLE_MASK 3u      /* bits 0-1: the pairing style, below */
+#define POSENC_ROPE_FLAG_POSITIONS_SHIFT 2u /* bits 2-3: POSENC_POSITIONS_* */
+#define POSENC_ROPE_FLAG_INVERSE 16u        /* rotate by -t */
 /* The tensor (rope.comp), or q (rope.cl), is rotated in place: read through the output and
  * pass-through dims left alone. Without it they are copied from the input. */
-#define POSENC_ROPE_FLAG_IN_PLACE 16u
-#define POSENC_ROPE_FLAG_K_IN_PLACE 32u /* rope.cl: the same for k */
+#define POSENC_ROPE_FLAG_IN_PLACE 32u
+#define POSENC_ROPE_FLAG_K_IN_PLACE 64u /* rope.cl: the same for k */
 /* rope.comp: the output row of token (b, t) is the paged KV cache row of its slot (the slots
  * binding): block slot / block_size at out_stride_batch, row slot % block_size at
  * out_stride_token. A slot outside [0, num_slots) writes nothing for the token. */
-#define POSENC_ROPE_FLAG_SLOTS 64u
+#define POSENC_ROPE_FLAG_SLOTS 128u
 /* rope.cl: the paged KV cache. K_CACHE: k's heads are also written to the k_cache row of their
  * token's slot, and v_heads of v to the same v_cache row; K_CACHE_ONLY: k_out is not written
  * (k is only read). */
-#define POSENC_ROPE_FLAG_K_CACHE 128u
-#define POSENC_ROPE_FLAG_K_CACHE_ONLY 256u
+#define POSENC_ROPE_FLAG_K_CACHE 256u
+#define POSENC_ROPE_FLAG_K_CACHE_ONLY 512u
+
+/* The pairing styles (posenc_rope_style's values) and the two dims of pair j, counted from
+ * rotary_offset, in each: NeoX pairs j with j + pairs (half split), GPT-J 2j with 2j + 1
+ * (interleaved). The generic kernels (rope.comp, rope.cl) read every style through these; the
+ * fast kernels (rope_blocks.comp, rope_contiguous.cl) take the styles they were written for, as
+ * core/gpu_rope.c chooses. A new style is a value and a line in each macro here. */
+#define POSENC_ROPE_STYLE_NEOX 0u
+#define POSENC_ROPE_STYLE_GPTJ 1u
+#define POSENC_ROPE_PAIR_FIRST(style, j, pairs)                                                   \
+    ((style) == POSENC_ROPE_STYLE_GPTJ ? 2u * (j) : (j))
+#define POSENC_ROPE_PAIR_SECOND(style, j, pairs)                                                  \
+    ((style) == POSENC_ROPE_STYLE_GPTJ ? 2u * (j) + 1u : (j) + (pairs))
 
 /* rope.comp's push constants (116 bytes): one tensor, q, k or v, over [batch, tokens, heads].
  * Offsets and strides in elements from the start of each binding. With POSENC_ROPE_FLAG_SLOTS

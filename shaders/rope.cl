@@ -71,8 +71,7 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
     uint total = per_row * batch * tokens;
     uint stride = (uint)get_global_size(0);
     uint positions_kind = (flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u;
-    uint first_step = (flags & POSENC_ROPE_FLAG_GPTJ) != 0u ? 2u : 1u;
-    uint second = (flags & POSENC_ROPE_FLAG_GPTJ) != 0u ? 1u : half_count;
+    uint style = flags & POSENC_ROPE_FLAG_STYLE_MASK;
     int q_copied = (flags & POSENC_ROPE_FLAG_IN_PLACE) == 0u;
     int k_written = (flags & POSENC_ROPE_FLAG_K_CACHE_ONLY) == 0u;
     int k_copied = k_written && (flags & POSENC_ROPE_FLAG_K_IN_PLACE) == 0u;
@@ -158,8 +157,8 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
         s = s * attention_factor;
         c = c * attention_factor;
 
-        uint dim_a = rotary_offset + lane * first_step;
-        uint dim_b = dim_a + second;
+        uint dim_a = rotary_offset + POSENC_ROPE_PAIR_FIRST(style, lane, half_count);
+        uint dim_b = rotary_offset + POSENC_ROPE_PAIR_SECOND(style, lane, half_count);
         for (uint h = head_begin; h < head_end; h++) {
             if (h >= qk_heads) { /* v: its two dims copied as bits into the cache row */
                 if (!cached)

@@ -110,7 +110,7 @@ void copy_dims(uint in_head, uint out_head, uint d)
 void main()
 {
     bool in_place = (params.flags & POSENC_ROPE_FLAG_IN_PLACE) != 0u;
-    bool gptj = (params.flags & POSENC_ROPE_FLAG_GPTJ) != 0u;
+    uint style = params.flags & POSENC_ROPE_FLAG_STYLE_MASK;
     uint pairs = params.pairs;
     uint pass_units = in_place ? 0u : (params.head_dim - 2u * pairs + 1u) >> 1;
     uint per_row = pairs + pass_units;
@@ -159,8 +159,8 @@ void main()
         precise float scaled_s = s * params.attention_factor;
         precise float scaled_c = c * params.attention_factor;
 
-        uint da = params.rotary_offset + (gptj ? 2u * j : j);
-        uint db = gptj ? da + 1u : da + pairs;
+        uint da = params.rotary_offset + POSENC_ROPE_PAIR_FIRST(style, j, pairs);
+        uint db = params.rotary_offset + POSENC_ROPE_PAIR_SECOND(style, j, pairs);
         uint in_stride_dim = in_place ? params.out_stride_dim : params.in_stride_dim;
         uint in_stride_head = in_place ? params.out_stride_head : params.in_stride_head;
         for (uint h = first_head; h < end_head; h++) {

@@ -121,7 +121,7 @@ void unit_angles(uint b, uint t, uint unit, out float s[BLOCK_ELEMENTS],
 void main()
 {
     bool in_place = (params.flags & POSENC_ROPE_FLAG_IN_PLACE) != 0u;
-    bool gptj = (params.flags & POSENC_ROPE_FLAG_GPTJ) != 0u;
+    bool gptj = (params.flags & POSENC_ROPE_FLAG_STYLE_MASK) == POSENC_ROPE_STYLE_GPTJ;
     uint pairs = params.pairs;
     uint rotated_units = pairs >> BLOCK_SHIFT;
     uint pass_units = in_place ? 0u : (params.head_dim - 2u * pairs) >> BLOCK_SHIFT;

@@ -92,7 +92,7 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
     uint total = groups * batch * tokens;
     uint stride = (uint)get_global_size(0);
     uint positions_kind = (flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u;
-    int gptj = (flags & POSENC_ROPE_FLAG_GPTJ) != 0u;
+    int gptj = (flags & POSENC_ROPE_FLAG_STYLE_MASK) == POSENC_ROPE_STYLE_GPTJ;
     /* Dims per pair in a run of pairs (GPT-J's are adjacent), and a block's second run. */
     uint dims_per_pair = gptj ? 2u : 1u;
     uint second = gptj ? 8u : half_count;

@@ -12,9 +12,19 @@
 
 #define POSITIONS_MASK (3u << POSENC_ROPE_FLAG_POSITIONS_SHIFT)
 
+_Static_assert(POSENC_ROPE_STYLE_NEOX == POSENC_ROPE_NEOX &&
+                   POSENC_ROPE_STYLE_GPTJ == POSENC_ROPE_GPTJ,
+               "the kernels' pairing styles are posenc_rope_style's values");
+
+/* The styles the fast kernels (rope_blocks.comp, rope_contiguous.cl) were written for. */
+static bool fast_style(const posenc__rope_op *op)
+{
+    return op->style == POSENC_ROPE_NEOX || op->style == POSENC_ROPE_GPTJ;
+}
+
 uint32_t posenc__gpu_rope_flags(const posenc__rope_op *op)
 {
-    uint32_t flags = (op->style == POSENC_ROPE_GPTJ ? POSENC_ROPE_FLAG_GPTJ : 0u) |
+    uint32_t flags = ((uint32_t)op->style & POSENC_ROPE_FLAG_STYLE_MASK) |
                      (op->inverse ? POSENC_ROPE_FLAG_INVERSE : 0u);
     if (op->has_positions)
         flags |= (op->positions.dtype == POSENC_DTYPE_I32 ? POSENC_POSITIONS_I32
@@ -134,7 +144,7 @@ bool posenc__gpu_rope_pass_in_blocks(const posenc__rope_op *op,
     int64_t block_elements = BLOCK_BYTES / (int64_t)element_size(pass->out);
     int64_t rotated = pass->rotate ? op->rotary_dim : 0;
     int64_t first = pass->rotate ? op->rotary_offset : 0;
-    return posenc__gpu_view_in_blocks(pass->out, BLOCK_BYTES) &&
+    return fast_style(op) && posenc__gpu_view_in_blocks(pass->out, BLOCK_BYTES) &&
            (pass->in_place || posenc__gpu_view_in_blocks(pass->in, BLOCK_BYTES)) &&
            op->head_dim % block_elements == 0 && rotated % (2 * block_elements) == 0 &&
            first % block_elements == 0;
@@ -322,7 +332,7 @@ void posenc__gpu_rope_fused_params(const posenc__rope_op *op, const uint32_t *of
 bool posenc__gpu_rope_contiguous(const posenc__rope_op *op, uint32_t pairs)
 {
     uint32_t half = op->rotary_dim / 2;
-    if (half == 0 || half % pairs != 0)
+    if (!fast_style(op) || half == 0 || half % pairs != 0)
         return false;
     bool partial = (int64_t)op->rotary_dim < op->head_dim;
     if (partial && (!op->q_in_place || op->has_k_cache ||
