@@ -266,8 +266,7 @@ void posenc_cl_arg_words(posenc_cl_args *args, const void *block, size_t bytes);
  * elements copied back after it. Views are indexed in elements with 32-bit kernel words. */
 typedef struct posenc_cl_binding {
     cl_mem mem;
-    uint32_t offset;     /* elements from the start of `mem` */
-    uint32_t strides[4]; /* elements; 0 for dims of size 1 */
+    uint32_t offset; /* elements from the start of `mem` to element 0 (strides: core/gpu_*.h) */
 } posenc_cl_binding;
 
 /* The views of one operation and where each one's binding goes. */

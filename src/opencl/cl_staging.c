@@ -5,8 +5,6 @@
  * copied back as core/gpu_staging.h plans it. */
 #include "opencl/cl_internal.h"
 
-#include <string.h>
-
 #define MIN_STAGING_BYTES 4096
 /* Host regions smaller than this are copied, not imported: making and releasing a buffer costs
  * more than copying less than a page. On PoCL a decode step's q (16 KiB) and k (4 KiB) were
@@ -40,7 +38,6 @@ static posenc_status bind(posenc_context *ctx, const posenc__gpu_staged_view *v,
         return status;
     binding->mem = mem;
     binding->offset = b.offset;
-    memcpy(binding->strides, b.strides, sizeof binding->strides);
     return POSENC_OK;
 }
 
