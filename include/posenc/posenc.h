@@ -23,8 +23,8 @@
  * Thread safety
  * - Device enumeration, posenc_version, posenc_status_name/string, posenc_thread_last_error,
  *   the names of enum values (posenc_*_name, posenc_*_from_name), posenc_context_create and
- *   posenc_tensor_of_buffer/_of_host are safe to call from any thread at any time. Different contexts never interfere, so one context per thread needs no
- *   locking at all.
+ *   posenc_tensor_of_buffer/_of_host are safe to call from any thread at any time. Different
+ *   contexts never interfere, so one context per thread needs no locking at all.
  * - On one context, these calls may run on several threads at once, with each other:
  *   the buffer calls (posenc_buffer_create, posenc_buffer_upload, posenc_buffer_download,
  *   posenc_buffer_destroy, posenc_buffer_size, and posenc_vk_buffer_wrap /
@@ -449,7 +449,7 @@ typedef enum posenc_dtype {
 /* "default", "f32", "f16", "bf16", "i32"; "unknown" for another value. */
 POSENC_API const char *posenc_dtype_name(posenc_dtype dtype);
 POSENC_API posenc_status posenc_dtype_from_name(const char *name, posenc_dtype *out);
-POSENC_API size_t posenc_dtype_size(posenc_dtype dtype);      /* 0 for DEFAULT or unknown */
+POSENC_API size_t posenc_dtype_size(posenc_dtype dtype); /* 0 for DEFAULT or unknown */
 
 /* A view: memory + byte offset + dtype + up to 4 dims with byte strides, outermost first. Views
  * with fewer dims drop the outer ones: RoPE reads [batch, tokens, heads, head_dim],
@@ -533,8 +533,8 @@ POSENC_API posenc_status posenc_rope_scaling_type_from_name(const char *name,
  * per token (the innermost dim of `positions`) and give each frequency one of them, with the
  * semantics of HF transformers (Qwen2-VL, Qwen3-VL, Pixtral). n = rotary_dim / 2 frequencies.
  * The rules are per frequency j, so they hold in both styles and for partial rotary dims (the
- * HF models use NEOX, and the vision towers rotate the whole head). */
-/* - POSITIONS_1D ("none"): one position per token.
+ * HF models use NEOX, and the vision towers rotate the whole head).
+ * - POSITIONS_1D ("none"): one position per token.
  * - MROPE: Qwen2-VL / Qwen2.5-VL M-RoPE: 3 components (temporal, height, width); frequency j
  *   uses t for j < s0, h for s0 <= j < s0 + s1, w after (s = mrope_section, summing to n).
  * - MROPE_INTERLEAVED: Qwen3-VL interleaved M-RoPE: 3 components; frequency j uses h when
