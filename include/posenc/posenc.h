@@ -22,9 +22,9 @@
  *
  * Thread safety
  * - Device enumeration, posenc_version, posenc_status_name/string, posenc_thread_last_error,
- *   posenc_context_create and posenc_tensor_of_buffer/_of_host are safe to call from any
- *   thread at any time. Different contexts never interfere, so one context per thread needs no
- *   locking at all.
+ *   the names of enum values (posenc_*_name, posenc_*_from_name), posenc_context_create and
+ *   posenc_tensor_of_buffer/_of_host are safe to call from any thread at any time. Different
+ *   contexts never interfere, so one context per thread needs no locking at all.
  * - On one context, these calls may run on several threads at once, with each other:
  *   the buffer calls (posenc_buffer_create, posenc_buffer_upload, posenc_buffer_download,
  *   posenc_buffer_destroy, posenc_buffer_size, and posenc_vk_buffer_wrap /
@@ -413,18 +413,43 @@ POSENC_API posenc_status posenc_buffer_map(posenc_buffer *buffer, void **data);
 POSENC_API posenc_status posenc_buffer_unmap(posenc_buffer *buffer);
 
 /* ---------------------------------------------------------------------------------------------
+ * Names of the enum values below (styles, scaling types, multimodal kinds, sinusoidal layouts,
+ * dtypes), for command lines, configuration files and language bindings. Each of these enums is
+ * generated from one list, X(NAME, value, "name"): the enum value POSENC_..._NAME, its number
+ * (part of the ABI: never renumbered) and its canonical name, lower case with underscores
+ * ("yarn_ggml"). The same lists give the two functions of each kind:
+ *
+ *   const char *posenc_<kind>_name(value): the canonical name; "unknown" for a value not in
+ *     the list (never NULL).
+ *   posenc_status posenc_<kind>_from_name(const char *name, <kind> *out): the value of `name`,
+ *     which may spell each underscore as a hyphen ("yarn-ggml") and is read without regard to
+ *     ASCII case ("YaRN_GGML"); the few older spellings written beside a list are accepted too.
+ *     An unknown name, or a NULL name or out, is POSENC_INVALID_ARGUMENT with a message in
+ *     posenc_thread_last_error listing the canonical names, and *out is left as it was.
+ */
+
+/* ---------------------------------------------------------------------------------------------
  * Tensor views
  */
+/* DEFAULT: f32 for data tensors, i32 for positions. I32: positions only. Names: see "Names of
+ * the enum values" above. */
+#define POSENC_DTYPE_LIST(X)                                                                       \
+    X(DEFAULT, 0, "default")                                                                       \
+    X(F32, 1, "f32")                                                                               \
+    X(F16, 2, "f16")                                                                               \
+    X(BF16, 3, "bf16")                                                                             \
+    X(I32, 4, "i32")
+
 typedef enum posenc_dtype {
-    POSENC_DTYPE_DEFAULT = 0, /* f32 for data tensors, i32 for positions */
-    POSENC_DTYPE_F32 = 1,
-    POSENC_DTYPE_F16 = 2,
-    POSENC_DTYPE_BF16 = 3,
-    POSENC_DTYPE_I32 = 4,     /* positions only */
+#define POSENC_DTYPE_ENUM_(name, value, text) POSENC_DTYPE_##name = value,
+    POSENC_DTYPE_LIST(POSENC_DTYPE_ENUM_)
+#undef POSENC_DTYPE_ENUM_
 } posenc_dtype;
 
-POSENC_API const char *posenc_dtype_name(posenc_dtype dtype); /* "f32", "f16", "bf16", "i32" */
-POSENC_API size_t posenc_dtype_size(posenc_dtype dtype);      /* 0 for DEFAULT or unknown */
+/* "default", "f32", "f16", "bf16", "i32"; "unknown" for another value. */
+POSENC_API const char *posenc_dtype_name(posenc_dtype dtype);
+POSENC_API posenc_status posenc_dtype_from_name(const char *name, posenc_dtype *out);
+POSENC_API size_t posenc_dtype_size(posenc_dtype dtype); /* 0 for DEFAULT or unknown */
 
 /* A view: memory + byte offset + dtype + up to 4 dims with byte strides, outermost first. Views
  * with fewer dims drop the outer ones: RoPE reads [batch, tokens, heads, head_dim],
@@ -453,56 +478,96 @@ POSENC_API posenc_tensor posenc_tensor_of_host(void *host, posenc_dtype dtype, u
 /* ---------------------------------------------------------------------------------------------
  * RoPE
  */
+/* How dims pair up: NEOX, half split: dim i pairs with i + rotary_dim/2 (NeoX, Llama, HF);
+ * GPTJ, interleaved: dim 2i pairs with 2i+1 (GPT-J, original RoFormer). */
+#define POSENC_ROPE_STYLE_LIST(X)                                                                  \
+    X(NEOX, 0, "neox")                                                                             \
+    X(GPTJ, 1, "gptj")
+
 typedef enum posenc_rope_style {
-    POSENC_ROPE_NEOX = 0, /* half split: dim i pairs with i + rotary_dim/2 (NeoX, Llama, HF) */
-    POSENC_ROPE_GPTJ = 1, /* interleaved: dim 2i pairs with 2i+1 (GPT-J, original RoFormer) */
+#define POSENC_ROPE_STYLE_ENUM_(name, value, text) POSENC_ROPE_##name = value,
+    POSENC_ROPE_STYLE_LIST(POSENC_ROPE_STYLE_ENUM_)
+#undef POSENC_ROPE_STYLE_ENUM_
 } posenc_rope_style;
 
+POSENC_API const char *posenc_rope_style_name(posenc_rope_style style); /* "neox", "gptj" */
+POSENC_API posenc_status posenc_rope_style_from_name(const char *name, posenc_rope_style *out);
+
+/* The scaling types:
+ * - LINEAR: position interpolation, inv_freq / factor.
+ * - NTK: static NTK-aware, base * factor^(d/(d-2)).
+ * - DYNAMIC_NTK: the base recomputed from the sequence length.
+ * - YARN, LLAMA3, LONGROPE: as HF transformers computes them.
+ * - YARN_GGML: ggml's YaRN as ggml_rope_ext takes it (llama.cpp): with
+ *   w_j = theta^(-2j / rotary_dim), low = max(0, floor(c(beta_fast))),
+ *   high = min(rotary_dim - 1, ceil(c(beta_slow))),
+ *   c(b) = rotary_dim ln(original_max_positions / (2 pi b)) / (2 ln theta),
+ *   ramp_j = 1 - clamp((j - low) / max(0.001, high - low), 0, 1) and m_j = ext_factor ramp_j:
+ *     inv_freq[j] = w_j (freq_scale (1 - m_j) + m_j),
+ *     attention factor = attention_factor (ggml's attn_factor, default 1)
+ *                        * (ext_factor != 0 ? 1 + 0.1 ln(1 / freq_scale) : 1).
+ *   Unlike YARN, freq_scale may exceed 1, ext_factor blends by any share, and
+ *   original_max_positions (n_ctx_orig) may be 0. docs/ggml.md maps every ggml argument. */
+#define POSENC_ROPE_SCALING_TYPE_LIST(X)                                                           \
+    X(NONE, 0, "none")                                                                             \
+    X(LINEAR, 1, "linear")                                                                         \
+    X(NTK, 2, "ntk")                                                                               \
+    X(DYNAMIC_NTK, 3, "dynamic_ntk")                                                               \
+    X(YARN, 4, "yarn")                                                                             \
+    X(LLAMA3, 5, "llama3")                                                                         \
+    X(LONGROPE, 6, "longrope")                                                                     \
+    X(YARN_GGML, 7, "yarn_ggml")
+
 typedef enum posenc_rope_scaling_type {
-    POSENC_ROPE_SCALING_NONE = 0,
-    POSENC_ROPE_SCALING_LINEAR = 1,      /* position interpolation: inv_freq / factor */
-    POSENC_ROPE_SCALING_NTK = 2,         /* static NTK-aware: base * factor^(d/(d-2)) */
-    POSENC_ROPE_SCALING_DYNAMIC_NTK = 3, /* base recomputed from the sequence length */
-    POSENC_ROPE_SCALING_YARN = 4,
-    POSENC_ROPE_SCALING_LLAMA3 = 5,
-    POSENC_ROPE_SCALING_LONGROPE = 6,
-    /* ggml's YaRN as ggml_rope_ext takes it (llama.cpp): with w_j = theta^(-2j / rotary_dim),
-     * low = max(0, floor(c(beta_fast))), high = min(rotary_dim - 1, ceil(c(beta_slow))),
-     * c(b) = rotary_dim ln(original_max_positions / (2 pi b)) / (2 ln theta),
-     * ramp_j = 1 - clamp((j - low) / max(0.001, high - low), 0, 1) and m_j = ext_factor ramp_j:
-     *   inv_freq[j] = w_j (freq_scale (1 - m_j) + m_j),
-     *   attention factor = attention_factor (ggml's attn_factor, default 1)
-     *                      * (ext_factor != 0 ? 1 + 0.1 ln(1 / freq_scale) : 1).
-     * Unlike YARN, freq_scale may exceed 1, ext_factor blends by any share, and
-     * original_max_positions (n_ctx_orig) may be 0. docs/ggml.md maps every ggml argument. */
-    POSENC_ROPE_SCALING_YARN_GGML = 7,
+#define POSENC_ROPE_SCALING_TYPE_ENUM_(name, value, text) POSENC_ROPE_SCALING_##name = value,
+    POSENC_ROPE_SCALING_TYPE_LIST(POSENC_ROPE_SCALING_TYPE_ENUM_)
+#undef POSENC_ROPE_SCALING_TYPE_ENUM_
 } posenc_rope_scaling_type;
+
+/* "none", "linear", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope", "yarn_ggml". */
+POSENC_API const char *posenc_rope_scaling_type_name(posenc_rope_scaling_type type);
+POSENC_API posenc_status posenc_rope_scaling_type_from_name(const char *name,
+                                                            posenc_rope_scaling_type *out);
 
 /* Which position each frequency uses. The multimodal kinds read several position components
  * per token (the innermost dim of `positions`) and give each frequency one of them, with the
  * semantics of HF transformers (Qwen2-VL, Qwen3-VL, Pixtral). n = rotary_dim / 2 frequencies.
  * The rules are per frequency j, so they hold in both styles and for partial rotary dims (the
- * HF models use NEOX, and the vision towers rotate the whole head). */
+ * HF models use NEOX, and the vision towers rotate the whole head).
+ * - POSITIONS_1D ("none"): one position per token.
+ * - MROPE: Qwen2-VL / Qwen2.5-VL M-RoPE: 3 components (temporal, height, width); frequency j
+ *   uses t for j < s0, h for s0 <= j < s0 + s1, w after (s = mrope_section, summing to n).
+ * - MROPE_INTERLEAVED: Qwen3-VL interleaved M-RoPE: 3 components; frequency j uses h when
+ *   j % 3 == 1 and j < 3 s1, w when j % 3 == 2 and j < 3 s2, t otherwise.
+ * - VISION_2D: Qwen2-VL vision tower: 2 components (h, w); frequency j < n/2 uses h, the others
+ *   w, both at inv_freq theta^(-4 (j mod n/2) / rotary_dim). rotary_dim % 4 == 0.
+ * - VISION_2D_PIXTRAL ("pixtral"): Pixtral: 2 components (h, w); with
+ *   f_i = theta^(-2i / rotary_dim), frequency j < n/2 uses h at f_2j, frequency j >= n/2 uses w
+ *   at f_(2(j - n/2) + 1). rotary_dim % 4 == 0.
+ * - POSITIONS_MAP: any assignment: `components` components (1 to 4); frequency j uses
+ *   component component_map[j], at inv_freq[j] of theta, the scaling or the caller's table.
+ *   Writes out the section rules of engines that have their own (ggml's M-RoPE with its fourth
+ *   component and wrapping sections, Qwen3-VL as llama.cpp runs it): docs/ggml.md.
+ * posenc_rope_multimodal_from_name also takes "1d" for POSITIONS_1D and "vision_2d_pixtral" for
+ * VISION_2D_PIXTRAL. */
+#define POSENC_ROPE_MULTIMODAL_LIST(X)                                                             \
+    X(POSITIONS_1D, 0, "none")                                                                     \
+    X(MROPE, 1, "mrope")                                                                           \
+    X(MROPE_INTERLEAVED, 2, "mrope_interleaved")                                                   \
+    X(VISION_2D, 3, "vision_2d")                                                                   \
+    X(VISION_2D_PIXTRAL, 4, "pixtral")                                                             \
+    X(POSITIONS_MAP, 5, "positions_map")
+
 typedef enum posenc_rope_multimodal {
-    POSENC_ROPE_POSITIONS_1D = 0,      /* one position per token */
-    /* Qwen2-VL / Qwen2.5-VL M-RoPE: 3 components (temporal, height, width); frequency j uses t
-     * for j < s0, h for s0 <= j < s0 + s1, w after (s = mrope_section, summing to n). */
-    POSENC_ROPE_MROPE = 1,
-    /* Qwen3-VL interleaved M-RoPE: 3 components; frequency j uses h when j % 3 == 1 and
-     * j < 3 s1, w when j % 3 == 2 and j < 3 s2, t otherwise. */
-    POSENC_ROPE_MROPE_INTERLEAVED = 2,
-    /* Qwen2-VL vision tower: 2 components (h, w); frequency j < n/2 uses h, the others w, both
-     * at inv_freq theta^(-4 (j mod n/2) / rotary_dim). rotary_dim % 4 == 0. */
-    POSENC_ROPE_VISION_2D = 3,
-    /* Pixtral: 2 components (h, w); with f_i = theta^(-2i / rotary_dim), frequency j < n/2
-     * uses h at f_2j, frequency j >= n/2 uses w at f_(2(j - n/2) + 1). rotary_dim % 4 == 0. */
-    POSENC_ROPE_VISION_2D_PIXTRAL = 4,
-    /* Any assignment: `components` components (1 to 4); frequency j uses component
-     * component_map[j], at inv_freq[j] of theta, the scaling or the caller's table. Writes out
-     * the section rules of engines that have their own (ggml's M-RoPE with its fourth
-     * component and wrapping sections, Qwen3-VL as llama.cpp runs it): docs/ggml.md. */
-    POSENC_ROPE_POSITIONS_MAP = 5,
+#define POSENC_ROPE_MULTIMODAL_ENUM_(name, value, text) POSENC_ROPE_##name = value,
+    POSENC_ROPE_MULTIMODAL_LIST(POSENC_ROPE_MULTIMODAL_ENUM_)
+#undef POSENC_ROPE_MULTIMODAL_ENUM_
 } posenc_rope_multimodal;
+
+/* "none", "mrope", "mrope_interleaved", "vision_2d", "pixtral", "positions_map". */
+POSENC_API const char *posenc_rope_multimodal_name(posenc_rope_multimodal multimodal);
+POSENC_API posenc_status posenc_rope_multimodal_from_name(const char *name,
+                                                          posenc_rope_multimodal *out);
 
 /* Context-extension scaling, applied on the host in float64 to produce inv_freq and an attention
  * factor. Defaults are the published ones. Fields a type does not use must stay zero. */
@@ -604,11 +669,23 @@ POSENC_API posenc_status posenc_rope(posenc_context *context, const posenc_rope_
 /* ---------------------------------------------------------------------------------------------
  * Sinusoidal encodings (Vaswani et al.; diffusion timestep embeddings)
  */
+/* INTERLEAVED: sin f0, cos f0, sin f1, cos f1, ... (Vaswani); SIN_COS: [sin f0..f(h-1) |
+ * cos f0..f(h-1)] (diffusers' default); COS_SIN: [cos | sin] (diffusers' flip_sin_to_cos). */
+#define POSENC_SINUSOIDAL_LAYOUT_LIST(X)                                                           \
+    X(INTERLEAVED, 0, "interleaved")                                                               \
+    X(SIN_COS, 1, "sin_cos")                                                                       \
+    X(COS_SIN, 2, "cos_sin")
+
 typedef enum posenc_sinusoidal_layout {
-    POSENC_SINUSOIDAL_INTERLEAVED = 0, /* sin f0, cos f0, sin f1, cos f1, ... (Vaswani) */
-    POSENC_SINUSOIDAL_SIN_COS = 1,     /* [sin f0..f(h-1) | cos f0..f(h-1)] (diffusers default) */
-    POSENC_SINUSOIDAL_COS_SIN = 2,     /* [cos | sin] (diffusers flip_sin_to_cos) */
+#define POSENC_SINUSOIDAL_LAYOUT_ENUM_(name, value, text) POSENC_SINUSOIDAL_##name = value,
+    POSENC_SINUSOIDAL_LAYOUT_LIST(POSENC_SINUSOIDAL_LAYOUT_ENUM_)
+#undef POSENC_SINUSOIDAL_LAYOUT_ENUM_
 } posenc_sinusoidal_layout;
+
+/* "interleaved", "sin_cos", "cos_sin". */
+POSENC_API const char *posenc_sinusoidal_layout_name(posenc_sinusoidal_layout layout);
+POSENC_API posenc_status posenc_sinusoidal_layout_from_name(const char *name,
+                                                            posenc_sinusoidal_layout *out);
 
 /* out[b, r, :] = x[b, r, :] * input_scale + output_scale * PE(p), p the position of row r, with
  * PE(p) of d_model values at frequencies f_i = base^(-i / (d_model/2 - freq_shift)),

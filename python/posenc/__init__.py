@@ -45,21 +45,14 @@ __all__ = [
     "default_context",
     "Context",
     "version",
+    "NAMES",
     *sorted(_ERRORS),
 ]
 
-_STYLES = {"neox": 0, "gptj": 1}
-_MULTIMODAL = {
-    "none": 0,
-    "1d": 0,
-    "mrope": 1,
-    "mrope_interleaved": 2,
-    "vision_2d": 3,
-    "vision_2d_pixtral": 4,
-    "pixtral": 4,
-    "positions_map": 5,
-}
-_SINUSOIDAL_LAYOUTS = {"interleaved": 0, "sin_cos": 1, "cos_sin": 2}
+# The canonical names of the library's lists, by value: "rope_style", "rope_scaling_type",
+# "rope_multimodal", "sinusoidal_layout" and "dtype" (posenc_<kind>_name). Names are read by the
+# library's posenc_<kind>_from_name (_name below): underscores or hyphens, any case.
+NAMES = _posenc.NAMES
 
 _PLAIN_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float16)})
 _POSITION_DTYPES = frozenset({np.dtype(np.int32), np.dtype(np.float32)})
@@ -76,12 +69,10 @@ def devices() -> list[dict]:
     return _posenc.devices()
 
 
-def _error(name: str, status: str, message: str) -> Error:
-    error = _ERRORS[name](message)
-    error.status = "POSENC_" + status
-    error.code = {"INVALID_ARGUMENT": -100, "INVALID_SHAPE": -101,
-                  "INVALID_DTYPE": -102}[status]
-    return error
+def _error(status: str, message: str) -> Error:
+    """The posenc error of `status` ("INVALID_ARGUMENT"), made by the extension from the
+    library's status list: its class, .status and .code as the C calls raise them."""
+    return _posenc.error(status, message)
 
 
 _bf16_dtype = None
@@ -121,10 +112,10 @@ def _torch_memory(tensor, name):
     another device, a sparse one)."""
     import torch
     if tensor.device.type != "cpu":
-        raise _error("InvalidArgument", "INVALID_ARGUMENT",
+        raise _error("INVALID_ARGUMENT",
                      f"{name}: a torch tensor on {tensor.device}; only CPU tensors are accepted")
     if tensor.layout != torch.strided:
-        raise _error("InvalidArgument", "INVALID_ARGUMENT",
+        raise _error("INVALID_ARGUMENT",
                      f"{name}: a torch tensor of layout {tensor.layout}; only dense (strided) "
                      "tensors are accepted")
 
@@ -136,18 +127,18 @@ def _torch_array(tensor, name, written):
     _torch_memory(tensor, name)
     if written and tensor.requires_grad:
         # autograd cannot see a write made outside it: its gradients would silently be wrong
-        raise _error("InvalidArgument", "INVALID_ARGUMENT",
+        raise _error("INVALID_ARGUMENT",
                      f"{name}: a torch tensor that requires grad; posenc writes outside autograd, "
                      f"so pass {name}.detach() or a tensor made under torch.no_grad()")
     if tensor.is_neg():
         # the memory holds the values before the pending negation: numpy refuses it too
-        raise _error("InvalidArgument", "INVALID_ARGUMENT",
+        raise _error("INVALID_ARGUMENT",
                      f"{name}: a torch view with a pending negation; pass "
                      f"{name}.resolve_neg()")
     if tensor.dtype == torch.bfloat16:
         return tensor.detach().view(torch.int16).numpy().view(np.uint16), True
     if tensor.dtype not in (torch.float32, torch.float16):
-        raise _error("InvalidDtype", "INVALID_DTYPE",
+        raise _error("INVALID_DTYPE",
                      f"{name}: {tensor.dtype} is not float32, float16 or bfloat16")
     return tensor.detach().numpy(), False
 
@@ -164,24 +155,24 @@ def _positions(positions, name="positions"):
         try:
             positions = positions.detach().resolve_neg().numpy()
         except TypeError:  # a dtype numpy lacks (bfloat16, ...)
-            raise _error("InvalidDtype", "INVALID_DTYPE",
+            raise _error("INVALID_DTYPE",
                          f"{name}: {positions.dtype} is not int32 or float32") from None
     array = np.asarray(positions)
     if array.dtype in (np.int32, np.float32):
         return positions if isinstance(positions, np.ndarray) else array
     if np.issubdtype(array.dtype, np.integer):
         if array.size and (array.min() < -2**31 or array.max() > 2**31 - 1):
-            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+            raise _error("INVALID_ARGUMENT",
                          f"{name}: a value is outside int32")
         return array.astype(np.int32)
     if np.issubdtype(array.dtype, np.floating):
         converted = array.astype(np.float32)
         if not np.array_equal(converted.astype(array.dtype), array, equal_nan=True):
-            raise _error("InvalidDtype", "INVALID_DTYPE",
+            raise _error("INVALID_DTYPE",
                          f"{name}: {array.dtype} values that float32 cannot hold exactly; "
                          "pass int32 or float32")
         return converted
-    raise _error("InvalidDtype", "INVALID_DTYPE",
+    raise _error("INVALID_DTYPE",
                  f"{name}: dtype {array.dtype} is not int32 or float32")
 
 
@@ -204,7 +195,7 @@ def _scaling_source(scaling):
             try:
                 return hf.load_config(scaling)
             except (OSError, ValueError) as error:
-                raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                raise _error("INVALID_ARGUMENT",
                              f"scaling: {error}") from None
         raise TypeError(f"scaling: {str(scaling)!r} is not a file or folder; scaling takes "
                         f"{_SCALING_FORMS}")
@@ -226,7 +217,7 @@ def _scaling(scaling, head_dim, rotary_dim, theta, **hf_options):
         mapped = hf.scaling_from_hf(scaling, head_dim=head_dim, rotary_dim=rotary_dim,
                                     **hf_options)
     except ValueError as error:
-        raise _error("InvalidArgument", "INVALID_ARGUMENT", f"scaling: {error}") from None
+        raise _error("INVALID_ARGUMENT", f"scaling: {error}") from None
     if mapped["theta"] is None and theta is None and hf.is_rope_dict(scaling):
         warnings.warn("scaling: the rope dict has no rope_theta (a transformers < 5 "
                       "rope_scaling); theta 10000 is used. Pass theta= (the config's "
@@ -252,7 +243,7 @@ def _integer(name, value, minimum, maximum):
     except TypeError:
         raise TypeError(f"{name}: {value!r} is not an integer; pass an int") from None
     if not minimum <= number <= maximum:
-        raise _error("InvalidArgument", "INVALID_ARGUMENT",
+        raise _error("INVALID_ARGUMENT",
                      f"{name}: {number} is outside {minimum} to {maximum}")
     return number
 
@@ -265,7 +256,7 @@ def _resolve_rope(config=None, *, head_dim=None, theta=None, style="neox", rotar
     option keywords, every name turned into its value and every number checked."""
     if config is not None:
         if scaling is not None:
-            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+            raise _error("INVALID_ARGUMENT",
                          "scaling: given with config; pass one of them")
         scaling = config
     head_dim = None if head_dim is None else _unsigned("head_dim", head_dim)
@@ -284,22 +275,22 @@ def _resolve_rope(config=None, *, head_dim=None, theta=None, style="neox", rotar
         theta = extras.get("theta")
     if mrope_section is not None:
         if isinstance(mrope_section, (str, bytes)) or len(mrope_section) != 3:
-            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+            raise _error("INVALID_ARGUMENT",
                          "mrope_section: three frequency counts (t, h, w) are expected")
         mrope_section = tuple(_unsigned(f"mrope_section[{i}]", v)
                               for i, v in enumerate(mrope_section))
     if component_map is not None and not isinstance(component_map, (bytes, bytearray)):
         component_map = [int(c) for c in np.asarray(component_map).reshape(-1)]
     if layout not in ("bthd", "bhtd"):
-        raise _error("InvalidArgument", "INVALID_ARGUMENT",
+        raise _error("INVALID_ARGUMENT",
                      f"layout: {layout!r} is not 'bthd' or 'bhtd'")
     return dict(
-        theta=10000.0 if theta is None else float(theta), style=_name(_STYLES, style, "style"),
+        theta=10000.0 if theta is None else float(theta), style=_name("rope_style", style, "style"),
         rotary_dim=_unsigned("rotary_dim", rotary_dim),
         rotary_offset=_unsigned("rotary_offset", rotary_offset), inverse=bool(inverse),
         attention_factor=float(attention_factor or 0.0),
         scaling=None if form is None else dict(form),
-        multimodal=_name(_MULTIMODAL, multimodal, "multimodal"), mrope_section=mrope_section,
+        multimodal=_name("rope_multimodal", multimodal, "multimodal"), mrope_section=mrope_section,
         components=_unsigned("components", components), component_map=component_map,
         layout=layout)
 
@@ -349,19 +340,14 @@ def _bad_keyword(call, name):
     raise TypeError(f"{call} got an unexpected keyword argument {name!r}{hint}")
 
 
-def _name(table, value, what):
-    known = table.get(value) if isinstance(value, str) else None
-    if known is not None:
-        return known
+def _name(kind, value, what):
+    """The value of a name of the library's list `kind` (None: 0; an int as it is, for the
+    library to check), or InvalidArgument listing the canonical names."""
     if value is None:
         return 0
     if isinstance(value, int):
         return value
-    key = str(value).lower().replace("-", "_")
-    if key not in table:
-        raise _error("InvalidArgument", "INVALID_ARGUMENT",
-                     f"{what}: '{value}' is not one of {', '.join(sorted(table))}")
-    return table[key]
+    return _posenc.name_value(kind, str(value), what)
 
 
 def _slots(slot_mapping):
@@ -382,10 +368,10 @@ def _slots(slot_mapping):
         return slot_mapping if isinstance(slot_mapping, np.ndarray) else array
     if np.issubdtype(array.dtype, np.integer):
         if array.size and (array.min() < -2**31 or array.max() > 2**31 - 1):
-            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+            raise _error("INVALID_ARGUMENT",
                          "slot_mapping: a value is outside int32")
         return array.astype(np.int32)
-    raise _error("InvalidDtype", "INVALID_DTYPE",
+    raise _error("INVALID_DTYPE",
                  f"slot_mapping: dtype {array.dtype} is not int32")
 
 
@@ -420,7 +406,7 @@ def _rope_arguments(q, k=None, *, positions=None, position_ids=None, offset=0, t
         layout=layout, attention_factor=attention_factor)
     if position_ids is not None:
         if positions is not None:
-            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+            raise _error("INVALID_ARGUMENT",
                          "position_ids: given with positions; pass one of them")
         positions = _positions(_position_ids(position_ids, settings["multimodal"]),
                                "position_ids")
@@ -470,16 +456,19 @@ _posenc._set_rope_hooks(_resolve_rope_named, _rope_general, _cache_key, _bad_key
                         tuple(hf._CONFIG_KEYS), tuple(hf._READ_FIELDS) + ("text_config",))
 
 
+# numpy's name of each posenc dtype (posenc_dtype_name's spelling) that data may have.
+_NUMPY_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+
+
 def _new_array(shape, dtype):
-    if isinstance(dtype, str) and dtype.lower() in ("bfloat16", "bf16"):
+    if isinstance(dtype, str):
+        dtype = _NUMPY_DTYPES.get(_posenc.canonical_name("dtype", dtype), dtype)
+    if isinstance(dtype, str) and dtype.lower() == "bfloat16":
         bf16 = _bfloat16()
         if bf16 is False:
-            raise _error("InvalidDtype", "INVALID_DTYPE",
-                         "dtype: bfloat16 arrays need the ml_dtypes package")
+            raise _error("INVALID_DTYPE", "dtype: bfloat16 arrays need the ml_dtypes package")
         return np.empty(shape, bf16)
-    names = {"f32": np.float32, "float32": np.float32, "f16": np.float16,
-             "float16": np.float16}
-    return np.empty(shape, names.get(dtype, dtype) if isinstance(dtype, str) else dtype)
+    return np.empty(shape, dtype)
 
 
 def _placed(error, place):
@@ -500,11 +489,11 @@ def _prepare_calls(calls, kind, convert):
     for i, call in enumerate(calls):
         place = f"{kind}[{i}]."
         if not isinstance(call, dict):
-            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+            raise _error("INVALID_ARGUMENT",
                          f"{kind}[{i}]: a dict of {kind}'s keyword arguments is expected, "
                          f"got {type(call).__name__}")
         if "context" in call:
-            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+            raise _error("INVALID_ARGUMENT",
                          f"{place}context: the prepared call runs on this Context")
         try:
             converted.append(convert(**call))
@@ -512,7 +501,7 @@ def _prepare_calls(calls, kind, convert):
             raise _placed(error, place) from None
         except TypeError as error:  # a keyword the call does not take, or a missing array
             text = str(error).replace(f"_{kind}_arguments()", f"{kind}()")
-            raise _error("InvalidArgument", "INVALID_ARGUMENT", f"{kind}[{i}]: {text}") from None
+            raise _error("INVALID_ARGUMENT", f"{kind}[{i}]: {text}") from None
     return converted
 
 
@@ -535,7 +524,7 @@ def _sinusoidal_arguments(out=None, *, positions=None, rows=None, d_model=None, 
     for name, value in (("position_scale", position_scale), ("input_scale", input_scale),
                         ("output_scale", output_scale)):
         if value == 0:
-            raise _error("InvalidArgument", "INVALID_ARGUMENT",
+            raise _error("INVALID_ARGUMENT",
                          f"{name}: 0 is not supported (posenc reads 0 as the default, 1)")
     positions = _positions(positions)
     if out is None:
@@ -543,14 +532,14 @@ def _sinusoidal_arguments(out=None, *, positions=None, rows=None, d_model=None, 
             shape = tuple(x.shape)
         else:
             if d_model is None:
-                raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                raise _error("INVALID_ARGUMENT",
                              "d_model: required when neither out nor x is given")
             if positions is not None:
                 lead = tuple(positions.shape)
             elif rows is not None:
                 lead = (int(rows),) if batch is None else (int(batch), int(rows))
             else:
-                raise _error("InvalidArgument", "INVALID_ARGUMENT",
+                raise _error("INVALID_ARGUMENT",
                              "rows: required when neither out, x nor positions is given")
             shape = lead + (int(d_model),)
         out = _new_array(shape, dtype)
@@ -558,7 +547,7 @@ def _sinusoidal_arguments(out=None, *, positions=None, rows=None, d_model=None, 
     bx, bf16_x = _buffer(x, "x")
     return dict(
         out=bout, x=bx, positions=positions, offset=int(offset),
-        layout=_name(_SINUSOIDAL_LAYOUTS, layout, "layout"), base=float(base),
+        layout=_name("sinusoidal_layout", layout, "layout"), base=float(base),
         freq_shift=float(freq_shift), position_scale=float(position_scale),
         input_scale=float(input_scale), output_scale=float(output_scale),
         bf16=bf16_out or bf16_x), out

@@ -54,6 +54,11 @@ def version() -> str: ...
 def devices() -> list[dict[str, Any]]: ...
 def default_context() -> Context: ...
 
+# The canonical names of the library's lists, by value (see posenc.NAMES); the names below are
+# written out for type checkers, which cannot read them at run time. Hyphens for underscores
+# and any case are accepted too.
+NAMES: dict[str, tuple[str, ...]]
+
 _Style = Literal["neox", "gptj"] | int
 _Multimodal = Literal["none", "1d", "mrope", "mrope_interleaved", "vision_2d",
                       "vision_2d_pixtral", "pixtral", "positions_map"] | int | None

@@ -24,6 +24,8 @@ import os
 from collections.abc import Mapping
 from typing import Any, Optional, TypedDict
 
+from . import _posenc
+
 __all__ = ["HFRope", "HFWarning", "SCALING_TYPES", "SCALING_FIELDS", "is_posenc_form",
            "is_rope_dict", "load_config", "scaling_from_hf"]
 
@@ -32,9 +34,9 @@ class HFWarning(UserWarning):
     """An HF setting read with an assumption the caller may not intend (a rope dict with no
     rope_theta read with theta 10000)."""
 
-# posenc_rope_scaling_type, by the names the posenc form uses.
-SCALING_TYPES = ("none", "linear", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope",
-                 "yarn_ggml")
+# posenc_rope_scaling_type's canonical names, by value: the library's list, as the posenc form
+# uses them.
+SCALING_TYPES = _posenc.NAMES["rope_scaling_type"]
 
 # posenc_rope_scaling's fields (factor_count is implied by the arrays' lengths).
 SCALING_FIELDS = (
@@ -125,8 +127,8 @@ def is_posenc_form(d: Any) -> bool:
     kind = d["type"]
     if isinstance(kind, int) and not isinstance(kind, bool) and 0 <= kind < len(SCALING_TYPES):
         kind = SCALING_TYPES[kind]  # posenc_rope_scaling_type's value
-    elif isinstance(kind, str) and kind.replace("-", "_") in SCALING_TYPES:
-        kind = kind.replace("-", "_")
+    elif isinstance(kind, str) and kind.lower().replace("-", "_") in SCALING_TYPES:
+        kind = kind.lower().replace("-", "_")  # the spellings posenc_rope_scaling_type_from_name reads
     else:
         return False
     if any(key != "type" and key not in SCALING_FIELDS for key in d):

@@ -73,7 +73,7 @@ _OPTIONS_SCHEMA = ", ".join(f"{kind} {name}={_schema_default(default)}"
 
 
 def _error(message: str) -> posenc.Error:
-    return posenc._error("InvalidArgument", "INVALID_ARGUMENT", message)
+    return posenc._error("INVALID_ARGUMENT", message)
 
 
 def rope_options(config: Any = None, *, head_dim: Optional[int] = None,

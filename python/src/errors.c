@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #define PYPOSENC_STATUS_COUNT_(name, value, message) +1
 enum { PYPOSENC_STATUS_COUNT = 0 POSENC_STATUS_LIST(PYPOSENC_STATUS_COUNT_) };
@@ -106,20 +107,22 @@ int pyposenc_errors_init(PyObject *module)
     return 0;
 }
 
-void pyposenc_raise(posenc_status status, const char *message)
+/* A new instance of the class of `status`, with .status and .code; NULL with an exception
+ * set on failure. `*cls` is that class. */
+static PyObject *make_error(posenc_status status, const char *message, PyObject **cls)
 {
-    PyObject *cls = error_base;
+    *cls = error_base;
     for (int i = 0; i < PYPOSENC_STATUS_COUNT; i++) {
         if (status_values[i] == (int)status && status_classes[i]) {
-            cls = status_classes[i];
+            *cls = status_classes[i];
         }
     }
     if (!message || !message[0]) {
         message = posenc_status_string(status);
     }
-    PyObject *error = PyObject_CallFunction(cls, "s", message);
+    PyObject *error = PyObject_CallFunction(*cls, "s", message);
     if (!error) {
-        return;
+        return NULL;
     }
     PyObject *name = PyUnicode_FromString(posenc_status_name(status));
     PyObject *code = PyLong_FromLong((long)status);
@@ -128,12 +131,42 @@ void pyposenc_raise(posenc_status status, const char *message)
         Py_XDECREF(name);
         Py_XDECREF(code);
         Py_DECREF(error);
-        return;
+        return NULL;
     }
     Py_DECREF(name);
     Py_DECREF(code);
+    return error;
+}
+
+void pyposenc_raise(posenc_status status, const char *message)
+{
+    PyObject *cls = NULL;
+    PyObject *error = make_error(status, message, &cls);
+    if (!error) {
+        return;
+    }
     PyErr_SetObject(cls, error);
     Py_DECREF(error);
+}
+
+PyObject *pyposenc_error_of(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *status = NULL, *message = NULL;
+    if (!PyArg_ParseTuple(args, "ss", &status, &message)) {
+        return NULL;
+    }
+    if (strncmp(status, "POSENC_", 7) == 0) {
+        status += 7;
+    }
+    for (int i = 0; i < PYPOSENC_STATUS_COUNT; i++) {
+        if (strcmp(status_names[i], status) == 0) {
+            PyObject *cls = NULL;
+            return make_error((posenc_status)status_values[i], message, &cls);
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "'%s' is not a posenc status", status);
+    return NULL;
 }
 
 PyObject *pyposenc_raisef(posenc_status status, const char *format, ...)

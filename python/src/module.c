@@ -155,6 +155,9 @@ static PyMethodDef methods[] = {
      "in rope_buffers' and sinusoidal's own form; see Context.prepare."},
     {"_set_prepare_general", pyposenc_set_prepare_general, METH_O,
      "_set_prepare_general(function): what converts Context.prepare's arguments."},
+    {"error", pyposenc_error_of, METH_VARARGS,
+     "error(status, message) -> posenc.Error: the exception of a status of the library's list\n"
+     "(\"INVALID_ARGUMENT\"), with .status and .code, for the Python layer to raise."},
     {"sinusoidal", (PyCFunction)(void (*)(void))pyposenc_sinusoidal,
      METH_VARARGS | METH_KEYWORDS, "Low-level sinusoidal encoding; see posenc.sinusoidal."},
     {NULL, NULL, 0, NULL},
@@ -176,7 +179,8 @@ PyMODINIT_FUNC PyInit__posenc(void)
     if (!module) {
         return NULL;
     }
-    if (pyposenc_errors_init(module) < 0 || pyposenc_context_init(module) < 0 ||
+    if (pyposenc_errors_init(module) < 0 || pyposenc_names_init(module) < 0 ||
+        pyposenc_context_init(module) < 0 ||
         pyposenc_rope_object_init(module) < 0) {
         Py_DECREF(module);
         return NULL;

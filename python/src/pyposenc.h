@@ -15,6 +15,15 @@ int pyposenc_errors_init(PyObject *module);
 void pyposenc_raise(posenc_status status, const char *message);
 /* The same with a printf-style message. Returns NULL, for `return pyposenc_raisef(...)`. */
 PyObject *pyposenc_raisef(posenc_status status, const char *format, ...);
+/* _posenc.error(status, message): the exception pyposenc_raise would raise, not raised, for the
+ * Python layer's own checks. status: "INVALID_ARGUMENT" or "POSENC_INVALID_ARGUMENT". */
+PyObject *pyposenc_error_of(PyObject *self, PyObject *args);
+
+/* names.c: _posenc.NAMES, name_value and canonical_name, from the library's name lists. */
+int pyposenc_names_init(PyObject *module);
+/* The value of `value` (a name, or an int checked against the list) in the list `kind`
+ * ("rope_scaling_type"); -1 with posenc.InvalidArgument, its message starting with `what`. */
+int pyposenc_name_value(const char *kind, PyObject *value, const char *what, int *out);
 
 /* context.c: the Context type. Calls on one context are serialised by its lock, taken with the
  * GIL released, because posenc needs a context to itself during an operation. */

@@ -6,9 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const type_names[] = {"none", "linear", "ntk", "dynamic_ntk",
-                                         "yarn", "llama3", "longrope", "yarn_ggml"};
-#define TYPE_COUNT ((int)(sizeof type_names / sizeof type_names[0]))
 static const char *const array_names[3] = {"short_factor", "long_factor", "freq_factors"};
 
 void pyposenc_scaling_free(pyposenc_scaling_storage *storage)
@@ -21,34 +18,12 @@ void pyposenc_scaling_free(pyposenc_scaling_storage *storage)
 
 static int parse_type(PyObject *value, posenc_rope_scaling *scaling)
 {
-    if (PyLong_Check(value)) {
-        long type = PyLong_AsLong(value);
-        if (type < 0 || type >= TYPE_COUNT) {
-            pyposenc_raisef(POSENC_INVALID_ARGUMENT, "scaling.type: %ld is not a scaling type",
-                            type);
-            return -1;
-        }
-        scaling->type = (posenc_rope_scaling_type)type;
-        return 0;
-    }
-    const char *text = PyUnicode_Check(value) ? PyUnicode_AsUTF8AndSize(value, NULL) : NULL;
-    if (!text) {
-        PyErr_Clear();
-        pyposenc_raisef(POSENC_INVALID_ARGUMENT, "scaling.type: a name is expected");
+    int type = 0;
+    if (pyposenc_name_value("rope_scaling_type", value, "scaling.type", &type) < 0) {
         return -1;
     }
-    for (int i = 0; i < TYPE_COUNT; i++) {
-        if (strcmp(text, type_names[i]) == 0 ||
-            (i == 3 && strcmp(text, "dynamic-ntk") == 0)) {
-            scaling->type = (posenc_rope_scaling_type)i;
-            return 0;
-        }
-    }
-    pyposenc_raisef(POSENC_INVALID_ARGUMENT,
-                    "scaling.type: '%s' is not one of none, linear, ntk, dynamic_ntk, yarn, "
-                    "llama3, longrope, yarn_ggml",
-                    text);
-    return -1;
+    scaling->type = (posenc_rope_scaling_type)type;
+    return 0;
 }
 
 static int parse_double(PyObject *value, const char *key, double *out)

@@ -293,3 +293,56 @@ int cli_value_choice(cli_args *args, const char *const *names, int *choice)
     }
     return cli_bad_value(args, text, expected);
 }
+
+/* "expected one of a|b|c, got 'text'" for the canonical names of a posenc.h list. */
+static int bad_name(const cli_args *args, const char *text, const char *const *names)
+{
+    char expected[256] = "one of ";
+    for (int i = 0; names[i]; i++) {
+        size_t used = strlen(expected);
+        snprintf(expected + used, sizeof expected - used, "%s%s", i ? "|" : "", names[i]);
+    }
+    return cli_bad_value(args, text, expected);
+}
+
+#define CLI_LIST_NAME_(name, value, text) text,
+/* cli_value_<kind>: the value read by posenc_<kind>_from_name, or the list's names refused. */
+#define CLI_NAME_READER(kind, type, list)                                                          \
+    int cli_value_##kind(cli_args *args, type *value)                                              \
+    {                                                                                              \
+        static const char *const names[] = {list(CLI_LIST_NAME_) NULL};                            \
+        const char *text = NULL;                                                                   \
+        if (cli_value(args, &text)) {                                                              \
+            return CLI_EXIT_USAGE;                                                                 \
+        }                                                                                          \
+        type read;                                                                                 \
+        if (posenc_##kind##_from_name(text, &read) != POSENC_OK) {                                 \
+            return bad_name(args, text, names);                                                    \
+        }                                                                                          \
+        *value = read;                                                                             \
+        return 0;                                                                                  \
+    }
+
+CLI_NAME_READER(rope_style, posenc_rope_style, POSENC_ROPE_STYLE_LIST)
+CLI_NAME_READER(rope_scaling_type, posenc_rope_scaling_type, POSENC_ROPE_SCALING_TYPE_LIST)
+CLI_NAME_READER(rope_multimodal, posenc_rope_multimodal, POSENC_ROPE_MULTIMODAL_LIST)
+CLI_NAME_READER(sinusoidal_layout, posenc_sinusoidal_layout, POSENC_SINUSOIDAL_LAYOUT_LIST)
+
+int cli_value_data_dtype(cli_args *args, posenc_dtype *value)
+{
+    /* The dtypes data (not positions) may have; "default" is no dtype of a file. */
+    const char *const names[] = {posenc_dtype_name(POSENC_DTYPE_F32),
+                                 posenc_dtype_name(POSENC_DTYPE_F16),
+                                 posenc_dtype_name(POSENC_DTYPE_BF16), NULL};
+    const char *text = NULL;
+    if (cli_value(args, &text)) {
+        return CLI_EXIT_USAGE;
+    }
+    posenc_dtype read;
+    if (posenc_dtype_from_name(text, &read) != POSENC_OK ||
+        (read != POSENC_DTYPE_F32 && read != POSENC_DTYPE_F16 && read != POSENC_DTYPE_BF16)) {
+        return bad_name(args, text, names);
+    }
+    *value = read;
+    return 0;
+}

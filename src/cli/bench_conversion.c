@@ -148,7 +148,8 @@ void bench_conversion_print(const bench_conversion_row rows[BENCH_CONVERSION_ROW
            "each element converted to f32 and back; per run, copy time / floor time, median and "
            "p10-p90, and floor time / RoPE time):\n");
     printf("  %-13s %-5s %-7s %11s %11s %7s %-11s %7s %7s\n", "operation", "dtype", "tokens",
-           "copy", "floor", "vs copy", "p10-p90", "neox", "gptj");
+           "copy", "floor", "vs copy", "p10-p90", posenc_rope_style_name(POSENC_ROPE_NEOX),
+           posenc_rope_style_name(POSENC_ROPE_GPTJ));
     for (int r = 0; r < BENCH_CONVERSION_ROWS; r++) {
         const bench_conversion_row *row = &rows[r];
         const char *dtype = posenc_dtype_name(row->dtype);

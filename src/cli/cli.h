@@ -99,4 +99,14 @@ bool cli_parse_list(const char *text, int64_t *values, int count);
  * `choice`, or CLI_EXIT_USAGE with "expected one of a|b|c". */
 int cli_value_choice(cli_args *args, const char *const *names, int *choice);
 
+/* Names of posenc.h's lists, read by the library's posenc_<kind>_from_name (underscores or
+ * hyphens, any case); a name it refuses is CLI_EXIT_USAGE with "expected one of a|b|c" listing
+ * the canonical names. */
+int cli_value_rope_style(cli_args *args, posenc_rope_style *value);
+int cli_value_rope_scaling_type(cli_args *args, posenc_rope_scaling_type *value);
+int cli_value_rope_multimodal(cli_args *args, posenc_rope_multimodal *value);
+int cli_value_sinusoidal_layout(cli_args *args, posenc_sinusoidal_layout *value);
+/* The dtypes of data files and generated data: f32, f16 or bf16. */
+int cli_value_data_dtype(cli_args *args, posenc_dtype *value);
+
 #endif

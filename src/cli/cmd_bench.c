@@ -383,7 +383,7 @@ static void case_label(const bench_case *c, char *text, size_t size)
 {
     if (c->kind == BENCH_ROPE)
         snprintf(text, size, "%s %s %s", c->name, posenc_dtype_name(c->dtype),
-                 c->style == NEOX ? "neox" : "gptj");
+                 posenc_rope_style_name(c->style));
     else
         snprintf(text, size, "%s %s", c->name, posenc_dtype_name(c->dtype));
 }
@@ -667,7 +667,7 @@ static void print_row(const bench_case *c, const bench_result *r, const char *re
         ratio[16], ratio_range[24];
     shape_text(c, shape, sizeof shape);
     cli_format_bytes(r->bytes, bytes, sizeof bytes);
-    const char *style = c->kind == BENCH_ROPE ? (c->style == NEOX ? "neox" : "gptj") : "-";
+    const char *style = c->kind == BENCH_ROPE ? posenc_rope_style_name(c->style) : "-";
     if (r->status != POSENC_OK) {
         printf("  %-22s %-5s %-5s %-16s %9s %-7s failed: %s\n", c->name,
                posenc_dtype_name(c->dtype), style, shape, bytes, regime, r->error);
@@ -747,7 +747,7 @@ static void print_json_device(const posenc_device_info *info, const char *select
         printf(", \"dtype\": ");
         bench_print_json_string(posenc_dtype_name(c->dtype));
         printf(", \"style\": ");
-        bench_print_json_string(c->kind == BENCH_ROPE ? (c->style == NEOX ? "neox" : "gptj") : "");
+        bench_print_json_string(c->kind == BENCH_ROPE ? posenc_rope_style_name(c->style) : "");
         printf(", \"shape\": ");
         bench_print_json_string(shape);
         printf(", \"bytes\": %llu, \"footprint_bytes\": %llu, \"cache\": ",

@@ -3,6 +3,7 @@
  * with every posenc_rope_desc option as a flag; results written as .npy. Files laid out heads
  * first (HF transformers' [batch, heads, tokens, head_dim]) are read in place through strided
  * tensor views. */
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,9 @@ static const char rope_help[] =
     "head_dim] by position: (a, b) -> (a cos t - b sin t, a sin t + b cos t), t = position *\n"
     "inv_freq[j], inv_freq[j] = theta^(-2j / rotary_dim). Fewer dims are read right-aligned\n"
     "([tokens, head_dim] is batch 1, one head). Files with heads before tokens need --layout.\n"
+    "\n"
+    "Names (--style, --multimodal, --scaling, --dtype) are written with underscores; hyphens\n"
+    "(dynamic-ntk) and any case are accepted too.\n"
     "\n"
     "data (.npy, little-endian, C order; f32 '<f4', f16 '<f2', or bf16 stored as '<u2' raw\n"
     "bf16 words since numpy has no bf16: x.view(np.uint16) for an ml_dtypes/torch array):\n"
@@ -57,23 +61,29 @@ static const char rope_help[] =
     "\n"
     "multimodal positions (HF transformers semantics; each frequency uses one of C position\n"
     "components per token):\n"
-    "  --multimodal none|mrope|mrope-interleaved|vision-2d|pixtral   (default none)\n"
-    "                          mrope: Qwen2-VL / Qwen2.5-VL, C = 3 (t, h, w), contiguous\n"
-    "                          sections; mrope-interleaved: Qwen3-VL, C = 3; vision-2d: the\n"
-    "                          Qwen2-VL vision tower, C = 2 (h, w); pixtral: Pixtral, C = 2.\n"
-    "                          The vision kinds need rotary_dim % 4 == 0 and take no scaling\n"
+    "  --multimodal none|mrope|mrope_interleaved|vision_2d|pixtral|positions_map\n"
+    "                          (default none) mrope: Qwen2-VL / Qwen2.5-VL, C = 3 (t, h, w),\n"
+    "                          contiguous sections; mrope_interleaved: Qwen3-VL, C = 3;\n"
+    "                          vision_2d: the Qwen2-VL vision tower, C = 2 (h, w); pixtral:\n"
+    "                          Pixtral, C = 2. The vision kinds need rotary_dim % 4 == 0 and\n"
+    "                          take no scaling. positions_map: C = --components, frequency j\n"
+    "                          uses component --component-map[j]\n"
     "  --mrope-section T,H,W   mrope kinds: frequencies per component, summing to\n"
     "                          rotary_dim/2 (Qwen2-VL 16,24,24; Qwen3-VL 24,20,20)\n"
+    "  --components N          positions_map: position components per token, 1 to 4\n"
+    "  --component-map A,B,..  positions_map: rotary_dim/2 component indices, each < N\n"
     "\n"
     "context-extension scaling (float64, on the host; zero/absent flags take the published\n"
     "defaults):\n"
-    "  --scaling none|linear|ntk|dynamic-ntk|yarn|llama3|longrope   (default none)\n"
+    "  --scaling none|linear|ntk|dynamic_ntk|yarn|llama3|longrope|yarn_ggml\n"
+    "                              (default none)\n"
     "  --factor X                  >= 1 (default 1)\n"
-    "  --original-max-positions N  pre-training context (dynamic-ntk, yarn, llama3, longrope)\n"
-    "  --sequence-length N         current length (dynamic-ntk, longrope; default: from\n"
+    "  --original-max-positions N  pre-training context (dynamic_ntk, yarn, llama3, longrope;\n"
+    "                              yarn_ggml: ggml's n_ctx_orig)\n"
+    "  --sequence-length N         current length (dynamic_ntk, longrope; default: from\n"
     "                              the positions)\n"
-    "  --beta-fast X               yarn (default 32)\n"
-    "  --beta-slow X               yarn (default 1)\n"
+    "  --beta-fast X               yarn, yarn_ggml (default 32)\n"
+    "  --beta-slow X               yarn, yarn_ggml (default 1)\n"
     "  --mscale X                  yarn (default: not given)\n"
     "  --mscale-all-dim X          yarn (default: not given); with both, the attention factor\n"
     "                              is m(mscale) / m(mscale_all_dim), m(x) = 0.1 x ln(factor) + 1;\n"
@@ -84,6 +94,8 @@ static const char rope_help[] =
     "  --short-factor FILE         longrope: rotary_dim/2 factors, f64 or f32 .npy\n"
     "  --long-factor FILE          longrope: rotary_dim/2 factors, f64 or f32 .npy\n"
     "  --freq-factors FILE         any scaling: divide inv_freq[j] by these, f64 or f32 .npy\n"
+    "  --freq-scale X              yarn_ggml: ggml's freq_scale, > 0 (default 1)\n"
+    "  --ext-factor X              yarn_ggml: ggml's ext_factor (default 0)\n"
     "\n"
     "other:\n"
     "  --device SEL            cpu, vulkan, vulkan:1, opencl:0 or a name substring (default:\n"
@@ -95,6 +107,9 @@ static const char rope_help[] =
     "         posenc rope --q q_rot.npy --inverse --q-out q_back.npy   (q_back == q)\n"
     "         posenc rope --q q.npy --positions thw.npy --multimodal mrope --mrope-section\n"
     "             16,24,24 --theta 1000000 --q-out q_rot.npy   (thw.npy: [tokens, 3])\n";
+
+/* Most entries --component-map takes: rotary_dim up to 8192. */
+#define CLI_ROPE_MAX_PAIRS 4096
 
 typedef struct rope_options {
     const char *q_path, *k_path, *positions_path, *q_out_path, *k_out_path;
@@ -108,11 +123,9 @@ typedef struct rope_options {
     int q_layout, k_layout; /* an index into rope_layouts; -1 when not given */
     bool quiet;
     posenc_rope_desc desc; /* the scalar fields, straight from the flags */
+    uint32_t component_map_count; /* entries of --component-map; 0 when not given */
+    uint8_t component_map[CLI_ROPE_MAX_PAIRS];
 } rope_options;
-
-static const char *const rope_dtypes[] = {"f32", "f16", "bf16", NULL};
-static const posenc_dtype rope_dtype_values[] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16,
-                                                 POSENC_DTYPE_BF16};
 
 /* The orders of a file's dims that --layout names: heads after tokens (the library's own
  * order) or before them, for 4-D and 3-D files. */
@@ -123,15 +136,8 @@ static const bool rope_layout_heads_first[] = {false, true, false, true};
 /* The flags of the scaling descriptor; returns -1 if `args` holds none of them. */
 static int rope_scaling_flag(cli_args *args, posenc_rope_scaling *s, rope_options *o)
 {
-    static const char *const types[] = {"none", "linear", "ntk", "dynamic-ntk", "yarn",
-                                        "llama3", "longrope", NULL};
-    int choice = 0;
     if (cli_is(args, "--scaling")) {
-        if (cli_value_choice(args, types, &choice)) {
-            return CLI_EXIT_USAGE;
-        }
-        s->type = (posenc_rope_scaling_type)choice;
-        return 0;
+        return cli_value_rope_scaling_type(args, &s->type);
     }
     if (cli_is(args, "--factor")) {
         return cli_value_double(args, &s->factor, 1.0, false, "a number >= 1");
@@ -173,7 +179,41 @@ static int rope_scaling_flag(cli_args *args, posenc_rope_scaling *s, rope_option
     if (cli_is(args, "--freq-factors")) {
         return cli_value(args, &o->freq_factors_path);
     }
+    if (cli_is(args, "--freq-scale")) {
+        return cli_value_double(args, &s->freq_scale, 0.0, true, "a positive number");
+    }
+    if (cli_is(args, "--ext-factor")) {
+        return cli_value_double(args, &s->ext_factor, -DBL_MAX, false, "a number");
+    }
     return -1;
+}
+
+/* --component-map: comma-separated integers from 0 to 255, at most CLI_ROPE_MAX_PAIRS. */
+static bool rope_parse_component_map(const char *text, rope_options *o)
+{
+    uint32_t count = 0;
+    const char *p = text;
+    for (;;) {
+        unsigned value = 0;
+        if (*p < '0' || *p > '9' || count == CLI_ROPE_MAX_PAIRS) {
+            return false;
+        }
+        for (; *p >= '0' && *p <= '9'; p++) {
+            value = value * 10 + (unsigned)(*p - '0');
+            if (value > 255) {
+                return false;
+            }
+        }
+        o->component_map[count++] = (uint8_t)value;
+        if (*p == '\0') {
+            break;
+        }
+        if (*p++ != ',') {
+            return false;
+        }
+    }
+    o->component_map_count = count;
+    return true;
 }
 
 /* Returns 0, CLI_EXIT_USAGE on an error, or -1 after --help was printed. */
@@ -188,7 +228,6 @@ static int rope_parse(int argc, char **argv, rope_options *o)
     o->k_layout = -1;
     while ((rc = cli_next_flag(&args)) > 0) {
         posenc_rope_desc *d = &o->desc;
-        int choice = 0;
         int scaling_rc = rope_scaling_flag(&args, &d->scaling, o);
         if (scaling_rc >= 0) {
             rc = scaling_rc;
@@ -233,15 +272,12 @@ static int rope_parse(int argc, char **argv, rope_options *o)
                 return cli_bad_value(&args, text, "a non-negative integer");
             }
         } else if (cli_is(&args, "--dtype")) {
-            rc = cli_value_choice(&args, rope_dtypes, &choice);
-            o->dtype = rope_dtype_values[choice];
+            rc = cli_value_data_dtype(&args, &o->dtype);
         } else if (cli_is(&args, "--quiet")) {
             o->quiet = true;
             rc = cli_no_value(&args);
         } else if (cli_is(&args, "--style")) {
-            static const char *const styles[] = {"neox", "gptj", NULL};
-            rc = cli_value_choice(&args, styles, &choice);
-            d->style = choice == 1 ? POSENC_ROPE_GPTJ : POSENC_ROPE_NEOX;
+            rc = cli_value_rope_style(&args, &d->style);
         } else if (cli_is(&args, "--rotary-dim")) {
             rc = cli_value(&args, &text);
             if (rc == 0 && (!cli_parse_u32(text, &d->rotary_dim) || d->rotary_dim == 0 ||
@@ -258,10 +294,15 @@ static int rope_parse(int argc, char **argv, rope_options *o)
         } else if (cli_is(&args, "--position-offset")) {
             rc = cli_value_i32(&args, &d->position_offset);
         } else if (cli_is(&args, "--multimodal")) {
-            static const char *const kinds[] = {"none", "mrope", "mrope-interleaved",
-                                                "vision-2d", "pixtral", NULL};
-            rc = cli_value_choice(&args, kinds, &choice);
-            d->multimodal = (posenc_rope_multimodal)choice;
+            rc = cli_value_rope_multimodal(&args, &d->multimodal);
+        } else if (cli_is(&args, "--components")) {
+            rc = cli_value_u32(&args, &d->components, 1, "a positive integer");
+        } else if (cli_is(&args, "--component-map")) {
+            rc = cli_value(&args, &text);
+            if (rc == 0 && !rope_parse_component_map(text, o)) {
+                return cli_bad_value(&args, text,
+                                     "comma-separated component indices from 0 to 255");
+            }
         } else if (cli_is(&args, "--mrope-section")) {
             int64_t section[3];
             rc = cli_value(&args, &text);
@@ -453,6 +494,11 @@ static int rope_load(const rope_options *o, rope_data *data)
                                              : (uint32_t)data->q.shape[data->q.ndim - 1];
     uint64_t half = rotary_dim / 2;
     data->pairs = (uint32_t)half;
+    if (o->component_map_count && o->component_map_count != half) {
+        return cli_fail("rope", CLI_EXIT_USAGE,
+                        "--component-map: %u entries; rotary_dim/2 = %llu are needed",
+                        o->component_map_count, (unsigned long long)half);
+    }
     struct {
         const char *flag;
         const char *path;
@@ -514,6 +560,7 @@ static int rope_run(const rope_options *o, rope_data *data)
         desc.positions = cli_tensor_of(&data->positions);
     }
     desc.inv_freq = data->inv_freq;
+    desc.component_map = o->component_map_count ? o->component_map : NULL;
     desc.scaling.short_factor = data->short_factor;
     desc.scaling.long_factor = data->long_factor;
     desc.scaling.freq_factors = data->freq_factors;

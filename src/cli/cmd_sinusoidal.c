@@ -30,9 +30,9 @@ static const char sinusoidal_help[] =
     "  --dtype f32|f16|bf16  output dtype (default: x's dtype, or f32)\n"
     "\n"
     "encoding:\n"
-    "  --layout interleaved|sin-cos|cos-sin\n"
+    "  --layout interleaved|sin_cos|cos_sin\n"
     "                        interleaved: sin f0, cos f0, sin f1, ... (Vaswani; default);\n"
-    "                        sin-cos: [sin | cos] (diffusers); cos-sin: [cos | sin]\n"
+    "                        sin_cos: [sin | cos] (diffusers); cos_sin: [cos | sin]\n"
     "                        (diffusers flip_sin_to_cos)\n"
     "  --base X              max_period (default 10000)\n"
     "  --freq-shift X        diffusers' downscale_freq_shift (default 0)\n"
@@ -40,6 +40,8 @@ static const char sinusoidal_help[] =
     "  --input-scale X       add mode: multiplies x, e.g. sqrt(d_model) (default 1)\n"
     "  --output-scale X      multiplies PE (default 1)\n"
     "  --position-offset N   without --positions: position = N + row index (default 0)\n"
+    "  Names (--layout, --dtype) are written with underscores; hyphens (cos-sin) and any\n"
+    "  case are accepted too.\n"
     "\n"
     "other:\n"
     "  --device SEL          cpu, vulkan, vulkan:1, opencl:0 or a name substring (default:\n"
@@ -48,7 +50,7 @@ static const char sinusoidal_help[] =
     "  --help                this text\n"
     "\n"
     "example: posenc sinusoidal --rows 2048 --d-model 512 --out pe.npy\n"
-    "         posenc sinusoidal --positions t.npy --d-model 320 --layout cos-sin --out emb.npy\n";
+    "         posenc sinusoidal --positions t.npy --d-model 320 --layout cos_sin --out emb.npy\n";
 
 typedef struct sinusoidal_options {
     const char *positions_path, *x_path, *out_path, *device;
@@ -89,16 +91,11 @@ static int sinusoidal_size(cli_args *args, int64_t *value)
 /* Returns 0, CLI_EXIT_USAGE on an error, or -1 after --help was printed. */
 static int sinusoidal_parse(int argc, char **argv, sinusoidal_options *o)
 {
-    static const char *const layouts[] = {"interleaved", "sin-cos", "cos-sin", NULL};
-    static const char *const dtypes[] = {"f32", "f16", "bf16", NULL};
-    static const posenc_dtype dtype_values[] = {POSENC_DTYPE_F32, POSENC_DTYPE_F16,
-                                                POSENC_DTYPE_BF16};
     cli_args args;
     int rc;
     cli_args_init(&args, "sinusoidal", argc, argv);
     while ((rc = cli_next_flag(&args)) > 0) {
         posenc_sinusoidal_desc *d = &o->desc;
-        int choice = 0;
         if (cli_is(&args, "--help")) {
             fputs(sinusoidal_help, stdout);
             return -1;
@@ -115,11 +112,9 @@ static int sinusoidal_parse(int argc, char **argv, sinusoidal_options *o)
         } else if (cli_is(&args, "--device")) {
             rc = cli_value(&args, &o->device);
         } else if (cli_is(&args, "--dtype")) {
-            rc = cli_value_choice(&args, dtypes, &choice);
-            o->dtype = dtype_values[choice];
+            rc = cli_value_data_dtype(&args, &o->dtype);
         } else if (cli_is(&args, "--layout")) {
-            rc = cli_value_choice(&args, layouts, &choice);
-            d->layout = (posenc_sinusoidal_layout)choice;
+            rc = cli_value_sinusoidal_layout(&args, &d->layout);
         } else if (cli_is(&args, "--base")) {
             rc = cli_value_double(&args, &d->base, 0.0, true, "a positive number");
         } else if (cli_is(&args, "--freq-shift")) {

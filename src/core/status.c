@@ -183,18 +183,6 @@ const char *posenc_device_type_name(posenc_device_type type)
     return "unknown";
 }
 
-const char *posenc_dtype_name(posenc_dtype dtype)
-{
-    switch (dtype) {
-    case POSENC_DTYPE_DEFAULT: return "default";
-    case POSENC_DTYPE_F32: return "f32";
-    case POSENC_DTYPE_F16: return "f16";
-    case POSENC_DTYPE_BF16: return "bf16";
-    case POSENC_DTYPE_I32: return "i32";
-    }
-    return "unknown";
-}
-
 size_t posenc_dtype_size(posenc_dtype dtype)
 {
     switch (dtype) {

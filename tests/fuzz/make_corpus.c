@@ -599,6 +599,11 @@ static void cli_seeds(void)
                           "--long-factor\nl.npy\n--freq-factors\nf.npy\n--inv-freq\ni.npy"},
         {"rope_mrope", "rope\n--q\nq.npy\n--positions\nthw.npy\n--multimodal\nmrope\n"
                        "--mrope-section\n16,24,24"},
+        {"rope_yarn_ggml", "rope\n--generate\n1,4,2,2,64\n--scaling\nyarn-ggml\n"
+                           "--freq-scale\n0.25\n--ext-factor=1\n--original-max-positions\n0"},
+        {"rope_positions_map", "rope\n--q\nq.npy\n--positions\np.npy\n--multimodal\n"
+                               "positions_map\n--components\n2\n--component-map\n0,1,0,1"},
+        {"rope_component_map_bad", "rope\n--generate\n1,1,1,1,4\n--component-map\n0,256"},
         {"rope_layouts", "rope\n--q\nq.npy\n--k\nk.npy\n--layout\nbhtd\n--k-layout=bthd\n"
                          "--q-out\nq_rot.npy\n--k-out\nk_rot.npy"},
         {"rope_layout_3d", "rope\n--generate\n1,4,2,0,8\n--layout\nhtd"},
