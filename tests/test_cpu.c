@@ -428,10 +428,10 @@ static void test_rope_heads_16bit(const posenc_cpu_kernels *k)
 }
 
 /* The kernels on tensors in cache (a decode step: tables too large for the registers held a
- * chunk at a time, cpu_simd.h) bit for bit as on streaming tensors (the table read from memory
- * for every vector), NaNs included: every dtype and style, tables of whole chunks and of a
- * partial last chunk (an odd one for GPT-J), five heads out of place with pass-through dims
- * and in place. */
+ * chunk at a time, cpu_simd_rope_held.h) bit for bit as on streaming tensors (the table read
+ * from memory for every vector), NaNs included: every dtype and style, tables of whole chunks
+ * and of a partial last chunk (an odd one for GPT-J), five heads out of place with
+ * pass-through dims and in place. */
 static void test_rope_heads_cached(const posenc_cpu_kernels *k)
 {
     enum { HEADS = 5, MAX_ROT = 256, PAD = 6, MAX_DIM = MAX_ROT + PAD, MAX_BYTES = 4 * MAX_DIM };

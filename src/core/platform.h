@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The operating-system services the library, the command-line tool and the tests need: run-once,
  * threads, time, the environment, dynamic loading, processor and memory facts, files (paths in
- * UTF-8 on every system), temporary directories, child processes and small string helpers. */
+ * UTF-8 on every system), temporary directories, child processes and small string helpers.
+ * Implemented per system in platform_posix.c, platform_threads_posix.c, platform_files_posix.c
+ * or their _win32.c counterparts (src/CMakeLists.txt compiles one set); what is the same
+ * everywhere is in platform.c and platform_files.c. */
 #ifndef POSENC_CORE_PLATFORM_H
 #define POSENC_CORE_PLATFORM_H
 
@@ -44,8 +47,8 @@ void posenc__mutex_destroy(posenc__mutex *mutex);
 void posenc__mutex_lock(posenc__mutex *mutex);
 void posenc__mutex_unlock(posenc__mutex *mutex);
 
-/* ---- threads, condition variables and time (platform_threads.c; posenc__cpu_count is there
- * too, atomics are in core/atomics.h) ---- */
+/* ---- threads, condition variables and time (platform_threads_*.c, with run-once, mutexes and
+ * posenc__cpu_count; atomics are in core/atomics.h) ---- */
 
 /* A thread running fn(arg). The object must stay at one address until posenc__thread_join. */
 typedef struct posenc__thread {
@@ -86,7 +89,7 @@ wchar_t *posenc__utf8_to_wide(const char *utf8);
 char *posenc__wide_to_utf8(const wchar_t *wide);
 #endif
 
-/* ---- the environment (platform.c) ---- */
+/* ---- the environment and the process (platform_posix.c, platform_win32.c) ---- */
 
 /* getenv: the value of a variable, NULL when unset. Not for paths on Windows, where it is in the
  * ANSI code page; use posenc__env_get_path there. */
@@ -167,7 +170,7 @@ void posenc__aligned_free(void *memory);
 void *posenc__memory_map(size_t bytes);
 void posenc__memory_unmap(void *memory, size_t bytes);
 
-/* ---- files (platform_files.c) ---- */
+/* ---- files (platform_files_*.c; files replaced in one step in platform_files.c) ---- */
 
 /* Every path is UTF-8, converted to UTF-16 for the wide-character calls on Windows, where the
  * narrow ones would read it in the ANSI code page. */
@@ -212,6 +215,13 @@ bool posenc__file_commit(FILE *file);
  * MOVEFILE_REPLACE_EXISTING on Windows, where rename refuses an existing target). Both must be
  * on one volume. False with errno set on failure. */
 bool posenc__file_replace(const char *from, const char *to);
+/* The per-system steps of the two above. Creates and opens for binary writing a new file at
+ * `path`, never inherited by child processes; NULL with errno set on failure, EEXIST when
+ * something of that name exists. */
+FILE *posenc__file_create_new(const char *path);
+/* fflush, then the system's own buffers to the disk (fsync, _commit); the file stays open.
+ * False with errno set on failure. */
+bool posenc__file_sync(FILE *file);
 /* Whether `path` names an existing directory. */
 bool posenc__is_directory(const char *path);
 /* The last modification time of `path` in whole seconds since an epoch. False when it cannot

@@ -42,7 +42,7 @@ typedef struct posenc_cpu_rope_heads {
     posenc_rope_style style;
     bool copy_rest;        /* out of place: copy dims rotary_dim .. head_dim unchanged */
     bool streaming;        /* the call's tensors exceed the caches: prefetch heads ahead where
-                            * the variant does (PREFETCH_AHEAD in cpu_simd.h) */
+                            * the variant does (PREFETCH_AHEAD, cpu_simd_rope.h) */
 } posenc_cpu_rope_heads;
 
 /* Output rows of a sinusoidal encoding: out = output_scale * PE (+ input_scale * x), sin/cos

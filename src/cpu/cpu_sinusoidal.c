@@ -21,8 +21,9 @@
 #define BLOCK_ROWS 64
 #define MAX_STEP (BLOCK_ROWS / 2) /* steps 0 .. MAX_STEP */
 /* Steps given to the kernel in one call: each writes a row after the anchor and one before.
- * The kernel runs through them two at a time (four rows side by side, cpu_simd.h); more per
- * call only spares calls (one core, 4096 x 1024 f32 in L2: 60 GB/s with 16, 55 with 2). */
+ * The kernel runs through them two at a time (four rows side by side, cpu_simd_sinusoidal.h);
+ * more per call only spares calls (one core, 4096 x 1024 f32 in L2: 60 GB/s with 16, 55 with
+ * 2). */
 #define GROUP_STEPS 16
 
 /* Arrays read next to each other start 64 bytes (16 floats) apart modulo 4 KiB, so that their

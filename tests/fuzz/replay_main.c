@@ -3,8 +3,8 @@
  * and on every file of the corpus directories (or files) given, without libFuzzer, so any
  * compiler runs the corpus as an ordinary test. Usage: fuzz_replay_TARGET PATH...
  * Listing a directory is the one OS-specific thing here; the library has no use for it, so it
- * stays in this driver rather than in src/core/platform.c (the .npy and flag targets do not
- * link the library at all). */
+ * stays in this driver rather than in the platform layer (src/core/platform.h; the .npy and
+ * flag targets do not link the library at all). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
