@@ -8,6 +8,8 @@
 #include "cpu/cpu_internal.h"
 #include "core/rope_cache.h"
 
+#include "posenc_kernel_params.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -109,19 +111,12 @@ static void rotate_head_strided(const posenc__rope_op *op, const float *table, c
     in += first * in_stride;
     out += first * out_stride;
     for (uint32_t j = 0; j < pairs; j++) {
-        uint32_t ia, ib;
-        float c, s;
-        if (op->style == POSENC_ROPE_NEOX) {
-            ia = j;
-            ib = j + pairs;
-            c = table[j];
-            s = table[pairs + j];
-        } else {
-            ia = 2 * j;
-            ib = 2 * j + 1;
-            c = table[2 * j];
-            s = table[rot + 2 * j + 1];
-        }
+        /* The pair's dims as every kernel reads them; its factors where this style's table
+         * (build_table) holds them. */
+        uint32_t ia = POSENC_ROPE_PAIR_FIRST((uint32_t)op->style, j, pairs);
+        uint32_t ib = POSENC_ROPE_PAIR_SECOND((uint32_t)op->style, j, pairs);
+        float c = op->style == POSENC_ROPE_GPTJ ? table[2 * j] : table[j];
+        float s = op->style == POSENC_ROPE_GPTJ ? table[rot + 2 * j + 1] : table[pairs + j];
         float a = posenc_cpu_load(in + ia * in_stride, dtype);
         float b = posenc_cpu_load(in + ib * in_stride, dtype);
         posenc_cpu_store(out + ia * out_stride, dtype, a * c - b * s);
