@@ -252,7 +252,7 @@ def _resolve_rope(config=None, *, head_dim=None, theta=None, style="neox", rotar
                   rotary_offset=0, inverse=False, scaling=None, multimodal=None,
                   mrope_section=None, components=None, component_map=None, layout="bthd",
                   attention_factor=None, layer_type=None, max_position_embeddings=None):
-    """What a Rope resolves once (posenc.Rope's and posenc.rope's options): rope_buffers'
+    """What a Rope resolves once (posenc.Rope's and posenc.rope's options): _rope_resolved's
     option keywords, every name turned into its value and every number checked."""
     if config is not None:
         if scaling is not None:
@@ -395,7 +395,7 @@ def _rope_arguments(q, k=None, *, positions=None, position_ids=None, offset=0, t
                     multimodal=None, mrope_section=None, components=None, component_map=None,
                     layout="bthd", out=None, k_out=None, k_cache=None, slot_mapping=None, v=None,
                     v_cache=None, attention_factor=None):
-    """posenc.rope's arguments (context aside) as rope_buffers' keywords: options resolved as a
+    """posenc.rope's arguments (context aside) as _rope_resolved's keywords: options resolved as a
     Rope resolves them, bf16 and torch arrays as buffers, positions and slots as int32."""
     head_dim = q.shape[-1] if scaling is not None and hasattr(q, "shape") and len(q.shape) \
         else None
@@ -437,7 +437,7 @@ def _rope_general(q, k=None, *, positions=None, position_ids=None, offset=0, the
     them here with the options they resolved."""
     if context is None:
         context = default_context()
-    _posenc.rope_buffers(context, **_rope_arguments(
+    _posenc._rope_resolved(context, **_rope_arguments(
         q, k, positions=positions, position_ids=position_ids, offset=offset, theta=theta,
         style=style, rotary_dim=rotary_dim, rotary_offset=rotary_offset, inverse=inverse,
         scaling=scaling, multimodal=multimodal, mrope_section=mrope_section,
@@ -507,7 +507,7 @@ def _prepare_calls(calls, kind, convert):
 
 def _prepare_general(context, rope=None, sinusoidal=None):
     """Context.prepare (in C) hands its arguments here to be converted."""
-    _posenc.prepare_buffers(
+    _posenc._prepare_resolved(
         context, _prepare_calls(rope, "rope", _rope_arguments),
         _prepare_calls(sinusoidal, "sinusoidal", lambda **call: _sinusoidal_arguments(**call)[0]))
 
@@ -519,8 +519,8 @@ def _sinusoidal_arguments(out=None, *, positions=None, rows=None, d_model=None, 
                           offset=0, x=None, layout="interleaved", base=10000.0, freq_shift=0.0,
                           position_scale=1.0, input_scale=1.0, output_scale=1.0,
                           dtype="float32"):
-    """posenc.sinusoidal's arguments (context aside) as _posenc.sinusoidal's keywords, out made
-    when not given."""
+    """posenc.sinusoidal's arguments (context aside) as _posenc._sinusoidal_resolved's
+    keywords, out made when not given."""
     for name, value in (("position_scale", position_scale), ("input_scale", input_scale),
                         ("output_scale", output_scale)):
         if value == 0:
@@ -574,7 +574,7 @@ def sinusoidal(out=None, *, positions=None, rows=None, d_model=None, batch=None,
         out, positions=positions, rows=rows, d_model=d_model, batch=batch, offset=offset, x=x,
         layout=layout, base=base, freq_shift=freq_shift, position_scale=position_scale,
         input_scale=input_scale, output_scale=output_scale, dtype=dtype)
-    _posenc.sinusoidal(context, **arguments)
+    _posenc._sinusoidal_resolved(context, **arguments)
     return out
 
 

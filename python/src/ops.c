@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* posenc._posenc.rope_buffers and .sinusoidal (their arguments read by op_args.c) and
- * rope_plain, run on a context's lock with the GIL released. */
+/* posenc._posenc._rope_resolved and ._sinusoidal_resolved (their arguments read by
+ * op_args.c) and _rope_plain, run on a context's lock with the GIL released. */
 #include "pyposenc.h"
 
 #include <limits.h>
@@ -85,7 +85,7 @@ static pyposenc_context *split_context(PyObject *args, PyObject **rest)
     return *rest ? self : NULL;
 }
 
-PyObject *pyposenc_rope(PyObject *module, PyObject *args, PyObject *kwargs)
+PyObject *pyposenc_rope_resolved(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *rest;
     pyposenc_context *self = split_context(args, &rest);
@@ -145,7 +145,7 @@ int pyposenc_rope_plain_run(PyObject *context, PyObject *q, PyObject *k, PyObjec
 PyObject *pyposenc_rope_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 4) {
-        PyErr_Format(PyExc_TypeError, "rope_plain: 4 arguments expected, %zd given", nargs);
+        PyErr_Format(PyExc_TypeError, "_rope_plain: 4 arguments expected, %zd given", nargs);
         return NULL;
     }
     int done = pyposenc_rope_plain_run(args[0], args[1], args[2], args[3]);
@@ -155,7 +155,7 @@ PyObject *pyposenc_rope_plain(PyObject *module, PyObject *const *args, Py_ssize_
     return Py_NewRef(done ? Py_None : Py_NotImplemented);
 }
 
-PyObject *pyposenc_sinusoidal(PyObject *module, PyObject *args, PyObject *kwargs)
+PyObject *pyposenc_sinusoidal_resolved(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *rest;
     pyposenc_context *self = split_context(args, &rest);

@@ -69,11 +69,11 @@ static int parse_list(PyObject *list, const char *kind, void *parsed, size_t siz
     return rc;
 }
 
-PyObject *pyposenc_prepare_buffers(PyObject *module, PyObject *args)
+PyObject *pyposenc_prepare_resolved(PyObject *module, PyObject *args)
 {
     PyObject *context_object, *ropes, *sinusoidals;
-    if (!PyArg_ParseTuple(args, "OO!O!:prepare_buffers", &context_object, &PyList_Type, &ropes,
-                          &PyList_Type, &sinusoidals)) {
+    if (!PyArg_ParseTuple(args, "OO!O!:_prepare_resolved", &context_object, &PyList_Type,
+                          &ropes, &PyList_Type, &sinusoidals)) {
         return NULL;
     }
     pyposenc_context *self = pyposenc_context_check(context_object);

@@ -12,7 +12,7 @@
 typedef struct pyposenc_rope_object {
     PyObject_HEAD
     pyposenc_rope_options options;
-    PyObject *settings; /* the resolved options as rope_buffers' keywords (a dict) */
+    PyObject *settings; /* the resolved options as _rope_resolved's keywords (a dict) */
     PyObject *context;  /* a Context, or NULL: the default context at each call */
 } pyposenc_rope_object;
 
@@ -229,7 +229,7 @@ static PyObject *run_rope(pyposenc_rope_object *self, PyObject *q, PyObject *con
 
 /* ---- the type ---------------------------------------------------------------------------- */
 
-/* A Rope of `settings` (rope_buffers' option keywords) on `context` (NULL: the default). */
+/* A Rope of `settings` (_rope_resolved's option keywords) on `context` (NULL: the default). */
 static PyObject *rope_from_settings(PyTypeObject *type, PyObject *settings, PyObject *context)
 {
     if (!PyDict_Check(settings)) {
@@ -356,7 +356,7 @@ static PyObject *rope_repr(PyObject *object)
 
 static PyGetSetDef rope_getset[] = {
     {"settings", rope_settings, NULL,
-     "What the Rope resolved, as rope_buffers' keywords (a new dict).", NULL},
+     "What the Rope resolved, as _rope_resolved's keywords (a new dict).", NULL},
     {"context", rope_context, NULL, "The Context it runs on, or None (the default).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

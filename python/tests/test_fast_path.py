@@ -38,7 +38,7 @@ def test_same_bits_as_general_path(rng, dtype, offset, tokens):
 def test_fast_path_rotates(rng):
     q, k = _pair(rng, np.float32, 3)
     q0 = q.copy()
-    assert _posenc.rope_plain(posenc.default_context(), q, k, 11) is None
+    assert _posenc._rope_plain(posenc.default_context(), q, k, 11) is None
     assert not np.array_equal(q, q0)
     general = q0.copy()
     posenc.rope(general, None, offset=11, style="neox", layout="bthd", theta=10000.0)
@@ -59,7 +59,7 @@ def test_left_to_general_path_untouched(rng):
     q0 = q.copy()
     for args in ((q.astype(np.float64), None, 0), ([[1.0, 2.0]], None, 0),
                  (q, k.astype(np.int16), 0), (q, k, 2**40), (q, k, 1.5)):
-        assert _posenc.rope_plain(context, *args) is NotImplemented
+        assert _posenc._rope_plain(context, *args) is NotImplemented
     np.testing.assert_array_equal(q, q0)
 
 
