@@ -152,15 +152,15 @@ static PyMethodDef methods[] = {
      "dicts in _rope_resolved's and _sinusoidal_resolved's own form; see Context.prepare."},
     {"_rope_plain", (PyCFunction)(void (*)(void))pyposenc_rope_plain, METH_FASTCALL,
      "_rope_plain(context, q, k, offset): posenc.rope's call with default options; None, or\n"
-     "NotImplemented for arrays it leaves to the general path."},
+     "NotImplemented for arrays it leaves to the converter."},
     {"default_context", pyposenc_default_context, METH_NOARGS, DEFAULT_CONTEXT_DOC},
     {"_set_rope_hooks", pyposenc_set_rope_hooks, METH_VARARGS,
-     "_set_rope_hooks(resolve, general, cache_key, bad_keyword, config_keys, read_fields):\n"
+     "_set_rope_hooks(resolve, convert, cache_key, bad_keyword, config_keys, read_fields):\n"
      "the Python layer's parts of posenc.rope and posenc.Rope."},
+    {"_set_prepare_hook", pyposenc_set_prepare_hook, METH_O,
+     "_set_prepare_hook(convert): what converts Context.prepare's arguments."},
     {"_bench_c_rope", (PyCFunction)(void (*)(void))pyposenc_bench_c_rope, METH_FASTCALL,
      "_bench_c_rope(context, q, k, offset, calls) -> seconds per posenc_rope call, timed in C."},
-    {"_set_prepare_general", pyposenc_set_prepare_general, METH_O,
-     "_set_prepare_general(function): what converts Context.prepare's arguments."},
     {"error", pyposenc_error_of, METH_VARARGS,
      "error(status, message) -> posenc.Error: the exception of a status of the library's list\n"
      "(\"INVALID_ARGUMENT\"), with .status and .code, for the Python layer to raise."},

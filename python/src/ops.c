@@ -85,6 +85,17 @@ static pyposenc_context *split_context(PyObject *args, PyObject **rest)
     return *rest ? self : NULL;
 }
 
+int pyposenc_run_rope_resolved(pyposenc_context *self, PyObject *positional, PyObject *kwargs)
+{
+    pyposenc_rope_args parsed;
+    if (pyposenc_rope_args_parse(positional, kwargs, &parsed) < 0) {
+        return -1; /* the parse freed what it took */
+    }
+    int rc = run(self, &parsed.desc, NULL, 0);
+    pyposenc_rope_args_free(&parsed);
+    return rc;
+}
+
 PyObject *pyposenc_rope_resolved(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *rest;
@@ -92,14 +103,8 @@ PyObject *pyposenc_rope_resolved(PyObject *module, PyObject *args, PyObject *kwa
     if (!self) {
         return NULL;
     }
-    pyposenc_rope_args parsed;
-    int rc = pyposenc_rope_args_parse(rest, kwargs, &parsed);
+    int rc = pyposenc_run_rope_resolved(self, rest, kwargs);
     Py_DECREF(rest);
-    if (rc < 0) {
-        return NULL;
-    }
-    rc = run(self, &parsed.desc, NULL, 0);
-    pyposenc_rope_args_free(&parsed);
     return rc < 0 ? NULL : Py_NewRef(Py_None);
 }
 

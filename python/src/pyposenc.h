@@ -173,11 +173,12 @@ void pyposenc_sinusoidal_args_free(pyposenc_sinusoidal_args *args);
  * exceptions stay as they are. */
 void pyposenc_error_prefix(const char *place);
 
-/* prepare.c: Context.prepare, which hands its arguments to the Python layer's converter
- * (given by _set_prepare_general), and _prepare_resolved(context, ropes, sinusoidals), which
- * takes lists of keyword dicts in _rope_resolved's and _sinusoidal_resolved's own form. */
+/* prepare.c: Context.prepare, which has the Python layer's converter (given by
+ * _set_prepare_hook) turn its arguments into two lists and prepares them itself, and
+ * _prepare_resolved(context, ropes, sinusoidals), which takes such lists of keyword dicts in
+ * _rope_resolved's and _sinusoidal_resolved's own form. */
 PyObject *pyposenc_context_prepare(PyObject *context, PyObject *args, PyObject *kwargs);
-PyObject *pyposenc_set_prepare_general(PyObject *module, PyObject *function);
+PyObject *pyposenc_set_prepare_hook(PyObject *module, PyObject *function);
 PyObject *pyposenc_prepare_resolved(PyObject *module, PyObject *args);
 
 /* ops.c: the operations. _rope_resolved(context, q, **keywords) and
@@ -185,23 +186,26 @@ PyObject *pyposenc_prepare_resolved(PyObject *module, PyObject *args);
  * (or a DLPack tensor) C reads as it is; what the Python layer's converters return. */
 PyObject *pyposenc_rope_resolved(PyObject *module, PyObject *args, PyObject *kwargs);
 PyObject *pyposenc_sinusoidal_resolved(PyObject *module, PyObject *args, PyObject *kwargs);
+/* The same rope call from C: `positional` (a tuple, q or nothing) and the keywords. 0, or -1
+ * with the error raised. */
+int pyposenc_run_rope_resolved(pyposenc_context *self, PyObject *positional, PyObject *kwargs);
 /* rope with every other option at its default: posenc.rope's common call. `offset` NULL
  * means 0. Returns 1 when done, 0 (nothing written, no error) when q or k is not a plain
- * f32/f16 buffer or offset is not a C int, so that the caller takes the general path, which
- * converts or raises as it always does; -1 with an exception set. */
+ * f32/f16 buffer or offset is not a C int, so that the caller has them converted (which
+ * converts or raises as posenc.rope always does); -1 with an exception set. */
 int pyposenc_rope_plain_run(PyObject *context, PyObject *q, PyObject *k, PyObject *offset);
 /* _rope_plain(context, q, k, offset): the same from Python, None when done or
  * NotImplemented. */
 PyObject *pyposenc_rope_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-/* The descriptor of _rope_plain's call, the same as the general path makes for those defaults
- * (so that both give the same bits). */
+/* The descriptor of _rope_plain's call, the same as the converted call makes for those
+ * defaults (so that both give the same bits). */
 void pyposenc_rope_plain_desc(posenc_rope_desc *desc, int offset);
 /* Runs one rope call on the context, the GIL released (or, with `keep_gil`, a small call and
  * the context free at once, held); -1 with the error raised on failure. */
 int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc, int keep_gil);
 
 /* rope_object.c: posenc.Rope, and posenc.rope, which runs the Rope its options resolve to
- * (cached by their values); _set_rope_hooks(resolve, general, cache_key, bad_keyword,
+ * (cached by their values); _set_rope_hooks(resolve, convert, cache_key, bad_keyword,
  * config_keys, read_fields) gives the Python layer's parts. default_context() is context.c's. */
 int pyposenc_rope_object_init(PyObject *module);
 PyObject *pyposenc_rope_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
