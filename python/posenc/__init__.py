@@ -252,7 +252,7 @@ def _resolve_rope(config=None, *, head_dim=None, theta=None, style="neox", rotar
                   rotary_offset=0, inverse=False, scaling=None, multimodal=None,
                   mrope_section=None, components=None, component_map=None, layout="bthd",
                   attention_factor=None, layer_type=None, max_position_embeddings=None):
-    """What a Rope resolves once (posenc.Rope's and posenc.rope's options): rope_buffers'
+    """What a Rope resolves once (posenc.Rope's and posenc.rope's options): _rope_resolved's
     option keywords, every name turned into its value and every number checked."""
     if config is not None:
         if scaling is not None:
@@ -395,8 +395,8 @@ def _rope_arguments(q, k=None, *, positions=None, position_ids=None, offset=0, t
                     multimodal=None, mrope_section=None, components=None, component_map=None,
                     layout="bthd", out=None, k_out=None, k_cache=None, slot_mapping=None, v=None,
                     v_cache=None, attention_factor=None):
-    """posenc.rope's arguments (context aside) as rope_buffers' keywords: options resolved as a
-    Rope resolves them, bf16 and torch arrays as buffers, positions and slots as int32."""
+    """posenc.rope's arguments (context aside) as _posenc._rope_resolved's keywords: options
+    resolved as a Rope resolves them, then the arrays converted (_rope_arrays)."""
     head_dim = q.shape[-1] if scaling is not None and hasattr(q, "shape") and len(q.shape) \
         else None
     settings = _resolve_rope(
@@ -404,6 +404,17 @@ def _rope_arguments(q, k=None, *, positions=None, position_ids=None, offset=0, t
         rotary_offset=rotary_offset, inverse=inverse, scaling=scaling, multimodal=multimodal,
         mrope_section=mrope_section, components=components, component_map=component_map,
         layout=layout, attention_factor=attention_factor)
+    return _rope_arrays(settings, q, k, positions=positions, position_ids=position_ids,
+                        offset=offset, out=out, k_out=k_out, k_cache=k_cache,
+                        slot_mapping=slot_mapping, v=v, v_cache=v_cache)
+
+
+def _rope_arrays(settings, q, k=None, *, positions=None, position_ids=None, offset=0, out=None,
+                 k_out=None, k_cache=None, slot_mapping=None, v=None, v_cache=None):
+    """A call's arrays in the form C takes, with the resolved options `settings` (a Rope's):
+    _posenc._rope_resolved's keywords. bf16 and torch arrays become buffers, positions and
+    slots int32; a conversion that cannot be made raises. posenc.rope and a posenc.Rope's call
+    (in C) hand here the arrays C cannot read as they are, and run the result themselves."""
     if position_ids is not None:
         if positions is not None:
             raise _error("INVALID_ARGUMENT",
@@ -427,32 +438,9 @@ def _rope_arguments(q, k=None, *, positions=None, position_ids=None, offset=0, t
         slot_mapping=_slots(slot_mapping), v=bv, v_cache=bv_cache)
 
 
-def _rope_general(q, k=None, *, positions=None, position_ids=None, offset=0, theta=None,
-                  style="neox", rotary_dim=None, rotary_offset=0, inverse=False, scaling=None,
-                  multimodal=None, mrope_section=None, components=None, component_map=None,
-                  layout="bthd", out=None, k_out=None, k_cache=None, slot_mapping=None, v=None,
-                  v_cache=None, attention_factor=None, context=None):
-    """posenc.rope's calls that C does not do alone: conversions (bf16, torch tensors that C
-    cannot read, lists), and the errors they raise. posenc.rope and posenc.Rope (in C) hand
-    them here with the options they resolved."""
-    if context is None:
-        context = default_context()
-    _posenc.rope_buffers(context, **_rope_arguments(
-        q, k, positions=positions, position_ids=position_ids, offset=offset, theta=theta,
-        style=style, rotary_dim=rotary_dim, rotary_offset=rotary_offset, inverse=inverse,
-        scaling=scaling, multimodal=multimodal, mrope_section=mrope_section,
-        components=components, component_map=component_map, layout=layout, out=out,
-        k_out=k_out, k_cache=k_cache, slot_mapping=slot_mapping, v=v, v_cache=v_cache,
-        attention_factor=attention_factor))
-    q_written = q if out is None else out
-    if k is None:
-        return q_written
-    return q_written, (k if k_out is None else k_out)
-
-
 # A config dict's cache key is made of the fields posenc.hf reads from it, and a dict is a
 # config by posenc.hf's rule.
-_posenc._set_rope_hooks(_resolve_rope_named, _rope_general, _cache_key, _bad_keyword,
+_posenc._set_rope_hooks(_resolve_rope_named, _rope_arrays, _cache_key, _bad_keyword,
                         tuple(hf._CONFIG_KEYS), tuple(hf._READ_FIELDS) + ("text_config",))
 
 
@@ -505,22 +493,23 @@ def _prepare_calls(calls, kind, convert):
     return converted
 
 
-def _prepare_general(context, rope=None, sinusoidal=None):
-    """Context.prepare (in C) hands its arguments here to be converted."""
-    _posenc.prepare_buffers(
-        context, _prepare_calls(rope, "rope", _rope_arguments),
-        _prepare_calls(sinusoidal, "sinusoidal", lambda **call: _sinusoidal_arguments(**call)[0]))
+def _prepare_arguments(rope=None, sinusoidal=None):
+    """Context.prepare's arguments as _posenc._prepare_resolved's two lists: Context.prepare
+    (in C) hands them here to be converted, and prepares the result itself."""
+    return (_prepare_calls(rope, "rope", _rope_arguments),
+            _prepare_calls(sinusoidal, "sinusoidal",
+                           lambda **call: _sinusoidal_arguments(**call)[0]))
 
 
-_posenc._set_prepare_general(_prepare_general)
+_posenc._set_prepare_hook(_prepare_arguments)
 
 
 def _sinusoidal_arguments(out=None, *, positions=None, rows=None, d_model=None, batch=None,
                           offset=0, x=None, layout="interleaved", base=10000.0, freq_shift=0.0,
                           position_scale=1.0, input_scale=1.0, output_scale=1.0,
                           dtype="float32"):
-    """posenc.sinusoidal's arguments (context aside) as _posenc.sinusoidal's keywords, out made
-    when not given."""
+    """posenc.sinusoidal's arguments (context aside) as _posenc._sinusoidal_resolved's
+    keywords, out made when not given."""
     for name, value in (("position_scale", position_scale), ("input_scale", input_scale),
                         ("output_scale", output_scale)):
         if value == 0:
@@ -574,7 +563,7 @@ def sinusoidal(out=None, *, positions=None, rows=None, d_model=None, batch=None,
         out, positions=positions, rows=rows, d_model=d_model, batch=batch, offset=offset, x=x,
         layout=layout, base=base, freq_shift=freq_shift, position_scale=position_scale,
         input_scale=input_scale, output_scale=output_scale, dtype=dtype)
-    _posenc.sinusoidal(context, **arguments)
+    _posenc._sinusoidal_resolved(context, **arguments)
     return out
 
 

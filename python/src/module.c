@@ -139,27 +139,31 @@ static PyMethodDef methods[] = {
      "backend_status(name) -> (available, reason)"},
     {"rope", (PyCFunction)(void (*)(void))pyposenc_rope_entry, METH_FASTCALL | METH_KEYWORDS,
      ROPE_DOC},
-    {"rope_buffers", (PyCFunction)(void (*)(void))pyposenc_rope, METH_VARARGS | METH_KEYWORDS,
-     "Low-level RoPE on buffers, every option explicit; see posenc.rope."},
+    {"_rope_resolved", (PyCFunction)(void (*)(void))pyposenc_rope_resolved,
+     METH_VARARGS | METH_KEYWORDS,
+     "_rope_resolved(context, q, **keywords): RoPE on buffers, every option resolved (the\n"
+     "keywords posenc._rope_arguments returns); see posenc.rope."},
+    {"_sinusoidal_resolved", (PyCFunction)(void (*)(void))pyposenc_sinusoidal_resolved,
+     METH_VARARGS | METH_KEYWORDS,
+     "_sinusoidal_resolved(context, out, **keywords): the sinusoidal encoding on buffers,\n"
+     "every option resolved (posenc._sinusoidal_arguments); see posenc.sinusoidal."},
+    {"_prepare_resolved", pyposenc_prepare_resolved, METH_VARARGS,
+     "_prepare_resolved(context, ropes, sinusoidals): posenc_prepare for lists of keyword\n"
+     "dicts in _rope_resolved's and _sinusoidal_resolved's own form; see Context.prepare."},
+    {"_rope_plain", (PyCFunction)(void (*)(void))pyposenc_rope_plain, METH_FASTCALL,
+     "_rope_plain(context, q, k, offset): posenc.rope's call with default options; None, or\n"
+     "NotImplemented for arrays it leaves to the converter."},
     {"default_context", pyposenc_default_context, METH_NOARGS, DEFAULT_CONTEXT_DOC},
     {"_set_rope_hooks", pyposenc_set_rope_hooks, METH_VARARGS,
-     "_set_rope_hooks(resolve, general, cache_key, bad_keyword, config_keys, read_fields):\n"
+     "_set_rope_hooks(resolve, convert, cache_key, bad_keyword, config_keys, read_fields):\n"
      "the Python layer's parts of posenc.rope and posenc.Rope."},
-    {"rope_plain", (PyCFunction)(void (*)(void))pyposenc_rope_plain, METH_FASTCALL,
-     "rope_plain(context, q, k, offset): posenc.rope's call with default options; None, or "
-     "NotImplemented for arrays it leaves to the general path."},
+    {"_set_prepare_hook", pyposenc_set_prepare_hook, METH_O,
+     "_set_prepare_hook(convert): what converts Context.prepare's arguments."},
     {"_bench_c_rope", (PyCFunction)(void (*)(void))pyposenc_bench_c_rope, METH_FASTCALL,
      "_bench_c_rope(context, q, k, offset, calls) -> seconds per posenc_rope call, timed in C."},
-    {"prepare_buffers", pyposenc_prepare_buffers, METH_VARARGS,
-     "prepare_buffers(context, ropes, sinusoidals): posenc_prepare for lists of keyword dicts\n"
-     "in rope_buffers' and sinusoidal's own form; see Context.prepare."},
-    {"_set_prepare_general", pyposenc_set_prepare_general, METH_O,
-     "_set_prepare_general(function): what converts Context.prepare's arguments."},
     {"error", pyposenc_error_of, METH_VARARGS,
      "error(status, message) -> posenc.Error: the exception of a status of the library's list\n"
      "(\"INVALID_ARGUMENT\"), with .status and .code, for the Python layer to raise."},
-    {"sinusoidal", (PyCFunction)(void (*)(void))pyposenc_sinusoidal,
-     METH_VARARGS | METH_KEYWORDS, "Low-level sinusoidal encoding; see posenc.sinusoidal."},
     {NULL, NULL, 0, NULL},
 };
 

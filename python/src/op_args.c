@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The keyword arguments of one RoPE or sinusoidal call (posenc._posenc.rope_buffers and
- * .sinusoidal, and each call that Context.prepare names) as a descriptor, with the views and
- * arrays it points to. */
+/* The keyword arguments of one RoPE or sinusoidal call (posenc._posenc._rope_resolved and
+ * ._sinusoidal_resolved, and each call that Context.prepare names) as a descriptor, with the
+ * views and arrays it points to. */
 #include "pyposenc.h"
 
 #include <limits.h>
@@ -296,7 +296,7 @@ int pyposenc_rope_args_parse(PyObject *positional, PyObject *kwargs, pyposenc_ro
     int bf16 = 0;
     Py_ssize_t npositional = PyTuple_Size(positional);
     if (npositional > 1) {
-        PyErr_Format(PyExc_TypeError, "rope_buffers: q is the only positional argument, %zd "
+        PyErr_Format(PyExc_TypeError, "_rope_resolved: q is the only positional argument, %zd "
                      "given", npositional);
         return -1;
     }
@@ -314,7 +314,7 @@ int pyposenc_rope_args_parse(PyObject *positional, PyObject *kwargs, pyposenc_ro
         for (int i = 0; i < PYPOSENC_ROPE_VIEWS && !done; i++) {
             if (strcmp(name, view_names[i]) == 0) {
                 if (i == 0 && npositional) {
-                    PyErr_SetString(PyExc_TypeError, "rope_buffers: q given twice");
+                    PyErr_SetString(PyExc_TypeError, "_rope_resolved: q given twice");
                     goto fail;
                 }
                 objects[i] = value;
@@ -336,7 +336,8 @@ int pyposenc_rope_args_parse(PyObject *positional, PyObject *kwargs, pyposenc_ro
         } else {
             int rc = parse_option(name, value, &args->options);
             if (rc == 0) {
-                PyErr_Format(PyExc_TypeError, "rope_buffers: an unexpected keyword '%s'", name);
+                PyErr_Format(PyExc_TypeError, "_rope_resolved: an unexpected keyword '%s'",
+                             name);
             }
             if (rc <= 0) {
                 goto fail;
@@ -344,7 +345,7 @@ int pyposenc_rope_args_parse(PyObject *positional, PyObject *kwargs, pyposenc_ro
         }
     }
     if (objects[0] == Py_None) {
-        PyErr_SetString(PyExc_TypeError, "rope_buffers: q is required");
+        PyErr_SetString(PyExc_TypeError, "_rope_resolved: q is required");
         goto fail;
     }
     posenc_rope_desc *desc = &args->desc;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* posenc._posenc.rope_buffers and .sinusoidal (their arguments read by op_args.c) and
- * rope_plain, run on a context's lock with the GIL released. */
+/* posenc._posenc._rope_resolved and ._sinusoidal_resolved (their arguments read by
+ * op_args.c) and _rope_plain, run on a context's lock with the GIL released. */
 #include "pyposenc.h"
 
 #include <limits.h>
@@ -85,21 +85,26 @@ static pyposenc_context *split_context(PyObject *args, PyObject **rest)
     return *rest ? self : NULL;
 }
 
-PyObject *pyposenc_rope(PyObject *module, PyObject *args, PyObject *kwargs)
+int pyposenc_run_rope_resolved(pyposenc_context *self, PyObject *positional, PyObject *kwargs)
+{
+    pyposenc_rope_args parsed;
+    if (pyposenc_rope_args_parse(positional, kwargs, &parsed) < 0) {
+        return -1; /* the parse freed what it took */
+    }
+    int rc = run(self, &parsed.desc, NULL, 0);
+    pyposenc_rope_args_free(&parsed);
+    return rc;
+}
+
+PyObject *pyposenc_rope_resolved(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *rest;
     pyposenc_context *self = split_context(args, &rest);
     if (!self) {
         return NULL;
     }
-    pyposenc_rope_args parsed;
-    int rc = pyposenc_rope_args_parse(rest, kwargs, &parsed);
+    int rc = pyposenc_run_rope_resolved(self, rest, kwargs);
     Py_DECREF(rest);
-    if (rc < 0) {
-        return NULL;
-    }
-    rc = run(self, &parsed.desc, NULL, 0);
-    pyposenc_rope_args_free(&parsed);
     return rc < 0 ? NULL : Py_NewRef(Py_None);
 }
 
@@ -145,7 +150,7 @@ int pyposenc_rope_plain_run(PyObject *context, PyObject *q, PyObject *k, PyObjec
 PyObject *pyposenc_rope_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 4) {
-        PyErr_Format(PyExc_TypeError, "rope_plain: 4 arguments expected, %zd given", nargs);
+        PyErr_Format(PyExc_TypeError, "_rope_plain: 4 arguments expected, %zd given", nargs);
         return NULL;
     }
     int done = pyposenc_rope_plain_run(args[0], args[1], args[2], args[3]);
@@ -155,7 +160,7 @@ PyObject *pyposenc_rope_plain(PyObject *module, PyObject *const *args, Py_ssize_
     return Py_NewRef(done ? Py_None : Py_NotImplemented);
 }
 
-PyObject *pyposenc_sinusoidal(PyObject *module, PyObject *args, PyObject *kwargs)
+PyObject *pyposenc_sinusoidal_resolved(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     PyObject *rest;
     pyposenc_context *self = split_context(args, &rest);

@@ -1,23 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /* Context.prepare: posenc_prepare for RoPE and sinusoidal calls described by the keyword
- * arguments posenc.rope and posenc.sinusoidal take, the Python layer converting them first. */
+ * arguments posenc.rope and posenc.sinusoidal take, the Python layer converting them first
+ * (and nothing more: the call is made here, on the lists it returns). */
 #include "pyposenc.h"
 
 #include <stdlib.h>
 
-static PyObject *general_path; /* posenc._prepare_general, given at import */
+static PyObject *convert_hook; /* posenc._prepare_arguments, given at import */
 
-PyObject *pyposenc_set_prepare_general(PyObject *module, PyObject *function)
+PyObject *pyposenc_set_prepare_hook(PyObject *module, PyObject *function)
 {
     if (!PyCallable_Check(function)) {
-        PyErr_SetString(PyExc_TypeError, "_set_prepare_general: a callable is expected");
+        PyErr_SetString(PyExc_TypeError, "_set_prepare_hook: a callable is expected");
         return NULL;
     }
-    PyObject *previous = general_path;
-    general_path = Py_NewRef(function);
+    PyObject *previous = convert_hook;
+    convert_hook = Py_NewRef(function);
     Py_XDECREF(previous);
     Py_RETURN_NONE;
 }
+
+static PyObject *prepare_lists(pyposenc_context *self, PyObject *ropes, PyObject *sinusoidals);
 
 PyObject *pyposenc_context_prepare(PyObject *context, PyObject *args, PyObject *kwargs)
 {
@@ -27,11 +30,25 @@ PyObject *pyposenc_context_prepare(PyObject *context, PyObject *args, PyObject *
                                      &sinusoidal)) {
         return NULL;
     }
-    if (!general_path) {
+    if (!convert_hook) {
         PyErr_SetString(PyExc_RuntimeError, "Context.prepare: the posenc package is not loaded");
         return NULL;
     }
-    return PyObject_CallFunctionObjArgs(general_path, context, rope, sinusoidal, NULL);
+    PyObject *lists = PyObject_CallFunctionObjArgs(convert_hook, rope, sinusoidal, NULL);
+    if (!lists) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    pyposenc_context *self;
+    if (!PyTuple_Check(lists) || PyTuple_Size(lists) != 2 ||
+        !PyList_Check(PyTuple_GetItem(lists, 0)) || !PyList_Check(PyTuple_GetItem(lists, 1))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Context.prepare: the converter gave no (ropes, sinusoidals) lists");
+    } else if ((self = pyposenc_context_check(context))) {
+        result = prepare_lists(self, PyTuple_GetItem(lists, 0), PyTuple_GetItem(lists, 1));
+    }
+    Py_DECREF(lists);
+    return result;
 }
 
 /* Each dict of `list` parsed into `parsed` (count of them done so far in *done); the first
@@ -69,17 +86,21 @@ static int parse_list(PyObject *list, const char *kind, void *parsed, size_t siz
     return rc;
 }
 
-PyObject *pyposenc_prepare_buffers(PyObject *module, PyObject *args)
+PyObject *pyposenc_prepare_resolved(PyObject *module, PyObject *args)
 {
     PyObject *context_object, *ropes, *sinusoidals;
-    if (!PyArg_ParseTuple(args, "OO!O!:prepare_buffers", &context_object, &PyList_Type, &ropes,
-                          &PyList_Type, &sinusoidals)) {
+    if (!PyArg_ParseTuple(args, "OO!O!:_prepare_resolved", &context_object, &PyList_Type,
+                          &ropes, &PyList_Type, &sinusoidals)) {
         return NULL;
     }
     pyposenc_context *self = pyposenc_context_check(context_object);
-    if (!self) {
-        return NULL;
-    }
+    return self ? prepare_lists(self, ropes, sinusoidals) : NULL;
+}
+
+/* posenc_prepare on `self` for two lists of keyword dicts (_rope_resolved's and
+ * _sinusoidal_resolved's). */
+static PyObject *prepare_lists(pyposenc_context *self, PyObject *ropes, PyObject *sinusoidals)
+{
     Py_ssize_t rope_count = PyList_Size(ropes);
     Py_ssize_t sinusoidal_count = PyList_Size(sinusoidals);
     pyposenc_rope_args *rope_args = calloc((size_t)rope_count + 1, sizeof *rope_args);

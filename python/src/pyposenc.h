@@ -127,7 +127,7 @@ typedef struct pyposenc_rope_options {
     Py_ssize_t component_count;
 } pyposenc_rope_options;
 
-/* Fills `options` from a dict of rope_buffers' option keywords (theta, style, rotary_dim,
+/* Fills `options` from a dict of _rope_resolved's option keywords (theta, style, rotary_dim,
  * rotary_offset, inverse, attention_factor, scaling, multimodal, mrope_section, components,
  * component_map, layout; style and multimodal as their enum values). 0, or -1 with the error
  * raised and nothing to free. */
@@ -146,7 +146,7 @@ int pyposenc_index(PyObject *object, const char *name, long long minimum, long l
                    long long *out);
 int pyposenc_u32(PyObject *object, const char *name, uint32_t *out);
 
-/* The keyword arguments of one rope_buffers call (q positional or keyword). Free with
+/* The keyword arguments of one _rope_resolved call (q positional or keyword). Free with
  * pyposenc_rope_args_free (also after a failed parse). */
 #define PYPOSENC_ROPE_VIEWS 9
 typedef struct pyposenc_rope_args {
@@ -173,31 +173,39 @@ void pyposenc_sinusoidal_args_free(pyposenc_sinusoidal_args *args);
  * exceptions stay as they are. */
 void pyposenc_error_prefix(const char *place);
 
-/* prepare.c: Context.prepare, which hands its arguments to the Python layer's converter
- * (given by _set_prepare_general), and prepare_buffers(context, ropes, sinusoidals), which
- * takes lists of keyword dicts in rope_buffers' and sinusoidal's own form. */
+/* prepare.c: Context.prepare, which has the Python layer's converter (given by
+ * _set_prepare_hook) turn its arguments into two lists and prepares them itself, and
+ * _prepare_resolved(context, ropes, sinusoidals), which takes such lists of keyword dicts in
+ * _rope_resolved's and _sinusoidal_resolved's own form. */
 PyObject *pyposenc_context_prepare(PyObject *context, PyObject *args, PyObject *kwargs);
-PyObject *pyposenc_set_prepare_general(PyObject *module, PyObject *function);
-PyObject *pyposenc_prepare_buffers(PyObject *module, PyObject *args);
+PyObject *pyposenc_set_prepare_hook(PyObject *module, PyObject *function);
+PyObject *pyposenc_prepare_resolved(PyObject *module, PyObject *args);
 
-/* ops.c: the operations. */
-PyObject *pyposenc_rope(PyObject *module, PyObject *args, PyObject *kwargs);
+/* ops.c: the operations. _rope_resolved(context, q, **keywords) and
+ * _sinusoidal_resolved(context, out, **keywords): every option resolved, every array a buffer
+ * (or a DLPack tensor) C reads as it is; what the Python layer's converters return. */
+PyObject *pyposenc_rope_resolved(PyObject *module, PyObject *args, PyObject *kwargs);
+PyObject *pyposenc_sinusoidal_resolved(PyObject *module, PyObject *args, PyObject *kwargs);
+/* The same rope call from C: `positional` (a tuple, q or nothing) and the keywords. 0, or -1
+ * with the error raised. */
+int pyposenc_run_rope_resolved(pyposenc_context *self, PyObject *positional, PyObject *kwargs);
 /* rope with every other option at its default: posenc.rope's common call. `offset` NULL
  * means 0. Returns 1 when done, 0 (nothing written, no error) when q or k is not a plain
- * f32/f16 buffer or offset is not a C int, so that the caller takes the general path, which
- * converts or raises as it always does; -1 with an exception set. */
+ * f32/f16 buffer or offset is not a C int, so that the caller has them converted (which
+ * converts or raises as posenc.rope always does); -1 with an exception set. */
 int pyposenc_rope_plain_run(PyObject *context, PyObject *q, PyObject *k, PyObject *offset);
-/* rope_plain(context, q, k, offset): the same from Python, None when done or NotImplemented. */
+/* _rope_plain(context, q, k, offset): the same from Python, None when done or
+ * NotImplemented. */
 PyObject *pyposenc_rope_plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-/* The descriptor of rope_plain's call, the same as the general path makes for those defaults
- * (so that both give the same bits). */
+/* The descriptor of _rope_plain's call, the same as the converted call makes for those
+ * defaults (so that both give the same bits). */
 void pyposenc_rope_plain_desc(posenc_rope_desc *desc, int offset);
 /* Runs one rope call on the context, the GIL released (or, with `keep_gil`, a small call and
  * the context free at once, held); -1 with the error raised on failure. */
 int pyposenc_run_rope(pyposenc_context *self, const posenc_rope_desc *desc, int keep_gil);
 
 /* rope_object.c: posenc.Rope, and posenc.rope, which runs the Rope its options resolve to
- * (cached by their values); _set_rope_hooks(resolve, general, cache_key, bad_keyword,
+ * (cached by their values); _set_rope_hooks(resolve, convert, cache_key, bad_keyword,
  * config_keys, read_fields) gives the Python layer's parts. default_context() is context.c's. */
 int pyposenc_rope_object_init(PyObject *module);
 PyObject *pyposenc_rope_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
@@ -209,8 +217,7 @@ extern const char pyposenc_rope_doc[];
 #define PYPOSENC_ROPE_DOC pyposenc_rope_doc
 
 /* bench.c: _bench_c_rope(context, q, k, offset, calls) -> seconds per posenc_rope call, timed
- * in C on the buffers rope_plain would use (the C side of `python -m posenc bench`). */
+ * in C on the buffers _rope_plain would use (the C side of `python -m posenc bench`). */
 PyObject *pyposenc_bench_c_rope(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *pyposenc_sinusoidal(PyObject *module, PyObject *args, PyObject *kwargs);
 
 #endif

@@ -4,7 +4,8 @@
  * which finds the Rope for its options in a cache keyed by their values, so that a repeated
  * config costs a key and a lookup. Arrays the C side cannot use as they are (bf16 numpy
  * arrays, lists, tensors that need grad) go, with the resolved options, to the Python layer's
- * general path, which converts them or raises. */
+ * converter, which returns them in a form C takes, or raises; the call itself is made here
+ * either way. */
 #include "pyposenc.h"
 
 #include <string.h>
@@ -12,7 +13,7 @@
 typedef struct pyposenc_rope_object {
     PyObject_HEAD
     pyposenc_rope_options options;
-    PyObject *settings; /* the resolved options as rope_buffers' keywords (a dict) */
+    PyObject *settings; /* the resolved options as _rope_resolved's keywords (a dict) */
     PyObject *context;  /* a Context, or NULL: the default context at each call */
 } pyposenc_rope_object;
 
@@ -53,7 +54,7 @@ static PyObject *string_shape, *string_head_dim, *string_q;
 static PyObject *config_keys, *read_fields;
 /* Given by the Python layer at import (posenc._set_rope_hooks). */
 static PyObject *hook_resolve;     /* (config=None, *, head_dim=None, **options) -> settings */
-static PyObject *hook_general;     /* posenc.rope's general path, in Python */
+static PyObject *hook_convert;     /* (settings, q, **call) -> _rope_resolved's keywords */
 static PyObject *hook_cache_key;   /* (value) -> a hashable key of its content, or None */
 static PyObject *hook_bad_keyword; /* (call, name) -> raises TypeError, "did you mean" */
 
@@ -73,7 +74,7 @@ static int is_name(PyObject *name, PyObject *interned)
 enum { VIEW_Q, VIEW_K, VIEW_OUT, VIEW_K_OUT, VIEW_K_CACHE, VIEW_V, VIEW_V_CACHE, VIEW_COUNT };
 
 /* One call of `self` on the arrays (args as run_rope gives them: None where absent, offset
- * NULL): 1 done, 0 left to the general path (nothing written, no error set), -1 raised. */
+ * NULL): 1 done, 0 left to the converter (nothing written, no error set), -1 raised. */
 static int apply(pyposenc_rope_object *self, PyObject *context_object, PyObject *q,
                  PyObject *const args[ARG_COUNT])
 {
@@ -176,31 +177,46 @@ static PyObject *result(PyObject *q, PyObject *const args[ARG_COUNT])
     return PyTuple_Pack(2, q_written, k_written);
 }
 
-/* The general path with the resolved options: it converts what C could not take, or raises. */
-static PyObject *call_general(pyposenc_rope_object *self, PyObject *context, PyObject *q,
-                              PyObject *const args[ARG_COUNT])
+/* A call C could not take as it came: the Python layer's converter turns the arrays
+ * (args as run_rope takes them) into _rope_resolved's keywords with the resolved options, or
+ * raises, and the call is run on them. 0 done, -1 raised. */
+static int apply_converted(pyposenc_rope_object *self, PyObject *context, PyObject *q,
+                           PyObject *const args[ARG_COUNT])
 {
-    if (!hook_general) {
+    if (!hook_convert) {
         PyErr_SetString(PyExc_RuntimeError, "posenc.rope: the posenc package is not loaded");
-        return NULL;
+        return -1;
     }
-    PyObject *keywords = PyDict_Copy(self->settings);
-    PyObject *positional = keywords ? PyTuple_Pack(1, q) : NULL;
-    PyObject *out = NULL;
+    PyObject *keywords = PyDict_New();
+    PyObject *positional = keywords ? PyTuple_Pack(2, self->settings, q) : NULL;
+    PyObject *converted = NULL, *empty = NULL;
+    pyposenc_context *checked;
+    int rc = -1;
     if (!positional) {
         goto done;
     }
     for (int i = 0; i < ARG_COUNT; i++) {
-        PyObject *value = i == ARG_CONTEXT ? context : args[i];
-        if (value && PyDict_SetItem(keywords, arg_strings[i], value) < 0) {
+        if (i != ARG_CONTEXT && args[i] && PyDict_SetItem(keywords, arg_strings[i], args[i]) < 0) {
             goto done;
         }
     }
-    out = PyObject_Call(hook_general, positional, keywords);
+    converted = PyObject_Call(hook_convert, positional, keywords);
+    if (!converted) {
+        goto done;
+    }
+    if (!PyDict_Check(converted)) {
+        PyErr_SetString(PyExc_TypeError, "posenc.rope: the converter gave no dict");
+        goto done;
+    }
+    if ((checked = pyposenc_context_check(context)) && (empty = PyTuple_New(0))) {
+        rc = pyposenc_run_rope_resolved(checked, empty, converted);
+    }
 done:
     Py_XDECREF(keywords);
     Py_XDECREF(positional);
-    return out;
+    Py_XDECREF(converted);
+    Py_XDECREF(empty);
+    return rc;
 }
 
 /* Runs `self` on the arrays on `context` (NULL or None: the Rope's own, else the default). */
@@ -222,14 +238,17 @@ static PyObject *run_rope(pyposenc_rope_object *self, PyObject *q, PyObject *con
         given[i] = args[i] || i == ARG_OFFSET ? args[i] : Py_None;
     }
     int done = apply(self, context, q, given);
-    PyObject *out = done < 0 ? NULL : done ? result(q, given) : call_general(self, context, q, args);
+    if (done == 0) {
+        done = apply_converted(self, context, q, args) < 0 ? -1 : 1;
+    }
+    PyObject *out = done < 0 ? NULL : result(q, given);
     Py_XDECREF(owned);
     return out;
 }
 
 /* ---- the type ---------------------------------------------------------------------------- */
 
-/* A Rope of `settings` (rope_buffers' option keywords) on `context` (NULL: the default). */
+/* A Rope of `settings` (_rope_resolved's option keywords) on `context` (NULL: the default). */
 static PyObject *rope_from_settings(PyTypeObject *type, PyObject *settings, PyObject *context)
 {
     if (!PyDict_Check(settings)) {
@@ -356,7 +375,7 @@ static PyObject *rope_repr(PyObject *object)
 
 static PyGetSetDef rope_getset[] = {
     {"settings", rope_settings, NULL,
-     "What the Rope resolved, as rope_buffers' keywords (a new dict).", NULL},
+     "What the Rope resolved, as _rope_resolved's keywords (a new dict).", NULL},
     {"context", rope_context, NULL, "The Context it runs on, or None (the default).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -632,8 +651,8 @@ PyObject *pyposenc_rope_entry(PyObject *module, PyObject *const *args, Py_ssize_
 
 PyObject *pyposenc_set_rope_hooks(PyObject *module, PyObject *args)
 {
-    PyObject *resolve, *general, *cache_key, *bad_keyword, *keys, *fields;
-    if (!PyArg_ParseTuple(args, "OOOOO!O!:_set_rope_hooks", &resolve, &general, &cache_key,
+    PyObject *resolve, *convert, *cache_key, *bad_keyword, *keys, *fields;
+    if (!PyArg_ParseTuple(args, "OOOOO!O!:_set_rope_hooks", &resolve, &convert, &cache_key,
                           &bad_keyword, &PyTuple_Type, &keys, &PyTuple_Type, &fields)) {
         return NULL;
     }
@@ -641,9 +660,9 @@ PyObject *pyposenc_set_rope_hooks(PyObject *module, PyObject *args)
     Py_XDECREF(read_fields);
     config_keys = Py_NewRef(keys);
     read_fields = Py_NewRef(fields);
-    PyObject *previous[4] = {hook_resolve, hook_general, hook_cache_key, hook_bad_keyword};
+    PyObject *previous[4] = {hook_resolve, hook_convert, hook_cache_key, hook_bad_keyword};
     hook_resolve = Py_NewRef(resolve);
-    hook_general = Py_NewRef(general);
+    hook_convert = Py_NewRef(convert);
     hook_cache_key = Py_NewRef(cache_key);
     hook_bad_keyword = Py_NewRef(bad_keyword);
     for (int i = 0; i < 4; i++) {

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # posenc.rope's common call (arrays, offset, other options at their defaults) is done in C
-# without the Python layer: it must give the general path's bits and errors, hand every other
-# call on as it came, and `python -m posenc bench` runs.
+# without the Python layer: it must give the converted call's bits and errors, have every other
+# call converted as it came (and run by C itself), and `python -m posenc bench` runs.
 import inspect
 import sys
 
@@ -38,7 +38,7 @@ def test_same_bits_as_general_path(rng, dtype, offset, tokens):
 def test_fast_path_rotates(rng):
     q, k = _pair(rng, np.float32, 3)
     q0 = q.copy()
-    assert _posenc.rope_plain(posenc.default_context(), q, k, 11) is None
+    assert _posenc._rope_plain(posenc.default_context(), q, k, 11) is None
     assert not np.array_equal(q, q0)
     general = q0.copy()
     posenc.rope(general, None, offset=11, style="neox", layout="bthd", theta=10000.0)
@@ -59,7 +59,7 @@ def test_left_to_general_path_untouched(rng):
     q0 = q.copy()
     for args in ((q.astype(np.float64), None, 0), ([[1.0, 2.0]], None, 0),
                  (q, k.astype(np.int16), 0), (q, k, 2**40), (q, k, 1.5)):
-        assert _posenc.rope_plain(context, *args) is NotImplemented
+        assert _posenc._rope_plain(context, *args) is NotImplemented
     np.testing.assert_array_equal(q, q0)
 
 
@@ -114,10 +114,46 @@ def test_onnxruntime_contender_matches_posenc(rng):
     np.testing.assert_allclose(call.outputs["k_rotated"].reshape(k.shape), k, rtol=0, atol=1e-4)
 
 
-def test_signature_is_the_general_paths():
-    # posenc.rope is C; its documented signature must be the one its general path takes.
-    assert str(inspect.signature(posenc.rope)) == str(inspect.signature(posenc._rope_general))
+def _rope_signature():
+    """posenc.rope's signature as the Python layer converts its arguments: _rope_arguments'
+    parameters and context."""
+    converted = inspect.signature(posenc._rope_arguments)
+    context = inspect.Parameter("context", inspect.Parameter.KEYWORD_ONLY, default=None)
+    return converted.replace(parameters=[*converted.parameters.values(), context])
+
+
+def test_signature_is_the_converters():
+    # posenc.rope is C; its documented signature must be the one its converter takes.
+    assert str(inspect.signature(posenc.rope)) == str(_rope_signature())
     assert "Rotary position embedding" in posenc.rope.__doc__
+
+
+def test_converted_calls_run_in_c(rng, monkeypatch):
+    # A call C cannot take as it comes is converted in Python and run by C itself: the
+    # converter returns keywords and never calls the operation back.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    q, k = _pair(rng, ml_dtypes.bfloat16, 3)
+    expected_q, expected_k = q.copy(), k.copy()
+    posenc.Rope()(expected_q, expected_k, offset=5)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("_rope_resolved called from Python")
+
+    monkeypatch.setattr(_posenc, "_rope_resolved", refused)
+    assert posenc.rope(q, k, offset=5) == (q, k)
+    np.testing.assert_array_equal(q.view(np.uint16), expected_q.view(np.uint16))
+    np.testing.assert_array_equal(k.view(np.uint16), expected_k.view(np.uint16))
+
+
+def test_resolved_entry_same_bits(rng):
+    # _posenc._rope_resolved takes what the converter returns, as posenc.rope runs it.
+    q, k = _pair(rng, np.float32, 3)
+    q0, k0 = q.copy(), k.copy()
+    posenc.rope(q, k, offset=6, rotary_dim=32)
+    assert _posenc._rope_resolved(posenc.default_context(), **posenc._rope_arguments(
+        q0, k0, offset=6, rotary_dim=32)) is None
+    np.testing.assert_array_equal(q, q0)
+    np.testing.assert_array_equal(k, k0)
 
 
 def test_keyword_forms_same_bits(rng):
@@ -179,7 +215,7 @@ def test_stub_has_every_keyword():
     text = stub.read_text()
     overloads = re.findall(r"^def rope\((.*?)\) ->", text, re.M | re.S)
     assert len(overloads) == 2
-    for keyword in inspect.signature(posenc._rope_general).parameters:
+    for keyword in _rope_signature().parameters:
         for overload in overloads:
             assert re.search(rf"\b{keyword}:", overload), keyword
     for method in ("prepare", "stats", "close"):
