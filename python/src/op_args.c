@@ -239,9 +239,14 @@ static int parse_option(const char *name, PyObject *value, pyposenc_rope_options
         } else if (text && strcmp(text, "bthd") == 0) {
             options->heads_first = 0;
         } else {
+            /* pyposenc_raisef formats as printf does: the value's repr goes in as text. */
             PyErr_Clear();
-            pyposenc_raisef(POSENC_INVALID_ARGUMENT, "layout: %R is not 'bthd' or 'bhtd'",
-                            value);
+            PyObject *repr = PyObject_Repr(value);
+            const char *shown = repr ? PyUnicode_AsUTF8AndSize(repr, NULL) : NULL;
+            PyErr_Clear();
+            pyposenc_raisef(POSENC_INVALID_ARGUMENT, "layout: %s is not 'bthd' or 'bhtd'",
+                            shown ? shown : "the value");
+            Py_XDECREF(repr);
             return -1;
         }
         return 1;

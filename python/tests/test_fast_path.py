@@ -220,3 +220,12 @@ def test_stub_has_every_keyword():
             assert re.search(rf"\b{keyword}:", overload), keyword
     for method in ("prepare", "stats", "close"):
         assert f"def {method}(" in text and callable(getattr(posenc.Context, method))
+
+
+def test_resolved_entry_names_a_bad_layout(rng):
+    # The Python layer checks layout first; the C entry's own check shows the value too.
+    q, k = _pair(rng, np.float32, 3)
+    arguments = posenc._rope_arguments(q, k, rotary_dim=32)
+    arguments["layout"] = "tbhd"
+    with pytest.raises(posenc.InvalidArgument, match=r"layout: 'tbhd' is not 'bthd' or 'bhtd'"):
+        _posenc._rope_resolved(posenc.default_context(), **arguments)
