@@ -74,19 +74,10 @@ uint32_t posenc__gpu_rope_passes(const posenc__rope_op *op,
     return n;
 }
 
-/* The bytes a view's elements span from its element 0. */
-static int64_t view_span(const posenc__view *view)
-{
-    int64_t span = element_size(view);
-    for (int k = 0; k < POSENC_MAX_DIMS; k++)
-        span += (view->shape[k] - 1) * view->strides[k];
-    return span;
-}
-
 /* The bytes of one head of a cache, over every block and row. */
 static int64_t cache_head_span(const posenc__view *cache)
 {
-    return view_span(cache) - (cache->shape[2] - 1) * cache->strides[2];
+    return (int64_t)posenc__gpu_view_extent(cache) - (cache->shape[2] - 1) * cache->strides[2];
 }
 
 /* A [batch, tokens, heads] cell of a tensor: one head's dims. */
@@ -351,16 +342,11 @@ bool posenc__gpu_rope_contiguous(const posenc__rope_op *op, uint32_t pairs)
 
 /* ---- Both ---------------------------------------------------------------------------------- */
 
-static bool in_device_memory(const posenc__view *view)
-{
-    return view->buffer && (!view->buffer->host_memory || view->buffer->host_imported);
-}
-
 static posenc_status check_cache(posenc_context *ctx, const posenc__view *cache,
                                  const char *name, bool per_head, bool host_only, uint64_t slack,
                                  uint64_t limit, const char *limit_text)
 {
-    if (host_only && in_device_memory(cache))
+    if (host_only && !posenc__gpu_view_host(cache))
         return POSENC_OK;
     uint64_t span = per_head ? (uint64_t)cache_head_span(cache) : posenc__gpu_view_extent(cache);
     if (span <= limit && slack <= limit - span)

@@ -263,9 +263,7 @@ void posenc__gpu_stage_import(posenc_context *ctx, posenc__gpu_staging *staging,
         posenc__gpu_stage_layout(staging);
 }
 
-/* Host memory the device cannot address: host tensors, and buffers wrapping caller memory that
- * the device did not import. */
-static uint8_t *staged_host(const posenc__view *view)
+uint8_t *posenc__gpu_view_host(const posenc__view *view)
 {
     if (view->host)
         return view->host + view->offset;
@@ -281,7 +279,7 @@ posenc_status posenc__gpu_stage_in(posenc_context *ctx, posenc__gpu_staging *sta
     posenc_status status = POSENC_OK;
     for (uint32_t i = 0; i < staging->view_count && status == POSENC_OK; i++) {
         posenc__gpu_staged_view *v = &staging->views[i];
-        v->host = staged_host(v->view);
+        v->host = posenc__gpu_view_host(v->view);
         if (!v->host)
             status = hooks->bind(ctx, user, i, POSENC__GPU_IN_DEVICE, 0, 0);
     }

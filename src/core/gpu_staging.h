@@ -138,6 +138,11 @@ posenc_status posenc__gpu_stage_in(posenc_context *ctx, posenc__gpu_staging *sta
 /* Counts the bytes a call copied back once the backend has copied them (statistics). */
 void posenc__gpu_stage_copied_back(posenc_context *ctx, const posenc__gpu_staging *staging);
 
+/* Element 0 of a view in host memory the device cannot address (host tensors, and buffers
+ * wrapping caller memory that the device did not import): what staging copies. NULL for a view
+ * in device memory. */
+uint8_t *posenc__gpu_view_host(const posenc__view *view);
+
 /* Bytes from element 0 to one past the view's last element. */
 uint64_t posenc__gpu_view_extent(const posenc__view *view);
 
