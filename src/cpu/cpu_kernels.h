@@ -96,6 +96,7 @@ typedef struct posenc_cpu_kernels {
     /* Angle addition: sin/cos(a + b) from sin/cos(a) and sin/cos(b), elementwise. */
     void (*rotate)(const float *sin_a, const float *cos_a, const float *sin_b, const float *cos_b,
                    size_t count, float *sin_out, float *cos_out);
+    /* NEOX and GPTJ only: cpu_rope.c's rope_styles says which styles the kernels cover. */
     void (*rope_heads)(const posenc_cpu_rope_heads *args);
     /* The GPT-J table of posenc_cpu_rope_heads from `pairs` sin and cos values: cos[j] at 2j
      * and 2j + 1, then -sin[j] and sin[j] from 2 pairs on. */

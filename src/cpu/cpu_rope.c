@@ -35,6 +35,25 @@ typedef struct rope_job {
     bool streaming; /* posenc_cpu_rope_heads.streaming */
 } rope_job;
 
+/* How each pairing style sits on the CPU: the layout of its token table (cpu_kernels.h: pairs'
+ * cos then sin for a half table, each value twice with the sin signed for an interleaved one)
+ * and whether the vector kernels (rope_heads) were written for it. A style they do not cover
+ * takes the element-by-element path, which reads its dims from POSENC_ROPE_PAIR_FIRST/SECOND. */
+typedef struct rope_style_traits {
+    bool interleaved_table;
+    bool vector_kernels;
+} rope_style_traits;
+
+static const rope_style_traits rope_styles[] = {
+    [POSENC_ROPE_NEOX] = {.interleaved_table = false, .vector_kernels = true},
+    [POSENC_ROPE_GPTJ] = {.interleaved_table = true, .vector_kernels = true},
+};
+#define ROPE_STYLE_COUNT_(name, value, text) +1
+_Static_assert(sizeof rope_styles / sizeof rope_styles[0] ==
+                   0 POSENC_ROPE_STYLE_LIST(ROPE_STYLE_COUNT_),
+               "every pairing style of posenc.h needs its line in rope_styles");
+#undef ROPE_STYLE_COUNT_
+
 /* Tensors (read and written) above this many bytes stream from L3 or memory: the kernels'
  * software prefetch pays there and only costs instructions in L1 and L2 (a decode step). */
 #define STREAMING_BYTES ((uint64_t)4 << 20)
@@ -88,7 +107,7 @@ static void build_table(const rope_job *job, int64_t row, float *table, float *s
     const posenc__rope_op *op = job->op;
     const uint32_t rot = op->rotary_dim, pairs = rot / 2;
     int64_t b = row / op->tokens, t = row % op->tokens;
-    if (op->style == POSENC_ROPE_NEOX) {
+    if (!rope_styles[op->style].interleaved_table) {
         token_sincos(job, b, t, turns_hi, table + pairs, table);
         return;
     }
@@ -110,13 +129,14 @@ static void rotate_head_strided(const posenc__rope_op *op, const float *table, c
             memcpy(out + d * out_stride, in + d * in_stride, element);
     in += first * in_stride;
     out += first * out_stride;
+    const bool interleaved = rope_styles[op->style].interleaved_table;
     for (uint32_t j = 0; j < pairs; j++) {
         /* The pair's dims as every kernel reads them; its factors where this style's table
          * (build_table) holds them. */
         uint32_t ia = POSENC_ROPE_PAIR_FIRST((uint32_t)op->style, j, pairs);
         uint32_t ib = POSENC_ROPE_PAIR_SECOND((uint32_t)op->style, j, pairs);
-        float c = op->style == POSENC_ROPE_GPTJ ? table[2 * j] : table[j];
-        float s = op->style == POSENC_ROPE_GPTJ ? table[rot + 2 * j + 1] : table[pairs + j];
+        float c = interleaved ? table[2 * j] : table[j];
+        float s = interleaved ? table[rot + 2 * j + 1] : table[pairs + j];
         float a = posenc_cpu_load(in + ia * in_stride, dtype);
         float b = posenc_cpu_load(in + ib * in_stride, dtype);
         posenc_cpu_store(out + ia * out_stride, dtype, a * c - b * s);
@@ -136,7 +156,8 @@ static void rotate_heads_at(const rope_job *job, const float *table, const posen
 {
     const posenc__rope_op *op = job->op;
     int64_t element = (int64_t)posenc_dtype_size(in_view->dtype);
-    if (in_view->strides[3] == element && out_view->strides[3] == element) {
+    if (in_view->strides[3] == element && out_view->strides[3] == element &&
+        rope_styles[op->style].vector_kernels) {
         const uint32_t pairs = op->rotary_dim / 2, first = op->rotary_offset;
         if (!in_place && first) /* the dims before the rotated ones pass through */
             for (int64_t h = 0; h < heads; h++)
