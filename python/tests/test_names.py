@@ -3,6 +3,9 @@
 # with underscores (canonical) or hyphens in any case, the same value either way; unknown names
 # are InvalidArgument listing the canonical ones. Error statuses and codes come from the
 # library's status list.
+import ast
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -48,6 +51,32 @@ def test_unknown_names_are_refused(kind):
     for bad in (-1, len(names)):
         with pytest.raises(posenc.InvalidArgument, match="what"):
             _posenc.name_value(kind, bad, "what")
+
+
+def _stub_literals(node):
+    """The strings of every Literal[...] under `node` of the type stub."""
+    return {leaf.value for sub in ast.walk(node)
+            if isinstance(sub, ast.Subscript) and getattr(sub.value, "id", None) == "Literal"
+            for leaf in ast.walk(sub.slice)
+            if isinstance(leaf, ast.Constant) and isinstance(leaf.value, str)}
+
+
+def test_type_stub_spells_the_library_lists():
+    # The stub writes the names out for type checkers; they must be the library's own, each
+    # accepted, and none missing.
+    stub = ast.parse(pathlib.Path(posenc.__file__).with_suffix(".pyi").read_text())
+    aliases = {target.id: statement.value for statement in stub.body
+               if isinstance(statement, ast.Assign) for target in statement.targets}
+    sinusoidal = next(statement for statement in stub.body
+                      if isinstance(statement, ast.FunctionDef) and statement.name == "sinusoidal")
+    layout = next(argument for argument in sinusoidal.args.kwonlyargs if argument.arg == "layout")
+    for kind, node in (("rope_style", aliases["_Style"]),
+                       ("rope_multimodal", aliases["_Multimodal"]),
+                       ("sinusoidal_layout", layout.annotation)):
+        spelled = _stub_literals(node)
+        assert set(posenc.NAMES[kind]) <= spelled, kind
+        for name in spelled:
+            assert _posenc.canonical_name(kind, name) is not None, (kind, name)
 
 
 def test_older_multimodal_spellings():
