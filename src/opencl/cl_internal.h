@@ -278,6 +278,7 @@ typedef struct posenc_cl_staging {
      * call that made them: the caller may free that memory once the call returns. */
     cl_mem imports[POSENC__GPU_MAX_VIEWS];
     uint64_t import_base[POSENC__GPU_MAX_VIEWS];
+    cl_event kernel_done; /* posenc_cl_stage_out's `after`: what copying back waits for */
 } posenc_cl_staging;
 
 /* Registers a view the kernel uses as `access` (POSENC__GPU_READ, POSENC__GPU_WRITE);
