@@ -223,7 +223,7 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     /* CL_MEM_USE_HOST_PTR is in place only where the device shares host memory; elsewhere the
      * driver copies the whole range, as staging does, but outside posenc's control. */
     info->host_memory_import =
-        info->unified_memory && (device->base_alignment & (device->base_alignment - 1)) == 0;
+        posenc__gpu_host_importable(info->unified_memory, device->base_alignment);
     info->fp16_storage = true; /* vload_half / vstore_half are core OpenCL */
     info->fp16_arithmetic = has_extension(extension_list, "cl_khr_fp16");
     info->bf16 = has_extension(extension_list, "cl_intel_bfloat16_conversions");
@@ -326,8 +326,7 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
     }
     free(platforms);
     if (status != POSENC_OK) {
-        posenc_cl_release_devices(list); /* nothing listed, nothing kept */
-        list->count = 0;
+        posenc__gpu_devices_free(list); /* nothing listed, nothing kept */
         *reason = "out of host memory";
         return status;
     }
@@ -345,12 +344,6 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
         return POSENC_BACKEND_UNAVAILABLE;
     }
     return POSENC_OK;
-}
-
-void posenc_cl_release_devices(posenc__device_list *list)
-{
-    for (uint32_t d = 0; d < list->count; d++)
-        free(list->items[d].handle);
 }
 
 posenc_status posenc_cl_enumerate(posenc__device_list *list, const char **reason)

@@ -7,6 +7,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include "core/gpu_devices.h"
 #include "core/gpu_plan.h"
 #include "core/gpu_staging.h"
 #include "core/gpu_tables.h"
@@ -124,7 +125,6 @@ typedef struct posenc_cl_device {
 
 /* Appends every usable OpenCL device of every platform (cl_devices.c). */
 posenc_status posenc_cl_enumerate(posenc__device_list *list, const char **reason);
-void posenc_cl_release_devices(posenc__device_list *list);
 
 typedef enum posenc_cl_device_verdict {
     POSENC_CL_DEVICE_USABLE,

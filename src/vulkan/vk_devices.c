@@ -263,11 +263,9 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
     describe_memory(&memory, info->type == POSENC_DEVICE_DISCRETE_GPU, &info->memory_bytes,
                     &record->unified);
     info->unified_memory = record->unified;
-    /* Imported only where the device shares host memory: a discrete GPU would read it across
-     * the bus in every kernel, which the staging copy does once. */
     uint64_t import_alignment = host_import.minImportedHostPointerAlignment;
-    record->host_import = has_host_import && record->unified && import_alignment > 0 &&
-                          (import_alignment & (import_alignment - 1)) == 0;
+    record->host_import =
+        has_host_import && posenc__gpu_host_importable(record->unified, import_alignment);
     record->import_alignment = record->host_import ? import_alignment : 0;
     info->host_memory_import = record->host_import;
     info->fp16_storage = storage16.storageBuffer16BitAccess == VK_TRUE;
@@ -396,9 +394,7 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
     free(physicals);
     if (status != POSENC_OK) {
         posenc_vk_instance_destroy(&instance);
-        for (uint32_t d = 0; d < list->count; d++)
-            free(list->items[d].handle);
-        list->count = 0;
+        posenc__gpu_devices_free(list);
         *reason = "out of host memory";
         return status;
     }
@@ -426,7 +422,6 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
 
 void posenc_vk_release_devices(posenc__device_list *list)
 {
-    for (uint32_t d = 0; d < list->count; d++)
-        free(list->items[d].handle);
+    posenc__gpu_devices_free(list);
     posenc_vk_instance_destroy(&enumeration_instance);
 }

@@ -10,6 +10,7 @@
 #endif
 #include <vulkan/vulkan.h>
 
+#include "core/gpu_devices.h"
 #include "core/gpu_plan.h"
 #include "core/gpu_split.h"
 #include "core/gpu_staging.h"
@@ -361,8 +362,14 @@ posenc_status posenc_vk_context_finish_init(posenc_context *ctx);
 /* posenc's own logical device on vk->physical_handle, with one queue of its compute family. */
 posenc_status posenc_vk_create_device(posenc_context *ctx, posenc_vk_context *vk);
 void posenc_vk_destroy_state(posenc_context *ctx, bool save_cache);
-/* Whether POSENC_VULKAN_DISABLE lists `feature`. */
-bool posenc_vk_disabled(const char *feature);
+/* Whether POSENC_VULKAN_DISABLE lists `feature`, to exercise the code paths of devices
+ * without it: "16bit_storage" (f16/bf16 packed two per word), "unified_memory" (device buffers
+ * with staging copies, as on discrete GPUs), "push_descriptor" (descriptor sets from pools),
+ * "host_import" (caller host memory staged instead of imported). */
+static inline bool posenc_vk_disabled(const char *feature)
+{
+    return posenc__gpu_feature_disabled("POSENC_VULKAN_DISABLE", feature);
+}
 
 /* vk_debug.c: debug names and labels. posenc_vk_debug_init loads the functions when `wanted`
  * (the instance has VK_EXT_debug_utils enabled); where they are missing, a caller's instance
