@@ -14,9 +14,6 @@
  * narrowest (16-bit) elements. */
 #define MAX_BINDING_BYTES (UINT64_C(1) << 33)
 
-/* cl_khr_icd's "no platform" (cl_ext.h), returned by ICD loaders that found no ICD. */
-#define POSENC_CL_PLATFORM_NOT_FOUND (-1001)
-
 /* The queries of one device. A query the runtime fails for want of memory
  * (CL_OUT_OF_HOST_MEMORY, CL_OUT_OF_RESOURCES) is its error, kept in `error` and `failed`: read
  * as "no value" it would describe the device as lacking what it has. Other failures (a property
@@ -252,7 +249,7 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
     cl_uint platform_count = 0;
     cl_int err = cl->GetPlatformIDs(0, NULL, &platform_count);
     if (err != CL_SUCCESS || platform_count == 0) {
-        if (err == CL_SUCCESS || err == POSENC_CL_PLATFORM_NOT_FOUND)
+        if (err == CL_SUCCESS || err == CL_PLATFORM_NOT_FOUND_KHR)
             snprintf(why, sizeof why, "no OpenCL platform is installed (clGetPlatformIDs: %s)",
                      err == CL_SUCCESS ? "none" : posenc_cl_error_name(err));
         else

@@ -95,6 +95,10 @@ const posenc_cl_api *posenc_cl_api_get(void);
  * stack with posenc__signal_stack_save / _restore (core/platform.h): LLVM (inside PoCL and
  * other drivers) installs one of its own on the thread that first compiles. */
 
+/* cl_khr_icd's "no platform" (cl_ext.h), returned by ICD loaders that found no ICD. */
+#ifndef CL_PLATFORM_NOT_FOUND_KHR
+#define CL_PLATFORM_NOT_FOUND_KHR (-1001)
+#endif
 /* "CL_OUT_OF_RESOURCES"; "CL error" for a code not in the list. */
 const char *posenc_cl_error_name(cl_int error);
 /* The posenc status of an OpenCL error code. OpenCL has no code of its own for a lost device:
