@@ -35,16 +35,6 @@ static const char *vendor_name(uint32_t vendor_id)
     }
 }
 
-static bool has_extension(const VkExtensionProperties *extensions, uint32_t count,
-                          const char *name)
-{
-    for (uint32_t i = 0; i < count; i++) {
-        if (strcmp(extensions[i].extensionName, name) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* The device's extensions in `*extensions` (freed by the caller). A failed query is the
  * runtime's error, in `*runtime_result`: read as "no extensions" it would describe the device
  * without 16-bit storage, host import or push descriptors, and hide the failure. */
@@ -163,7 +153,7 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
         device_extensions(instance, physical, &extensions, &extension_count, runtime_result);
     if (status != POSENC_OK)
         return status;
-#define HAS_(name) has_extension(extensions, extension_count, name)
+#define HAS_(name) posenc_vk_has_extension(extensions, extension_count, name)
     bool has_driver_properties = version >= VK_API_VERSION_1_2 ||
                                  HAS_(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
     bool has_float16 = version >= VK_API_VERSION_1_2 ||

@@ -149,6 +149,9 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
                                         posenc_vk_instance *instance, char *message,
                                         size_t message_size, VkResult *runtime_result);
 void posenc_vk_instance_destroy(posenc_vk_instance *instance);
+/* Whether the `count` extensions listed name `name` (instance or device extensions). */
+bool posenc_vk_has_extension(const VkExtensionProperties *extensions, uint32_t count,
+                             const char *name);
 
 /* ---------------------------------------------------------------------------------------------
  * Enumerated devices (vk_devices.c)
