@@ -531,12 +531,6 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
                                  const posenc_vk_windows *windows, const void *push,
                                  uint32_t push_size, uint64_t invocations);
 
-/* Element size of a dtype as the kernels index it. */
-static inline uint32_t posenc_vk_element_size(posenc_dtype dtype)
-{
-    return (uint32_t)posenc_dtype_size(dtype);
-}
-
 /* The operations (vk_rope.c, vk_sinusoidal.c, vk_roofline.c) and buffers (vk_buffer.c). */
 posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
