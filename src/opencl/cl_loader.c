@@ -39,12 +39,9 @@ static void load_runtime(void)
 {
     if (!posenc__library_loading(&load_reason))
         return;
-    void *library = NULL;
     const char *name = library_names[0];
-    for (size_t i = 0; i < sizeof library_names / sizeof library_names[0] && !library; i++) {
-        name = library_names[i];
-        library = posenc__library_open(name);
-    }
+    void *library = posenc__library_open_first(
+        library_names, sizeof library_names / sizeof library_names[0], &name);
     if (!library) {
         load_reason = "the OpenCL ICD loader (" POSENC_CL_LIBRARY_HINT ") was not found";
         return;

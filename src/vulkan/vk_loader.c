@@ -34,12 +34,9 @@ static void load(void)
 {
     if (!posenc__library_loading(&state.reason))
         return;
-    void *library = NULL;
     const char *name = NULL;
-    for (size_t i = 0; i < sizeof library_names / sizeof library_names[0] && !library; i++) {
-        name = library_names[i];
-        library = posenc__library_open(name);
-    }
+    void *library = posenc__library_open_first(
+        library_names, sizeof library_names / sizeof library_names[0], &name);
     if (!library) {
         state.reason = "the Vulkan loader ("
 #if defined(_WIN32)
