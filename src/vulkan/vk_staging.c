@@ -108,8 +108,8 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
     return posenc__gpu_stage_in(ctx, &staging->plan, &hooks, &p);
 }
 
-/* The staging memory is mapped for the context's life and coherent: a region is read where it
- * lies (core/gpu_staging.h's posenc__gpu_stage_out hook). */
+/* Staging memory (the context's, or the call's temporary area) stays mapped and is coherent: a
+ * region is read where it lies, and copying back cannot fail (posenc__gpu_stage_out's hook). */
 static posenc_status map_region(posenc_context *ctx, void *user, uint32_t region,
                                 const uint8_t **bytes)
 {
