@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The parts of platform.h the same on every system: string helpers, getenv, and trying a
- * library under several names. The rest is per
- * system: platform_posix.c or platform_win32.c, platform_threads_*.c, platform_files_*.c. */
+ * library under several names. The rest is per system: platform_posix.c or platform_win32.c,
+ * platform_threads_*.c, platform_files_*.c. */
 #include "core/platform.h"
 
 #include <ctype.h>
