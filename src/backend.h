@@ -54,10 +54,13 @@ typedef struct posenc__backend {
     void *(*buffer_host_address)(posenc_context *ctx, posenc_buffer *buf);
     /* Maps the buffer for the host (posenc_buffer_map): after the submitted work that uses it,
      * stores in `*data` the address of its first byte, or returns UNSUPPORTED with a message
-     * naming "buffer" when the host cannot see its memory. Optional: NULL means UNSUPPORTED. */
+     * naming "buffer" when the host cannot see its memory. Not called for wrapped host memory
+     * the device does not use in place (the front end hands out buf->host_memory itself).
+     * Optional: NULL means UNSUPPORTED. */
     posenc_status (*buffer_map)(posenc_context *ctx, posenc_buffer *buf, void **data);
-    /* Ends a mapping made by buffer_map (`data` is what it returned). Optional: NULL when a
-     * mapping needs no ending (persistently mapped coherent memory, host memory). */
+    /* Ends a mapping made by buffer_map (`data` is what it returned); never called for one
+     * buffer_map did not make. Optional: NULL when a mapping needs no ending (persistently
+     * mapped coherent memory, host memory). */
     posenc_status (*buffer_unmap)(posenc_context *ctx, posenc_buffer *buf, void *data);
 
     /* The operations, on validated and resolved descriptions. Required. */

@@ -6,6 +6,8 @@
 #include "reference.h"
 #include "test_common.h"
 
+#include "core/gpu_devices.h"
+
 #include <stdint.h>
 #include <string.h>
 
@@ -32,8 +34,8 @@ static bool mappable(const posenc_device_info *info)
 {
     if (info->backend == POSENC_BACKEND_CPU)
         return true;
-    const char *disabled = posenc__env_get("POSENC_VULKAN_DISABLE");
-    if (info->backend == POSENC_BACKEND_VULKAN && disabled && strstr(disabled, "unified_memory"))
+    if (info->backend == POSENC_BACKEND_VULKAN &&
+        posenc__gpu_feature_disabled("POSENC_VULKAN_DISABLE", "unified_memory"))
         return false;
     return info->unified_memory;
 }

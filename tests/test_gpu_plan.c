@@ -60,6 +60,20 @@ static void check_packed_output(posenc_context *ctx)
     CHECK(in_place.upload_bytes == sizeof out && in_place.download_bytes == sizeof out);
 }
 
+/* Copying back's hooks over a region's device copy in host memory (`user`). */
+static posenc_status map_device_copy(posenc_context *ctx, void *user, uint32_t region,
+                                     const uint8_t **bytes)
+{
+    *bytes = user;
+    return POSENC_OK;
+}
+
+static posenc_status map_fails(posenc_context *ctx, void *user, uint32_t region,
+                               const uint8_t **bytes)
+{
+    return POSENC_DEVICE_ERROR;
+}
+
 /* q and k slices of one fused [tokens, 3 (q k v), heads, dim] f32 array, rotated in place:
  * one region, copied in whole, and only q's and k's elements copied back (v untouched). */
 static void check_fused_qkv(posenc_context *ctx)
@@ -95,7 +109,12 @@ static void check_fused_qkv(posenc_context *ctx)
         return;
     memset(qkv, 0x11, sizeof qkv);
     memset(device_copy, 0x22, size);
-    posenc__gpu_stage_copy_out(&plan, 0, device_copy);
+    /* A runtime failure while mapping leaves the caller's memory as it was. */
+    posenc__gpu_stage_out_hooks hooks = {.map = map_fails};
+    CHECK(posenc__gpu_stage_out(ctx, &plan, &hooks, device_copy) == POSENC_DEVICE_ERROR);
+    CHECK(((const uint8_t *)qkv)[0] == 0x11);
+    hooks.map = map_device_copy;
+    CHECK_OK(posenc__gpu_stage_out(ctx, &plan, &hooks, device_copy));
     bool q_k_written = true, v_untouched = true;
     for (int t = 0; t < TOKENS; t++) {
         for (int s = 0; s < 3; s++) {

@@ -9,6 +9,8 @@
 #include "required_devices.h"
 #include "test_common.h"
 
+#include "core/gpu_devices.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -57,10 +59,11 @@ static bool untouched(const unsigned char *bytes, size_t size)
 
 static bool disabled_by_env(posenc_backend backend)
 {
-    const char *list = posenc__env_get(backend == POSENC_BACKEND_VULKAN ? "POSENC_VULKAN_DISABLE"
-                                                                        : "POSENC_OPENCL_DISABLE");
+    const char *variable = backend == POSENC_BACKEND_VULKAN ? "POSENC_VULKAN_DISABLE"
+                                                            : "POSENC_OPENCL_DISABLE";
     /* Without unified memory posenc treats the device as discrete: nothing is imported. */
-    return list && (strstr(list, "host_import") || strstr(list, "unified_memory"));
+    return posenc__gpu_feature_disabled(variable, "host_import") ||
+           posenc__gpu_feature_disabled(variable, "unified_memory");
 }
 
 static posenc_context *context_with_log(const posenc_device_info *info, import_log *log)

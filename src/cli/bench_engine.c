@@ -3,8 +3,6 @@
  * (bench_engine_vk.c, bench_engine_cl.c). */
 #include "bench_engine.h"
 
-#include "core/platform.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -30,14 +28,6 @@ double bench_engine_median(double *seconds, size_t count)
 {
     qsort(seconds, count, sizeof seconds[0], compare_seconds);
     return seconds[count / 2];
-}
-
-void *bench_engine_open_first(const char *const *names, size_t count)
-{
-    void *library = NULL;
-    for (size_t i = 0; i < count && !library; i++)
-        library = posenc__library_open(names[i]);
-    return library;
 }
 
 uint64_t bench_engine_kernels(posenc_context *context)

@@ -34,8 +34,6 @@ bool bench_engine_time(const posenc_device_info *info, const char *cache_dir,
 #define BENCH_ENGINE_BYTES (BENCH_ENGINE_K_OFFSET + 8 * 128 * 4)
 posenc_rope_desc bench_engine_rope(posenc_buffer *buffer);
 double bench_engine_median(double *seconds, size_t count);
-/* The first of `count` library names that opens, or NULL. */
-void *bench_engine_open_first(const char *const *names, size_t count);
 /* posenc_context_stats' kernels_built + kernels_loaded. */
 uint64_t bench_engine_kernels(posenc_context *context);
 /* Keeps call `i`'s time: the first in times->first_seconds, the later ones in `later` for their

@@ -52,8 +52,8 @@ static const char *const loader_names[] = {
  * buffer for the tensors. */
 static const char *open_engine(engine *e, const posenc_device_info *info)
 {
-    e->library =
-        bench_engine_open_first(loader_names, sizeof loader_names / sizeof loader_names[0]);
+    e->library = posenc__library_open_first(
+        loader_names, sizeof loader_names / sizeof loader_names[0], NULL);
     if (!e->library)
         return "the OpenCL loader did not open";
 #define LOAD_(name, result, params)                                                             \

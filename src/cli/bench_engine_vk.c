@@ -54,8 +54,8 @@ static const char *const loader_names[] = {
 /* The instance and the physical device named like posenc's `info`. */
 static const char *open_instance(engine *e, const posenc_device_info *info)
 {
-    e->library =
-        bench_engine_open_first(loader_names, sizeof loader_names / sizeof loader_names[0]);
+    e->library = posenc__library_open_first(
+        loader_names, sizeof loader_names / sizeof loader_names[0], NULL);
     if (!e->library)
         return "the Vulkan loader did not open";
     e->GetInstanceProcAddr =

@@ -179,8 +179,12 @@ posenc_status posenc_buffer_map(posenc_buffer *buf, void **data)
     if (taken)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                             "buffer: is already mapped; posenc_buffer_unmap it first");
-    void *address = NULL;
-    status = ctx->backend->buffer_map(ctx, buf, &address);
+    /* Wrapped host memory the device does not use in place is the caller's own: work on it is
+     * staged and over when its call returns, so there is nothing to wait for or map. */
+    bool own = buf->host_memory && !buf->host_imported;
+    void *address = own ? buf->host_memory : NULL;
+    if (!own)
+        status = ctx->backend->buffer_map(ctx, buf, &address);
     if (status != POSENC_OK) {
         posenc__atomic_store_release(&buf->mapped, 0);
         return status;
@@ -199,7 +203,7 @@ posenc_status posenc_buffer_unmap(posenc_buffer *buf)
     if (!posenc__atomic_load_acquire(&buf->mapped))
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "buffer: is not mapped");
     posenc_status status = POSENC_OK;
-    if (ctx->backend->buffer_unmap)
+    if (ctx->backend->buffer_unmap && !(buf->host_memory && !buf->host_imported))
         status = ctx->backend->buffer_unmap(ctx, buf, buf->mapped_address);
     if (status != POSENC_OK)
         return status;

@@ -227,8 +227,9 @@ static void copy_elements(uint8_t *dst, const uint8_t *src, const posenc__view *
     }
 }
 
-void posenc__gpu_stage_copy_out(const posenc__gpu_staging *staging, uint32_t r,
-                                const uint8_t *region_bytes)
+/* Copies back the elements of the written views of region `r` from `region_bytes`, the device
+ * copy of the region's first byte (lo) as the backend sees it mapped. */
+static void copy_out(const posenc__gpu_staging *staging, uint32_t r, const uint8_t *region_bytes)
 {
     const posenc__gpu_region *region = &staging->regions[r];
     if (region->whole) {
@@ -314,8 +315,37 @@ posenc_status posenc__gpu_stage_in(posenc_context *ctx, posenc__gpu_staging *sta
     return status;
 }
 
-void posenc__gpu_stage_copied_back(posenc_context *ctx, const posenc__gpu_staging *staging)
+posenc_status posenc__gpu_stage_out(posenc_context *ctx, const posenc__gpu_staging *staging,
+                                    const posenc__gpu_stage_out_hooks *hooks, void *user)
 {
-    if (staging->region_count)
+    posenc_status status = hooks->sync_imported ? hooks->sync_imported(ctx, user) : POSENC_OK;
+    if (status != POSENC_OK)
+        return status;
+    uint32_t staged = 0, only = 0;
+    for (uint32_t r = 0; r < staging->region_count; r++) {
+        if (staging->regions[r].written && !staging->regions[r].imported) {
+            staged++;
+            only = r;
+        }
+    }
+    if (staged == 1 && staging->regions[only].whole && hooks->read_whole) {
+        status = hooks->read_whole(ctx, user, only);
+    } else if (staged) {
+        const uint8_t *mapped[POSENC__GPU_MAX_VIEWS] = {0};
+        for (uint32_t r = 0; r < staging->region_count && status == POSENC_OK; r++) {
+            if (staging->regions[r].written && !staging->regions[r].imported)
+                status = hooks->map(ctx, user, r, &mapped[r]);
+        }
+        for (uint32_t r = 0; r < staging->region_count && status == POSENC_OK; r++) {
+            if (mapped[r])
+                copy_out(staging, r, mapped[r]);
+        }
+        /* The outputs are the caller's now: a failed unmap costs the backend its staging
+         * allocation, not them. */
+        if (hooks->unmap)
+            hooks->unmap(ctx, user, mapped);
+    }
+    if (status == POSENC_OK && staging->region_count)
         posenc__atomic64_add(&ctx->stats.staged_bytes, staging->download_bytes);
+    return status;
 }

@@ -94,10 +94,6 @@ bool posenc__gpu_stage_has_host(const posenc__gpu_staging *staging);
 
 /* Copies region `r`'s host bytes to `area`, the staging area's first byte. */
 void posenc__gpu_stage_copy_in(const posenc__gpu_staging *staging, uint32_t r, uint8_t *area);
-/* Copies back the elements of the written views of region `r` from `region_bytes`, the device
- * copy of the region's first byte (lo) as the backend sees it mapped. */
-void posenc__gpu_stage_copy_out(const posenc__gpu_staging *staging, uint32_t r,
-                                const uint8_t *region_bytes);
 
 /* ---- Staging a call: the order of the steps, with the backend's runtime calls as hooks ----- */
 
@@ -135,8 +131,28 @@ typedef struct posenc__gpu_stage_hooks {
 posenc_status posenc__gpu_stage_in(posenc_context *ctx, posenc__gpu_staging *staging,
                                    const posenc__gpu_stage_hooks *hooks, void *user);
 
-/* Counts the bytes a call copied back once the backend has copied them (statistics). */
-void posenc__gpu_stage_copied_back(posenc_context *ctx, const posenc__gpu_staging *staging);
+typedef struct posenc__gpu_stage_out_hooks {
+    /* Makes what the kernel wrote into memory the device used in place (the written views of
+     * imported wrapped buffers, the written imported regions) visible to the host. Optional:
+     * NULL where such memory is coherent. */
+    posenc_status (*sync_imported)(posenc_context *ctx, void *user);
+    /* Reads the staging bytes of region `region`, a lone packed output, straight into its host
+     * bytes: one command where a map, a copy and an unmap take three. Optional: NULL copies it
+     * as any other region. */
+    posenc_status (*read_whole)(posenc_context *ctx, void *user, uint32_t region);
+    /* Makes the staging bytes of region `region` readable by the host, its lo's device copy in
+     * `*bytes`. A mapping made before a failure stays in `*bytes`, for `unmap`. */
+    posenc_status (*map)(posenc_context *ctx, void *user, uint32_t region, const uint8_t **bytes);
+    /* Ends the mappings `map` made (`mapped`, by region; NULL where none), also after a failure.
+     * Optional: NULL where a mapping needs no ending (persistently mapped memory). */
+    void (*unmap)(posenc_context *ctx, void *user, const uint8_t *const *mapped);
+} posenc__gpu_stage_out_hooks;
+
+/* Everything after the kernel: the written elements of staged views (whole packed outputs,
+ * byte for byte) copied back into the caller's memory, all or none: every region is mapped
+ * before any is copied, so that a runtime failure on the way leaves every output as it was. */
+posenc_status posenc__gpu_stage_out(posenc_context *ctx, const posenc__gpu_staging *staging,
+                                    const posenc__gpu_stage_out_hooks *hooks, void *user);
 
 /* Element 0 of a view in host memory the device cannot address (host tensors, and buffers
  * wrapping caller memory that the device did not import): what staging copies. NULL for a view

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The parts of platform.h the same on every system: string helpers and getenv. The rest is per
- * system: platform_posix.c or platform_win32.c, platform_threads_*.c, platform_files_*.c. */
+/* The parts of platform.h the same on every system: string helpers, getenv, and trying a
+ * library under several names. The rest is per system: platform_posix.c or platform_win32.c,
+ * platform_threads_*.c, platform_files_*.c. */
 #include "core/platform.h"
 
 #include <ctype.h>
@@ -45,3 +46,16 @@ char *posenc__strdup(const char *s)
 }
 
 const char *posenc__env_get(const char *name) { return getenv(name); }
+
+void *posenc__library_open_first(const char *const *names, size_t count, const char **opened)
+{
+    for (size_t i = 0; i < count; i++) {
+        void *library = posenc__library_open(names[i]);
+        if (library) {
+            if (opened)
+                *opened = names[i];
+            return library;
+        }
+    }
+    return NULL;
+}

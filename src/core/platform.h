@@ -120,6 +120,9 @@ bool posenc__library_loading(const char **reason);
 /* dlopen/dlsym/dlclose, or their Windows equivalents (LoadLibraryW: a path in UTF-8). NULL on
  * failure, and always in a static binary (posenc__library_loading). */
 void *posenc__library_open(const char *name);
+/* The first of the `count` libraries `names` that opens, tried in order, its name in `*opened`
+ * when `opened` is not NULL; NULL when none does (a runtime's loader under its names). */
+void *posenc__library_open_first(const char *const *names, size_t count, const char **opened);
 /* Whether a library of that name is already loaded into the process, without loading it
  * (dlopen with RTLD_NOLOAD, GetModuleHandleW). */
 bool posenc__library_loaded(const char *name);

@@ -162,15 +162,11 @@ static cl_int enqueue_unmap(posenc_context *ctx, void *user, cl_uint count, cons
     return state->cl->EnqueueUnmapMemObject(state->queue, m->mem, m->address, count, list, event);
 }
 
-/* Wrapped host memory is the caller's own. A device allocation is mapped where the device shares
- * host memory (allocated with CL_MEM_ALLOC_HOST_PTR, above), after posenc's earlier commands; a
- * discrete GPU would copy, which posenc_buffer_download already does. */
+/* A device allocation (or imported host memory) is mapped where the device shares host memory
+ * (allocated with CL_MEM_ALLOC_HOST_PTR, above), after posenc's earlier commands; a discrete GPU
+ * would copy, which posenc_buffer_download already does. */
 posenc_status posenc_cl_buffer_map(posenc_context *ctx, posenc_buffer *buf, void **data)
 {
-    if (buf->host_memory && !buf->host_imported) {
-        *data = buf->host_memory;
-        return POSENC_OK;
-    }
     if (!ctx->device->info.unified_memory)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "buffer: is in memory of a device that does not share host memory; "
@@ -184,8 +180,6 @@ posenc_status posenc_cl_buffer_map(posenc_context *ctx, posenc_buffer *buf, void
 
 posenc_status posenc_cl_buffer_unmap(posenc_context *ctx, posenc_buffer *buf, void *data)
 {
-    if (buf->host_memory && !buf->host_imported)
-        return POSENC_OK;
     mapping m = {(cl_mem)buf->backend_state, (size_t)buf->size, data};
     return copy(ctx, enqueue_unmap, &m, "clEnqueueUnmapMemObject");
 }

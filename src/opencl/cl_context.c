@@ -5,22 +5,13 @@
 #include "opencl/cl_internal.h"
 
 #include <stdlib.h>
-#include <string.h>
 
-/* Whether host memory is imported: where the device can, unless POSENC_OPENCL_DISABLE (a
- * comma-separated list) names "host_import", to exercise the staging path on such devices. */
+/* Whether host memory is imported: where the device can, unless POSENC_OPENCL_DISABLE names
+ * "host_import", to exercise the staging path on such devices. */
 static bool host_import(const posenc_device_info *info)
 {
-    const char *list = posenc__env_get("POSENC_OPENCL_DISABLE");
-    static const char feature[] = "host_import";
-    while (list && *list) {
-        const char *end = strchr(list, ',');
-        size_t item = end ? (size_t)(end - list) : strlen(list);
-        if (item == sizeof feature - 1 && strncmp(list, feature, item) == 0)
-            return false;
-        list = end ? end + 1 : NULL;
-    }
-    return info->host_memory_import;
+    return info->host_memory_import &&
+           !posenc__gpu_feature_disabled("POSENC_OPENCL_DISABLE", "host_import");
 }
 
 /* The state both kinds of context start from. */

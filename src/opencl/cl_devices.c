@@ -14,9 +14,6 @@
  * narrowest (16-bit) elements. */
 #define MAX_BINDING_BYTES (UINT64_C(1) << 33)
 
-/* cl_khr_icd's "no platform" (cl_ext.h), returned by ICD loaders that found no ICD. */
-#define POSENC_CL_PLATFORM_NOT_FOUND (-1001)
-
 /* The queries of one device. A query the runtime fails for want of memory
  * (CL_OUT_OF_HOST_MEMORY, CL_OUT_OF_RESOURCES) is its error, kept in `error` and `failed`: read
  * as "no value" it would describe the device as lacking what it has. Other failures (a property
@@ -223,7 +220,7 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     /* CL_MEM_USE_HOST_PTR is in place only where the device shares host memory; elsewhere the
      * driver copies the whole range, as staging does, but outside posenc's control. */
     info->host_memory_import =
-        info->unified_memory && (device->base_alignment & (device->base_alignment - 1)) == 0;
+        posenc__gpu_host_importable(info->unified_memory, device->base_alignment);
     info->fp16_storage = true; /* vload_half / vstore_half are core OpenCL */
     info->fp16_arithmetic = has_extension(extension_list, "cl_khr_fp16");
     info->bf16 = has_extension(extension_list, "cl_intel_bfloat16_conversions");
@@ -252,7 +249,7 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
     cl_uint platform_count = 0;
     cl_int err = cl->GetPlatformIDs(0, NULL, &platform_count);
     if (err != CL_SUCCESS || platform_count == 0) {
-        if (err == CL_SUCCESS || err == POSENC_CL_PLATFORM_NOT_FOUND)
+        if (err == CL_SUCCESS || err == CL_PLATFORM_NOT_FOUND_KHR)
             snprintf(why, sizeof why, "no OpenCL platform is installed (clGetPlatformIDs: %s)",
                      err == CL_SUCCESS ? "none" : posenc_cl_error_name(err));
         else
@@ -326,8 +323,7 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
     }
     free(platforms);
     if (status != POSENC_OK) {
-        posenc_cl_release_devices(list); /* nothing listed, nothing kept */
-        list->count = 0;
+        posenc__gpu_devices_free(list); /* nothing listed, nothing kept */
         *reason = "out of host memory";
         return status;
     }
@@ -345,12 +341,6 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
         return POSENC_BACKEND_UNAVAILABLE;
     }
     return POSENC_OK;
-}
-
-void posenc_cl_release_devices(posenc__device_list *list)
-{
-    for (uint32_t d = 0; d < list->count; d++)
-        free(list->items[d].handle);
 }
 
 posenc_status posenc_cl_enumerate(posenc__device_list *list, const char **reason)

@@ -7,6 +7,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include "core/gpu_devices.h"
 #include "core/gpu_plan.h"
 #include "core/gpu_staging.h"
 #include "core/gpu_tables.h"
@@ -94,6 +95,10 @@ const posenc_cl_api *posenc_cl_api_get(void);
  * stack with posenc__signal_stack_save / _restore (core/platform.h): LLVM (inside PoCL and
  * other drivers) installs one of its own on the thread that first compiles. */
 
+/* cl_khr_icd's "no platform" (cl_ext.h), returned by ICD loaders that found no ICD. */
+#ifndef CL_PLATFORM_NOT_FOUND_KHR
+#define CL_PLATFORM_NOT_FOUND_KHR (-1001)
+#endif
 /* "CL_OUT_OF_RESOURCES"; "CL error" for a code not in the list. */
 const char *posenc_cl_error_name(cl_int error);
 /* The posenc status of an OpenCL error code. OpenCL has no code of its own for a lost device:
@@ -124,7 +129,6 @@ typedef struct posenc_cl_device {
 
 /* Appends every usable OpenCL device of every platform (cl_devices.c). */
 posenc_status posenc_cl_enumerate(posenc__device_list *list, const char **reason);
-void posenc_cl_release_devices(posenc__device_list *list);
 
 typedef enum posenc_cl_device_verdict {
     POSENC_CL_DEVICE_USABLE,
@@ -278,6 +282,7 @@ typedef struct posenc_cl_staging {
      * call that made them: the caller may free that memory once the call returns. */
     cl_mem imports[POSENC__GPU_MAX_VIEWS];
     uint64_t import_base[POSENC__GPU_MAX_VIEWS];
+    cl_event kernel_done; /* posenc_cl_stage_out's `after`: what copying back waits for */
 } posenc_cl_staging;
 
 /* Registers a view the kernel uses as `access` (POSENC__GPU_READ, POSENC__GPU_WRITE);

@@ -3,6 +3,7 @@
  * and turning OpenCL error codes into posenc statuses and messages. */
 #include "opencl/cl_internal.h"
 
+#include "core/gpu_errors.h"
 #include "core/platform.h"
 
 #include <stdio.h>
@@ -38,12 +39,9 @@ static void load_runtime(void)
 {
     if (!posenc__library_loading(&load_reason))
         return;
-    void *library = NULL;
     const char *name = library_names[0];
-    for (size_t i = 0; i < sizeof library_names / sizeof library_names[0] && !library; i++) {
-        name = library_names[i];
-        library = posenc__library_open(name);
-    }
+    void *library = posenc__library_open_first(
+        library_names, sizeof library_names / sizeof library_names[0], &name);
     if (!library) {
         load_reason = "the OpenCL ICD loader (" POSENC_CL_LIBRARY_HINT ") was not found";
         return;
@@ -83,99 +81,75 @@ const posenc_cl_api *posenc_cl_load(const char **reason)
 
 const posenc_cl_api *posenc_cl_api_get(void) { return api_loaded ? &api : NULL; }
 
-#define POSENC_CL_ERRORS(X)                                                                       \
-    X(CL_DEVICE_NOT_FOUND)                                                                      \
-    X(CL_DEVICE_NOT_AVAILABLE)                                                                  \
-    X(CL_COMPILER_NOT_AVAILABLE)                                                                \
-    X(CL_MEM_OBJECT_ALLOCATION_FAILURE)                                                         \
-    X(CL_OUT_OF_RESOURCES)                                                                      \
-    X(CL_OUT_OF_HOST_MEMORY)                                                                    \
-    X(CL_PROFILING_INFO_NOT_AVAILABLE)                                                          \
-    X(CL_MEM_COPY_OVERLAP)                                                                      \
-    X(CL_BUILD_PROGRAM_FAILURE)                                                                 \
-    X(CL_MAP_FAILURE)                                                                           \
-    X(CL_MISALIGNED_SUB_BUFFER_OFFSET)                                                          \
-    X(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)                                             \
-    X(CL_COMPILE_PROGRAM_FAILURE)                                                               \
-    X(CL_LINKER_NOT_AVAILABLE)                                                                  \
-    X(CL_LINK_PROGRAM_FAILURE)                                                                  \
-    X(CL_INVALID_VALUE)                                                                         \
-    X(CL_INVALID_DEVICE_TYPE)                                                                   \
-    X(CL_INVALID_PLATFORM)                                                                      \
-    X(CL_INVALID_DEVICE)                                                                        \
-    X(CL_INVALID_CONTEXT)                                                                       \
-    X(CL_INVALID_QUEUE_PROPERTIES)                                                              \
-    X(CL_INVALID_COMMAND_QUEUE)                                                                 \
-    X(CL_INVALID_HOST_PTR)                                                                      \
-    X(CL_INVALID_MEM_OBJECT)                                                                    \
-    X(CL_INVALID_BINARY)                                                                        \
-    X(CL_INVALID_BUILD_OPTIONS)                                                                 \
-    X(CL_INVALID_PROGRAM)                                                                       \
-    X(CL_INVALID_PROGRAM_EXECUTABLE)                                                            \
-    X(CL_INVALID_KERNEL_NAME)                                                                   \
-    X(CL_INVALID_KERNEL_DEFINITION)                                                             \
-    X(CL_INVALID_KERNEL)                                                                        \
-    X(CL_INVALID_ARG_INDEX)                                                                     \
-    X(CL_INVALID_ARG_VALUE)                                                                     \
-    X(CL_INVALID_ARG_SIZE)                                                                      \
-    X(CL_INVALID_KERNEL_ARGS)                                                                   \
-    X(CL_INVALID_WORK_DIMENSION)                                                                \
-    X(CL_INVALID_WORK_GROUP_SIZE)                                                               \
-    X(CL_INVALID_WORK_ITEM_SIZE)                                                                \
-    X(CL_INVALID_GLOBAL_OFFSET)                                                                 \
-    X(CL_INVALID_EVENT_WAIT_LIST)                                                               \
-    X(CL_INVALID_EVENT)                                                                         \
-    X(CL_INVALID_OPERATION)                                                                     \
-    X(CL_INVALID_BUFFER_SIZE)                                                                   \
-    X(CL_INVALID_GLOBAL_WORK_SIZE)                                                              \
-    X(CL_INVALID_PROPERTY)                                                                      \
-    X(CL_INVALID_COMPILER_OPTIONS)                                                              \
-    X(CL_INVALID_LINKER_OPTIONS)                                                                \
-    X(CL_INVALID_DEVICE_PARTITION_COUNT)
+/* Every OpenCL error posenc names, with the status it reports for it; any other is a
+ * DEVICE_ERROR, named "CL error". */
+#define POSENC_CL_ERRORS(X)\
+    X(CL_DEVICE_NOT_FOUND, POSENC_DEVICE_NOT_FOUND)                                               \
+    X(CL_DEVICE_NOT_AVAILABLE, POSENC_DEVICE_LOST)                                                \
+    X(CL_COMPILER_NOT_AVAILABLE, POSENC_KERNEL_BUILD_FAILED)                                      \
+    X(CL_MEM_OBJECT_ALLOCATION_FAILURE, POSENC_OUT_OF_DEVICE_MEMORY)                              \
+    X(CL_OUT_OF_RESOURCES, POSENC_OUT_OF_DEVICE_MEMORY)                                           \
+    X(CL_OUT_OF_HOST_MEMORY, POSENC_OUT_OF_MEMORY)                                                \
+    X(CL_PROFILING_INFO_NOT_AVAILABLE, POSENC_DEVICE_ERROR)                                       \
+    X(CL_MEM_COPY_OVERLAP, POSENC_DEVICE_ERROR)                                                   \
+    X(CL_BUILD_PROGRAM_FAILURE, POSENC_KERNEL_BUILD_FAILED)                                       \
+    X(CL_MAP_FAILURE, POSENC_DEVICE_ERROR)                                                        \
+    X(CL_MISALIGNED_SUB_BUFFER_OFFSET, POSENC_DEVICE_ERROR)                                       \
+    X(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, POSENC_DEVICE_ERROR)                          \
+    X(CL_COMPILE_PROGRAM_FAILURE, POSENC_KERNEL_BUILD_FAILED)                                     \
+    X(CL_LINKER_NOT_AVAILABLE, POSENC_KERNEL_BUILD_FAILED)                                        \
+    X(CL_LINK_PROGRAM_FAILURE, POSENC_KERNEL_BUILD_FAILED)                                        \
+    X(CL_INVALID_VALUE, POSENC_DEVICE_ERROR)                                                      \
+    X(CL_INVALID_DEVICE_TYPE, POSENC_DEVICE_ERROR)                                                \
+    X(CL_INVALID_PLATFORM, POSENC_DEVICE_ERROR)                                                   \
+    X(CL_INVALID_DEVICE, POSENC_DEVICE_ERROR)                                                     \
+    X(CL_INVALID_CONTEXT, POSENC_DEVICE_ERROR)                                                    \
+    X(CL_INVALID_QUEUE_PROPERTIES, POSENC_DEVICE_ERROR)                                           \
+    X(CL_INVALID_COMMAND_QUEUE, POSENC_DEVICE_ERROR)                                              \
+    X(CL_INVALID_HOST_PTR, POSENC_DEVICE_ERROR)                                                   \
+    X(CL_INVALID_MEM_OBJECT, POSENC_DEVICE_ERROR)                                                 \
+    X(CL_INVALID_BINARY, POSENC_KERNEL_BUILD_FAILED)                                              \
+    X(CL_INVALID_BUILD_OPTIONS, POSENC_KERNEL_BUILD_FAILED)                                       \
+    X(CL_INVALID_PROGRAM, POSENC_DEVICE_ERROR)                                                    \
+    X(CL_INVALID_PROGRAM_EXECUTABLE, POSENC_KERNEL_BUILD_FAILED)                                  \
+    X(CL_INVALID_KERNEL_NAME, POSENC_KERNEL_BUILD_FAILED)                                         \
+    X(CL_INVALID_KERNEL_DEFINITION, POSENC_KERNEL_BUILD_FAILED)                                   \
+    X(CL_INVALID_KERNEL, POSENC_DEVICE_ERROR)                                                     \
+    X(CL_INVALID_ARG_INDEX, POSENC_DEVICE_ERROR)                                                  \
+    X(CL_INVALID_ARG_VALUE, POSENC_DEVICE_ERROR)                                                  \
+    X(CL_INVALID_ARG_SIZE, POSENC_DEVICE_ERROR)                                                   \
+    X(CL_INVALID_KERNEL_ARGS, POSENC_DEVICE_ERROR)                                                \
+    X(CL_INVALID_WORK_DIMENSION, POSENC_DEVICE_ERROR)                                             \
+    X(CL_INVALID_WORK_GROUP_SIZE, POSENC_DEVICE_ERROR)                                            \
+    X(CL_INVALID_WORK_ITEM_SIZE, POSENC_DEVICE_ERROR)                                             \
+    X(CL_INVALID_GLOBAL_OFFSET, POSENC_DEVICE_ERROR)                                              \
+    X(CL_INVALID_EVENT_WAIT_LIST, POSENC_DEVICE_ERROR)                                            \
+    X(CL_INVALID_EVENT, POSENC_DEVICE_ERROR)                                                      \
+    X(CL_INVALID_OPERATION, POSENC_DEVICE_ERROR)                                                  \
+    X(CL_INVALID_BUFFER_SIZE, POSENC_DEVICE_ERROR)                                                \
+    X(CL_INVALID_GLOBAL_WORK_SIZE, POSENC_DEVICE_ERROR)                                           \
+    X(CL_INVALID_PROPERTY, POSENC_DEVICE_ERROR)                                                   \
+    X(CL_INVALID_COMPILER_OPTIONS, POSENC_DEVICE_ERROR)                                           \
+    X(CL_INVALID_LINKER_OPTIONS, POSENC_DEVICE_ERROR)                                             \
+    X(CL_INVALID_DEVICE_PARTITION_COUNT, POSENC_DEVICE_ERROR)                                     \
+    X(CL_PLATFORM_NOT_FOUND_KHR, POSENC_DEVICE_ERROR)
+
+static const posenc__gpu_error errors[] = {POSENC_CL_ERRORS(POSENC__GPU_ERROR)};
 
 const char *posenc_cl_error_name(cl_int error)
 {
-    switch (error) {
-#define POSENC_CL_ERROR_CASE_(code)                                                               \
-    case code:                                                                                  \
-        return #code;
-        POSENC_CL_ERRORS(POSENC_CL_ERROR_CASE_)
-#undef POSENC_CL_ERROR_CASE_
-    case -1001:
-        return "CL_PLATFORM_NOT_FOUND_KHR";
-    default:
-        return "CL error";
-    }
+    const posenc__gpu_error *known =
+        posenc__gpu_error_find(errors, sizeof errors / sizeof errors[0], error);
+    return known ? known->name : "CL error";
 }
 
 posenc_status posenc_cl_status(cl_int error)
 {
-    switch (error) {
-    case CL_SUCCESS:
+    if (error == CL_SUCCESS)
         return POSENC_OK;
-    case CL_MEM_OBJECT_ALLOCATION_FAILURE:
-    case CL_OUT_OF_RESOURCES:
-        return POSENC_OUT_OF_DEVICE_MEMORY;
-    case CL_OUT_OF_HOST_MEMORY:
-        return POSENC_OUT_OF_MEMORY;
-    case CL_COMPILER_NOT_AVAILABLE:
-    case CL_BUILD_PROGRAM_FAILURE:
-    case CL_COMPILE_PROGRAM_FAILURE:
-    case CL_LINKER_NOT_AVAILABLE:
-    case CL_LINK_PROGRAM_FAILURE:
-    case CL_INVALID_BINARY:
-    case CL_INVALID_BUILD_OPTIONS:
-    case CL_INVALID_PROGRAM_EXECUTABLE:
-    case CL_INVALID_KERNEL_NAME:
-    case CL_INVALID_KERNEL_DEFINITION:
-        return POSENC_KERNEL_BUILD_FAILED;
-    case CL_DEVICE_NOT_AVAILABLE:
-        return POSENC_DEVICE_LOST;
-    case CL_DEVICE_NOT_FOUND:
-        return POSENC_DEVICE_NOT_FOUND;
-    default:
-        return POSENC_DEVICE_ERROR;
-    }
+    const posenc__gpu_error *known =
+        posenc__gpu_error_find(errors, sizeof errors / sizeof errors[0], error);
+    return known ? known->status : POSENC_DEVICE_ERROR;
 }
 
 posenc_status posenc_cl_fail(posenc_context *ctx, cl_int error, const char *what,

@@ -176,12 +176,14 @@ static cl_int enqueue_host_read(posenc_cl_context *state, cl_mem mem, uint64_t o
 }
 
 /* The host sees what the kernel wrote into imported memory: the written views of imported
- * wrapped buffers and the written imported regions, read in place, then waited for together. */
-static posenc_status sync_imported(posenc_context *ctx, posenc_cl_staging *staging,
-                                   cl_event after)
+ * wrapped buffers and the written imported regions, read in place, then waited for together
+ * (posenc__gpu_stage_out's hooks, here and below; `user` is the call's staging). */
+static posenc_status sync_imported(posenc_context *ctx, void *user)
 {
     posenc_cl_context *state = ctx->backend_state;
+    posenc_cl_staging *staging = user;
     const posenc__gpu_staging *plan = &staging->plan;
+    cl_event after = staging->kernel_done;
     cl_event events[2 * POSENC__GPU_MAX_VIEWS] = {0};
     uint32_t count = 0;
     cl_int err = CL_SUCCESS;
@@ -210,28 +212,73 @@ static posenc_status sync_imported(posenc_context *ctx, posenc_cl_staging *stagi
                : posenc_cl_fail(ctx, waited, "output", "clWaitForEvents (imported host memory)");
 }
 
-/* Unmaps the staging regions in `mapped`, each unmap waited for, so that the next call's copy
- * into the staging allocation cannot overtake it on an out-of-order queue. An unmap the
- * runtime refuses leaves the allocation mapped: it is dropped, and the next call makes another.
- * False when one failed. */
-static bool unmap_all(posenc_context *ctx, const posenc__gpu_staging *plan, void *const *mapped)
+/* A lone packed output, read straight into place. */
+static posenc_status read_whole(posenc_context *ctx, void *user, uint32_t r)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    posenc_cl_staging *staging = user;
+    const posenc__gpu_region *region = &staging->plan.regions[r];
+    cl_event read = NULL;
+    cl_int err = state->cl->EnqueueReadBuffer(state->queue, state->staging.mem, CL_FALSE,
+                                              (size_t)region->offset,
+                                              (size_t)(region->hi - region->lo), region->lo, 1,
+                                              &staging->kernel_done, &read);
+    if (err != CL_SUCCESS)
+        return posenc_cl_fail(ctx, err, "output", "clEnqueueReadBuffer (staging)");
+    err = posenc_cl_complete(state->cl, read);
+    if (err != CL_SUCCESS)
+        return posenc_cl_fail(ctx, err, "output", "clWaitForEvents (staging read)");
+    return POSENC_OK;
+}
+
+/* Maps a staging region for reading, and waits for the map. */
+static posenc_status map_region(posenc_context *ctx, void *user, uint32_t r,
+                                const uint8_t **bytes)
 {
     posenc_cl_context *state = ctx->backend_state;
     const posenc_cl_api *cl = state->cl;
+    posenc_cl_staging *staging = user;
+    const posenc__gpu_region *region = &staging->plan.regions[r];
+    cl_event map = NULL;
+    cl_int err = CL_SUCCESS;
+    void *mapped = cl->EnqueueMapBuffer(state->queue, state->staging.mem, CL_FALSE, CL_MAP_READ,
+                                        (size_t)region->offset,
+                                        (size_t)(region->hi - region->lo), 1,
+                                        &staging->kernel_done, &map, &err);
+    if (err != CL_SUCCESS || !mapped) {
+        if (map)
+            cl->ReleaseEvent(map);
+        return posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_MAP_FAILURE : err, "output",
+                              "clEnqueueMapBuffer (staging)");
+    }
+    *bytes = mapped; /* unmapped by unmap_all, also when the wait fails */
+    if ((err = posenc_cl_complete(cl, map)) != CL_SUCCESS)
+        return posenc_cl_fail(ctx, err, "output", "clWaitForEvents (staging map)");
+    return POSENC_OK;
+}
+
+/* Unmaps the staging regions in `mapped`, each unmap waited for, so that the next call's copy
+ * into the staging allocation cannot overtake it on an out-of-order queue. An unmap the
+ * runtime refuses leaves the allocation mapped: it is dropped, and the next call makes another. */
+static void unmap_all(posenc_context *ctx, void *user, const uint8_t *const *mapped)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    const posenc_cl_api *cl = state->cl;
+    const posenc__gpu_staging *plan = &((posenc_cl_staging *)user)->plan;
     cl_int failed = CL_SUCCESS;
     for (uint32_t r = 0; r < plan->region_count; r++) {
         if (!mapped[r])
             continue;
         cl_event unmapped = NULL;
-        cl_int err = cl->EnqueueUnmapMemObject(state->queue, state->staging.mem, mapped[r], 0,
-                                               NULL, &unmapped);
+        cl_int err = cl->EnqueueUnmapMemObject(state->queue, state->staging.mem,
+                                               (void *)(uintptr_t)mapped[r], 0, NULL, &unmapped);
         if (err == CL_SUCCESS)
             err = posenc_cl_complete(cl, unmapped);
         if (err != CL_SUCCESS && failed == CL_SUCCESS)
             failed = err;
     }
     if (failed == CL_SUCCESS)
-        return true;
+        return;
     posenc__log(ctx, POSENC_LOG_WARNING,
                 "output: clEnqueueUnmapMemObject (staging) failed: %s (%d); the staging "
                 "allocation is dropped",
@@ -239,81 +286,19 @@ static bool unmap_all(posenc_context *ctx, const posenc__gpu_staging *plan, void
     cl->ReleaseMemObject(state->staging.mem);
     posenc__atomic64_sub(&ctx->stats.staging_bytes, state->staging.capacity);
     state->staging = (posenc_cl_slot){0};
-    return false;
-}
-
-/* The staged outputs into the caller's memory, all or none: every staged region is mapped
- * (and the map waited for) before any is copied, so that a runtime failure on the way leaves
- * every output as it was. A lone packed output is read straight into place: one command. */
-static posenc_status copy_out(posenc_context *ctx, posenc_cl_staging *staging, cl_event after)
-{
-    posenc_cl_context *state = ctx->backend_state;
-    const posenc_cl_api *cl = state->cl;
-    const posenc__gpu_staging *plan = &staging->plan;
-    cl_mem mem = state->staging.mem;
-    posenc_status status = sync_imported(ctx, staging, after);
-    if (status != POSENC_OK)
-        return status;
-    uint32_t staged = 0, only = 0;
-    for (uint32_t r = 0; r < plan->region_count; r++) {
-        if (plan->regions[r].written && !plan->regions[r].imported) {
-            staged++;
-            only = r;
-        }
-    }
-    if (staged == 1 && plan->regions[only].whole) {
-        const posenc__gpu_region *region = &plan->regions[only];
-        cl_event read = NULL;
-        cl_int err = cl->EnqueueReadBuffer(state->queue, mem, CL_FALSE, (size_t)region->offset,
-                                           (size_t)(region->hi - region->lo), region->lo, 1,
-                                           &after, &read);
-        if (err != CL_SUCCESS)
-            return posenc_cl_fail(ctx, err, "output", "clEnqueueReadBuffer (staging)");
-        err = posenc_cl_complete(cl, read);
-        if (err != CL_SUCCESS)
-            return posenc_cl_fail(ctx, err, "output", "clWaitForEvents (staging read)");
-    } else if (staged) {
-        void *mapped[POSENC__GPU_MAX_VIEWS] = {0};
-        cl_int err = CL_SUCCESS;
-        const char *call = NULL;
-        for (uint32_t r = 0; r < plan->region_count && !call; r++) {
-            const posenc__gpu_region *region = &plan->regions[r];
-            if (!region->written || region->imported)
-                continue;
-            cl_event map = NULL;
-            mapped[r] = cl->EnqueueMapBuffer(state->queue, mem, CL_FALSE, CL_MAP_READ,
-                                             (size_t)region->offset,
-                                             (size_t)(region->hi - region->lo), 1, &after, &map,
-                                             &err);
-            if (err != CL_SUCCESS || !mapped[r]) {
-                call = "clEnqueueMapBuffer (staging)";
-                err = err == CL_SUCCESS ? CL_MAP_FAILURE : err;
-                mapped[r] = NULL;
-                if (map)
-                    cl->ReleaseEvent(map);
-            } else if ((err = posenc_cl_complete(cl, map)) != CL_SUCCESS) {
-                call = "clWaitForEvents (staging map)";
-            }
-        }
-        if (!call) {
-            for (uint32_t r = 0; r < plan->region_count; r++) {
-                if (mapped[r])
-                    posenc__gpu_stage_copy_out(plan, r, mapped[r]);
-            }
-        }
-        /* The outputs are the caller's now: a failed unmap costs the allocation, not them. */
-        (void)unmap_all(ctx, plan, mapped);
-        if (call)
-            return posenc_cl_fail(ctx, err, "output", call);
-    }
-    posenc__gpu_stage_copied_back(ctx, plan);
-    return POSENC_OK;
 }
 
 posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *staging,
                                   cl_event after)
 {
-    posenc_status status = copy_out(ctx, staging, after);
+    static const posenc__gpu_stage_out_hooks hooks = {
+        .sync_imported = sync_imported,
+        .read_whole = read_whole,
+        .map = map_region,
+        .unmap = unmap_all,
+    };
+    staging->kernel_done = after;
+    posenc_status status = posenc__gpu_stage_out(ctx, &staging->plan, &hooks, staging);
     /* Waits for posenc's own commands only: the queue may be the caller's. */
     posenc_status waited = posenc_cl_wait_all(ctx, "operation");
     posenc_cl_stage_release(ctx, staging);

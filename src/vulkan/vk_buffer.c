@@ -192,16 +192,12 @@ void *posenc_vk_buffer_host_address(posenc_context *ctx, posenc_buffer *buf)
 }
 
 /* Unified memory is mapped for the buffer's whole life (host-visible and coherent, so the
- * mapping needs no flush and no ending); wrapped host memory is the caller's own. Device-local
+ * mapping needs no flush and no ending); imported host memory is the caller's own. Device-local
  * memory of a discrete GPU, and an engine's wrapped VkBuffer, the host cannot see. */
 posenc_status posenc_vk_buffer_map(posenc_context *ctx, posenc_buffer *buf, void **data)
 {
     posenc_vk_context *vk = ctx->backend_state;
     posenc_vk_buffer *state = buf->backend_state;
-    if (buf->host_memory && !buf->host_imported) {
-        *data = buf->host_memory;
-        return POSENC_OK;
-    }
     if (!state->allocation.mapped && !buf->host_imported)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             state->borrowed ? "buffer: wraps a VkBuffer whose memory posenc cannot "

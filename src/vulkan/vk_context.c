@@ -10,25 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* POSENC_VULKAN_DISABLE: a comma-separated list of device features posenc then leaves unused,
- * to exercise the code paths of devices without them: "16bit_storage" (f16/bf16 packed two per
- * word), "unified_memory" (device buffers with staging copies, as on discrete GPUs),
- * "push_descriptor" (descriptor sets from pools), "host_import" (caller host memory staged
- * instead of imported). */
-bool posenc_vk_disabled(const char *feature)
-{
-    const char *list = posenc__env_get("POSENC_VULKAN_DISABLE");
-    size_t length = strlen(feature);
-    while (list && *list) {
-        const char *end = strchr(list, ',');
-        size_t item = end ? (size_t)(end - list) : strlen(list);
-        if (item == length && strncmp(list, feature, length) == 0)
-            return true;
-        list = end ? end + 1 : NULL;
-    }
-    return false;
-}
-
 static posenc_status find_physical(posenc_context *ctx, posenc_vk_context *vk)
 {
     const posenc_vk_instance_fns *fns = &vk->instance.fns;

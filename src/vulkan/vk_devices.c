@@ -35,16 +35,6 @@ static const char *vendor_name(uint32_t vendor_id)
     }
 }
 
-static bool has_extension(const VkExtensionProperties *extensions, uint32_t count,
-                          const char *name)
-{
-    for (uint32_t i = 0; i < count; i++) {
-        if (strcmp(extensions[i].extensionName, name) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* The device's extensions in `*extensions` (freed by the caller). A failed query is the
  * runtime's error, in `*runtime_result`: read as "no extensions" it would describe the device
  * without 16-bit storage, host import or push descriptors, and hide the failure. */
@@ -163,7 +153,7 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
         device_extensions(instance, physical, &extensions, &extension_count, runtime_result);
     if (status != POSENC_OK)
         return status;
-#define HAS_(name) has_extension(extensions, extension_count, name)
+#define HAS_(name) posenc_vk_has_extension(extensions, extension_count, name)
     bool has_driver_properties = version >= VK_API_VERSION_1_2 ||
                                  HAS_(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
     bool has_float16 = version >= VK_API_VERSION_1_2 ||
@@ -263,11 +253,9 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
     describe_memory(&memory, info->type == POSENC_DEVICE_DISCRETE_GPU, &info->memory_bytes,
                     &record->unified);
     info->unified_memory = record->unified;
-    /* Imported only where the device shares host memory: a discrete GPU would read it across
-     * the bus in every kernel, which the staging copy does once. */
     uint64_t import_alignment = host_import.minImportedHostPointerAlignment;
-    record->host_import = has_host_import && record->unified && import_alignment > 0 &&
-                          (import_alignment & (import_alignment - 1)) == 0;
+    record->host_import =
+        has_host_import && posenc__gpu_host_importable(record->unified, import_alignment);
     record->import_alignment = record->host_import ? import_alignment : 0;
     info->host_memory_import = record->host_import;
     info->fp16_storage = storage16.storageBuffer16BitAccess == VK_TRUE;
@@ -396,9 +384,7 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
     free(physicals);
     if (status != POSENC_OK) {
         posenc_vk_instance_destroy(&instance);
-        for (uint32_t d = 0; d < list->count; d++)
-            free(list->items[d].handle);
-        list->count = 0;
+        posenc__gpu_devices_free(list);
         *reason = "out of host memory";
         return status;
     }
@@ -426,7 +412,6 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
 
 void posenc_vk_release_devices(posenc__device_list *list)
 {
-    for (uint32_t d = 0; d < list->count; d++)
-        free(list->items[d].handle);
+    posenc__gpu_devices_free(list);
     posenc_vk_instance_destroy(&enumeration_instance);
 }

@@ -46,8 +46,8 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL forward_message(
     return VK_FALSE; /* never abort the call that triggered it */
 }
 
-static bool has_extension(const VkExtensionProperties *extensions, uint32_t count,
-                          const char *name)
+bool posenc_vk_has_extension(const VkExtensionProperties *extensions, uint32_t count,
+                             const char *name)
 {
     for (uint32_t i = 0; i < count; i++) {
         if (strcmp(extensions[i].extensionName, name) == 0)
@@ -127,15 +127,15 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
     const char *enabled[2];
     uint32_t enabled_count = 0;
     VkInstanceCreateFlags flags = 0;
-    if (has_extension(extensions, extension_count, PORTABILITY_ENUMERATION)) {
+    if (posenc_vk_has_extension(extensions, extension_count, PORTABILITY_ENUMERATION)) {
         enabled[enabled_count++] = PORTABILITY_ENUMERATION;
         flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
     }
     /* A context's instance names its objects and labels its dispatches wherever the extension
      * is offered (by the driver, the loader or a capture tool's layer), for whoever looks: a
      * call per object made and two per dispatch. */
-    bool debug_utils =
-        log_ctx && has_extension(extensions, extension_count, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    bool debug_utils = log_ctx && posenc_vk_has_extension(extensions, extension_count,
+                                                          VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     if (debug_utils)
         enabled[enabled_count++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
     /* Layers may also come from VK_INSTANCE_LAYERS, unknown to posenc: their messages go to the

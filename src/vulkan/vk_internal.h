@@ -10,6 +10,7 @@
 #endif
 #include <vulkan/vulkan.h>
 
+#include "core/gpu_devices.h"
 #include "core/gpu_plan.h"
 #include "core/gpu_split.h"
 #include "core/gpu_staging.h"
@@ -148,6 +149,9 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
                                         posenc_vk_instance *instance, char *message,
                                         size_t message_size, VkResult *runtime_result);
 void posenc_vk_instance_destroy(posenc_vk_instance *instance);
+/* Whether the `count` extensions listed name `name` (instance or device extensions). */
+bool posenc_vk_has_extension(const VkExtensionProperties *extensions, uint32_t count,
+                             const char *name);
 
 /* ---------------------------------------------------------------------------------------------
  * Enumerated devices (vk_devices.c)
@@ -361,8 +365,14 @@ posenc_status posenc_vk_context_finish_init(posenc_context *ctx);
 /* posenc's own logical device on vk->physical_handle, with one queue of its compute family. */
 posenc_status posenc_vk_create_device(posenc_context *ctx, posenc_vk_context *vk);
 void posenc_vk_destroy_state(posenc_context *ctx, bool save_cache);
-/* Whether POSENC_VULKAN_DISABLE lists `feature`. */
-bool posenc_vk_disabled(const char *feature);
+/* Whether POSENC_VULKAN_DISABLE lists `feature`, to exercise the code paths of devices
+ * without it: "16bit_storage" (f16/bf16 packed two per word), "unified_memory" (device buffers
+ * with staging copies, as on discrete GPUs), "push_descriptor" (descriptor sets from pools),
+ * "host_import" (caller host memory staged instead of imported). */
+static inline bool posenc_vk_disabled(const char *feature)
+{
+    return posenc__gpu_feature_disabled("POSENC_VULKAN_DISABLE", feature);
+}
 
 /* vk_debug.c: debug names and labels. posenc_vk_debug_init loads the functions when `wanted`
  * (the instance has VK_EXT_debug_utils enabled); where they are missing, a caller's instance
@@ -520,12 +530,6 @@ posenc_status posenc_vk_split(posenc_context *ctx, const posenc__gpu_extent *ext
 posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
                                  const posenc_vk_windows *windows, const void *push,
                                  uint32_t push_size, uint64_t invocations);
-
-/* Element size of a dtype as the kernels index it. */
-static inline uint32_t posenc_vk_element_size(posenc_dtype dtype)
-{
-    return (uint32_t)posenc_dtype_size(dtype);
-}
 
 /* The operations (vk_rope.c, vk_sinusoidal.c, vk_roofline.c) and buffers (vk_buffer.c). */
 posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op);

@@ -18,14 +18,18 @@ static struct {
 /* Tried in this order (docs/backends.md). macOS: a loader shipped with the application (in the
  * run paths of the program or of libposenc) before the system's, found through the dyld search
  * paths (the LunarG SDK's /usr/local/lib among them) or at Homebrew's arm64 prefix, which no
- * default search path covers; MoltenVK itself, loaded directly as a Vulkan implementation, last. */
+ * default search path covers; MoltenVK itself, loaded directly as a Vulkan implementation, last.
+ * LIBRARY_HINT names them in the message when none opens. */
 static const char *const library_names[] = {
 #if defined(_WIN32)
+#define LIBRARY_HINT "vulkan-1.dll"
     "vulkan-1.dll",
 #elif defined(__APPLE__)
+#define LIBRARY_HINT "libvulkan.1.dylib or MoltenVK"
     "@rpath/libvulkan.1.dylib", "libvulkan.1.dylib", "libvulkan.dylib",
     "/opt/homebrew/lib/libvulkan.1.dylib", "libMoltenVK.dylib",
 #else
+#define LIBRARY_HINT "libvulkan.so.1"
     "libvulkan.so.1", "libvulkan.so",
 #endif
 };
@@ -34,22 +38,11 @@ static void load(void)
 {
     if (!posenc__library_loading(&state.reason))
         return;
-    void *library = NULL;
     const char *name = NULL;
-    for (size_t i = 0; i < sizeof library_names / sizeof library_names[0] && !library; i++) {
-        name = library_names[i];
-        library = posenc__library_open(name);
-    }
+    void *library = posenc__library_open_first(
+        library_names, sizeof library_names / sizeof library_names[0], &name);
     if (!library) {
-        state.reason = "the Vulkan loader ("
-#if defined(_WIN32)
-                       "vulkan-1.dll"
-#elif defined(__APPLE__)
-                       "libvulkan.1.dylib or MoltenVK"
-#else
-                       "libvulkan.so.1"
-#endif
-                       ") was not found";
+        state.reason = "the Vulkan loader (" LIBRARY_HINT ") was not found";
         return;
     }
     posenc_vk_loader *loader = &state.loader;

@@ -108,17 +108,23 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
     return posenc__gpu_stage_in(ctx, &staging->plan, &hooks, &p);
 }
 
+/* Staging memory (the context's, or the call's temporary area) stays mapped and is coherent: a
+ * region is read where it lies, and copying back cannot fail (posenc__gpu_stage_out's hook). */
+static posenc_status map_region(posenc_context *ctx, void *user, uint32_t region,
+                                const uint8_t **bytes)
+{
+    const posenc_vk_staging *staging = user;
+    *bytes = (const uint8_t *)staging_memory(ctx, staging)->mapped +
+             staging->plan.regions[region].offset;
+    return POSENC_OK;
+}
+
 void posenc_vk_unstage(posenc_context *ctx, posenc_vk_staging *staging, bool copy_back)
 {
     const posenc__gpu_staging *plan = &staging->plan;
-    const posenc_vk_allocation *memory = staging_memory(ctx, staging);
-    for (uint32_t r = 0; r < plan->region_count && copy_back; r++) {
-        if (plan->regions[r].written && !plan->regions[r].imported)
-            posenc__gpu_stage_copy_out(plan, r,
-                                       (const uint8_t *)memory->mapped + plan->regions[r].offset);
-    }
+    static const posenc__gpu_stage_out_hooks hooks = {.map = map_region};
     if (copy_back)
-        posenc__gpu_stage_copied_back(ctx, plan);
+        (void)posenc__gpu_stage_out(ctx, plan, &hooks, staging);
     for (uint32_t r = 0; r < plan->region_count; r++)
         posenc_vk_release(ctx, &staging->imports[r]);
     posenc_vk_release(ctx, &staging->temporary);
