@@ -344,16 +344,17 @@ void posenc_vk_release(posenc_context *ctx, posenc_vk_allocation *allocation);
 posenc_status posenc_vk_reserve(posenc_context *ctx, posenc_vk_allocation *allocation,
                                 uint64_t size, const char *what);
 
-/* vk_commands.c: one command buffer per context, recorded and submitted synchronously. */
+/* vk_commands.c: the command buffers posenc records for itself. posenc_vk_open begins one
+ * (vk->target) after the writes of earlier work; posenc_vk_close makes its writes visible to
+ * the host, ends it, and when `recorded` is OK submits it with `fence`. A failed recording is
+ * ended too, so that the command buffer can be begun again, and its status returned. */
+posenc_status posenc_vk_open(posenc_context *ctx, VkCommandBuffer commands);
+posenc_status posenc_vk_close(posenc_context *ctx, VkCommandBuffer commands, VkFence fence,
+                              posenc_status recorded);
+/* The context's own command buffer, recorded and submitted synchronously: posenc_vk_submit
+ * closes, submits and waits. */
 posenc_status posenc_vk_begin(posenc_context *ctx);
-/* Ends the recording with a barrier that makes shader and transfer writes visible to the host,
- * submits, and waits. */
 posenc_status posenc_vk_submit(posenc_context *ctx);
-/* The barriers that open and close posenc's own command buffers: earlier work's writes (kernels,
- * copies, earlier submissions) visible to this one's kernels and copies; and at the end, its
- * writes visible to the host and to the next submission. */
-void posenc_vk_barrier_in(posenc_context *ctx, VkCommandBuffer commands);
-void posenc_vk_barrier_out(posenc_context *ctx, VkCommandBuffer commands);
 /* The shared parts of context creation (vk_context.c), for posenc's devices and the caller's:
  * memory types, layouts, the command pool and fence (when there is a queue), the pipeline cache
  * and the placeholder; and tearing down whatever exists. */

@@ -65,40 +65,11 @@ static posenc_status submit(posenc_context *ctx, const posenc__view *const *view
     status = posenc_vk_set_freqs(ctx, freqs, freq_count, freqs_id, false);
     if (status == POSENC_OK)
         status = posenc_vk_acquire_submission(ctx, &submission);
-    VkResult result = VK_SUCCESS;
-    if (status == POSENC_OK) {
-        VkCommandBufferBeginInfo begin = {
-            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-            .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
-        };
-        /* The pool resets command buffers one by one; begin resets a recorded one. */
-        result = vk->fns.BeginCommandBuffer(submission->commands, &begin);
-        if (result != VK_SUCCESS)
-            status = posenc_vk_fail(ctx, result, "vkBeginCommandBuffer");
-    }
-    if (status == POSENC_OK) {
-        vk->target = submission->commands;
-        vk->dispatches = 0;
-        posenc_vk_barrier_in(ctx, submission->commands);
-        status = record(ctx, op, places);
-        posenc_vk_barrier_out(ctx, submission->commands);
-        result = vk->fns.EndCommandBuffer(submission->commands);
-        if (status == POSENC_OK && result != VK_SUCCESS)
-            status = posenc_vk_fail(ctx, result, "vkEndCommandBuffer");
-    }
-    if (status == POSENC_OK) {
-        result = vk->fns.ResetFences(vk->device, 1, &submission->fence);
-        VkSubmitInfo info = {
-            .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-            .commandBufferCount = 1,
-            .pCommandBuffers = &submission->commands,
-        };
-        if (result != VK_SUCCESS)
-            status = posenc_vk_fail(ctx, result, "vkResetFences");
-        else if ((result = vk->fns.QueueSubmit(vk->queue, 1, &info, submission->fence)) !=
-                 VK_SUCCESS)
-            status = posenc_vk_fail(ctx, result, "vkQueueSubmit");
-    }
+    if (status == POSENC_OK)
+        status = posenc_vk_open(ctx, submission->commands);
+    if (status == POSENC_OK)
+        status = posenc_vk_close(ctx, submission->commands, submission->fence,
+                                 record(ctx, op, places));
     if (status != POSENC_OK) {
         free(event);
         return status;
