@@ -5,7 +5,6 @@
 #include "vulkan/vk_internal.h"
 
 #include "core/op_views.h"
-#include "core/tensor.h"
 
 #include <posenc/posenc_vulkan.h>
 
