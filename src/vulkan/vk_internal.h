@@ -375,8 +375,6 @@ void posenc_vk_debug_name(const posenc_vk_context *vk, VkObjectType type, uint64
 /* Names the VkBuffer and the VkDeviceMemory of an allocation. */
 void posenc_vk_debug_name_allocation(const posenc_vk_context *vk,
                                      const posenc_vk_allocation *allocation, const char *name);
-/* Names vk->pipelines[kernel], just made, after its kernel (its dispatches' label). */
-void posenc_vk_debug_name_pipeline(const posenc_vk_context *vk, posenc_vk_kernel kernel);
 void posenc_vk_debug_label_begin(const posenc_vk_context *vk, VkCommandBuffer commands,
                                  const char *label);
 void posenc_vk_debug_label_end(const posenc_vk_context *vk, VkCommandBuffer commands);
@@ -521,12 +519,6 @@ posenc_status posenc_vk_split(posenc_context *ctx, const posenc__gpu_extent *ext
 posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
                                  const posenc_vk_windows *windows, const void *push,
                                  uint32_t push_size, uint64_t invocations);
-
-/* Element size of a dtype as the kernels index it. */
-static inline uint32_t posenc_vk_element_size(posenc_dtype dtype)
-{
-    return (uint32_t)posenc_dtype_size(dtype);
-}
 
 /* The operations (vk_rope.c, vk_sinusoidal.c, vk_roofline.c) and buffers (vk_buffer.c). */
 posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op);
