@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Staging at most this large stays with the context; larger transfers use a temporary one. */
-#define KEEP_STAGING_BYTES (UINT64_C(64) << 20)
 /* Where no staging buffer of the whole size can be had, transfers go in chunks of this size. */
 #define CHUNK_BYTES (UINT64_C(16) << 20)
 /* Wrapped host memory is imported only from this boundary (the largest element): views start
@@ -101,7 +99,7 @@ static posenc_status transfer(posenc_context *ctx, posenc_buffer *buf, uint64_t 
     posenc_vk_allocation *staging = &vk->staging;
     uint64_t chunk = size;
     posenc_status status;
-    if (size <= KEEP_STAGING_BYTES) {
+    if (size <= POSENC__GPU_STAGING_KEEP_BYTES) { /* kept as operations keep theirs */
         status = posenc_vk_reserve(ctx, &vk->staging, size, "staging");
     } else {
         status = posenc_vk_allocate(ctx, size, vk->host_memory_type, true, "staging",
