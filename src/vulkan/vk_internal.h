@@ -228,13 +228,8 @@ typedef struct posenc_vk_table_ring {
     uint64_t pending_offset;
 } posenc_vk_table_ring;
 
-/* A descriptor set of the shared layout, written once for one set of bound ranges and reused
- * whenever the same ranges are bound again (the pool path; vk_descriptors.c). */
-typedef struct posenc_vk_cached_set {
-    VkDescriptorBufferInfo infos[POSENC_VK_BINDINGS];
-    VkDescriptorSet set;
-    VkDescriptorPool pool;
-} posenc_vk_cached_set;
+/* A descriptor set of the pool path and the ranges it binds (vk_descriptors.c). */
+typedef struct posenc_vk_cached_set posenc_vk_cached_set;
 
 /* One asynchronous submission: its command buffer and fence, recycled once the fence signals
  * (vk_submit.c). */
