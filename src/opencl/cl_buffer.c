@@ -58,38 +58,24 @@ cl_mem posenc_cl_buffer_mem(const posenc_buffer *buf) { return (cl_mem)buf->back
 
 /* Copies come after posenc's earlier commands (submits, enqueues), so a download shows their
  * results on out-of-order queues too, and return once their own command is done. */
-typedef struct upload {
-    posenc_buffer *buf;
+typedef struct transfer {
+    cl_mem mem;
     uint64_t offset;
-    const void *data;
+    void *host;
     uint64_t size;
-} upload;
+    bool upload;
+} transfer;
 
-typedef struct download {
-    posenc_buffer *buf;
-    uint64_t offset;
-    void *data;
-    uint64_t size;
-} download;
-
-static cl_int enqueue_write(posenc_context *ctx, void *user, cl_uint count, const cl_event *list,
-                            cl_event *event)
+static cl_int enqueue_transfer(posenc_context *ctx, void *user, cl_uint count,
+                               const cl_event *list, cl_event *event)
 {
     posenc_cl_context *state = ctx->backend_state;
-    const upload *u = user;
-    return state->cl->EnqueueWriteBuffer(state->queue, (cl_mem)u->buf->backend_state, CL_FALSE,
-                                         (size_t)u->offset, (size_t)u->size, u->data, count, list,
-                                         event);
-}
-
-static cl_int enqueue_read(posenc_context *ctx, void *user, cl_uint count, const cl_event *list,
-                           cl_event *event)
-{
-    posenc_cl_context *state = ctx->backend_state;
-    const download *d = user;
-    return state->cl->EnqueueReadBuffer(state->queue, (cl_mem)d->buf->backend_state, CL_FALSE,
-                                        (size_t)d->offset, (size_t)d->size, d->data, count, list,
-                                        event);
+    const transfer *t = user;
+    if (t->upload)
+        return state->cl->EnqueueWriteBuffer(state->queue, t->mem, CL_FALSE, (size_t)t->offset,
+                                             (size_t)t->size, t->host, count, list, event);
+    return state->cl->EnqueueReadBuffer(state->queue, t->mem, CL_FALSE, (size_t)t->offset,
+                                        (size_t)t->size, t->host, count, list, event);
 }
 
 static posenc_status copy(posenc_context *ctx, posenc_cl_enqueue_fn enqueue, void *user,
@@ -106,26 +92,30 @@ static posenc_status copy(posenc_context *ctx, posenc_cl_enqueue_fn enqueue, voi
     return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, "buffer", "clWaitForEvents");
 }
 
+/* Wrapped host memory that is not imported is the buffer's storage itself. */
+static posenc_status copy_bytes(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
+                                void *host, uint64_t size, bool upload)
+{
+    if (buf->host_memory && !buf->host_imported) {
+        uint8_t *memory = (uint8_t *)buf->host_memory + offset;
+        memmove(upload ? memory : host, upload ? host : memory, (size_t)size);
+        return POSENC_OK;
+    }
+    transfer t = {(cl_mem)buf->backend_state, offset, host, size, upload};
+    return copy(ctx, enqueue_transfer, &t,
+                upload ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer");
+}
+
 posenc_status posenc_cl_buffer_upload(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                       const void *data, uint64_t size)
 {
-    if (buf->host_memory && !buf->host_imported) {
-        memmove((uint8_t *)buf->host_memory + offset, data, (size_t)size);
-        return POSENC_OK;
-    }
-    upload u = {buf, offset, data, size};
-    return copy(ctx, enqueue_write, &u, "clEnqueueWriteBuffer");
+    return copy_bytes(ctx, buf, offset, (void *)data, size, true);
 }
 
 posenc_status posenc_cl_buffer_download(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                         void *data, uint64_t size)
 {
-    if (buf->host_memory && !buf->host_imported) {
-        memmove(data, (const uint8_t *)buf->host_memory + offset, (size_t)size);
-        return POSENC_OK;
-    }
-    download d = {buf, offset, data, size};
-    return copy(ctx, enqueue_read, &d, "clEnqueueReadBuffer");
+    return copy_bytes(ctx, buf, offset, data, size, false);
 }
 
 /* Wrapped memory is the caller's: the front end compares it by address with host tensors and

@@ -94,25 +94,6 @@ static posenc_status check_wait_list(posenc_context *ctx, const posenc_cl_contex
     return POSENC_OK;
 }
 
-/* Enqueued work runs on device memory only (op_views.h). */
-static posenc_status check_views(posenc_context *ctx, const posenc__rope_op *op,
-                                 const char *call)
-{
-    const posenc__view *views[POSENC__ROPE_VIEWS];
-    posenc__rope_given_views(op, views);
-    return posenc__check_device_views(ctx, views, posenc__rope_view_names, POSENC__ROPE_VIEWS,
-                                      false, call);
-}
-
-static posenc_status check_views_sinusoidal(posenc_context *ctx,
-                                            const posenc__sinusoidal_op *op, const char *call)
-{
-    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
-    posenc__sinusoidal_given_views(op, views);
-    return posenc__check_device_views(ctx, views, posenc__sinusoidal_view_names,
-                                      POSENC__SINUSOIDAL_VIEWS, false, call);
-}
-
 /* Hands the event to the caller, or drops it (state->last keeps posenc's own reference). */
 static void hand_out(posenc_cl_context *state, cl_event done, cl_event *event)
 {
@@ -133,12 +114,16 @@ posenc_status posenc_cl_enqueue_rope(posenc_context *ctx, const posenc_rope_desc
     cl_event done = NULL;
     posenc__mutex_lock(&state->lock);
     posenc__rope_op op;
+    const posenc__view *views[POSENC__ROPE_VIEWS];
     posenc_status status = check_wait_list(ctx, state, num_events_in_wait_list,
                                            event_wait_list);
     if (status == POSENC_OK)
         status = posenc__rope_prepare(ctx, desc, &op);
-    if (status == POSENC_OK)
-        status = check_views(ctx, &op, call);
+    if (status == POSENC_OK) { /* enqueued work runs on device memory only (op_views.h) */
+        posenc__rope_given_views(&op, views);
+        status = posenc__check_device_views(ctx, views, posenc__rope_view_names,
+                                            POSENC__ROPE_VIEWS, false, call);
+    }
     if (status == POSENC_OK)
         status = posenc_cl_rope_run(ctx, &op, num_events_in_wait_list, event_wait_list, &done);
     posenc__mutex_unlock(&state->lock);
@@ -161,12 +146,16 @@ posenc_status posenc_cl_enqueue_sinusoidal(posenc_context *ctx,
     cl_event done = NULL;
     posenc__mutex_lock(&state->lock);
     posenc__sinusoidal_op op;
+    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
     posenc_status status = check_wait_list(ctx, state, num_events_in_wait_list,
                                            event_wait_list);
     if (status == POSENC_OK)
         status = posenc__sinusoidal_prepare(ctx, desc, &op);
-    if (status == POSENC_OK)
-        status = check_views_sinusoidal(ctx, &op, call);
+    if (status == POSENC_OK) { /* enqueued work runs on device memory only (op_views.h) */
+        posenc__sinusoidal_given_views(&op, views);
+        status = posenc__check_device_views(ctx, views, posenc__sinusoidal_view_names,
+                                            POSENC__SINUSOIDAL_VIEWS, false, call);
+    }
     if (status == POSENC_OK)
         status = posenc_cl_sinusoidal_run(ctx, &op, num_events_in_wait_list, event_wait_list,
                                           &done);

@@ -113,32 +113,26 @@ posenc_status posenc_cl_event_wait(posenc_context *ctx, cl_event event, uint64_t
     const posenc_cl_api *cl = ((posenc_cl_context *)ctx->backend_state)->cl;
     cl_int error = CL_SUCCESS;
     cl_int status = execution_status(cl, event, &error);
-    if (error != CL_SUCCESS)
-        return posenc_cl_fail(ctx, error, what, "clGetEventInfo");
-    if (status > CL_COMPLETE && timeout_ns == UINT64_MAX) {
+    if (error == CL_SUCCESS && status > CL_COMPLETE && timeout_ns == UINT64_MAX) {
         /* No limit: the runtime's own wait, which also flushes the queue. Its result only says
          * whether the command failed; the status says how. */
         cl->WaitForEvents(1, &event);
         status = execution_status(cl, event, &error);
-        if (error != CL_SUCCESS)
-            return posenc_cl_fail(ctx, error, what, "clGetEventInfo");
     }
-    if (status > CL_COMPLETE && timeout_ns > 0) {
-        /* Polling with a growing sleep: 1.2 has no timed wait. Short first, since small work
-         * ends within microseconds; at most 1 ms late. */
-        uint64_t start = now_ns(), nap = 2000;
-        while (status > CL_COMPLETE) {
-            uint64_t elapsed = now_ns() - start;
-            if (elapsed >= timeout_ns)
-                break;
-            uint64_t left = timeout_ns - elapsed;
-            sleep_ns(nap < left ? nap : left);
-            nap = nap < 1000000 ? nap * 2 : 1000000;
-            status = execution_status(cl, event, &error);
-            if (error != CL_SUCCESS)
-                return posenc_cl_fail(ctx, error, what, "clGetEventInfo");
-        }
+    /* Polling with a growing sleep: 1.2 has no timed wait. Short first, since small work ends
+     * within microseconds; at most 1 ms late. */
+    uint64_t start = status > CL_COMPLETE ? now_ns() : 0, nap = 2000;
+    while (error == CL_SUCCESS && status > CL_COMPLETE) {
+        uint64_t elapsed = now_ns() - start;
+        if (elapsed >= timeout_ns)
+            break;
+        uint64_t left = timeout_ns - elapsed;
+        sleep_ns(nap < left ? nap : left);
+        nap = nap < 1000000 ? nap * 2 : 1000000;
+        status = execution_status(cl, event, &error);
     }
+    if (error != CL_SUCCESS)
+        return posenc_cl_fail(ctx, error, what, "clGetEventInfo");
     if (status > CL_COMPLETE)
         return POSENC_TIMEOUT;
     return finished(ctx, status, what);

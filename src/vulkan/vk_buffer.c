@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Staging at most this large stays with the context; larger transfers use a temporary one. */
-#define KEEP_STAGING_BYTES (UINT64_C(64) << 20)
 /* Where no staging buffer of the whole size can be had, transfers go in chunks of this size. */
 #define CHUNK_BYTES (UINT64_C(16) << 20)
 /* Wrapped host memory is imported only from this boundary (the largest element): views start
@@ -101,7 +99,7 @@ static posenc_status transfer(posenc_context *ctx, posenc_buffer *buf, uint64_t 
     posenc_vk_allocation *staging = &vk->staging;
     uint64_t chunk = size;
     posenc_status status;
-    if (size <= KEEP_STAGING_BYTES) {
+    if (size <= POSENC__GPU_STAGING_KEEP_BYTES) { /* kept as operations keep theirs */
         status = posenc_vk_reserve(ctx, &vk->staging, size, "staging");
     } else {
         status = posenc_vk_allocate(ctx, size, vk->host_memory_type, true, "staging",
@@ -139,32 +137,25 @@ static posenc_status transfer(posenc_context *ctx, posenc_buffer *buf, uint64_t 
 }
 
 /* A copy between the host and a buffer, after the submitted work that binds it: mapped memory
- * is read or written by the host directly, so that work must be done first; a staged copy is a
- * submission of its own, ordered after that work by the queue and its opening barrier. */
+ * and imported host memory are read or written by the host directly, so that work must be done
+ * first; a staged copy is a submission of its own, ordered after that work by the queue and its
+ * opening barrier. Wrapped host memory that is not imported no work holds beyond its call. */
 static posenc_status copy(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                           uint8_t *host, uint64_t size, bool upload)
 {
     posenc_vk_context *vk = ctx->backend_state;
     posenc_vk_buffer *state = buf->backend_state;
+    uint8_t *memory = buf->host_memory ? buf->host_memory : state->allocation.mapped;
     posenc__mutex_lock(&vk->lock);
     posenc_status status = POSENC_OK;
-    if (buf->host_imported)
-        status = posenc_vk_wait_serial(ctx, state->last_serial);
-    if (status != POSENC_OK) {
-        /* the work that uses the imported memory failed: copy nothing */
-    } else if (buf->host_memory) {
-        if (upload)
-            memmove((uint8_t *)buf->host_memory + offset, host, (size_t)size);
-        else
-            memmove(host, (const uint8_t *)buf->host_memory + offset, (size_t)size);
-    } else if (state->allocation.mapped) {
-        status = posenc_vk_wait_serial(ctx, state->last_serial);
-        if (status == POSENC_OK && upload)
-            memmove((uint8_t *)state->allocation.mapped + offset, host, (size_t)size);
-        else if (status == POSENC_OK)
-            memmove(host, (const uint8_t *)state->allocation.mapped + offset, (size_t)size);
-    } else {
+    if (!memory) {
         status = transfer(ctx, buf, offset, host, size, upload);
+    } else {
+        if (buf->host_imported || !buf->host_memory)
+            status = posenc_vk_wait_serial(ctx, state->last_serial);
+        if (status == POSENC_OK) /* else the work failed: copy nothing */
+            memmove(upload ? memory + offset : host, upload ? host : memory + offset,
+                    (size_t)size);
     }
     posenc__mutex_unlock(&vk->lock);
     return status;

@@ -81,12 +81,6 @@ void posenc_vk_debug_name_allocation(const posenc_vk_context *vk,
                          name);
 }
 
-void posenc_vk_debug_name_pipeline(const posenc_vk_context *vk, posenc_vk_kernel kernel)
-{
-    posenc_vk_debug_name(vk, VK_OBJECT_TYPE_PIPELINE, POSENC_VK_OBJECT(vk->pipelines[kernel]),
-                         vk->debug.kernel_labels[kernel]);
-}
-
 void posenc_vk_debug_label_begin(const posenc_vk_context *vk, VkCommandBuffer commands,
                                  const char *label)
 {

@@ -15,6 +15,14 @@
  * bind them is done): an application that keeps binding new ranges does not grow it forever. */
 #define MAX_OWNED_SETS 4096
 
+/* A descriptor set of the shared layout, written once for one set of bound ranges and reused
+ * whenever the same ranges are bound again. */
+struct posenc_vk_cached_set {
+    VkDescriptorBufferInfo infos[POSENC_VK_BINDINGS];
+    VkDescriptorSet set;
+    VkDescriptorPool pool;
+};
+
 static bool same_infos(const VkDescriptorBufferInfo *a, const VkDescriptorBufferInfo *b)
 {
     for (uint32_t i = 0; i < POSENC_VK_BINDINGS; i++) {

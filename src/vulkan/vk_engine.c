@@ -5,7 +5,6 @@
 #include "vulkan/vk_internal.h"
 
 #include "core/op_views.h"
-#include "core/tensor.h"
 
 #include <posenc/posenc_vulkan.h>
 
@@ -106,12 +105,6 @@ static posenc_status lock_for_recording(posenc_context *ctx, VkCommandBuffer com
     return POSENC_OK;
 }
 
-static void begin_recording(posenc_vk_context *vk, VkCommandBuffer command_buffer)
-{
-    vk->target = command_buffer;
-    vk->dispatches = 0;
-}
-
 posenc_status posenc_vk_cmd_rope(posenc_context *ctx, VkCommandBuffer command_buffer,
                                  const posenc_rope_desc *desc)
 {
@@ -121,21 +114,21 @@ posenc_status posenc_vk_cmd_rope(posenc_context *ctx, VkCommandBuffer command_bu
     if (status != POSENC_OK)
         return status;
     posenc__rope_op op = {0};
+    const posenc__view *views[POSENC__ROPE_VIEWS];
+    posenc_vk_place places[POSENC__ROPE_VIEWS];
     status = posenc__rope_prepare(ctx, desc, &op);
-    enum { VIEWS = POSENC__ROPE_VIEWS };
-    const posenc__view *views[VIEWS] = {0};
-    if (status == POSENC_OK)
+    if (status == POSENC_OK) {
         posenc__rope_views(&op, views);
-    const char *const *names = posenc__rope_view_names;
-    posenc_vk_place places[VIEWS];
-    if (status == POSENC_OK)
-        status = check_views(ctx, views, names, VIEWS, call, places);
+        status = check_views(ctx, views, posenc__rope_view_names, POSENC__ROPE_VIEWS, call,
+                             places);
+    }
     if (status == POSENC_OK)
         status = posenc_vk_rope_pipelines(ctx, &op);
     if (status == POSENC_OK)
         status = posenc_vk_set_freqs(ctx, op.freqs, op.rotary_dim / 2, op.freqs_id, true);
     if (status == POSENC_OK) {
-        begin_recording(vk, command_buffer);
+        vk->target = command_buffer;
+        vk->dispatches = 0;
         status = posenc_vk_rope_record(ctx, &op, places);
     }
     if (status == POSENC_OK)
@@ -153,21 +146,21 @@ posenc_status posenc_vk_cmd_sinusoidal(posenc_context *ctx, VkCommandBuffer comm
     if (status != POSENC_OK)
         return status;
     posenc__sinusoidal_op op = {0};
+    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
+    posenc_vk_place places[POSENC__SINUSOIDAL_VIEWS];
     status = posenc__sinusoidal_prepare(ctx, desc, &op);
-    enum { VIEWS = POSENC__SINUSOIDAL_VIEWS };
-    const posenc__view *views[VIEWS] = {0};
-    if (status == POSENC_OK)
+    if (status == POSENC_OK) {
         posenc__sinusoidal_views(ctx, &op, views);
-    const char *const *names = posenc__sinusoidal_view_names;
-    posenc_vk_place places[VIEWS];
-    if (status == POSENC_OK)
-        status = check_views(ctx, views, names, VIEWS, call, places);
+        status = check_views(ctx, views, posenc__sinusoidal_view_names, POSENC__SINUSOIDAL_VIEWS,
+                             call, places);
+    }
     if (status == POSENC_OK)
         status = posenc_vk_sinusoidal_pipelines(ctx, &op);
     if (status == POSENC_OK)
         status = posenc_vk_set_freqs(ctx, op.freqs, op.half, op.freqs_id, true);
     if (status == POSENC_OK) {
-        begin_recording(vk, command_buffer);
+        vk->target = command_buffer;
+        vk->dispatches = 0;
         status = posenc_vk_sinusoidal_record(ctx, &op, places);
     }
     if (status == POSENC_OK)

@@ -232,13 +232,8 @@ typedef struct posenc_vk_table_ring {
     uint64_t pending_offset;
 } posenc_vk_table_ring;
 
-/* A descriptor set of the shared layout, written once for one set of bound ranges and reused
- * whenever the same ranges are bound again (the pool path; vk_descriptors.c). */
-typedef struct posenc_vk_cached_set {
-    VkDescriptorBufferInfo infos[POSENC_VK_BINDINGS];
-    VkDescriptorSet set;
-    VkDescriptorPool pool;
-} posenc_vk_cached_set;
+/* A descriptor set of the pool path and the ranges it binds (vk_descriptors.c). */
+typedef struct posenc_vk_cached_set posenc_vk_cached_set;
 
 /* One asynchronous submission: its command buffer and fence, recycled once the fence signals
  * (vk_submit.c). */
@@ -348,16 +343,17 @@ void posenc_vk_release(posenc_context *ctx, posenc_vk_allocation *allocation);
 posenc_status posenc_vk_reserve(posenc_context *ctx, posenc_vk_allocation *allocation,
                                 uint64_t size, const char *what);
 
-/* vk_commands.c: one command buffer per context, recorded and submitted synchronously. */
+/* vk_commands.c: the command buffers posenc records for itself. posenc_vk_open begins one
+ * (vk->target) after the writes of earlier work; posenc_vk_close makes its writes visible to
+ * the host, ends it, and when `recorded` is OK submits it with `fence`. A failed recording is
+ * ended too, so that the command buffer can be begun again, and its status returned. */
+posenc_status posenc_vk_open(posenc_context *ctx, VkCommandBuffer commands);
+posenc_status posenc_vk_close(posenc_context *ctx, VkCommandBuffer commands, VkFence fence,
+                              posenc_status recorded);
+/* The context's own command buffer, recorded and submitted synchronously: posenc_vk_submit
+ * closes, submits and waits. */
 posenc_status posenc_vk_begin(posenc_context *ctx);
-/* Ends the recording with a barrier that makes shader and transfer writes visible to the host,
- * submits, and waits. */
 posenc_status posenc_vk_submit(posenc_context *ctx);
-/* The barriers that open and close posenc's own command buffers: earlier work's writes (kernels,
- * copies, earlier submissions) visible to this one's kernels and copies; and at the end, its
- * writes visible to the host and to the next submission. */
-void posenc_vk_barrier_in(posenc_context *ctx, VkCommandBuffer commands);
-void posenc_vk_barrier_out(posenc_context *ctx, VkCommandBuffer commands);
 /* The shared parts of context creation (vk_context.c), for posenc's devices and the caller's:
  * memory types, layouts, the command pool and fence (when there is a queue), the pipeline cache
  * and the placeholder; and tearing down whatever exists. */
@@ -384,8 +380,6 @@ void posenc_vk_debug_name(const posenc_vk_context *vk, VkObjectType type, uint64
 /* Names the VkBuffer and the VkDeviceMemory of an allocation. */
 void posenc_vk_debug_name_allocation(const posenc_vk_context *vk,
                                      const posenc_vk_allocation *allocation, const char *name);
-/* Names vk->pipelines[kernel], just made, after its kernel (its dispatches' label). */
-void posenc_vk_debug_name_pipeline(const posenc_vk_context *vk, posenc_vk_kernel kernel);
 void posenc_vk_debug_label_begin(const posenc_vk_context *vk, VkCommandBuffer commands,
                                  const char *label);
 void posenc_vk_debug_label_end(const posenc_vk_context *vk, VkCommandBuffer commands);

@@ -57,7 +57,8 @@ posenc_status posenc_vk_pipeline(posenc_context *ctx, posenc_vk_kernel kernel,
         return status == POSENC_DEVICE_ERROR ? POSENC_KERNEL_BUILD_FAILED : status;
     }
     posenc__atomic64_add(&ctx->stats.kernels_built, 1);
-    posenc_vk_debug_name_pipeline(vk, kernel);
+    posenc_vk_debug_name(vk, VK_OBJECT_TYPE_PIPELINE, POSENC_VK_OBJECT(vk->pipelines[kernel]),
+                         vk->debug.kernel_labels[kernel]); /* its dispatches' label too */
     *pipeline = vk->pipelines[kernel];
     return POSENC_OK;
 }

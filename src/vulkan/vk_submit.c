@@ -9,7 +9,6 @@
 #include "vulkan/vk_internal.h"
 
 #include "core/op_views.h"
-#include "core/tensor.h"
 
 #include <stdlib.h>
 
@@ -17,27 +16,11 @@ _Static_assert(POSENC__ROPE_VIEWS <= POSENC_VK_MAX_VIEWS &&
                    POSENC__SINUSOIDAL_VIEWS <= POSENC_VK_MAX_VIEWS,
                "places of every operation's views");
 
-typedef posenc_status (*record_fn)(posenc_context *ctx, const void *op,
-                                   const posenc_vk_place *places);
-
-static posenc_status record_rope(posenc_context *ctx, const void *op,
-                                 const posenc_vk_place *places)
-{
-    return posenc_vk_rope_record(ctx, op, places);
-}
-
-static posenc_status record_sinusoidal(posenc_context *ctx, const void *op,
-                                       const posenc_vk_place *places)
-{
-    return posenc_vk_sinusoidal_record(ctx, op, places);
-}
-
-/* The common part of both submits: `views` (NULL: absent) are all device buffers (the front
- * end checked them, see op_views.h). */
+/* Both submits, of `rope` or `sinusoidal` (the other NULL): `views` (NULL: absent) are all
+ * device buffers (the front end checked them, see op_views.h). */
 static posenc_status submit(posenc_context *ctx, const posenc__view *const *views,
-                            uint32_t count, const posenc__freq *freqs, uint32_t freq_count,
-                            uint64_t freqs_id, record_fn record,
-                            const void *op, void **event_state, const char *call)
+                            uint32_t count, const posenc__rope_op *rope,
+                            const posenc__sinusoidal_op *sinusoidal, void **event_state)
 {
     posenc_vk_context *vk = ctx->backend_state;
     posenc_status lost = posenc__check_lost(ctx);
@@ -47,7 +30,7 @@ static posenc_status submit(posenc_context *ctx, const posenc__view *const *view
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "vulkan.queue: this context records only (no queue was given); "
                             "%s needs one",
-                            call);
+                            rope ? "posenc_rope_submit" : "posenc_sinusoidal_submit");
     posenc_status status;
     posenc_vk_event *event = NULL;
     if (event_state) {
@@ -62,43 +45,18 @@ static posenc_status submit(posenc_context *ctx, const posenc__view *const *view
     }
     posenc_vk_descriptors_trim(ctx);
     posenc_vk_submission *submission = NULL;
-    status = posenc_vk_set_freqs(ctx, freqs, freq_count, freqs_id, false);
+    status = rope ? posenc_vk_set_freqs(ctx, rope->freqs, rope->rotary_dim / 2, rope->freqs_id,
+                                        false)
+                  : posenc_vk_set_freqs(ctx, sinusoidal->freqs, sinusoidal->half,
+                                        sinusoidal->freqs_id, false);
     if (status == POSENC_OK)
         status = posenc_vk_acquire_submission(ctx, &submission);
-    VkResult result = VK_SUCCESS;
-    if (status == POSENC_OK) {
-        VkCommandBufferBeginInfo begin = {
-            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-            .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
-        };
-        /* The pool resets command buffers one by one; begin resets a recorded one. */
-        result = vk->fns.BeginCommandBuffer(submission->commands, &begin);
-        if (result != VK_SUCCESS)
-            status = posenc_vk_fail(ctx, result, "vkBeginCommandBuffer");
-    }
-    if (status == POSENC_OK) {
-        vk->target = submission->commands;
-        vk->dispatches = 0;
-        posenc_vk_barrier_in(ctx, submission->commands);
-        status = record(ctx, op, places);
-        posenc_vk_barrier_out(ctx, submission->commands);
-        result = vk->fns.EndCommandBuffer(submission->commands);
-        if (status == POSENC_OK && result != VK_SUCCESS)
-            status = posenc_vk_fail(ctx, result, "vkEndCommandBuffer");
-    }
-    if (status == POSENC_OK) {
-        result = vk->fns.ResetFences(vk->device, 1, &submission->fence);
-        VkSubmitInfo info = {
-            .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-            .commandBufferCount = 1,
-            .pCommandBuffers = &submission->commands,
-        };
-        if (result != VK_SUCCESS)
-            status = posenc_vk_fail(ctx, result, "vkResetFences");
-        else if ((result = vk->fns.QueueSubmit(vk->queue, 1, &info, submission->fence)) !=
-                 VK_SUCCESS)
-            status = posenc_vk_fail(ctx, result, "vkQueueSubmit");
-    }
+    if (status == POSENC_OK)
+        status = posenc_vk_open(ctx, submission->commands);
+    if (status == POSENC_OK)
+        status = posenc_vk_close(ctx, submission->commands, submission->fence,
+                                 rope ? posenc_vk_rope_record(ctx, rope, places)
+                                      : posenc_vk_sinusoidal_record(ctx, sinusoidal, places));
     if (status != POSENC_OK) {
         free(event);
         return status;
@@ -126,9 +84,7 @@ posenc_status posenc_vk_rope_submit(posenc_context *ctx, const posenc__rope_op *
     const posenc__view *views[POSENC__ROPE_VIEWS];
     posenc__rope_views(op, views);
     posenc__mutex_lock(&vk->lock);
-    posenc_status status = submit(ctx, views, POSENC__ROPE_VIEWS, op->freqs, op->rotary_dim / 2,
-                                  op->freqs_id, record_rope, op, event_state,
-                                  "posenc_rope_submit");
+    posenc_status status = submit(ctx, views, POSENC__ROPE_VIEWS, op, NULL, event_state);
     posenc__mutex_unlock(&vk->lock);
     return status;
 }
@@ -140,9 +96,7 @@ posenc_status posenc_vk_sinusoidal_submit(posenc_context *ctx, const posenc__sin
     const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
     posenc__sinusoidal_views(ctx, op, views);
     posenc__mutex_lock(&vk->lock);
-    posenc_status status = submit(ctx, views, POSENC__SINUSOIDAL_VIEWS, op->freqs, op->half,
-                                  op->freqs_id, record_sinusoidal, op, event_state,
-                                  "posenc_sinusoidal_submit");
+    posenc_status status = submit(ctx, views, POSENC__SINUSOIDAL_VIEWS, NULL, op, event_state);
     posenc__mutex_unlock(&vk->lock);
     return status;
 }
