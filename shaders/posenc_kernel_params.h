@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* The kernels' parameter blocks and flag bits, written once and read as GLSL (the push
- * constants of *.comp), OpenCL C (the scalar arguments of *.cl) and C11 (src/vulkan, src/opencl).
+ * constants of *.comp), OpenCL C (the arguments of *.cl) and C11 (src/vulkan, src/opencl).
  *
  * Each block is an X-macro list of (type, name): every parameter a 4-byte scalar, so that the
  * GLSL push-constant layout (std430: offset 4 * index), the C struct (no padding) and the order
  * of OpenCL arguments are the same sequence of words. In GLSL a list becomes a block,
- *   layout(push_constant) uniform Params { POSENC_ROPE_PUSH(POSENC_PARAM_FIELD) } params;
- * in OpenCL C the arguments after the buffers,
- *   kernel void posenc_rope(global T *q, ... POSENC_ROPE_ARGS(POSENC_PARAM_ARGUMENT))
- * and in C a struct (posenc__rope_push, ...) whose words the host sets in that order.
+ *   layout(push_constant) uniform Params { POSENC_ROPE_PASS(POSENC_PARAM_FIELD) } params;
+ * in OpenCL C scalar arguments after the buffers,
+ *   kernel void posenc_sinusoidal(global T *out, ...
+ *                                 POSENC_SINUSOIDAL_PARAMS(POSENC_PARAM_ARGUMENT))
+ * or a struct argument (posenc_rope_pass), and in C a struct (posenc__rope_pass, ...) whose
+ * words the host sets in that order.
  *
  * The variants (which -D defines build which kernel) are listed in shaders/variants.cmake; the
  * build turns that list into the ids the backends look kernels up by (kernel_ids.h).
@@ -45,24 +47,31 @@
 #define POSENC_POSITIONS_I32 1u
 #define POSENC_POSITIONS_F32 2u
 
-/* ---- RoPE (rope.comp, rope.cl) ----------------------------------------------------------------
- * flags, in both kernels: */
+/* ---- RoPE (rope.comp, rope_blocks.comp, rope.cl, rope_contiguous.cl) ------------------------
+ * One block, POSENC_ROPE_PASS, describes one pass of a call: one input tensor read over
+ * [batch, tokens, heads] and rotated (or, with pairs 0, copied) into one output. A call runs up
+ * to four passes, in this order: q; k into k_cache (from k as it is, before k is rotated in
+ * place); v into v_cache; k. Vulkan pushes each pass's block as the push constants of its own
+ * dispatches (so a block stays within the 128 bytes every device has); OpenCL passes all four
+ * blocks to one launch, as struct arguments in this order, an absent pass's block zero (heads
+ * 0), and its work-items pick their pass (a decode step is mostly launch latency). */
+#define POSENC_ROPE_PASS_Q 0u
+#define POSENC_ROPE_PASS_K_CACHE 1u
+#define POSENC_ROPE_PASS_V_CACHE 2u
+#define POSENC_ROPE_PASS_K 3u
+#define POSENC_ROPE_PASSES 4u
+
+/* flags, the same in every kernel: */
 #define POSENC_ROPE_FLAG_STYLE_MASK 3u      /* bits 0-1: the pairing style, below */
 #define POSENC_ROPE_FLAG_POSITIONS_SHIFT 2u /* bits 2-3: POSENC_POSITIONS_* */
 #define POSENC_ROPE_FLAG_INVERSE 16u        /* rotate by -t */
-/* The tensor (rope.comp), or q (rope.cl), is rotated in place: read through the output and
- * pass-through dims left alone. Without it they are copied from the input. */
+/* The pass rotates in place: it reads through the output (whose words the input's repeat) and
+ * leaves the pass-through dims alone. Without it they are copied from the input. */
 #define POSENC_ROPE_FLAG_IN_PLACE 32u
-#define POSENC_ROPE_FLAG_K_IN_PLACE 64u /* rope.cl: the same for k */
-/* rope.comp: the output row of token (b, t) is the paged KV cache row of its slot (the slots
- * binding): block slot / block_size at out_stride_batch, row slot % block_size at
+/* The output is a paged KV cache: the output row of token (b, t) is the cache row of its slot
+ * (the slots tensor): block slot / block_size at out_stride_batch, row slot % block_size at
  * out_stride_token. A slot outside [0, num_slots) writes nothing for the token. */
-#define POSENC_ROPE_FLAG_SLOTS 128u
-/* rope.cl: the paged KV cache. K_CACHE: k's heads are also written to the k_cache row of their
- * token's slot, and v_heads of v to the same v_cache row; K_CACHE_ONLY: k_out is not written
- * (k is only read). */
-#define POSENC_ROPE_FLAG_K_CACHE 256u
-#define POSENC_ROPE_FLAG_K_CACHE_ONLY 512u
+#define POSENC_ROPE_FLAG_SLOTS 64u
 
 /* The pairing styles (posenc_rope_style's values) and the two dims of pair j, counted from
  * rotary_offset, in each: NeoX pairs j with j + pairs (half split), GPT-J 2j with 2j + 1
@@ -76,105 +85,51 @@
 #define POSENC_ROPE_PAIR_SECOND(style, j, pairs)                                                  \
     ((style) == POSENC_ROPE_STYLE_GPTJ ? 2u * (j) + 1u : (j) + (pairs))
 
-/* rope.comp's push constants (116 bytes): one tensor, q, k or v, over [batch, tokens, heads].
- * Offsets and strides in elements from the start of each binding. With POSENC_ROPE_FLAG_SLOTS
- * the out strides of batch and token are those of a cache block and of a row in it, and the
- * slots' offset and strides (batch stride 0 for a batch of 1) find each token's i32 slot. */
-#define POSENC_ROPE_PUSH(X)                                                                       \
-    X(POSENC_PARAM_U32, in_offset)                                                                \
-    X(POSENC_PARAM_U32, in_stride_batch)                                                          \
-    X(POSENC_PARAM_U32, in_stride_token)                                                          \
-    X(POSENC_PARAM_U32, in_stride_head)                                                           \
-    X(POSENC_PARAM_U32, in_stride_dim)                                                            \
-    X(POSENC_PARAM_U32, out_offset)                                                               \
-    X(POSENC_PARAM_U32, out_stride_batch)                                                         \
-    X(POSENC_PARAM_U32, out_stride_token)                                                         \
-    X(POSENC_PARAM_U32, out_stride_head)                                                          \
-    X(POSENC_PARAM_U32, out_stride_dim)                                                           \
-    X(POSENC_PARAM_U32, positions_offset)                                                         \
-    X(POSENC_PARAM_U32, positions_stride_batch)                                                   \
-    X(POSENC_PARAM_U32, positions_stride_token)                                                   \
-    X(POSENC_PARAM_U32, positions_stride_component) /* 0 with one component */                    \
-    X(POSENC_PARAM_U32, batch)                                                                    \
-    X(POSENC_PARAM_U32, tokens)                                                                   \
-    X(POSENC_PARAM_U32, heads)                                                                    \
-    X(POSENC_PARAM_U32, heads_per_invocation)                                                     \
-    X(POSENC_PARAM_U32, pairs)                                                                    \
-    X(POSENC_PARAM_U32, head_dim)                                                                 \
-    X(POSENC_PARAM_I32, position_offset)                                                          \
-    X(POSENC_PARAM_U32, flags)                                                                    \
-    X(POSENC_PARAM_F32, attention_factor)                                                         \
-    X(POSENC_PARAM_U32, slots_offset)                                                             \
-    X(POSENC_PARAM_U32, slots_stride_batch)                                                       \
-    X(POSENC_PARAM_U32, slots_stride_token)                                                       \
-    X(POSENC_PARAM_U32, block_size)                                                               \
-    X(POSENC_PARAM_U32, num_slots)                                                                \
-    X(POSENC_PARAM_U32, rotary_offset) /* the first rotated dim (even) */
+/* A tensor's words: its offset and its strides of batch, token, head and dim, in elements from
+ * the start of its binding (0 for dims of one index); a cache's strides are those of block, row
+ * in the block, head and dim. */
+#define POSENC_ROPE_VIEW(X, view)                                                                 \
+    X(POSENC_PARAM_U32, view##_offset)                                                            \
+    X(POSENC_PARAM_U32, view##_stride_batch)                                                      \
+    X(POSENC_PARAM_U32, view##_stride_token)                                                      \
+    X(POSENC_PARAM_U32, view##_stride_head)                                                       \
+    X(POSENC_PARAM_U32, view##_stride_dim)
 
-/* rope.cl's arguments 10..65, after the ten buffers: q and k in one launch. For q, q_out, k and
- * k_out in turn the offset and the strides of batch, token, head and dim, in elements (0 for
- * dims of size 1); the positions' offset and strides (batch stride 0 when the batch shares the
- * positions, component stride 0 with one component); then the work's sizes; then the paged KV
- * cache (read with POSENC_ROPE_FLAG_K_CACHE only): slot_mapping's offset and strides, the
- * caches' block size and slot count, and the offsets and strides of k_cache, v and v_cache
- * (a cache's strides are those of block, row in the block, head and dim). */
-#define POSENC_ROPE_ARGS(X)                                                                       \
-    X(POSENC_PARAM_U32, q_offset)                                                                 \
-    X(POSENC_PARAM_U32, q_stride_batch)                                                           \
-    X(POSENC_PARAM_U32, q_stride_token)                                                           \
-    X(POSENC_PARAM_U32, q_stride_head)                                                            \
-    X(POSENC_PARAM_U32, q_stride_dim)                                                             \
-    X(POSENC_PARAM_U32, qo_offset)                                                                \
-    X(POSENC_PARAM_U32, qo_stride_batch)                                                          \
-    X(POSENC_PARAM_U32, qo_stride_token)                                                          \
-    X(POSENC_PARAM_U32, qo_stride_head)                                                           \
-    X(POSENC_PARAM_U32, qo_stride_dim)                                                            \
-    X(POSENC_PARAM_U32, k_offset)                                                                 \
-    X(POSENC_PARAM_U32, k_stride_batch)                                                           \
-    X(POSENC_PARAM_U32, k_stride_token)                                                           \
-    X(POSENC_PARAM_U32, k_stride_head)                                                            \
-    X(POSENC_PARAM_U32, k_stride_dim)                                                             \
-    X(POSENC_PARAM_U32, ko_offset)                                                                \
-    X(POSENC_PARAM_U32, ko_stride_batch)                                                          \
-    X(POSENC_PARAM_U32, ko_stride_token)                                                          \
-    X(POSENC_PARAM_U32, ko_stride_head)                                                           \
-    X(POSENC_PARAM_U32, ko_stride_dim)                                                            \
+/* One pass (116 bytes): the input and the output (in place, the input's words are the
+ * output's); the positions' offset and strides (batch stride 0 when the batch shares the
+ * positions, component stride 0 with one component); the sizes of the work, the heads one
+ * work unit rotates, the pairs rotated per row (0: every dim copied, as v into v_cache); then,
+ * with POSENC_ROPE_FLAG_SLOTS, each token's i32 slot (its offset and strides) and the cache's
+ * block size and slot count. */
+#define POSENC_ROPE_PASS(X)                                                                       \
+    POSENC_ROPE_VIEW(X, in)                                                                       \
+    POSENC_ROPE_VIEW(X, out)                                                                      \
     X(POSENC_PARAM_U32, positions_offset)                                                         \
     X(POSENC_PARAM_U32, positions_stride_batch)                                                   \
     X(POSENC_PARAM_U32, positions_stride_token)                                                   \
     X(POSENC_PARAM_U32, positions_stride_component)                                               \
     X(POSENC_PARAM_U32, batch)                                                                    \
     X(POSENC_PARAM_U32, tokens)                                                                   \
-    X(POSENC_PARAM_U32, q_heads)                                                                  \
-    X(POSENC_PARAM_U32, k_heads)                                                                  \
-    X(POSENC_PARAM_U32, rotary_dim)                                                               \
-    X(POSENC_PARAM_U32, heads_per_unit) /* heads a unit handles (the chunk size) */               \
-    X(POSENC_PARAM_U32, lanes) /* rotary_dim/2, plus head_dim - rotary_dim when copying */        \
-    X(POSENC_PARAM_I32, position_offset)                                                          \
+    X(POSENC_PARAM_U32, heads) /* 0: the pass is absent (OpenCL) */                               \
+    X(POSENC_PARAM_U32, heads_per_unit)                                                           \
+    X(POSENC_PARAM_U32, pairs)                                                                    \
+    X(POSENC_PARAM_U32, head_dim)                                                                 \
+    X(POSENC_PARAM_I32, position_offset) /* positions absent: position_offset + token */          \
     X(POSENC_PARAM_U32, flags)                                                                    \
     X(POSENC_PARAM_F32, attention_factor)                                                         \
-    X(POSENC_PARAM_U32, v_heads) /* k_heads with v, else 0 */                                     \
     X(POSENC_PARAM_U32, slots_offset)                                                             \
     X(POSENC_PARAM_U32, slots_stride_batch)                                                       \
     X(POSENC_PARAM_U32, slots_stride_token)                                                       \
     X(POSENC_PARAM_U32, block_size)                                                               \
     X(POSENC_PARAM_U32, num_slots) /* slots at or past it write nothing */                        \
-    X(POSENC_PARAM_U32, kc_offset)                                                                \
-    X(POSENC_PARAM_U32, kc_stride_block)                                                          \
-    X(POSENC_PARAM_U32, kc_stride_row)                                                            \
-    X(POSENC_PARAM_U32, kc_stride_head)                                                           \
-    X(POSENC_PARAM_U32, kc_stride_dim)                                                            \
-    X(POSENC_PARAM_U32, v_offset)                                                                 \
-    X(POSENC_PARAM_U32, v_stride_batch)                                                           \
-    X(POSENC_PARAM_U32, v_stride_token)                                                           \
-    X(POSENC_PARAM_U32, v_stride_head)                                                            \
-    X(POSENC_PARAM_U32, v_stride_dim)                                                             \
-    X(POSENC_PARAM_U32, vc_offset)                                                                \
-    X(POSENC_PARAM_U32, vc_stride_block)                                                          \
-    X(POSENC_PARAM_U32, vc_stride_row)                                                            \
-    X(POSENC_PARAM_U32, vc_stride_head)                                                           \
-    X(POSENC_PARAM_U32, vc_stride_dim)                                                            \
     X(POSENC_PARAM_U32, rotary_offset) /* the first rotated dim (even) */
+
+#if defined(__OPENCL_C_VERSION__) || defined(__OPENCL_VERSION__)
+/* OpenCL C: the block as a struct argument (4-byte members, no padding: the C struct's bytes). */
+typedef struct posenc_rope_pass {
+    POSENC_ROPE_PASS(POSENC_PARAM_FIELD)
+} posenc_rope_pass;
+#endif
 
 /* ---- Sinusoidal encodings (sinusoidal.comp, sinusoidal.cl) ------------------------------------
  * flags: bits 0-1 the layout (posenc_sinusoidal_layout: 0 interleaved, 1 sin|cos, 2 cos|sin) */
@@ -234,12 +189,9 @@
 /* ---- C: the blocks as structs, checked against the lists ------------------------------------ */
 #if !defined(POSENC_PARAMS_IN_KERNEL)
 
-typedef struct posenc__rope_push {
-    POSENC_ROPE_PUSH(POSENC_PARAM_FIELD)
-} posenc__rope_push;
-typedef struct posenc__rope_args {
-    POSENC_ROPE_ARGS(POSENC_PARAM_FIELD)
-} posenc__rope_args;
+typedef struct posenc__rope_pass {
+    POSENC_ROPE_PASS(POSENC_PARAM_FIELD)
+} posenc__rope_pass;
 typedef struct posenc__sinusoidal_params {
     POSENC_SINUSOIDAL_PARAMS(POSENC_PARAM_FIELD)
 } posenc__sinusoidal_params;
@@ -257,15 +209,13 @@ typedef struct posenc__copy_args {
 #define POSENC_PARAM_CHECK(block, list)                                                           \
     _Static_assert(sizeof(block) == 4 * (0 list(POSENC_PARAM_COUNT)),                            \
                    #block ": one 4-byte word per parameter")
-POSENC_PARAM_CHECK(posenc__rope_push, POSENC_ROPE_PUSH);
-POSENC_PARAM_CHECK(posenc__rope_args, POSENC_ROPE_ARGS);
+POSENC_PARAM_CHECK(posenc__rope_pass, POSENC_ROPE_PASS);
 POSENC_PARAM_CHECK(posenc__sinusoidal_params, POSENC_SINUSOIDAL_PARAMS);
 POSENC_PARAM_CHECK(posenc__copy_push, POSENC_COPY_PUSH);
 POSENC_PARAM_CHECK(posenc__copy_args, POSENC_COPY_ARGS);
 _Static_assert(sizeof(unsigned int) == 4 && sizeof(int) == 4 && sizeof(float) == 4,
                "32-bit parameters");
-_Static_assert(sizeof(posenc__rope_push) == 116, "rope.comp's push constants, 116 bytes");
-_Static_assert(sizeof(posenc__rope_args) == 56 * 4, "rope.cl's arguments 10..65");
+_Static_assert(sizeof(posenc__rope_pass) == 116, "a RoPE pass, 116 bytes");
 _Static_assert(sizeof(posenc__sinusoidal_params) == 72,
                "sinusoidal.comp's push constants, sinusoidal.cl's arguments 4..21");
 #endif

@@ -5,11 +5,11 @@
  * j + rotary_dim/2, GPT-J dim 2j with 2j+1, counted from rotary_offset (0 but for a rotary
  * part inside the head). The other dims are copied unchanged when a tensor is rotated out of
  * place (and left alone in place).
- * With POSENC_ROPE_FLAG_K_CACHE the same launch also writes the paged KV cache: each k head of
- * token (b, t), rotated exactly as for k_out, is stored in row slot_mapping[b, t] of k_cache,
- * and each v head is copied bit for bit into the same row of v_cache; a slot outside
- * [0, num_slots) writes nothing. One launch for the whole call, as a decode step is mostly
- * launch latency.
+ * With the cache passes the same launch also writes the paged KV cache: each k head of token
+ * (b, t), rotated exactly as for k_out, is stored in row slot_mapping[b, t] of k_cache, and each
+ * v head is copied bit for bit into the same row of v_cache; a slot outside [0, num_slots)
+ * writes nothing. One launch for every pass of the call, as a decode step is mostly launch
+ * latency.
  *
  * Work: one unit per (batch, token, head chunk, lane). Lanes 0..rotary_dim/2-1 are the pairs:
  * a lane computes sin/cos once and rotates that pair in every head of its chunk. Lanes from
@@ -21,19 +21,21 @@
  * of q, q_out, k, k_out, k_cache, v and v_cache.
  *
  * Arguments:
- *   0..3   q, q_out, k, k_out   global elements (in place: q_out is q; no k: any buffer, and
- *                               k_heads 0; k_out not written (POSENC_ROPE_FLAG_K_CACHE_ONLY):
- *                               any buffer)
+ *   0..3   q, q_out, k, k_out   global elements (in place: q_out is q, k_out is k; no k pass
+ *                               (no k, or k_out not written): any buffer)
  *   4      positions  global i32 or f32 elements as uint; read only with POSITIONS_I32/F32
- *   5..8   slot_mapping (global i32), k_cache, v, v_cache (global elements): used only with
- *          POSENC_ROPE_FLAG_K_CACHE (v and v_cache with v_heads > 0), else any buffer
+ *   5..8   slot_mapping (global i32), k_cache, v, v_cache (global elements): used only with the
+ *          cache passes, else any buffer
  *   9      freqs      global uint triplets (int_turns, frac_hi, frac_lo), rotary_dim/2 of them,
  *                     then rotary_dim/2 uints: the position component each frequency uses
- *   10..65 POSENC_ROPE_ARGS of posenc_kernel_params.h: offsets and strides of the tensors, the
- *          positions' layout, the sizes, the chunk size (heads_per_unit), the lanes
- *          (rotary_dim/2, plus head_dim - rotary_dim when a copy is needed), position_offset
- *          (positions absent: position = position_offset + token, every component), the
- *          POSENC_ROPE_FLAG_* flags, attention_factor, then the caches' layout
+ *   10..13 the passes' POSENC_ROPE_PASS blocks of posenc_kernel_params.h, in POSENC_ROPE_PASS_*
+ *          order: q into q_out, k into k_cache (POSENC_ROPE_FLAG_SLOTS), v into v_cache, k into
+ *          k_out; an absent pass's block has no heads. The q block gives what every pass
+ *          shares: the positions, the sizes, the chunk size (heads_per_unit), the pairs
+ *          (rotary_dim/2), head_dim, rotary_offset, position_offset, the style and direction
+ *          flags and attention_factor; the k_cache block the slots and the caches' size.
+ * Lanes: rotary_dim/2, plus head_dim - rotary_dim when a pass copies pass-through dims (one
+ * that writes out of place; core/gpu_rope.c counts them alike to size the launch).
  * Every element index, and batch * tokens * chunks * lanes, fits in 32 bits.
  * Global size: any; one dimension (the kernel loops over the rest).
  */
@@ -49,32 +51,60 @@
 #define POSENC_BITS_TYPE ushort
 #endif
 
-/* Element index of (a, b, c, d) in a tensor of that offset and those strides. */
-uint posenc_rope_at(uint offset, uint stride_a, uint a, uint stride_b, uint b, uint stride_c,
-                    uint c, uint stride_d, uint d)
+/* Element index of (b, t, h, d) in a pass's input, and in its output (with
+ * POSENC_ROPE_FLAG_SLOTS, b and t are the cache block and the row in it). */
+POSENC_INLINE uint posenc_rope_in_at(const posenc_rope_pass *pass, uint b, uint t, uint h,
+                                     uint d)
 {
-    return offset + a * stride_a + b * stride_b + c * stride_c + d * stride_d;
+    return pass->in_offset + b * pass->in_stride_batch + t * pass->in_stride_token +
+           h * pass->in_stride_head + d * pass->in_stride_dim;
+}
+
+POSENC_INLINE uint posenc_rope_out_at(const posenc_rope_pass *pass, uint b, uint t, uint h,
+                                      uint d)
+{
+    return pass->out_offset + b * pass->out_stride_batch + t * pass->out_stride_token +
+           h * pass->out_stride_head + d * pass->out_stride_dim;
 }
 
 kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out,
                         global POSENC_OUT_TYPE *k, global POSENC_OUT_TYPE *k_out,
                         const global uint *positions, const global int *slot_mapping,
                         global POSENC_OUT_TYPE *k_cache, const global POSENC_OUT_TYPE *v,
-                        global POSENC_OUT_TYPE *v_cache,
-                        const global uint *freqs POSENC_ROPE_ARGS(POSENC_PARAM_ARGUMENT))
+                        global POSENC_OUT_TYPE *v_cache, const global uint *freqs,
+                        posenc_rope_pass q_pass, posenc_rope_pass k_cache_pass,
+                        posenc_rope_pass v_cache_pass, posenc_rope_pass k_pass)
 {
-    uint half_count = rotary_dim >> 1;
-    uint qk_heads = q_heads + k_heads;
-    uint total_heads = qk_heads + v_heads;
+    /* Private copies, which no store through a buffer may alias: their words are read once,
+     * not again after every store. */
+    const posenc_rope_pass passes[POSENC_ROPE_PASSES] = {q_pass, k_cache_pass, v_cache_pass,
+                                                         k_pass};
+    const posenc_rope_pass *qp = &passes[POSENC_ROPE_PASS_Q];
+    const posenc_rope_pass *kcp = &passes[POSENC_ROPE_PASS_K_CACHE];
+    const posenc_rope_pass *vcp = &passes[POSENC_ROPE_PASS_V_CACHE];
+    const posenc_rope_pass *kp = &passes[POSENC_ROPE_PASS_K];
+    int cache = (kcp->flags & POSENC_ROPE_FLAG_SLOTS) != 0u;
+    /* k as the cache pass reads it, or as the k pass does (in place, through k_out: k). */
+    const posenc_rope_pass *k_in = cache ? kcp : kp;
+    uint flags = qp->flags;
+    uint half_count = qp->pairs;
+    uint rotary_dim = 2u * half_count;
+    uint rotary_offset = qp->rotary_offset;
+    uint heads_per_unit = qp->heads_per_unit;
+    uint q_heads = qp->heads;
+    uint qk_heads = q_heads + k_in->heads;
+    uint total_heads = qk_heads + vcp->heads;
+    int q_copied = (flags & POSENC_ROPE_FLAG_IN_PLACE) == 0u;
+    int k_written = kp->heads != 0u;
+    int k_copied = k_written && (kp->flags & POSENC_ROPE_FLAG_IN_PLACE) == 0u;
+    uint lanes = half_count + (q_copied || k_copied || cache ? qp->head_dim - rotary_dim : 0u);
     uint chunks = (total_heads + heads_per_unit - 1u) / heads_per_unit;
     uint per_row = chunks * lanes;
-    uint total = per_row * batch * tokens;
+    uint tokens = qp->tokens;
+    uint total = per_row * qp->batch * tokens;
     uint stride = (uint)get_global_size(0);
     uint positions_kind = (flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u;
     uint style = flags & POSENC_ROPE_FLAG_STYLE_MASK;
-    int q_copied = (flags & POSENC_ROPE_FLAG_IN_PLACE) == 0u;
-    int k_written = (flags & POSENC_ROPE_FLAG_K_CACHE_ONLY) == 0u;
-    int k_copied = k_written && (flags & POSENC_ROPE_FLAG_K_IN_PLACE) == 0u;
 
     /* The step stops at `total` rather than wrap around 2^32. */
     for (uint i = (uint)get_global_id(0); i < total; i = total - i <= stride ? total : i + stride) {
@@ -90,10 +120,11 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
         /* The cache row of this token, if it has one: the slot's block and row in the block.
          * Out of range, the caches are not written at all. */
         uint block = 0u, in_block = 0u;
-        int cached = (flags & POSENC_ROPE_FLAG_K_CACHE) != 0u &&
-                     posenc_cache_row(slot_mapping[slots_offset + b * slots_stride_batch +
-                                                   t * slots_stride_token],
-                                      num_slots, block_size, &block, &in_block);
+        int cached = cache && posenc_cache_row(slot_mapping[kcp->slots_offset +
+                                                            b * kcp->slots_stride_batch +
+                                                            t * kcp->slots_stride_token],
+                                               kcp->num_slots, kcp->block_size, &block,
+                                               &in_block);
 
         if (lane >= half_count) { /* a pass-through dim */
             /* Copied as bits, so NaN payloads and signed zeros survive. */
@@ -107,46 +138,37 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
             for (uint h = head_begin; h < head_end; h++) {
                 if (h < q_heads) {
                     if (q_copied)
-                        ((global POSENC_BITS_TYPE *)q_out)[posenc_rope_at(
-                            qo_offset, qo_stride_batch, b, qo_stride_token, t, qo_stride_head,
-                            h, qo_stride_dim, d)] =
-                            q_bits[posenc_rope_at(q_offset, q_stride_batch, b, q_stride_token, t,
-                                                  q_stride_head, h, q_stride_dim, d)];
+                        ((global POSENC_BITS_TYPE *)q_out)[posenc_rope_out_at(qp, b, t, h, d)] =
+                            q_bits[posenc_rope_in_at(qp, b, t, h, d)];
                 } else if (h < qk_heads) {
                     uint hh = h - q_heads;
-                    POSENC_BITS_TYPE x =
-                        k_bits[posenc_rope_at(k_offset, k_stride_batch, b, k_stride_token, t,
-                                              k_stride_head, hh, k_stride_dim, d)];
+                    POSENC_BITS_TYPE x = k_bits[posenc_rope_in_at(k_in, b, t, hh, d)];
                     if (k_copied)
-                        ((global POSENC_BITS_TYPE *)k_out)[posenc_rope_at(
-                            ko_offset, ko_stride_batch, b, ko_stride_token, t, ko_stride_head,
-                            hh, ko_stride_dim, d)] = x;
+                        ((global POSENC_BITS_TYPE *)k_out)[posenc_rope_out_at(kp, b, t, hh, d)] =
+                            x;
                     if (cached)
-                        ((global POSENC_BITS_TYPE *)k_cache)[posenc_rope_at(
-                            kc_offset, kc_stride_block, block, kc_stride_row, in_block,
-                            kc_stride_head, hh, kc_stride_dim, d)] = x;
+                        ((global POSENC_BITS_TYPE *)
+                             k_cache)[posenc_rope_out_at(kcp, block, in_block, hh, d)] = x;
                 } else if (cached) {
                     uint hh = h - qk_heads;
-                    ((global POSENC_BITS_TYPE *)v_cache)[posenc_rope_at(
-                        vc_offset, vc_stride_block, block, vc_stride_row, in_block,
-                        vc_stride_head, hh, vc_stride_dim, d)] =
-                        v_bits[posenc_rope_at(v_offset, v_stride_batch, b, v_stride_token, t,
-                                              v_stride_head, hh, v_stride_dim, d)];
+                    ((global POSENC_BITS_TYPE *)
+                         v_cache)[posenc_rope_out_at(vcp, block, in_block, hh, d)] =
+                        v_bits[posenc_rope_in_at(vcp, b, t, hh, d)];
                 }
             }
             continue;
         }
 
         float s = as_float(0x7fc00000u), c = s; /* NaN for an invalid float position */
-        uint2 position = (uint2)(0u, (uint)position_offset + t);
+        uint2 position = (uint2)(0u, (uint)qp->position_offset + t);
         int valid = 1;
         if (positions_kind != POSENC_POSITIONS_NONE)
             valid = posenc_position_from_word(positions_kind,
-                                              positions[positions_offset +
-                                                        b * positions_stride_batch +
-                                                        t * positions_stride_token +
+                                              positions[qp->positions_offset +
+                                                        b * qp->positions_stride_batch +
+                                                        t * qp->positions_stride_token +
                                                         freqs[3u * half_count + lane] *
-                                                            positions_stride_component],
+                                                            qp->positions_stride_component],
                                               &position);
         if (valid) {
             uint3 freq = (uint3)(freqs[3u * lane], freqs[3u * lane + 1u], freqs[3u * lane + 2u]);
@@ -154,8 +176,8 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
         }
         if ((flags & POSENC_ROPE_FLAG_INVERSE) != 0u)
             s = -s;
-        s = s * attention_factor;
-        c = c * attention_factor;
+        s = s * qp->attention_factor;
+        c = c * qp->attention_factor;
 
         uint dim_a = rotary_offset + POSENC_ROPE_PAIR_FIRST(style, lane, half_count);
         uint dim_b = rotary_offset + POSENC_ROPE_PAIR_SECOND(style, lane, half_count);
@@ -166,42 +188,32 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
                 const global POSENC_BITS_TYPE *in = (const global POSENC_BITS_TYPE *)v;
                 global POSENC_BITS_TYPE *out = (global POSENC_BITS_TYPE *)v_cache;
                 uint hh = h - qk_heads;
-                uint src = posenc_rope_at(v_offset, v_stride_batch, b, v_stride_token, t,
-                                          v_stride_head, hh, 0u, 0u);
-                uint dst = posenc_rope_at(vc_offset, vc_stride_block, block, vc_stride_row,
-                                          in_block, vc_stride_head, hh, 0u, 0u);
-                out[dst + dim_a * vc_stride_dim] = in[src + dim_a * v_stride_dim];
-                out[dst + dim_b * vc_stride_dim] = in[src + dim_b * v_stride_dim];
+                out[posenc_rope_out_at(vcp, block, in_block, hh, dim_a)] =
+                    in[posenc_rope_in_at(vcp, b, t, hh, dim_a)];
+                out[posenc_rope_out_at(vcp, block, in_block, hh, dim_b)] =
+                    in[posenc_rope_in_at(vcp, b, t, hh, dim_b)];
                 continue;
             }
             int is_q = h < q_heads;
             uint hh = is_q ? h : h - q_heads;
-            uint src = is_q ? posenc_rope_at(q_offset, q_stride_batch, b, q_stride_token, t,
-                                             q_stride_head, hh, 0u, 0u)
-                            : posenc_rope_at(k_offset, k_stride_batch, b, k_stride_token, t,
-                                             k_stride_head, hh, 0u, 0u);
-            uint src_dim = is_q ? q_stride_dim : k_stride_dim;
+            const posenc_rope_pass *src = is_q ? qp : k_in;
             const global POSENC_OUT_TYPE *in = is_q ? q : k;
-            float xa = posenc_load_out(in, src + dim_a * src_dim);
-            float xb = posenc_load_out(in, src + dim_b * src_dim);
+            float xa = posenc_load_out(in, posenc_rope_in_at(src, b, t, hh, dim_a));
+            float xb = posenc_load_out(in, posenc_rope_in_at(src, b, t, hh, dim_b));
             /* Computed once, so the cache row holds the very bits k_out does. */
             float ra = xa * c - xb * s;
             float rb = xa * s + xb * c;
             if (is_q || k_written) {
-                uint dst = is_q ? posenc_rope_at(qo_offset, qo_stride_batch, b, qo_stride_token,
-                                                 t, qo_stride_head, hh, 0u, 0u)
-                                : posenc_rope_at(ko_offset, ko_stride_batch, b, ko_stride_token,
-                                                 t, ko_stride_head, hh, 0u, 0u);
-                uint dst_dim = is_q ? qo_stride_dim : ko_stride_dim;
+                const posenc_rope_pass *dst = is_q ? qp : kp;
                 global POSENC_OUT_TYPE *out = is_q ? q_out : k_out;
-                posenc_store_out(out, dst + dim_a * dst_dim, ra);
-                posenc_store_out(out, dst + dim_b * dst_dim, rb);
+                posenc_store_out(out, posenc_rope_out_at(dst, b, t, hh, dim_a), ra);
+                posenc_store_out(out, posenc_rope_out_at(dst, b, t, hh, dim_b), rb);
             }
             if (!is_q && cached) {
-                uint dst = posenc_rope_at(kc_offset, kc_stride_block, block, kc_stride_row,
-                                          in_block, kc_stride_head, hh, 0u, 0u);
-                posenc_store_out(k_cache, dst + dim_a * kc_stride_dim, ra);
-                posenc_store_out(k_cache, dst + dim_b * kc_stride_dim, rb);
+                posenc_store_out(k_cache, posenc_rope_out_at(kcp, block, in_block, hh, dim_a),
+                                 ra);
+                posenc_store_out(k_cache, posenc_rope_out_at(kcp, block, in_block, hh, dim_b),
+                                 rb);
             }
         }
     }

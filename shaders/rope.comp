@@ -7,7 +7,7 @@
 // copied unchanged. Angles follow angle.glsl.
 //
 // One invocation per (row, pair j) computes sin and cos once and rotates pair j of a run of
-// `heads_per_invocation` heads; consecutive invocations take consecutive pairs, so each head's
+// `heads_per_unit` heads; consecutive invocations take consecutive pairs, so each head's
 // loads and stores are contiguous across a work group. Invocations past the pairs of a row copy
 // two pass-through dims each instead (out of place only). This kernel takes any layout;
 // rope_blocks.comp computes the same bits faster where heads are whole 16-byte blocks.
@@ -27,7 +27,8 @@
 //   3  freqs      uint triplets (int_turns, frac_hi, frac_lo) per pair: turns per position;
 //                 then one uint per pair: the position component it uses (multimodal kinds)
 //   4  slots      i32 cache slot of each token, as uint words; read only with FLAG_SLOTS
-// Push constants: POSENC_ROPE_PUSH and the POSENC_ROPE_FLAG_* flags of posenc_kernel_params.h.
+// Push constants: the pass's POSENC_ROPE_PASS block, with POSENC_ROPE_FLAG_* flags
+// (posenc_kernel_params.h).
 // Offsets and strides are in elements from the start of each binding (bound at a multiple of 4
 // bytes, so that 16-bit elements keep their place in a word). The host splits larger work into
 // several dispatches, so that every element index and the invocation count below fit in 32 bits.
@@ -55,7 +56,7 @@ layout(std430, set = 0, binding = 4) readonly buffer Slots { uint slots[]; };
 
 #include "elements.glsl"
 
-layout(push_constant) uniform Params { POSENC_ROPE_PUSH(POSENC_PARAM_FIELD) } params;
+layout(push_constant) uniform Params { POSENC_ROPE_PASS(POSENC_PARAM_FIELD) } params;
 
 #include "rope_rows.glsl"
 
@@ -115,7 +116,7 @@ void main()
     uint pass_units = in_place ? 0u : (params.head_dim - 2u * pairs + 1u) >> 1;
     uint per_row = pairs + pass_units;
     uint rows = params.batch * params.tokens;
-    uint chunks = (params.heads + params.heads_per_invocation - 1u) / params.heads_per_invocation;
+    uint chunks = (params.heads + params.heads_per_unit - 1u) / params.heads_per_unit;
     uint total = per_row * rows * chunks;
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     // The step stops at `total` rather than wrap around 2^32.
@@ -124,8 +125,8 @@ void main()
         uint j = i % per_row;
         uint rest = i / per_row;
         uint row = rest % rows;
-        uint first_head = (rest / rows) * params.heads_per_invocation;
-        uint end_head = min(first_head + params.heads_per_invocation, params.heads);
+        uint first_head = (rest / rows) * params.heads_per_unit;
+        uint end_head = min(first_head + params.heads_per_unit, params.heads);
         uint b = row / params.tokens;
         uint t = row - b * params.tokens;
         uint in_row = params.in_offset + b * params.in_stride_batch + t * params.in_stride_token;

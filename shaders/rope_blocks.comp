@@ -5,7 +5,7 @@
 // can (src/vulkan/vk_rope.c), rope.comp otherwise.
 //
 // One invocation per (row, unit) rotates one unit of E consecutive pairs (E = elements per
-// block) in a run of `heads_per_invocation` heads: it computes those pairs' sin and cos once,
+// block) in a run of `heads_per_unit` heads: it computes those pairs' sin and cos once,
 // then per head loads two blocks, rotates and stores them, whole (no 16-bit access, no
 // atomics). A NeoX unit is a block of first elements and the block of their partners `pairs`
 // further on; a GPT-J unit two adjacent blocks of interleaved pairs. Out of place, the units
@@ -14,7 +14,7 @@
 // Variants (-D): POSENC_OUT_F32, POSENC_OUT_F16 or POSENC_OUT_BF16, the tensor type.
 //
 // Bindings as rope.comp's, with in and out read as 16-byte blocks (in place, through out).
-// Push constants: POSENC_ROPE_PUSH, as rope.comp, where pairs, head_dim, rotary_offset and every
+// Push constants: POSENC_ROPE_PASS, as rope.comp, where pairs, head_dim, rotary_offset and every
 // offset and stride of in and out (those of dims with more than one index) are multiples of E.
 // Dispatch: local size 64; any number of work groups in x (the kernel loops over the rest).
 #version 450
@@ -43,7 +43,7 @@ layout(std430, set = 0, binding = 2) readonly buffer Positions { uint positions[
 layout(std430, set = 0, binding = 3) readonly buffer Freqs { uvec4 freq_words[]; };
 layout(std430, set = 0, binding = 4) readonly buffer Slots { uint slots[]; };
 
-layout(push_constant) uniform Params { POSENC_ROPE_PUSH(POSENC_PARAM_FIELD) } params;
+layout(push_constant) uniform Params { POSENC_ROPE_PASS(POSENC_PARAM_FIELD) } params;
 
 #include "rope_rows.glsl"
 
@@ -127,7 +127,7 @@ void main()
     uint pass_units = in_place ? 0u : (params.head_dim - 2u * pairs) >> BLOCK_SHIFT;
     uint per_row = rotated_units + pass_units;
     uint rows = params.batch * params.tokens;
-    uint chunks = (params.heads + params.heads_per_invocation - 1u) / params.heads_per_invocation;
+    uint chunks = (params.heads + params.heads_per_unit - 1u) / params.heads_per_unit;
     uint total = per_row * rows * chunks;
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     uint in_head_step = params.in_stride_head >> BLOCK_SHIFT;
@@ -138,8 +138,8 @@ void main()
         uint unit = i % per_row;
         uint rest = i / per_row;
         uint row = rest % rows;
-        uint first_head = (rest / rows) * params.heads_per_invocation;
-        uint heads = min(params.heads_per_invocation, params.heads - first_head);
+        uint first_head = (rest / rows) * params.heads_per_unit;
+        uint heads = min(params.heads_per_unit, params.heads - first_head);
         uint b = row / params.tokens;
         uint t = row - b * params.tokens;
         uint out_row;

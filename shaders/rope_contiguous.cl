@@ -10,7 +10,7 @@
  *
  * The host chooses this kernel only when it applies (cl_rope.c): rotary_dim/2 a multiple of 8,
  * a dim stride of 1 in q, q_out, k, k_out, k_cache, v and v_cache, and no pass-through dims to
- * copy (full rotary, or partial in place with no cache). heads_per_unit and lanes are unused.
+ * copy (full rotary, or partial in place with no cache). heads_per_unit is unused.
  *
  * Variants (build options): -DPOSENC_OUT_F32, -DPOSENC_OUT_F16 or -DPOSENC_OUT_BF16.
  * Arguments: those of rope.cl. Work: batch * tokens * ceil(rotary_dim/128) units.
@@ -73,30 +73,53 @@ POSENC_INLINE void posenc_store_block(global POSENC_OUT_TYPE *p, uint at, uint s
 #endif
 }
 
+/* The first element of head h of token (b, t) in a pass's input, and in its output (with
+ * POSENC_ROPE_FLAG_SLOTS, b and t are the cache block and the row in it). */
+POSENC_INLINE uint posenc_rope_in_row(const posenc_rope_pass *pass, uint b, uint t, uint h)
+{
+    return pass->in_offset + b * pass->in_stride_batch + t * pass->in_stride_token +
+           h * pass->in_stride_head;
+}
+
+POSENC_INLINE uint posenc_rope_out_row(const posenc_rope_pass *pass, uint b, uint t, uint h)
+{
+    return pass->out_offset + b * pass->out_stride_batch + t * pass->out_stride_token +
+           h * pass->out_stride_head;
+}
+
 kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out,
                                    global POSENC_OUT_TYPE *k, global POSENC_OUT_TYPE *k_out,
                                    const global uint *positions, const global int *slot_mapping,
                                    global POSENC_OUT_TYPE *k_cache,
                                    const global POSENC_OUT_TYPE *v,
-                                   global POSENC_OUT_TYPE *v_cache,
-                                   const global uint *freqs
-                                       POSENC_ROPE_ARGS(POSENC_PARAM_ARGUMENT))
+                                   global POSENC_OUT_TYPE *v_cache, const global uint *freqs,
+                                   posenc_rope_pass q_pass, posenc_rope_pass k_cache_pass,
+                                   posenc_rope_pass v_cache_pass, posenc_rope_pass k_pass)
 {
-    /* Dim strides are 1 and the work is cut by blocks of pairs, not rope.cl's chunks. */
-    (void)q_stride_dim, (void)qo_stride_dim, (void)k_stride_dim, (void)ko_stride_dim;
-    (void)kc_stride_dim, (void)v_stride_dim, (void)vc_stride_dim;
-    (void)heads_per_unit, (void)lanes;
-    uint half_count = rotary_dim >> 1;
+    /* Private copies, which no store through a buffer may alias: their words are read once,
+     * not again after every store. */
+    const posenc_rope_pass passes[POSENC_ROPE_PASSES] = {q_pass, k_cache_pass, v_cache_pass,
+                                                         k_pass};
+    const posenc_rope_pass *qp = &passes[POSENC_ROPE_PASS_Q];
+    const posenc_rope_pass *kcp = &passes[POSENC_ROPE_PASS_K_CACHE];
+    const posenc_rope_pass *vcp = &passes[POSENC_ROPE_PASS_V_CACHE];
+    const posenc_rope_pass *kp = &passes[POSENC_ROPE_PASS_K];
+    int cache = (kcp->flags & POSENC_ROPE_FLAG_SLOTS) != 0u;
+    /* k as the cache pass reads it, or as the k pass does (in place, through k_out: k). */
+    const posenc_rope_pass *k_in = cache ? kcp : kp;
+    uint flags = qp->flags;
+    uint half_count = qp->pairs;
+    uint tokens = qp->tokens;
     uint blocks = half_count >> 3;
     uint groups = (blocks + POSENC_GROUP_BLOCKS - 1u) / POSENC_GROUP_BLOCKS;
-    uint total = groups * batch * tokens;
+    uint total = groups * qp->batch * tokens;
     uint stride = (uint)get_global_size(0);
     uint positions_kind = (flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u;
     int gptj = (flags & POSENC_ROPE_FLAG_STYLE_MASK) == POSENC_ROPE_STYLE_GPTJ;
     /* Dims per pair in a run of pairs (GPT-J's are adjacent), and a block's second run. */
     uint dims_per_pair = gptj ? 2u : 1u;
     uint second = gptj ? 8u : half_count;
-    int k_written = (flags & POSENC_ROPE_FLAG_K_CACHE_ONLY) == 0u;
+    int k_written = kp->heads != 0u;
 
     /* The step stops at `total` rather than wrap around 2^32. */
     for (uint i = (uint)get_global_id(0); i < total; i = total - i <= stride ? total : i + stride) {
@@ -108,17 +131,19 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
         uint count = min(blocks - first_block, (uint)POSENC_GROUP_BLOCKS);
 
         uint cache_block = 0u, in_block = 0u;
-        int cached = (flags & POSENC_ROPE_FLAG_K_CACHE) != 0u &&
-                     posenc_cache_row(slot_mapping[slots_offset + b * slots_stride_batch +
-                                                   t * slots_stride_token],
-                                      num_slots, block_size, &cache_block, &in_block);
+        int cached = cache && posenc_cache_row(slot_mapping[kcp->slots_offset +
+                                                            b * kcp->slots_stride_batch +
+                                                            t * kcp->slots_stride_token],
+                                               kcp->num_slots, kcp->block_size, &cache_block,
+                                               &in_block);
 
         /* sin and cos of the group's pairs, 8 a block. */
         float8 angles[POSENC_GROUP_BLOCKS][4]; /* posenc_rotate_block's */
         for (uint j = 0u; j < count; j++) {
             uint lane = (first_block + j) << 3;
             /* The positions of the 8 pairs: one per token, or per pair's component (M-RoPE). */
-            uint8 position_low = (uint8)0u, position_high = (uint8)((uint)position_offset + t);
+            uint8 position_low = (uint8)0u;
+            uint8 position_high = (uint8)((uint)qp->position_offset + t);
             int8 valid = (int8)(-1);
             if (positions_kind != POSENC_POSITIONS_NONE) {
                 uint low[8], high[8];
@@ -127,9 +152,10 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
                     uint2 position;
                     ok[l] = -posenc_position_from_word(
                         positions_kind,
-                        positions[positions_offset + b * positions_stride_batch +
-                                  t * positions_stride_token +
-                                  freqs[3u * half_count + lane + l] * positions_stride_component],
+                        positions[qp->positions_offset + b * qp->positions_stride_batch +
+                                  t * qp->positions_stride_token +
+                                  freqs[3u * half_count + lane + l] *
+                                      qp->positions_stride_component],
                         &position);
                     low[l] = position.x;
                     high[l] = position.y;
@@ -145,8 +171,8 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
             c = select(nan, c, valid);
             if ((flags & POSENC_ROPE_FLAG_INVERSE) != 0u)
                 s = -s;
-            s = s * attention_factor;
-            c = c * attention_factor;
+            s = s * qp->attention_factor;
+            c = c * qp->attention_factor;
             if (gptj) {
                 uint8 negate_a = (uint8)(0x80000000u, 0u, 0x80000000u, 0u, 0x80000000u, 0u,
                                          0x80000000u, 0u);
@@ -161,22 +187,21 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
         }
 
         /* Head by head, so that each head's run of dims is read and written in order. */
-        uint first = rotary_offset + (first_block << 3) * dims_per_pair;
+        uint first = qp->rotary_offset + (first_block << 3) * dims_per_pair;
         uint step = 8u * dims_per_pair;
-        for (uint h = 0u; h < q_heads; h++) {
-            uint src = q_offset + b * q_stride_batch + t * q_stride_token + h * q_stride_head;
-            uint dst = qo_offset + b * qo_stride_batch + t * qo_stride_token + h * qo_stride_head;
+        for (uint h = 0u; h < qp->heads; h++) {
+            uint src = posenc_rope_in_row(qp, b, t, h);
+            uint dst = posenc_rope_out_row(qp, b, t, h);
             for (uint j = 0u, at = first; j < count; j++, at += step) {
                 float8 r0, r1;
                 posenc_rotate_block(q, src + at, second, gptj, angles[j], &r0, &r1);
                 posenc_store_block(q_out, dst + at, second, r0, r1);
             }
         }
-        for (uint h = 0u; h < k_heads; h++) {
-            uint src = k_offset + b * k_stride_batch + t * k_stride_token + h * k_stride_head;
-            uint dst = ko_offset + b * ko_stride_batch + t * ko_stride_token + h * ko_stride_head;
-            uint row_at = kc_offset + cache_block * kc_stride_block + in_block * kc_stride_row +
-                          h * kc_stride_head;
+        for (uint h = 0u; h < k_in->heads; h++) {
+            uint src = posenc_rope_in_row(k_in, b, t, h);
+            uint dst = posenc_rope_out_row(kp, b, t, h);
+            uint row_at = posenc_rope_out_row(kcp, cache_block, in_block, h);
             for (uint j = 0u, at = first; j < count; j++, at += step) {
                 /* Computed once, so the cache row holds the very bits k_out does. */
                 float8 r0, r1;
@@ -192,10 +217,9 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
         /* v: the group's dims copied as bits into the cache row. */
         const global POSENC_BITS_TYPE *v_bits = (const global POSENC_BITS_TYPE *)v;
         global POSENC_BITS_TYPE *vc_bits = (global POSENC_BITS_TYPE *)v_cache;
-        for (uint h = 0u; h < v_heads; h++) {
-            uint src = v_offset + b * v_stride_batch + t * v_stride_token + h * v_stride_head;
-            uint dst = vc_offset + cache_block * vc_stride_block + in_block * vc_stride_row +
-                       h * vc_stride_head;
+        for (uint h = 0u; h < vcp->heads; h++) {
+            uint src = posenc_rope_in_row(vcp, b, t, h);
+            uint dst = posenc_rope_out_row(vcp, cache_block, in_block, h);
             for (uint j = 0u, at = first; j < count; j++, at += step) {
                 POSENC_BITS8_TYPE va = vload8(0, v_bits + src + at);
                 POSENC_BITS8_TYPE vb = vload8(0, v_bits + src + at + second);

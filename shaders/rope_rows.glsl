@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Where a token of rope.comp and rope_blocks.comp finds its position and its output row. The
 // including shader declares the `positions` and `slots` bindings and the `params` push constants
-// (POSENC_ROPE_PUSH) first.
+// (POSENC_ROPE_PASS) first.
 #ifndef POSENC_ROPE_ROWS_GLSL
 #define POSENC_ROPE_ROWS_GLSL
 

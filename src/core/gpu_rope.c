@@ -40,13 +40,14 @@ static uint32_t element_size(const posenc__view *view)
 
 /* ---- One tensor a dispatch ---------------------------------------------------------------- */
 
-static posenc__gpu_rope_pass make_pass(const posenc__rope_op *op, uint32_t in, uint32_t out,
-                                       bool in_place, bool rotate, bool cache)
+static posenc__gpu_rope_pass make_pass(const posenc__rope_op *op, uint32_t kind, uint32_t in,
+                                       uint32_t out, bool in_place, bool rotate, bool cache)
 {
     const posenc__view *views[POSENC__ROPE_VIEWS];
     posenc__rope_given_views(op, views);
     uint32_t pairs = rotate ? op->rotary_dim / 2 : 0;
     return (posenc__gpu_rope_pass){
+        .kind = kind,
         .in = views[in],
         .out = in_place ? views[in] : views[out],
         .in_index = in,
@@ -60,17 +61,20 @@ static posenc__gpu_rope_pass make_pass(const posenc__rope_op *op, uint32_t in, u
 }
 
 uint32_t posenc__gpu_rope_passes(const posenc__rope_op *op,
-                                 posenc__gpu_rope_pass passes[POSENC__GPU_ROPE_PASSES])
+                                 posenc__gpu_rope_pass passes[POSENC_ROPE_PASSES])
 {
     uint32_t n = 0;
-    passes[n++] = make_pass(op, POSENC__ROPE_Q, POSENC__ROPE_Q_OUT, op->q_in_place, true, false);
+    passes[n++] = make_pass(op, POSENC_ROPE_PASS_Q, POSENC__ROPE_Q, POSENC__ROPE_Q_OUT,
+                            op->q_in_place, true, false);
     if (op->has_k_cache)
-        passes[n++] = make_pass(op, POSENC__ROPE_K, POSENC__ROPE_K_CACHE, false, true, true);
+        passes[n++] = make_pass(op, POSENC_ROPE_PASS_K_CACHE, POSENC__ROPE_K,
+                                POSENC__ROPE_K_CACHE, false, true, true);
     if (op->has_v)
-        passes[n++] = make_pass(op, POSENC__ROPE_V, POSENC__ROPE_V_CACHE, false, false, true);
+        passes[n++] = make_pass(op, POSENC_ROPE_PASS_V_CACHE, POSENC__ROPE_V,
+                                POSENC__ROPE_V_CACHE, false, false, true);
     if (op->has_k && op->k_out_written)
-        passes[n++] =
-            make_pass(op, POSENC__ROPE_K, POSENC__ROPE_K_OUT, op->k_in_place, true, false);
+        passes[n++] = make_pass(op, POSENC_ROPE_PASS_K, POSENC__ROPE_K, POSENC__ROPE_K_OUT,
+                                op->k_in_place, true, false);
     return n;
 }
 
@@ -161,7 +165,7 @@ uint64_t posenc__gpu_rope_row_units(const posenc__rope_op *op, const posenc__gpu
 
 void posenc__gpu_rope_pass_params(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
                                   const posenc__gpu_box *box, const uint32_t *first,
-                                  uint32_t heads_per_unit, posenc__rope_push *params)
+                                  uint32_t heads_per_unit, posenc__rope_pass *params)
 {
     const posenc__view *out = pass->out, *in = pass->in_place ? out : pass->in;
     int64_t batch = box->count[0], tokens = box->count[1], heads = box->count[2];
@@ -169,7 +173,7 @@ void posenc__gpu_rope_pass_params(const posenc__rope_op *op, const posenc__gpu_r
                      (pass->in_place ? POSENC_ROPE_FLAG_IN_PLACE : 0u);
     if (pass->pairs == 0)
         flags &= ~POSITIONS_MASK; /* v's copy reads no positions */
-    *params = (posenc__rope_push){
+    *params = (posenc__rope_pass){
         .in_offset = first[POSENC__GPU_ROPE_BINDING_IN],
         .in_stride_batch = posenc__gpu_element_stride(in, 0, batch),
         .in_stride_token = posenc__gpu_element_stride(in, 1, tokens),
@@ -183,7 +187,7 @@ void posenc__gpu_rope_pass_params(const posenc__rope_op *op, const posenc__gpu_r
         .batch = (uint32_t)batch,
         .tokens = (uint32_t)tokens,
         .heads = (uint32_t)heads,
-        .heads_per_invocation = heads_per_unit,
+        .heads_per_unit = heads_per_unit,
         .pairs = pass->pairs,
         .head_dim = (uint32_t)op->head_dim,
         .rotary_offset = pass->pairs ? op->rotary_offset : 0, /* v's copy: every dim from 0 */
@@ -236,88 +240,25 @@ uint64_t posenc__gpu_rope_fused_lanes(const posenc__rope_op *op)
     return op->rotary_dim / 2 + (copies ? (uint64_t)op->head_dim - op->rotary_dim : 0);
 }
 
-/* A view's offset and strides, in elements, as the arguments take them (0 for dims of one). */
-typedef struct view_words {
-    uint32_t offset, strides[POSENC_MAX_DIMS];
-} view_words;
-
-static view_words words_of(const posenc__view *view, uint32_t offset)
+void posenc__gpu_rope_launch_params(const posenc__rope_op *op, const uint32_t *offset,
+                                    uint32_t heads_per_unit,
+                                    posenc__rope_pass params[POSENC_ROPE_PASSES])
 {
-    view_words words = {.offset = offset};
-    for (int k = 0; k < POSENC_MAX_DIMS; k++)
-        words.strides[k] = posenc__gpu_element_stride(view, k, view->shape[k]);
-    return words;
-}
-
-/* A tensor's words: offset, strides of batch, token, head and dim; a cache's: offset, strides
- * of block, row in the block, head and dim. */
-#define VIEW_WORDS(name, words)                                                                   \
-    .name##_offset = (words).offset, .name##_stride_batch = (words).strides[0],                   \
-    .name##_stride_token = (words).strides[1], .name##_stride_head = (words).strides[2],          \
-    .name##_stride_dim = (words).strides[3]
-#define CACHE_WORDS(name, words)                                                                  \
-    .name##_offset = (words).offset, .name##_stride_block = (words).strides[0],                   \
-    .name##_stride_row = (words).strides[1], .name##_stride_head = (words).strides[2],            \
-    .name##_stride_dim = (words).strides[3]
-
-void posenc__gpu_rope_fused_params(const posenc__rope_op *op, const uint32_t *offset,
-                                   uint32_t heads_per_unit, uint32_t lanes,
-                                   posenc__rope_args *params)
-{
-    const view_words none = {0};
-    /* Outputs in place are their inputs, and k_out stands for k where k_out is not written;
-     * without k, the k words are q's (no k head runs). */
-    view_words q = words_of(&op->q, offset[POSENC__ROPE_Q]);
-    view_words q_out = op->q_in_place ? q : words_of(&op->q_out, offset[POSENC__ROPE_Q_OUT]);
-    view_words k = op->has_k ? words_of(&op->k, offset[POSENC__ROPE_K]) : q;
-    view_words k_out = !op->has_k                              ? q
-                       : op->k_in_place || !op->k_out_written ? k
-                                                               : words_of(&op->k_out,
-                                                                          offset[POSENC__ROPE_K_OUT]);
-    view_words positions =
-        op->has_positions ? words_of(&op->positions, offset[POSENC__ROPE_POSITIONS]) : none;
-    view_words slots =
-        op->has_k_cache ? words_of(&op->slots, offset[POSENC__ROPE_SLOTS]) : none;
-    view_words k_cache =
-        op->has_k_cache ? words_of(&op->k_cache, offset[POSENC__ROPE_K_CACHE]) : none;
-    view_words v = op->has_v ? words_of(&op->v, offset[POSENC__ROPE_V]) : none;
-    view_words v_cache = op->has_v ? words_of(&op->v_cache, offset[POSENC__ROPE_V_CACHE]) : none;
-    uint32_t k_heads = op->has_k ? (uint32_t)op->k_heads : 0u;
-    *params = (posenc__rope_args){
-        VIEW_WORDS(q, q),
-        VIEW_WORDS(qo, q_out),
-        VIEW_WORDS(k, k),
-        VIEW_WORDS(ko, k_out),
-        .positions_offset = positions.offset,
-        .positions_stride_batch = op->positions_per_batch ? positions.strides[2] : 0,
-        .positions_stride_token = positions.strides[3],
-        .positions_stride_component = positions.strides[1], /* multimodal kinds */
-        .batch = (uint32_t)op->batch,
-        .tokens = (uint32_t)op->tokens,
-        .q_heads = (uint32_t)op->q_heads,
-        .k_heads = k_heads,
-        .rotary_dim = op->rotary_dim,
-        .rotary_offset = op->rotary_offset,
-        .heads_per_unit = heads_per_unit,
-        .lanes = lanes,
-        .position_offset = op->position_offset,
-        .flags = posenc__gpu_rope_flags(op) |
-                 (op->q_in_place ? POSENC_ROPE_FLAG_IN_PLACE : 0u) |
-                 (op->has_k && op->k_in_place ? POSENC_ROPE_FLAG_K_IN_PLACE : 0u) |
-                 (op->has_k_cache ? POSENC_ROPE_FLAG_K_CACHE : 0u) |
-                 (op->has_k && !op->k_out_written ? POSENC_ROPE_FLAG_K_CACHE_ONLY : 0u),
-        .attention_factor = op->attention_factor,
-        .v_heads = op->has_v ? k_heads : 0u,
-        .slots_offset = slots.offset,
-        .slots_stride_batch = slots.strides[2],
-        .slots_stride_token = slots.strides[3],
-        /* Bound whole, in fewer than 2^32 elements, a cache has fewer than 2^32 slots. */
-        .block_size = op->has_k_cache ? (uint32_t)op->k_cache.shape[1] : 1u,
-        .num_slots = op->has_k_cache ? (uint32_t)op->num_slots : 0u,
-        CACHE_WORDS(kc, k_cache),
-        VIEW_WORDS(v, v),
-        CACHE_WORDS(vc, v_cache),
-    };
+    posenc__gpu_rope_pass passes[POSENC_ROPE_PASSES];
+    uint32_t count = posenc__gpu_rope_passes(op, passes);
+    for (uint32_t p = 0; p < POSENC_ROPE_PASSES; p++)
+        params[p] = (posenc__rope_pass){0}; /* absent: no heads */
+    for (uint32_t i = 0; i < count; i++) {
+        const posenc__gpu_rope_pass *pass = &passes[i];
+        posenc__gpu_box box = {.count = {op->batch, op->tokens, pass->out->shape[2]}};
+        uint32_t first[POSENC__GPU_ROPE_BINDINGS] = {
+            [POSENC__GPU_ROPE_BINDING_OUT] = offset[pass->out_index],
+            [POSENC__GPU_ROPE_BINDING_IN] = offset[pass->in_index],
+            [POSENC__GPU_ROPE_BINDING_POSITIONS] = offset[POSENC__ROPE_POSITIONS],
+            [POSENC__GPU_ROPE_BINDING_SLOTS] = offset[POSENC__ROPE_SLOTS],
+        };
+        posenc__gpu_rope_pass_params(op, pass, &box, first, heads_per_unit, &params[pass->kind]);
+    }
 }
 
 bool posenc__gpu_rope_contiguous(const posenc__rope_op *op, uint32_t pairs)

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* RoPE planned once for every GPU backend: the passes of a kernel that takes one tensor a
- * dispatch (q; k into its cache; v into its cache; k), the parameter blocks of both kernel
- * contracts (posenc_kernel_params.h: one tensor a dispatch, or q, k and the cache in one
- * launch) with their strides and flag words, the layout tests that pick a fast kernel, the
- * caches' bound-whole check and the launch-size check. Backends place the views (the element
- * offset of each in its binding) and dispatch. */
+/* RoPE planned once for every GPU backend: the passes of a call (q; k into its cache; v into
+ * its cache; k) and the parameter block of each (posenc_kernel_params.h's POSENC_ROPE_PASS),
+ * with their strides and flag words, whether a backend runs a pass at a time or all in one
+ * launch; the layout tests that pick a fast kernel, the caches' bound-whole check and the
+ * launch-size check. Backends place the views (the element offset of each in its binding) and
+ * dispatch. */
 #ifndef POSENC_CORE_GPU_ROPE_H
 #define POSENC_CORE_GPU_ROPE_H
 
@@ -14,7 +14,7 @@
 
 #include "posenc_kernel_params.h"
 
-/* ---- One tensor a dispatch (rope.comp, rope_blocks.comp) ---------------------------------- */
+/* ---- A pass at a time (rope.comp, rope_blocks.comp) --------------------------------------- */
 
 /* The kernels' bindings: the output, the input, positions, the frequency table (bound by the
  * backend with its table) and the KV cache's slots. */
@@ -27,11 +27,10 @@ enum {
     POSENC__GPU_ROPE_BINDINGS
 };
 
-#define POSENC__GPU_ROPE_PASSES 4
-
 /* One pass over [batch, tokens, heads]: q or k rotated into its output (or in place), k rotated
  * into k_cache, or v copied into v_cache (no pairs: every dim copied). */
 typedef struct posenc__gpu_rope_pass {
+    uint32_t kind; /* POSENC_ROPE_PASS_* */
     const posenc__view *in, *out;
     uint32_t in_index, out_index; /* in posenc__rope_views' list: where the backend placed them */
     bool in_place;       /* out is in: read through it, pass-through dims left alone */
@@ -44,7 +43,7 @@ typedef struct posenc__gpu_rope_pass {
 /* The passes in the order they run: q, then k into k_cache (from k as it is, before k is
  * rotated in place), v into v_cache, then k. Returns their count. */
 uint32_t posenc__gpu_rope_passes(const posenc__rope_op *op,
-                                 posenc__gpu_rope_pass passes[POSENC__GPU_ROPE_PASSES]);
+                                 posenc__gpu_rope_pass passes[POSENC_ROPE_PASSES]);
 
 /* What the pass binds over its [batch, tokens, heads] cells: strides, the bytes of one cell,
  * element sizes and names. The backend sets where each bound view lies (bound, offset, size);
@@ -68,21 +67,22 @@ uint64_t posenc__gpu_rope_row_units(const posenc__rope_op *op, const posenc__gpu
  * `first` (indexed by POSENC__GPU_ROPE_BINDING_*) and `heads_per_unit` heads an invocation. */
 void posenc__gpu_rope_pass_params(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
                                   const posenc__gpu_box *box, const uint32_t *first,
-                                  uint32_t heads_per_unit, posenc__rope_push *params);
+                                  uint32_t heads_per_unit, posenc__rope_pass *params);
 
-/* ---- q, k and the cache in one launch (rope.cl, rope_contiguous.cl) ------------------------ */
+/* ---- Every pass in one launch (rope.cl, rope_contiguous.cl) ------------------------------- */
 
 /* Heads of one launch: q's, k's and v's. */
 uint64_t posenc__gpu_rope_fused_heads(const posenc__rope_op *op);
-/* Lanes of one row of a head: rotary_dim / 2, plus the pass-through dims where an output is
- * written out of place (they are copied). */
+/* Lanes of one row of a head: rotary_dim / 2, plus the pass-through dims where a pass writes
+ * out of place (they are copied). rope.cl finds the same count from the blocks. */
 uint64_t posenc__gpu_rope_fused_lanes(const posenc__rope_op *op);
 
-/* The arguments, with each view's element 0 at `offset[i]` elements into its binding, in
+/* The four blocks of one launch, indexed by POSENC_ROPE_PASS_* (an absent pass's zero), each
+ * over the whole call, with each view's element 0 at `offset[i]` elements into its binding, in
  * posenc__rope_views' order (absent entries unused). */
-void posenc__gpu_rope_fused_params(const posenc__rope_op *op, const uint32_t *offset,
-                                   uint32_t heads_per_unit, uint32_t lanes,
-                                   posenc__rope_args *params);
+void posenc__gpu_rope_launch_params(const posenc__rope_op *op, const uint32_t *offset,
+                                    uint32_t heads_per_unit,
+                                    posenc__rope_pass params[POSENC_ROPE_PASSES]);
 
 /* Whether kernels that take `pairs` consecutive pairs a vector (rope_contiguous.cl) may run:
  * whole groups of pairs, a dim stride of one element in every tensor, and no pass-through

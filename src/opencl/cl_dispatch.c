@@ -4,7 +4,6 @@
  * kernels loop over the rest). */
 #include "opencl/cl_internal.h"
 
-
 /* Work-groups per compute unit launched at most; each work-item then loops. */
 #define GROUPS_PER_COMPUTE_UNIT 64
 
@@ -16,13 +15,20 @@ static void arg(posenc_cl_args *args, size_t size, const void *value)
     args->next++;
 }
 
+/* `bytes` of parameters as arguments of `size` bytes each: 4-byte words, or whole blocks for
+ * struct arguments. Every parameter is a 4-byte uint, int or float, passed as its bytes
+ * (cl_uint, cl_int and cl_float have the host's representation, and a struct of them no
+ * padding). */
+static void arg_blocks(posenc_cl_args *args, const void *params, size_t bytes, size_t size)
+{
+    for (size_t at = 0; at + size <= bytes; at += size)
+        arg(args, size, (const unsigned char *)params + at);
+}
+
 void posenc_cl_arg_mem(posenc_cl_args *args, cl_mem mem) { arg(args, sizeof mem, &mem); }
-/* Every parameter is a 4-byte uint, int or float, passed as its bytes (cl_uint, cl_int and
- * cl_float have the host's representation). */
 void posenc_cl_arg_words(posenc_cl_args *args, const void *block, size_t bytes)
 {
-    for (size_t at = 0; at + 4 <= bytes; at += 4)
-        arg(args, 4, (const unsigned char *)block + at);
+    arg_blocks(args, block, bytes, 4);
 }
 
 typedef struct launch {
@@ -74,7 +80,7 @@ posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kern
 posenc_status posenc_cl_run(posenc_context *ctx, const posenc_cl_kernel *kernel, uint64_t units,
                             const char *what, const posenc_cl_binding *bindings, uint32_t count,
                             cl_mem freqs, const void *params, size_t params_size,
-                            posenc_cl_staging *staging, cl_uint wait_count,
+                            size_t arg_size, posenc_cl_staging *staging, cl_uint wait_count,
                             const cl_event *wait_list, cl_event *event)
 {
     posenc_cl_context *state = ctx->backend_state;
@@ -82,7 +88,7 @@ posenc_status posenc_cl_run(posenc_context *ctx, const posenc_cl_kernel *kernel,
     for (uint32_t i = 0; i < count; i++)
         posenc_cl_arg_mem(&args, bindings[i].mem);
     posenc_cl_arg_mem(&args, freqs);
-    posenc_cl_arg_words(&args, params, params_size);
+    arg_blocks(&args, params, params_size, arg_size);
     if (args.error != CL_SUCCESS) {
         posenc_cl_stage_release(ctx, staging);
         return posenc_cl_fail(ctx, args.error, what, "clSetKernelArg");

@@ -312,13 +312,14 @@ cl_mem posenc_cl_import(posenc_context *ctx, void *host, uint64_t size, const ch
 void posenc_cl_stage_trim(posenc_context *ctx);
 
 /* An operation's launch: sets the kernel's arguments (the `count` bindings' buffers in order,
- * the frequency table, then the parameter words) and launches `units`; with `event` the work
- * is left running, else it is waited for and its staged outputs copied back. `staging` is
- * released either way. `what` names the operation in messages. */
+ * the frequency table, then the parameters, `arg_size` bytes an argument: 4 for scalar words,
+ * a block's size for struct arguments) and launches `units`; with `event` the work is left
+ * running, else it is waited for and its staged outputs copied back. `staging` is released
+ * either way. `what` names the operation in messages. */
 posenc_status posenc_cl_run(posenc_context *ctx, const posenc_cl_kernel *kernel, uint64_t units,
                             const char *what, const posenc_cl_binding *bindings, uint32_t count,
                             cl_mem freqs, const void *params, size_t params_size,
-                            posenc_cl_staging *staging, cl_uint wait_count,
+                            size_t arg_size, posenc_cl_staging *staging, cl_uint wait_count,
                             const cl_event *wait_list, cl_event *event);
 
 /* The operations (cl_rope.c, cl_sinusoidal.c, cl_roofline.c), with state->lock held. With

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* posenc_rope on OpenCL: q, k and the paged KV cache write in one launch of shaders/rope.cl
- * (its header documents the arguments and the work split). */
+/* posenc_rope on OpenCL: every pass of core/gpu_rope.h (q, k and the paged KV cache writes) in
+ * one launch of shaders/rope.cl, the passes' blocks as its struct arguments (its header
+ * documents the arguments and the work split). */
 #include "opencl/cl_internal.h"
 
 #include "core/gpu_rope.h"
@@ -105,11 +106,11 @@ posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
     uint32_t offsets[POSENC__ROPE_VIEWS];
     for (int i = 0; i < POSENC__ROPE_VIEWS; i++)
         offsets[i] = b[i].offset;
-    posenc__rope_args params;
-    posenc__gpu_rope_fused_params(op, offsets, (uint32_t)split.heads_per_unit, (uint32_t)lanes,
-                                  &params);
+    posenc__rope_pass params[POSENC_ROPE_PASSES];
+    posenc__gpu_rope_launch_params(op, offsets, (uint32_t)split.heads_per_unit, params);
 
     /* The kernel's buffers: the nine views in their list's order (then the table). */
-    return posenc_cl_run(ctx, kernel, units, "rope", b, POSENC__ROPE_VIEWS, freqs, &params,
-                         sizeof params, &staging, wait_count, wait_list, event);
+    return posenc_cl_run(ctx, kernel, units, "rope", b, POSENC__ROPE_VIEWS, freqs, params,
+                         sizeof params, sizeof params[0], &staging, wait_count, wait_list,
+                         event);
 }

@@ -83,5 +83,5 @@ posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinuso
     posenc__gpu_sinusoidal_params(op, op->has_x && !views[X], &box, first, &params);
 
     return posenc_cl_run(ctx, kernel, launched, "sinusoidal", b, POSENC__SINUSOIDAL_VIEWS, freqs,
-                         &params, sizeof params, &staging, wait_count, wait_list, event);
+                         &params, sizeof params, 4, &staging, wait_count, wait_list, event);
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* RoPE on Vulkan: q, k and the paged KV cache writes each in their own dispatches of one
- * submission, split where a tensor is larger than one binding may address. Each dispatch runs
- * shaders/rope_blocks.comp where the tensors' heads are whole 16-byte blocks (the common,
- * contiguous layout) and shaders/rope.comp, which takes any strides, elsewhere; the two give the
- * same bits. */
+/* RoPE on Vulkan: each pass of core/gpu_rope.h (q, k and the paged KV cache writes) in its own
+ * dispatches of one submission, its block pushed as the push constants, split where a tensor
+ * is larger than one binding may address. Each dispatch runs shaders/rope_blocks.comp where the
+ * tensors' heads are whole 16-byte blocks (the common, contiguous layout) and shaders/rope.comp,
+ * which takes any strides, elsewhere; the two give the same bits. */
 #include "vulkan/vk_internal.h"
 
 #include "core/gpu_rope.h"
@@ -15,7 +15,7 @@
  * the spread gains, even for one token: every invocation rotates all heads. */
 #define CPU_TARGET_INVOCATIONS 1
 
-_Static_assert(sizeof(posenc__rope_push) <= POSENC_VK_PUSH_BYTES, "rope.comp's push constants");
+_Static_assert(sizeof(posenc__rope_pass) <= POSENC_VK_PUSH_BYTES, "a RoPE pass's push constants");
 _Static_assert(POSENC__GPU_ROPE_BINDINGS == POSENC_VK_BINDINGS &&
                    POSENC__GPU_ROPE_BINDING_TABLE == POSENC_VK_TABLE_BINDING,
                "rope.comp's bindings");
@@ -59,7 +59,7 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
     posenc__gpu_head_split split =
         posenc__gpu_split_heads(rows, posenc__gpu_rope_row_units(job->op, pass, blocks),
                                 (uint64_t)box->count[2], target);
-    posenc__rope_push push;
+    posenc__rope_pass push;
     posenc__gpu_rope_pass_params(job->op, pass, box, windows->first,
                                  (uint32_t)split.heads_per_unit, &push);
     return posenc_vk_dispatch(ctx, blocks ? rope_blocks_kernel(pass->out->dtype) : job->kernel,
@@ -115,7 +115,7 @@ posenc_status posenc_vk_rope_record(posenc_context *ctx, const posenc__rope_op *
     posenc_status status = posenc__gpu_rope_check_caches(
         ctx, op, true, false, alignment, vk->binding_limit,
         "one kernel binding may address on this device");
-    posenc__gpu_rope_pass passes[POSENC__GPU_ROPE_PASSES];
+    posenc__gpu_rope_pass passes[POSENC_ROPE_PASSES];
     uint32_t count = posenc__gpu_rope_passes(op, passes);
     /* posenc_vk_dispatch puts a barrier between passes that touch the same memory (k read
      * into its cache, then rotated in place). */
