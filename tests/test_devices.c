@@ -658,8 +658,8 @@ static void test_silence(void)
     CHECK(capture != NULL);
     if (!capture)
         return;
-    int saved_out = posenc__stream_redirect(stdout, capture);
-    int saved_err = posenc__stream_redirect(stderr, capture);
+    int saved_out = support_stream_redirect(stdout, capture);
+    int saved_err = support_stream_redirect(stderr, capture);
     CHECK(saved_out >= 0 && saved_err >= 0);
 
     posenc_status statuses[6];
@@ -683,8 +683,8 @@ static void test_silence(void)
     statuses[5] = buffer ? posenc_buffer_download(buffer, 8, q, 16) : POSENC_INTERNAL;
     posenc_context_destroy(ctx);
 
-    posenc__stream_restore(stdout, saved_out);
-    posenc__stream_restore(stderr, saved_err);
+    support_stream_restore(stdout, saved_out);
+    support_stream_restore(stderr, saved_err);
 
     CHECK_STATUS(statuses[0], POSENC_DEVICE_NOT_FOUND);
     CHECK_OK(statuses[1]);

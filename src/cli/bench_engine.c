@@ -3,7 +3,7 @@
  * (bench_engine_vk.c, bench_engine_cl.c). */
 #include "bench_engine.h"
 
-#include "core/platform.h"
+#include "support.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +36,7 @@ void *bench_engine_open_first(const char *const *names, size_t count)
 {
     void *library = NULL;
     for (size_t i = 0; i < count && !library; i++)
-        library = posenc__library_open(names[i]);
+        library = support_library_open(names[i]);
     return library;
 }
 

@@ -199,7 +199,7 @@ typedef struct bench_first_call {
 static bench_caches bench_read_caches(void)
 {
     bench_caches caches = {0};
-    posenc__cpu_caches(&caches.l1d, &caches.l2, &caches.l3);
+    support_cpu_caches(&caches.l1d, &caches.l2, &caches.l3);
     return caches;
 }
 
@@ -226,7 +226,7 @@ static const char *bench_regime(const bench_caches *caches, const posenc_device_
 /* A fresh empty directory for a cold kernel cache; false where that is not possible. */
 static bool bench_make_temp_dir(char *path, size_t size)
 {
-    return posenc__temp_directory_create("posenc-bench", path, size);
+    return support_temp_directory_create("posenc-bench", path, size);
 }
 
 /* ---- progress on a terminal ---- */
@@ -391,10 +391,10 @@ static void case_label(const bench_case *c, char *text, size_t size)
 /* A batch of `repeats` calls of the operation (copy false) or of its copy; seconds per call. */
 static double time_batch(bench_workload *w, bool copy, uint32_t repeats, posenc_status *status)
 {
-    double start = posenc__seconds_now();
+    double start = support_seconds_now();
     for (uint32_t r = 0; r < repeats && *status == POSENC_OK; r++)
         *status = copy ? workload_copy(w) : workload_call(w);
-    return (posenc__seconds_now() - start) / repeats;
+    return (support_seconds_now() - start) / repeats;
 }
 
 /* Warm-up runs of the operation and of its copy (every page of the tensors mapped, both paths'
@@ -504,9 +504,9 @@ static posenc_status time_first_call(const posenc_device_info *info, const bench
                                      size_t error_size)
 {
     posenc_context *context = NULL;
-    double start = posenc__seconds_now();
+    double start = support_seconds_now();
     posenc_status status = open_device(info, options, cache_dir, pipeline_cache, &context);
-    *context_seconds = posenc__seconds_now() - start;
+    *context_seconds = support_seconds_now() - start;
     if (status != POSENC_OK) {
         const char *detail = posenc_thread_last_error();
         snprintf(error, error_size, "%s: %s", posenc_status_name(status),
@@ -517,9 +517,9 @@ static posenc_status time_first_call(const posenc_device_info *info, const bench
     bench_workload w;
     status = workload_prepare(&w, context, &bench_cases[0], &unused);
     if (status == POSENC_OK) {
-        start = posenc__seconds_now();
+        start = support_seconds_now();
         status = workload_call(&w);
-        *op_seconds = posenc__seconds_now() - start;
+        *op_seconds = support_seconds_now() - start;
     }
     if (status != POSENC_OK)
         bench_format_error(context, status, error, error_size);
@@ -541,15 +541,15 @@ static bool time_prepared_call(const posenc_device_info *info, const bench_optio
     bench_workload w;
     posenc_status status = workload_prepare(&w, context, &bench_cases[0], &unused);
     posenc_prepare_desc prepare = {.rope = &w.rope, .rope_count = 1};
-    double start = posenc__seconds_now();
+    double start = support_seconds_now();
     if (status == POSENC_OK)
         status = posenc_prepare(context, &prepare);
-    first->prepare_seconds = posenc__seconds_now() - start;
+    first->prepare_seconds = support_seconds_now() - start;
     double later[LATER_CALLS];
     for (int i = 0; i <= LATER_CALLS && status == POSENC_OK; i++) {
-        start = posenc__seconds_now();
+        start = support_seconds_now();
         status = workload_call(&w);
-        double seconds = posenc__seconds_now() - start;
+        double seconds = support_seconds_now() - start;
         if (i == 0)
             first->prepared_first_op_seconds = seconds;
         else
@@ -834,7 +834,7 @@ static int bench_parse(int argc, char **argv, bench_options *options)
     options->warmup = options->quick ? 1 : 3;
     options->sample_seconds = options->quick ? 0.5e-3 : 2e-3;
     options->min_row_seconds = options->quick ? 0.0 : 0.25;
-    options->progress = posenc__is_terminal(stderr);
+    options->progress = support_is_terminal(stderr);
     return -1;
 }
 
@@ -1015,7 +1015,7 @@ int cli_bench_main(int argc, char **argv)
         fflush(stdout);
         posenc_context_destroy(context);
         if (have_dir)
-            posenc__remove_tree(dir);
+            support_remove_tree(dir);
     }
     if (options.json)
         printf("\n ],\n \"ok\": %s}\n", any_failed ? "false" : "true");

@@ -112,7 +112,7 @@ static void devices_print_text(const posenc_device_info *infos, uint32_t count)
                    reason && reason[0] ? reason : posenc_status_string(status));
         }
     }
-    const char *env = posenc__env_get("POSENC_DEVICE");
+    const char *env = support_env_get("POSENC_DEVICE");
     devices_print_choice("automatic choice", devices_choose(0), infos, count);
     if (env && env[0]) {
         printf("  POSENC_DEVICE=");
@@ -194,7 +194,7 @@ static void devices_print_json(const posenc_device_info *infos, uint32_t count)
         printf("}");
     }
     printf("\n  ],\n");
-    const char *env = posenc__env_get("POSENC_DEVICE");
+    const char *env = support_env_get("POSENC_DEVICE");
     printf("  \"posenc_device\": ");
     if (env && env[0]) {
         json_string(env);
