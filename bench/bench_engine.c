@@ -84,7 +84,7 @@ bool bench_engine_time(const posenc_device_info *info, const char *cache_dir,
     return false;
 }
 
-#if !defined(POSENC_CLI_VULKAN_ENGINE)
+#if !defined(POSENC_BENCH_VULKAN_ENGINE)
 bool bench_engine_time_vulkan(const posenc_device_info *info, bench_engine_times *times,
                               char *error, size_t error_size)
 {
@@ -95,7 +95,7 @@ bool bench_engine_time_vulkan(const posenc_device_info *info, bench_engine_times
 }
 #endif
 
-#if !defined(POSENC_CLI_OPENCL_ENGINE)
+#if !defined(POSENC_BENCH_OPENCL_ENGINE)
 bool bench_engine_time_opencl(const posenc_device_info *info, const char *cache_dir,
                               bench_engine_times *times, char *error, size_t error_size)
 {
