@@ -45,9 +45,9 @@ static double time_batch(bench_workload *w, bool copy, uint32_t repeats, posenc_
 
 /* Warm-up runs of the operation and of its copy (every page of the tensors mapped, both paths'
  * code and tables hot), then timed runs, each a batch of calls lasting about sample_seconds
- * and a batch of as many copies, so both see the same machine state. Without --runs, a row
- * takes at least min_row_seconds of operation time, so that the medians of large tensors rest
- * on more than a handful of calls. */
+ * and a batch of as many copies, so both see the same machine state. Unless the runs were given
+ * (--runs), a row takes at least min_row_seconds of operation time, so that the medians of large
+ * tensors rest on more than a handful of calls. */
 void bench_run_case(posenc_context *context, const bench_case *c, const bench_options *options,
                     const char *device, unsigned index, bench_result *result)
 {
