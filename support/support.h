@@ -56,7 +56,7 @@ FILE *support_temp_file_create(const char *destination, char *temp_path, size_t 
 bool support_file_commit(FILE *file);
 bool support_file_replace(const char *from, const char *to);
 
-/* ---- the program and its process (support_posix.c, support_win32.c) ---- */
+/* ---- the program, its process and its threads (support_posix.c, support_win32.c) ---- */
 
 /* The program's arguments in UTF-8: `argv` itself on POSIX; on Windows, where main's are in the
  * ANSI code page, a copy made from the wide-character command line (kept for the life of the
@@ -80,6 +80,19 @@ void support_stream_restore(FILE *stream, int saved);
 
 /* Whether `stream` is a terminal that understands ANSI escape sequences. */
 bool support_is_terminal(FILE *stream);
+
+/* setenv(name, value, 1) and unsetenv, `value` in UTF-8. On Windows through the C runtime
+ * (_wputenv_s), so that its getenv, which the library reads, sees the change too; there an empty
+ * value unsets. False with errno set on failure. */
+bool support_env_set(const char *name, const char *value);
+bool support_env_unset(const char *name);
+
+/* Whether a library of that name is already loaded into the process, without loading it
+ * (dlopen with RTLD_NOLOAD, GetModuleHandleW); false in a static binary. */
+bool support_library_loaded(const char *name);
+
+/* A number naming the calling thread, distinct among the threads alive at one time. */
+uint64_t support_thread_id(void);
 
 /* A child process running a program. */
 typedef struct support_process {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* support.h on POSIX (Linux, macOS, the BSDs): cache sizes, memory maps, streams and the
- * terminal, the program's arguments and child processes. */
-#define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
+ * terminal, the program's arguments, the environment, loaded libraries, thread ids and child
+ * processes. */
+#define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, setenv, RTLD_NOLOAD */
 
 #include "support.h"
 
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dlfcn.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/types.h>
@@ -22,6 +24,8 @@
 #else
 extern char **environ;
 #endif
+
+#include "core/platform.h" /* posenc__library_loading, POSENC__THREAD_LOCAL */
 
 /* ---- cache sizes: Linux tells in sysfs, macOS through sysctl; elsewhere nothing is known ---- */
 
@@ -137,6 +141,30 @@ void support_stream_restore(FILE *stream, int saved)
 }
 
 bool support_is_terminal(FILE *stream) { return isatty(fileno(stream)) != 0; }
+
+/* ---- the environment, loaded libraries and threads ---- */
+
+bool support_env_set(const char *name, const char *value) { return setenv(name, value, 1) == 0; }
+
+bool support_env_unset(const char *name) { return unsetenv(name) == 0; }
+
+bool support_library_loaded(const char *name)
+{
+    if (!posenc__library_loading(NULL))
+        return false;
+    void *library = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (library)
+        dlclose(library); /* drops the reference RTLD_NOLOAD took */
+    return library != NULL;
+}
+
+/* The address of a thread-local object: distinct among live threads, and a number whatever
+ * pthread_t is on this system (an integer on Linux, a pointer on macOS). */
+uint64_t support_thread_id(void)
+{
+    static POSENC__THREAD_LOCAL char marker;
+    return (uint64_t)(uintptr_t)&marker;
+}
 
 /* ---- child processes ---- */
 

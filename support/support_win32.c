@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* support.h on Windows: cache sizes, memory maps, the command line in UTF-8, streams and the
- * console, and child processes. UTF-8 and UTF-16 convert through the library's platform layer,
- * its one implementation. */
+ * console, the environment, loaded libraries, thread ids and child processes. UTF-8 and UTF-16
+ * convert through the library's platform layer, its one implementation. */
 #include "support.h"
 
 #include <errno.h>
@@ -113,6 +113,34 @@ bool support_is_terminal(FILE *stream)
     return _isatty(_fileno(stream)) && GetConsoleMode(handle, &mode) &&
            (mode & ENABLE_VIRTUAL_TERMINAL_PROCESSING);
 }
+
+/* ---- the environment, loaded libraries and threads ---- */
+
+/* _wputenv_s updates the C runtime's environment (narrow and wide) and the process's block. */
+static bool put_environment(const char *name, const char *value)
+{
+    wchar_t *wide_name = posenc__utf8_to_wide(name);
+    wchar_t *wide_value = wide_name ? posenc__utf8_to_wide(value) : NULL;
+    errno_t error = wide_value ? _wputenv_s(wide_name, wide_value) : errno;
+    free(wide_name);
+    free(wide_value);
+    errno = error;
+    return error == 0;
+}
+
+bool support_env_set(const char *name, const char *value) { return put_environment(name, value); }
+
+bool support_env_unset(const char *name) { return put_environment(name, ""); }
+
+bool support_library_loaded(const char *name)
+{
+    wchar_t *wide = posenc__utf8_to_wide(name);
+    HMODULE library = wide ? GetModuleHandleW(wide) : NULL;
+    free(wide);
+    return library != NULL;
+}
+
+uint64_t support_thread_id(void) { return GetCurrentThreadId(); }
 
 /* ---- child processes ---- */
 

@@ -429,13 +429,13 @@ static void test_default_directory(void)
     snprintf(dir, sizeof dir, "%s/posenc", xdg);
     char saved[1024];
     bool was_set = posenc__env_get_path(CACHE_HOME, saved, sizeof saved);
-    posenc__env_set(CACHE_HOME, xdg);
+    support_env_set(CACHE_HOME, xdg);
     log_capture log = run_rope(NULL, NULL);
     log_capture again = run_rope(NULL, NULL);
     if (was_set)
-        posenc__env_set(CACHE_HOME, saved);
+        support_env_set(CACHE_HOME, saved);
     else
-        posenc__env_unset(CACHE_HOME);
+        support_env_unset(CACHE_HOME);
     CHECK(log.built + log.loaded == 1);
     CHECK(again.loaded == 1 && again.built == 0);
     CHECK(count_entries(dir, NULL, 0) == 1);

@@ -143,18 +143,18 @@ static void test_files(const char *root)
 static void test_environment(void)
 {
     char value[256];
-    CHECK(posenc__env_unset(VARIABLE));
+    CHECK(support_env_unset(VARIABLE));
     CHECK(posenc__env_get(VARIABLE) == NULL);
     CHECK(!posenc__env_get_path(VARIABLE, value, sizeof value));
 
-    CHECK(posenc__env_set(VARIABLE, VALUE));
+    CHECK(support_env_set(VARIABLE, VALUE));
     CHECK(posenc__env_get(VARIABLE) != NULL); /* in the ANSI code page on Windows */
     CHECK(posenc__env_get_path(VARIABLE, value, sizeof value) && strcmp(value, VALUE) == 0);
     CHECK(!posenc__env_get_path(VARIABLE, value, 4)); /* too long for the space given */
-    CHECK(posenc__env_set(VARIABLE, "plain"));
+    CHECK(support_env_set(VARIABLE, "plain"));
     CHECK(posenc__env_get(VARIABLE) && strcmp(posenc__env_get(VARIABLE), "plain") == 0);
 
-    CHECK(posenc__env_unset(VARIABLE));
+    CHECK(support_env_unset(VARIABLE));
     CHECK(posenc__env_get(VARIABLE) == NULL);
     CHECK(!posenc__env_get_path(VARIABLE, value, sizeof value));
 
@@ -166,18 +166,18 @@ static void test_environment(void)
 #endif
     char saved[1024];
     bool was_set = posenc__env_get_path(cache_variable, saved, sizeof saved);
-    CHECK(posenc__env_set(cache_variable, cache_value));
+    CHECK(support_env_set(cache_variable, cache_value));
     CHECK(posenc__user_cache_directory(value, sizeof value) && strcmp(value, cache_value) == 0);
     if (was_set)
-        posenc__env_set(cache_variable, saved);
+        support_env_set(cache_variable, saved);
     else
-        posenc__env_unset(cache_variable);
+        support_env_unset(cache_variable);
     printf("  environment: ok\n");
 }
 
 static void test_child(const char *self)
 {
-    CHECK(posenc__env_set(VARIABLE, VALUE));
+    CHECK(support_env_set(VARIABLE, VALUE));
     /* A Linux cross build runs under qemu-user, which does not follow into a child: the test
      * then gets the emulator's command (comma-separated) to start its child with. */
     enum { LAUNCHER_WORDS = 8 };
@@ -211,7 +211,7 @@ static void test_child(const char *self)
     bool started = support_process_start(&absent, argv);
     /* posix_spawn may report the failure only through the child's exit status (127). */
     CHECK(!started || support_process_wait(&absent) != CHILD_OK);
-    CHECK(posenc__env_unset(VARIABLE));
+    CHECK(support_env_unset(VARIABLE));
     printf("  child process: ok\n");
 }
 

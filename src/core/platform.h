@@ -2,7 +2,8 @@
 /* The operating-system services the library needs (the tests use them too): run-once, threads,
  * time, the environment, dynamic loading, processor and memory facts, files (paths in UTF-8 on
  * every system) and small string helpers. Those only the programs need (child processes, memory
- * maps, stream redirects, directories, terminals, cache sizes) are support/support.h's.
+ * maps, stream redirects, directories, terminals, cache sizes, setting the environment, thread
+ * ids, whether a library is loaded) are support/support.h's.
  * Implemented per system in platform_posix.c, platform_threads_posix.c, platform_files_posix.c
  * or their _win32.c counterparts (src/CMakeLists.txt compiles one set); what is the same
  * everywhere is in platform.c and platform_files.c. */
@@ -58,8 +59,6 @@ typedef struct posenc__thread {
 /* False when the system could not start one. */
 bool posenc__thread_start(posenc__thread *thread, void (*fn)(void *arg), void *arg);
 void posenc__thread_join(posenc__thread *thread);
-/* A number naming the calling thread, distinct among the threads alive at one time. */
-uint64_t posenc__thread_id(void);
 /* Called by thread `index` of a pool (0: the caller) when it starts: on Windows before 11, with
  * more than 64 logical processors, moves it to a processor group round-robin, since the system
  * keeps a process's threads in one group. A no-op elsewhere. */
@@ -101,11 +100,6 @@ const char *posenc__env_get(const char *name);
  * path outside the ANSI code page survives) into `out`. False when unset, empty or longer than
  * size-1 bytes. */
 bool posenc__env_get_path(const char *name, char *out, size_t size);
-/* setenv(name, value, 1) and unsetenv, `value` in UTF-8. On Windows through the C runtime
- * (_wputenv_s), so that its getenv sees the change too; there an empty value unsets. False with
- * errno set on failure. */
-bool posenc__env_set(const char *name, const char *value);
-bool posenc__env_unset(const char *name);
 
 /* The calling process's id. */
 uint64_t posenc__process_id(void);
@@ -118,9 +112,6 @@ bool posenc__library_loading(const char **reason);
 /* dlopen/dlsym/dlclose, or their Windows equivalents (LoadLibraryW: a path in UTF-8). NULL on
  * failure, and always in a static binary (posenc__library_loading). */
 void *posenc__library_open(const char *name);
-/* Whether a library of that name is already loaded into the process, without loading it
- * (dlopen with RTLD_NOLOAD, GetModuleHandleW). */
-bool posenc__library_loaded(const char *name);
 void *posenc__library_symbol(void *library, const char *name);
 void posenc__library_close(void *library);
 

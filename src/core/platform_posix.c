@@ -65,15 +65,6 @@ void *posenc__library_open(const char *name)
 {
     return posenc__library_loading(NULL) ? dlopen(name, RTLD_NOW | RTLD_LOCAL) : NULL;
 }
-bool posenc__library_loaded(const char *name)
-{
-    if (!posenc__library_loading(NULL))
-        return false;
-    void *library = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (library)
-        dlclose(library); /* drops the reference RTLD_NOLOAD took */
-    return library != NULL;
-}
 void *posenc__library_symbol(void *library, const char *name) { return dlsym(library, name); }
 void posenc__library_close(void *library) { dlclose(library); }
 
@@ -159,10 +150,6 @@ bool posenc__env_get_path(const char *name, char *out, size_t size)
         posenc__copy_string(out, size, value);
     return fits;
 }
-
-bool posenc__env_set(const char *name, const char *value) { return setenv(name, value, 1) == 0; }
-
-bool posenc__env_unset(const char *name) { return unsetenv(name) == 0; }
 
 uint64_t posenc__process_id(void) { return (uint64_t)getpid(); }
 

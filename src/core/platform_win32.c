@@ -60,13 +60,6 @@ void *posenc__library_open(const char *name)
     free(wide);
     return (void *)library;
 }
-bool posenc__library_loaded(const char *name)
-{
-    wchar_t *wide = posenc__utf8_to_wide(name);
-    HMODULE library = wide ? GetModuleHandleW(wide) : NULL;
-    free(wide);
-    return library != NULL;
-}
 void *posenc__library_symbol(void *library, const char *name)
 {
     return (void *)GetProcAddress((HMODULE)library, name);
@@ -118,22 +111,6 @@ bool posenc__env_get_path(const char *name, char *out, size_t size)
     free(value);
     return fits;
 }
-
-/* _wputenv_s updates the C runtime's environment (narrow and wide) and the process's block. */
-static bool put_environment(const char *name, const char *value)
-{
-    wchar_t *wide_name = posenc__utf8_to_wide(name);
-    wchar_t *wide_value = wide_name ? posenc__utf8_to_wide(value) : NULL;
-    errno_t error = wide_value ? _wputenv_s(wide_name, wide_value) : errno;
-    free(wide_name);
-    free(wide_value);
-    errno = error;
-    return error == 0;
-}
-
-bool posenc__env_set(const char *name, const char *value) { return put_environment(name, value); }
-
-bool posenc__env_unset(const char *name) { return put_environment(name, ""); }
 
 uint64_t posenc__process_id(void) { return (uint64_t)GetCurrentProcessId(); }
 
