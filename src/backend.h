@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The interface every backend implements. The front end (src/core) applies defaults and
  * validates every descriptor before any entry here runs, so a backend trusts its input.
- * Adding a backend: a folder with a `const posenc__backend` and one line in
- * core/backend_list.h.
+ * Adding a backend: a folder with a `const posenc__backend`, one line in posenc.h's
+ * POSENC_BACKEND_LIST and its table's name in core/backend_list.h.
  */
 #ifndef POSENC_BACKEND_H
 #define POSENC_BACKEND_H
@@ -10,7 +10,7 @@
 #include "core/internal.h"
 
 typedef struct posenc__backend {
-    posenc_backend kind; /* its name: posenc_backend_name (core/backend_list.h) */
+    posenc_backend kind; /* its name: posenc_backend_name (POSENC_BACKEND_LIST) */
 
     /* Loads the runtime (dlopen) and appends this backend's devices to `list` (empty when
      * called). Called under the registry's lock when this backend's devices are first needed

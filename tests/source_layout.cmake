@@ -5,7 +5,11 @@
 # - within each GPU backend the files call each other without a loop (a file calls another when
 #   it names a function defined there), so each layer can be read and changed on its own:
 #   memory and fences below descriptors, tables and staging, below dispatch, below the
-#   operations, below the context and asynchronous submits.
+#   operations, below the context and asynchronous submits;
+# - the programs (src/cli, bench) use the library as any program does: they include no header
+#   of the library's source folder (a quoted include names a file of their own folder, of
+#   support/, or for src/cli bench/bench.h) and name no posenc__ symbol; bench files are under
+#   400 lines.
 #   cmake -DSOURCE_DIR=... -P source_layout.cmake
 cmake_minimum_required(VERSION 3.20)
 if(NOT DEFINED SOURCE_DIR)
@@ -96,6 +100,43 @@ foreach(backend "vulkan;vk" "opencl;cl")
   list(LENGTH nodes count)
   message(STATUS "src/${dir}: ${count} files, no call loop")
 endforeach()
+
+# The programs: the public headers, support.h and their own, nothing of the library's inside.
+set(max_bench_lines 400)
+file(GLOB program_files "${SOURCE_DIR}/src/cli/*.[ch]" "${SOURCE_DIR}/bench/*.[ch]")
+foreach(file ${program_files})
+  file(RELATIVE_PATH name "${SOURCE_DIR}" "${file}")
+  get_filename_component(folder "${file}" DIRECTORY)
+  file(STRINGS "${file}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  foreach(line ${includes})
+    string(REGEX REPLACE "^[^\"]*\"([^\"]*)\".*$" "\\1" header "${line}")
+    set(allowed FALSE)
+    if(NOT header MATCHES "/")
+      if(EXISTS "${folder}/${header}" OR EXISTS "${SOURCE_DIR}/support/${header}")
+        set(allowed TRUE)
+      elseif(name MATCHES "^src/cli/" AND header STREQUAL "bench.h")
+        set(allowed TRUE)
+      endif()
+    endif()
+    if(NOT allowed)
+      string(APPEND problems "\n  ${name}: includes \"${header}\": not its own, nor support's")
+    endif()
+  endforeach()
+  file(STRINGS "${file}" internal_names REGEX "(posenc__|POSENC__)[A-Za-z0-9_]")
+  if(internal_names)
+    string(APPEND problems "\n  ${name}: names the library's internal posenc__ symbols")
+  endif()
+  if(name MATCHES "^bench/")
+    file(READ "${file}" text)
+    string(REGEX MATCHALL "\n" newlines "${text}")
+    list(LENGTH newlines count)
+    if(count GREATER max_bench_lines)
+      string(APPEND problems "\n  ${name}: ${count} lines, over ${max_bench_lines}")
+    endif()
+  endif()
+endforeach()
+list(LENGTH program_files program_count)
+message(STATUS "src/cli and bench: ${program_count} files, public headers and support.h only")
 
 if(problems)
   message(FATAL_ERROR "the source's layout:${problems}")

@@ -37,11 +37,11 @@ static void expect_listed_(bool cpu, bool vulkan, bool opencl, int line)
         }
     }
     /* Listing a backend is what loads its runtime. */
-    if (!vulkan && posenc__library_loaded(vulkan_runtime)) {
+    if (!vulkan && support_library_loaded(vulkan_runtime)) {
         test_failures++;
         fprintf(stderr, "%s:%d: %s is loaded\n", __FILE__, line, vulkan_runtime);
     }
-    if (!opencl && posenc__library_loaded(opencl_runtime)) {
+    if (!opencl && support_library_loaded(opencl_runtime)) {
         test_failures++;
         fprintf(stderr, "%s:%d: %s is loaded\n", __FILE__, line, opencl_runtime);
     }
@@ -147,11 +147,11 @@ static void test_one_backend(void)
     posenc_context_desc by_selector = {.device = "cpu:0", .flags = POSENC_CONTEXT_IGNORE_ENV};
     median_ms = time_cpu_contexts(&by_selector, &first_ms);
     printf("  CPU context (device = \"cpu:0\"): median %.2f ms\n", median_ms);
-    CHECK(posenc__env_set("POSENC_DEVICE", "cpu"));
+    CHECK(support_env_set("POSENC_DEVICE", "cpu"));
     posenc_context_desc by_environment = {0};
     median_ms = time_cpu_contexts(&by_environment, &first_ms);
     printf("  CPU context (POSENC_DEVICE=cpu): median %.2f ms\n", median_ms);
-    CHECK(posenc__env_unset("POSENC_DEVICE"));
+    CHECK(support_env_unset("POSENC_DEVICE"));
     const char *reason = NULL;
     CHECK_OK(posenc_backend_status(POSENC_BACKEND_CPU, &reason));
     posenc_device_info cpu;
@@ -259,15 +259,15 @@ static void test_fallback(void)
 {
     EXPECT_LISTED(false, false, false);
     /* A variant of the other architecture: on every machine one of them cannot run. */
-    CHECK(posenc__env_set("POSENC_CPU_VARIANT", "neon"));
+    CHECK(support_env_set("POSENC_CPU_VARIANT", "neon"));
     bool failing = cpu_fails();
     if (!failing) {
-        CHECK(posenc__env_set("POSENC_CPU_VARIANT", "avx2"));
+        CHECK(support_env_set("POSENC_CPU_VARIANT", "avx2"));
         failing = cpu_fails();
     }
     if (!failing) {
         printf("  this machine runs both neon and avx2: nothing to fall back from\n");
-        CHECK(posenc__env_unset("POSENC_CPU_VARIANT"));
+        CHECK(support_env_unset("POSENC_CPU_VARIANT"));
         return;
     }
     EXPECT_LISTED(true, false, false);
@@ -292,7 +292,7 @@ static void test_fallback(void)
     CHECK(made == gpus);
     if (made)
         CHECK(info.backend != POSENC_BACKEND_CPU);
-    CHECK(posenc__env_unset("POSENC_CPU_VARIANT"));
+    CHECK(support_env_unset("POSENC_CPU_VARIANT"));
 }
 
 int main(int argc, char **argv)

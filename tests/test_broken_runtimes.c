@@ -133,7 +133,7 @@ int main(int argc, char **argv)
         status = posenc_backend_status(list[i].backend, &reason);
         const char *runtime =
             list[i].backend == POSENC_BACKEND_VULKAN ? vulkan_runtime : opencl_runtime;
-        if (status == POSENC_BACKEND_UNAVAILABLE && !posenc__library_loaded(runtime)) {
+        if (status == POSENC_BACKEND_UNAVAILABLE && !support_library_loaded(runtime)) {
             /* No runtime to break: the set-up was never tried. */
             return test_failures ? test_finish(NAME)
                                  : test_device_absent(NAME, list[i].name, reason);

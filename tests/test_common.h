@@ -8,6 +8,7 @@
 #include <posenc/posenc.h>
 
 #include "core/platform.h"
+#include "support.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -95,9 +95,9 @@ static posenc_status create_cpu_context(const char *variant, uint32_t threads,
                                         posenc_context **context)
 {
     if (variant)
-        posenc__env_set("POSENC_CPU_VARIANT", variant);
+        support_env_set("POSENC_CPU_VARIANT", variant);
     else
-        posenc__env_unset("POSENC_CPU_VARIANT");
+        support_env_unset("POSENC_CPU_VARIANT");
     posenc_context_desc desc = {
         .backend = POSENC_BACKEND_CPU,
         .flags = POSENC_CONTEXT_NO_FALLBACK | POSENC_CONTEXT_IGNORE_ENV,
@@ -105,7 +105,7 @@ static posenc_status create_cpu_context(const char *variant, uint32_t threads,
     };
     *context = NULL;
     posenc_status status = posenc_context_create(&desc, context);
-    posenc__env_unset("POSENC_CPU_VARIANT");
+    support_env_unset("POSENC_CPU_VARIANT");
     return status;
 }
 

@@ -28,7 +28,7 @@ typedef struct record_job {
 static void record_part(void *arg, uint32_t part, uint32_t parts)
 {
     record_job *job = arg;
-    job->ids[part] = posenc__thread_id();
+    job->ids[part] = support_thread_id();
     job->runs[part]++;
     job->parts_seen[part] = parts;
 }
@@ -63,7 +63,7 @@ static void test_pool(void)
     if (!pool)
         return;
     CHECK(posenc_cpu_pool_size(pool) == PARTS);
-    uint64_t caller = posenc__thread_id();
+    uint64_t caller = support_thread_id();
     uint64_t worker_ids[PARTS] = {0};
     int mismatches = 0;
     /* Back to back (the workers still spinning), then with pauses longer than their spin (asleep

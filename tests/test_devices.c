@@ -523,26 +523,26 @@ static void test_environment(void)
     const char *previous = posenc__env_get("POSENC_DEVICE");
     char *saved = previous ? posenc__strdup(previous) : NULL;
 
-    posenc__env_unset("POSENC_DEVICE");
+    support_env_unset("POSENC_DEVICE");
     posenc_context_desc plain = {0};
     posenc_device_info unset_pick;
     CHECK(CHOOSE_AND_CREATE(&plain, &unset_pick) == POSENC_OK);
 
-    posenc__env_set("POSENC_DEVICE", ""); /* empty means unset */
+    support_env_set("POSENC_DEVICE", ""); /* empty means unset */
     posenc_device_info empty_pick;
     if (CHOOSE_AND_CREATE(&plain, &empty_pick) == POSENC_OK)
         CHECK(same_device(&empty_pick, &unset_pick));
     else
         CHECK(0 && "an empty POSENC_DEVICE is ignored");
 
-    posenc__env_set("POSENC_DEVICE", "cpu");
+    support_env_set("POSENC_DEVICE", "cpu");
     EXPECT_DEVICE(&plain, cpu);
     EXPECT_DEVICE(NULL, cpu);
-    posenc__env_set("POSENC_DEVICE", "cpu:0");
+    support_env_set("POSENC_DEVICE", "cpu:0");
     EXPECT_DEVICE(&plain, cpu);
     char fragment[64];
     cpu_name_fragment(fragment, sizeof fragment, 1);
-    posenc__env_set("POSENC_DEVICE", fragment);
+    support_env_set("POSENC_DEVICE", fragment);
     posenc_device_info chosen;
     if (CHOOSE_AND_CREATE(&plain, &chosen) == POSENC_OK)
         CHECK(contains_ignoring_case(chosen.name, fragment));
@@ -552,18 +552,18 @@ static void test_environment(void)
         char full[32];
         snprintf(full, sizeof full, "%s:%u", posenc_backend_name(devices[i].backend),
                  devices[i].backend_index);
-        posenc__env_set("POSENC_DEVICE", full);
+        support_env_set("POSENC_DEVICE", full);
         EXPECT_DEVICE(&plain, i);
     }
 
     /* A variable that matches nothing is an error, not a silent fallback, and says where the
      * selector came from. */
-    posenc__env_set("POSENC_DEVICE", "nosuchdevice");
+    support_env_set("POSENC_DEVICE", "nosuchdevice");
     EXPECT_NOT_FOUND(&plain, "POSENC_DEVICE");
     EXPECT_NOT_FOUND(NULL, "POSENC_DEVICE");
-    posenc__env_set("POSENC_DEVICE", "cpu:5");
+    support_env_set("POSENC_DEVICE", "cpu:5");
     EXPECT_NOT_FOUND(&plain, "POSENC_DEVICE");
-    posenc__env_set("POSENC_DEVICE", "vulkan:7");
+    support_env_set("POSENC_DEVICE", "vulkan:7");
     expect_not_found_(&plain, POSENC_DEVICE_NOT_FOUND,
                       backend_available(POSENC_BACKEND_VULKAN) == POSENC_OK
                           ? POSENC_DEVICE_NOT_FOUND
@@ -571,7 +571,7 @@ static void test_environment(void)
                       "POSENC_DEVICE", __LINE__);
 
     /* ...but it is ignored with IGNORE_ENV, an explicit backend or an explicit device. */
-    posenc__env_set("POSENC_DEVICE", "nosuchdevice");
+    support_env_set("POSENC_DEVICE", "nosuchdevice");
     posenc_context_desc d = {.flags = POSENC_CONTEXT_IGNORE_ENV};
     if (CHOOSE_AND_CREATE(&d, &chosen) == POSENC_OK)
         CHECK(same_device(&chosen, &unset_pick));
@@ -583,10 +583,10 @@ static void test_environment(void)
     EXPECT_DEVICE(&d, cpu);
 
     if (saved) {
-        posenc__env_set("POSENC_DEVICE", saved);
+        support_env_set("POSENC_DEVICE", saved);
         free(saved);
     } else {
-        posenc__env_unset("POSENC_DEVICE");
+        support_env_unset("POSENC_DEVICE");
     }
 }
 
@@ -607,7 +607,7 @@ static void record_log(posenc_log_level level, const char *message, void *user_d
         r->bad++;
     if (!message || !message[0])
         r->bad++;
-    if (posenc__thread_id() != r->thread)
+    if (support_thread_id() != r->thread)
         r->bad++;
 }
 
@@ -615,7 +615,7 @@ static void test_log(void)
 {
     /* Context creation on every device tells the log something (at least at DEBUG/INFO). */
     for (uint32_t i = 0; i < device_count; i++) {
-        log_record record = {.thread = posenc__thread_id()};
+        log_record record = {.thread = support_thread_id()};
         char full[32];
         snprintf(full, sizeof full, "%s:%u", posenc_backend_name(devices[i].backend),
                  devices[i].backend_index);
@@ -658,8 +658,8 @@ static void test_silence(void)
     CHECK(capture != NULL);
     if (!capture)
         return;
-    int saved_out = posenc__stream_redirect(stdout, capture);
-    int saved_err = posenc__stream_redirect(stderr, capture);
+    int saved_out = support_stream_redirect(stdout, capture);
+    int saved_err = support_stream_redirect(stderr, capture);
     CHECK(saved_out >= 0 && saved_err >= 0);
 
     posenc_status statuses[6];
@@ -683,8 +683,8 @@ static void test_silence(void)
     statuses[5] = buffer ? posenc_buffer_download(buffer, 8, q, 16) : POSENC_INTERNAL;
     posenc_context_destroy(ctx);
 
-    posenc__stream_restore(stdout, saved_out);
-    posenc__stream_restore(stderr, saved_err);
+    support_stream_restore(stdout, saved_out);
+    support_stream_restore(stderr, saved_err);
 
     CHECK_STATUS(statuses[0], POSENC_DEVICE_NOT_FOUND);
     CHECK_OK(statuses[1]);

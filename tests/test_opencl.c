@@ -30,7 +30,7 @@ static void test_larger_than_one_allocation(posenc_context *ctx, const posenc_de
     if (span > (UINT64_C(1) << 40) || span > SIZE_MAX)
         return;
     size_t bytes = (size_t)span + 4096;
-    unsigned char *memory = posenc__memory_map(bytes);
+    unsigned char *memory = support_memory_map(bytes);
     if (!memory) {
         printf("    (no address space for a %llu-byte view: not checked)\n",
                (unsigned long long)span);
@@ -91,7 +91,7 @@ static void test_larger_than_one_allocation(posenc_context *ctx, const posenc_de
     CHECK(untouched);
     printf("    a %llu-byte host KV cache: %s\n", (unsigned long long)span,
            posenc_context_last_error(ctx));
-    posenc__memory_unmap(memory, bytes);
+    support_memory_unmap(memory, bytes);
 
     /* The context still works afterwards. */
     float q[2][16];

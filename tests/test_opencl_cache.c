@@ -87,7 +87,7 @@ static void count_entry(const char *name, void *user)
 static unsigned count_entries(const char *dir, char *last, size_t size)
 {
     entry_count count = {.dir = dir, .last = last, .size = size};
-    posenc__directory_list(dir, count_entry, &count);
+    support_directory_list(dir, count_entry, &count);
     return count.n;
 }
 
@@ -103,7 +103,7 @@ static void fail_on_temporary(const char *name, void *user)
 /* Fails the test when a temporary file is left behind. */
 static void check_no_temporaries(const char *dir)
 {
-    posenc__directory_list(dir, fail_on_temporary, NULL);
+    support_directory_list(dir, fail_on_temporary, NULL);
 }
 
 static unsigned char *read_file(const char *path, size_t *size)
@@ -226,7 +226,7 @@ static void test_cold_and_warm(const char *dir)
     CHECK(count_entries(dir, entry, sizeof entry) == 1);
     check_no_temporaries(dir);
     int64_t before = 0;
-    CHECK(posenc__file_modified(entry, &before));
+    CHECK(support_file_modified(entry, &before));
     size_t size_before = 0;
     unsigned char *bytes_before = read_file(entry, &size_before);
     CHECK(bytes_before != NULL && size_before > 32);
@@ -236,7 +236,7 @@ static void test_cold_and_warm(const char *dir)
     CHECK(warm.loaded == 1 && warm.built == 0 && warm.ignored == 0);
     CHECK(count_entries(dir, NULL, 0) == 1);
     int64_t after = 0;
-    CHECK(posenc__file_modified(entry, &after));
+    CHECK(support_file_modified(entry, &after));
     CHECK(after == before);
     size_t size_after = 0;
     unsigned char *bytes_after = read_file(entry, &size_after);
@@ -397,7 +397,7 @@ static void test_changed_source(const char *dir, posenc_device_type device_type)
     /* An entry copied over another key's file is refused for the key it does not carry. */
     char other[1024] = "";
     other_entry found = {.dir = dir, .path = other, .size = sizeof other};
-    posenc__directory_list(dir, find_other_entry, &found);
+    support_directory_list(dir, find_other_entry, &found);
     size_t size = 0;
     unsigned char *foreign = other[0] ? read_file(other, &size) : NULL;
     CHECK(foreign != NULL);
@@ -429,13 +429,13 @@ static void test_default_directory(void)
     snprintf(dir, sizeof dir, "%s/posenc", xdg);
     char saved[1024];
     bool was_set = posenc__env_get_path(CACHE_HOME, saved, sizeof saved);
-    posenc__env_set(CACHE_HOME, xdg);
+    support_env_set(CACHE_HOME, xdg);
     log_capture log = run_rope(NULL, NULL);
     log_capture again = run_rope(NULL, NULL);
     if (was_set)
-        posenc__env_set(CACHE_HOME, saved);
+        support_env_set(CACHE_HOME, saved);
     else
-        posenc__env_unset(CACHE_HOME);
+        support_env_unset(CACHE_HOME);
     CHECK(log.built + log.loaded == 1);
     CHECK(again.loaded == 1 && again.built == 0);
     CHECK(count_entries(dir, NULL, 0) == 1);
@@ -455,11 +455,11 @@ static void test_two_writers(const char *self)
     for (int round = 0; round < 2; round++) {
         char dir[600];
         snprintf(dir, sizeof dir, "%s/race%d", root, round);
-        posenc__process children[2];
+        support_process children[2];
         bool started[2] = {false, false};
         for (int i = 0; i < 2; i++) {
             const char *argv[] = {self, "--child", dir, NULL};
-            started[i] = posenc__process_start(&children[i], argv);
+            started[i] = support_process_start(&children[i], argv);
             if (!started[i]) {
                 test_failures++;
                 fprintf(stderr, "starting %s failed\n", self);
@@ -467,7 +467,7 @@ static void test_two_writers(const char *self)
         }
         for (int i = 0; i < 2; i++)
             if (started[i])
-                CHECK(posenc__process_wait(&children[i]) == 0);
+                CHECK(support_process_wait(&children[i]) == 0);
         CHECK(count_entries(dir, NULL, 0) == 1);
         check_no_temporaries(dir);
         log_capture log = run_rope(dir, NULL);
@@ -478,7 +478,7 @@ static void test_two_writers(const char *self)
 
 int main(int argc, char **argv)
 {
-    argv = posenc__utf8_arguments(argc, argv); /* the child's directory argument */
+    argv = support_utf8_arguments(argc, argv); /* the child's directory argument */
     uint32_t count = 0;
     bool found = false;
     CHECK_OK(posenc_device_count(&count));
@@ -505,7 +505,7 @@ int main(int argc, char **argv)
     /* A name outside any ANSI code page, as a user profile on Windows may have: every path the
      * cache takes goes through the UTF-8 platform calls. */
     static const char prefix[] = "posenc-cl-cache-\xc3\xa9t\xc3\xa9-\xe6\x97\xa5\xe6\x9c\xac";
-    if (!posenc__temp_directory_create(prefix, root, sizeof root)) {
+    if (!support_temp_directory_create(prefix, root, sizeof root)) {
         fprintf(stderr, "cannot create a temporary directory\n");
         return EXIT_FAILURE;
     }
@@ -522,7 +522,7 @@ int main(int argc, char **argv)
     test_two_writers(argv[0]);
 
     if (!test_failures)
-        posenc__remove_tree(root);
+        support_remove_tree(root);
     else
         printf("cache files kept in %s\n", root);
     return test_finish("test_opencl_cache");

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The platform layer (core/platform.h) with UTF-8 names outside any ANSI code page: directories,
- * files replaced in one step, listing, the environment, a child process with awkward arguments,
- * temporary directories removed with their contents, and memory mappings. On Windows these go
- * through the wide-character calls; a narrow call there would turn the names into '?'. */
+/* The platform layers (core/platform.h, and support/support.h for the programs' services) with
+ * UTF-8 names outside any ANSI code page: directories, files replaced in one step, listing, the
+ * environment, a child process with awkward arguments, temporary directories removed with their
+ * contents, and memory mappings. On Windows these go through the wide-character calls; a narrow
+ * call there would turn the names into '?'. */
 #include "test_common.h"
 
 #include <errno.h>
@@ -84,9 +85,9 @@ static void test_files(const char *root)
 {
     char dir[1024], destination[1024], temporary[1200], other[1200], text[64];
     join(dir, sizeof dir, root, NAME);
-    CHECK(!posenc__is_directory(dir));
+    CHECK(!support_is_directory(dir));
     CHECK(posenc__make_directory(dir));
-    CHECK(posenc__is_directory(dir));
+    CHECK(support_is_directory(dir));
     errno = 0;
     CHECK(!posenc__make_directory(dir) && errno == EEXIST);
 
@@ -96,7 +97,7 @@ static void test_files(const char *root)
     if (old)
         fclose(old);
     CHECK(read_text(destination, text, sizeof text) && strcmp(text, "old contents") == 0);
-    CHECK(!posenc__is_directory(destination));
+    CHECK(!support_is_directory(destination));
 
     /* A temporary file beside the destination, committed and renamed over it. */
     FILE *file = posenc__temp_file_create(destination, temporary, sizeof temporary);
@@ -121,11 +122,11 @@ static void test_files(const char *root)
 
     /* The listing gives the name back in UTF-8, and only it. */
     listing l = {.expected = NAME ".bin"};
-    CHECK(posenc__directory_list(dir, count_listed, &l));
+    CHECK(support_directory_list(dir, count_listed, &l));
     CHECK(l.entries == 1 && l.matching == 1);
     int64_t modified = 0;
-    CHECK(posenc__file_modified(destination, &modified) && modified > 0);
-    CHECK(!posenc__file_modified(temporary, &modified));
+    CHECK(support_file_modified(destination, &modified) && modified > 0);
+    CHECK(!support_file_modified(temporary, &modified));
 
     /* Something to remove below the directory: a subdirectory with a file. */
     char nested[1200], nested_file[1300];
@@ -142,18 +143,18 @@ static void test_files(const char *root)
 static void test_environment(void)
 {
     char value[256];
-    CHECK(posenc__env_unset(VARIABLE));
+    CHECK(support_env_unset(VARIABLE));
     CHECK(posenc__env_get(VARIABLE) == NULL);
     CHECK(!posenc__env_get_path(VARIABLE, value, sizeof value));
 
-    CHECK(posenc__env_set(VARIABLE, VALUE));
+    CHECK(support_env_set(VARIABLE, VALUE));
     CHECK(posenc__env_get(VARIABLE) != NULL); /* in the ANSI code page on Windows */
     CHECK(posenc__env_get_path(VARIABLE, value, sizeof value) && strcmp(value, VALUE) == 0);
     CHECK(!posenc__env_get_path(VARIABLE, value, 4)); /* too long for the space given */
-    CHECK(posenc__env_set(VARIABLE, "plain"));
+    CHECK(support_env_set(VARIABLE, "plain"));
     CHECK(posenc__env_get(VARIABLE) && strcmp(posenc__env_get(VARIABLE), "plain") == 0);
 
-    CHECK(posenc__env_unset(VARIABLE));
+    CHECK(support_env_unset(VARIABLE));
     CHECK(posenc__env_get(VARIABLE) == NULL);
     CHECK(!posenc__env_get_path(VARIABLE, value, sizeof value));
 
@@ -165,18 +166,18 @@ static void test_environment(void)
 #endif
     char saved[1024];
     bool was_set = posenc__env_get_path(cache_variable, saved, sizeof saved);
-    CHECK(posenc__env_set(cache_variable, cache_value));
+    CHECK(support_env_set(cache_variable, cache_value));
     CHECK(posenc__user_cache_directory(value, sizeof value) && strcmp(value, cache_value) == 0);
     if (was_set)
-        posenc__env_set(cache_variable, saved);
+        support_env_set(cache_variable, saved);
     else
-        posenc__env_unset(cache_variable);
+        support_env_unset(cache_variable);
     printf("  environment: ok\n");
 }
 
 static void test_child(const char *self)
 {
-    CHECK(posenc__env_set(VARIABLE, VALUE));
+    CHECK(support_env_set(VARIABLE, VALUE));
     /* A Linux cross build runs under qemu-user, which does not follow into a child: the test
      * then gets the emulator's command (comma-separated) to start its child with. */
     enum { LAUNCHER_WORDS = 8 };
@@ -198,26 +199,26 @@ static void test_child(const char *self)
     argv[words++] = "--child";
     for (size_t i = 0; i < CHILD_ARGUMENTS; i++)
         argv[words++] = child_arguments[i];
-    posenc__process child;
-    CHECK(posenc__process_start(&child, argv));
-    CHECK(posenc__process_wait(&child) == CHILD_OK);
+    support_process child;
+    CHECK(support_process_start(&child, argv));
+    CHECK(support_process_wait(&child) == CHILD_OK);
 
     /* A program that is not there is not started. */
     char missing[1100];
     snprintf(missing, sizeof missing, "%s-missing", self);
     argv[program] = missing;
-    posenc__process absent;
-    bool started = posenc__process_start(&absent, argv);
+    support_process absent;
+    bool started = support_process_start(&absent, argv);
     /* posix_spawn may report the failure only through the child's exit status (127). */
-    CHECK(!started || posenc__process_wait(&absent) != CHILD_OK);
-    CHECK(posenc__env_unset(VARIABLE));
+    CHECK(!started || support_process_wait(&absent) != CHILD_OK);
+    CHECK(support_env_unset(VARIABLE));
     printf("  child process: ok\n");
 }
 
 static void test_memory_mapping(void)
 {
     size_t bytes = (size_t)64 << 20;
-    unsigned char *memory = posenc__memory_map(bytes);
+    unsigned char *memory = support_memory_map(bytes);
     CHECK(memory != NULL);
     if (!memory)
         return;
@@ -225,13 +226,13 @@ static void test_memory_mapping(void)
     memory[0] = 1;
     memory[bytes - 1] = 2;
     CHECK(memory[0] == 1 && memory[bytes - 1] == 2);
-    posenc__memory_unmap(memory, bytes);
+    support_memory_unmap(memory, bytes);
     printf("  memory mapping: ok\n");
 }
 
 int main(int argc, char **argv)
 {
-    argv = posenc__utf8_arguments(argc, argv);
+    argv = support_utf8_arguments(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "--child") == 0)
         return child_main(argc, argv);
 
@@ -239,17 +240,17 @@ int main(int argc, char **argv)
     CHECK(posenc__process_id() != 0);
 
     char root[1024];
-    CHECK(posenc__temp_directory_create(NAME, root, sizeof root));
-    CHECK(posenc__is_directory(root));
+    CHECK(support_temp_directory_create(NAME, root, sizeof root));
+    CHECK(support_is_directory(root));
     char second[1024];
-    CHECK(posenc__temp_directory_create(NAME, second, sizeof second));
-    CHECK(strcmp(root, second) != 0 && posenc__is_directory(second));
-    posenc__remove_tree(second);
-    CHECK(!posenc__is_directory(second));
+    CHECK(support_temp_directory_create(NAME, second, sizeof second));
+    CHECK(strcmp(root, second) != 0 && support_is_directory(second));
+    support_remove_tree(second);
+    CHECK(!support_is_directory(second));
 
     test_files(root);
-    posenc__remove_tree(root);
-    CHECK(!posenc__is_directory(root));
+    support_remove_tree(root);
+    CHECK(!support_is_directory(root));
     printf("  temporary directory %s and its contents removed\n", root);
 
     test_environment();
@@ -257,7 +258,7 @@ int main(int argc, char **argv)
     test_memory_mapping();
 
     uint64_t l1d, l2, l3;
-    posenc__cpu_caches(&l1d, &l2, &l3);
+    support_cpu_caches(&l1d, &l2, &l3);
     printf("  caches: L1d %llu, L2 %llu, L3 %llu bytes\n", (unsigned long long)l1d,
            (unsigned long long)l2, (unsigned long long)l3);
     /* Sizes the OS does tell grow with the level. */

@@ -66,9 +66,9 @@ static void test_gpu_backends(void)
         snprintf(selector, sizeof selector, "%s:0", name);
         desc = (posenc_context_desc){.device = selector, .flags = POSENC_CONTEXT_IGNORE_ENV};
         EXPECT_UNAVAILABLE(&desc, selector);
-        CHECK(posenc__env_set("POSENC_DEVICE", name));
+        CHECK(support_env_set("POSENC_DEVICE", name));
         EXPECT_UNAVAILABLE(NULL, "POSENC_DEVICE");
-        CHECK(posenc__env_unset("POSENC_DEVICE"));
+        CHECK(support_env_unset("POSENC_DEVICE"));
     }
 }
 
@@ -109,7 +109,7 @@ static void test_cpu(void)
     CHECK(info.backend == POSENC_BACKEND_CPU && info.native_cpu);
     for (int with_env = 0; with_env < 2; with_env++) {
         if (with_env)
-            CHECK(posenc__env_set("POSENC_DEVICE", "cpu"));
+            CHECK(support_env_set("POSENC_DEVICE", "cpu"));
         ctx = NULL;
         desc = (posenc_context_desc){.log = test_count_warnings};
         CHECK_OK(posenc_context_create(&desc, &ctx));
@@ -120,7 +120,7 @@ static void test_cpu(void)
         run_rope(ctx);
         posenc_context_destroy(ctx);
     }
-    CHECK(posenc__env_unset("POSENC_DEVICE"));
+    CHECK(support_env_unset("POSENC_DEVICE"));
 }
 
 int main(void)

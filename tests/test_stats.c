@@ -394,7 +394,7 @@ static void check_kernel_cache(posenc_context *ctx, const posenc_device_info *in
     if (info->backend != POSENC_BACKEND_OPENCL)
         return;
     char dir[1024];
-    if (!posenc__temp_directory_create("posenc-stats-", dir, sizeof dir)) {
+    if (!support_temp_directory_create("posenc-stats-", dir, sizeof dir)) {
         CHECK(!"a temporary directory");
         return;
     }
@@ -402,7 +402,7 @@ static void check_kernel_cache(posenc_context *ctx, const posenc_device_info *in
     posenc_stats second = rope_in_cache(info, dir);
     CHECK(first.kernels_built > 0 && first.kernels_loaded == 0);
     CHECK(second.kernels_built == 0 && second.kernels_loaded == first.kernels_built);
-    posenc__remove_tree(dir);
+    support_remove_tree(dir);
 }
 
 int main(void)

@@ -566,7 +566,7 @@ static void test_instance_layers(uint32_t index)
     }
     const char *saved = posenc__env_get("VK_INSTANCE_LAYERS");
     char *restore = saved ? posenc__strdup(saved) : NULL;
-    posenc__env_set("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation");
+    support_env_set("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation");
     int named = 0;
     posenc_context *ctx = context_with(index, NULL, log_debug_names, &named);
     if (ctx) {
@@ -575,9 +575,9 @@ static void test_instance_layers(uint32_t index)
     }
     CHECK(named == 1);
     if (restore)
-        posenc__env_set("VK_INSTANCE_LAYERS", restore);
+        support_env_set("VK_INSTANCE_LAYERS", restore);
     else
-        posenc__env_unset("VK_INSTANCE_LAYERS");
+        support_env_unset("VK_INSTANCE_LAYERS");
     free(restore);
     printf("    VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation, debug names on: ok\n");
 }

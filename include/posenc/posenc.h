@@ -154,11 +154,20 @@ typedef void (*posenc_log_fn)(posenc_log_level level, const char *message, void 
 /* ---------------------------------------------------------------------------------------------
  * Backends and devices
  */
+/* The backends, in the registry's order: the order of posenc_device_get, AUTO preferring earlier
+ * backends among devices of one type, and the native CPU path last. X(KIND, value, name): the
+ * values are ABI and never change; `name` is posenc_backend_name's and the device selectors'.
+ * AUTO (0, "auto") is a choice among them, not one of them. */
+#define POSENC_BACKEND_LIST(X)                                                                     \
+    X(VULKAN, 2, "vulkan")                                                                         \
+    X(OPENCL, 3, "opencl")                                                                         \
+    X(CPU, 1, "cpu")
+
 typedef enum posenc_backend {
     POSENC_BACKEND_AUTO = 0,
-    POSENC_BACKEND_CPU = 1,
-    POSENC_BACKEND_VULKAN = 2,
-    POSENC_BACKEND_OPENCL = 3,
+#define POSENC_BACKEND_ENUM_(kind, value, name) POSENC_BACKEND_##kind = value,
+    POSENC_BACKEND_LIST(POSENC_BACKEND_ENUM_)
+#undef POSENC_BACKEND_ENUM_
 } posenc_backend;
 
 typedef enum posenc_device_type {

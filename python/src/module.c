@@ -3,8 +3,6 @@
  * Python layer (posenc/__init__.py) adds defaults, layouts and array allocation on top. */
 #include "pyposenc.h"
 
-#include "core/backend_list.h"
-
 #include <string.h>
 
 static PyObject *devices(PyObject *module, PyObject *unused)
@@ -46,8 +44,8 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "s", &name)) {
         return NULL;
     }
-#define BACKEND_KIND(kind, name, table) POSENC_BACKEND_##kind,
-    static const posenc_backend backends[] = {POSENC__BACKEND_LIST(BACKEND_KIND)};
+#define BACKEND_KIND(kind, value, name) POSENC_BACKEND_##kind,
+    static const posenc_backend backends[] = {POSENC_BACKEND_LIST(BACKEND_KIND)};
 #undef BACKEND_KIND
     for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
         if (strcmp(name, posenc_backend_name(backends[i])) == 0) {
@@ -57,9 +55,9 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
                                  status == POSENC_OK ? "" : (reason ? reason : ""));
         }
     }
-#define BACKEND_NAME(kind, name, table) " " name
+#define BACKEND_NAME(kind, value, name) " " name
     return pyposenc_raisef(POSENC_INVALID_ARGUMENT,
-                           "backend: '%s' is not one of:" POSENC__BACKEND_LIST(BACKEND_NAME),
+                           "backend: '%s' is not one of:" POSENC_BACKEND_LIST(BACKEND_NAME),
                            name);
 #undef BACKEND_NAME
 }

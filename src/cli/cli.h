@@ -6,7 +6,7 @@
 
 #include <posenc/posenc.h>
 
-#include "core/platform.h"
+#include "support.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,7 +37,7 @@ int cli_bench_parse_only(int argc, char **argv);
 /* Prints "posenc COMMAND: message" ("posenc: message" for a NULL command) as one line on
  * stderr, control characters escaped as by cli_escape, and returns `exit_code`. */
 int cli_fail(const char *command, int exit_code, const char *format, ...)
-    POSENC__PRINTF_LIKE(3, 4);
+    SUPPORT_PRINTF_LIKE(3, 4);
 
 /* Copies `text` into `out` (`size` bytes, always terminated; cut short at a whole escape) with
  * control characters escaped: \n, \r, \t, and \xNN for the others and DEL. Text echoed from

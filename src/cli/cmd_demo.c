@@ -88,9 +88,9 @@ static posenc_status demo_time(const demo_op *op, uint32_t runs, double *median)
     posenc_status status = demo_call(op);
     double total = 0.0;
     while (status == POSENC_OK && done < runs) {
-        double start = posenc__seconds_now();
+        double start = support_seconds_now();
         status = demo_call(op);
-        times[done] = posenc__seconds_now() - start;
+        times[done] = support_seconds_now() - start;
         total += times[done++];
         if (done >= 3 && total > 2.0) {
             break;
@@ -338,7 +338,7 @@ static void demo_print_device(const demo_options *o, const posenc_device_info *i
     uint32_t index = 0;
     const char *reason = NULL;
     posenc_status status = posenc_device_choose(&desc, &index, &reason);
-    const char *env = posenc__env_get("POSENC_DEVICE");
+    const char *env = support_env_get("POSENC_DEVICE");
     if (o->device) {
         printf("  why: --device ");
         cli_put_escaped(stdout, o->device);

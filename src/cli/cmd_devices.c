@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/backend_list.h"
 #include "device.h"
 
 static const char devices_help[] =
@@ -23,7 +22,7 @@ static const char devices_help[] =
     "  --help     this text\n";
 
 /* The backends in the registry's order, which is the order devices are listed in. */
-#define BACKEND_KIND(kind, name, table) POSENC_BACKEND_##kind,
+#define BACKEND_KIND(kind, value, name) POSENC_BACKEND_##kind,
 
 typedef struct devices_choice {
     posenc_status status;
@@ -102,7 +101,7 @@ static void devices_print_text(const posenc_device_info *infos, uint32_t count)
         printf("       max buffer %s, max binding %s\n", max_buffer, max_binding);
     }
     printf("backends:\n");
-    static const posenc_backend backends[] = {POSENC__BACKEND_LIST(BACKEND_KIND)};
+    static const posenc_backend backends[] = {POSENC_BACKEND_LIST(BACKEND_KIND)};
     for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
         const char *reason = NULL;
         posenc_status status = posenc_backend_status(backends[i], &reason);
@@ -113,7 +112,7 @@ static void devices_print_text(const posenc_device_info *infos, uint32_t count)
                    reason && reason[0] ? reason : posenc_status_string(status));
         }
     }
-    const char *env = posenc__env_get("POSENC_DEVICE");
+    const char *env = support_env_get("POSENC_DEVICE");
     devices_print_choice("automatic choice", devices_choose(0), infos, count);
     if (env && env[0]) {
         printf("  POSENC_DEVICE=");
@@ -185,7 +184,7 @@ static void devices_print_json(const posenc_device_info *infos, uint32_t count)
                (unsigned long long)d->max_buffer_bytes, (unsigned long long)d->max_binding_bytes);
     }
     printf("\n  ],\n  \"backends\": [");
-    static const posenc_backend backends[] = {POSENC__BACKEND_LIST(BACKEND_KIND)};
+    static const posenc_backend backends[] = {POSENC_BACKEND_LIST(BACKEND_KIND)};
     for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
         const char *reason = NULL;
         posenc_status status = posenc_backend_status(backends[i], &reason);
@@ -195,7 +194,7 @@ static void devices_print_json(const posenc_device_info *infos, uint32_t count)
         printf("}");
     }
     printf("\n  ],\n");
-    const char *env = posenc__env_get("POSENC_DEVICE");
+    const char *env = support_env_get("POSENC_DEVICE");
     printf("  \"posenc_device\": ");
     if (env && env[0]) {
         json_string(env);

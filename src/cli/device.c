@@ -45,7 +45,7 @@ int cli_open_context(const char *command, const char *selector, posenc_context *
         if (!detail || !detail[0]) {
             detail = posenc_status_string(status);
         }
-        const char *env = posenc__env_get("POSENC_DEVICE");
+        const char *env = support_env_get("POSENC_DEVICE");
         if (names_setting(detail)) {
             /* POSENC_CPU_VARIANT and the like: the setting is at fault, whatever device. */
             return cli_fail(command, CLI_EXIT_FAILURE, "%s: %s", posenc_status_name(status),

@@ -35,7 +35,7 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
-    argv = posenc__utf8_arguments(argc, argv); /* file names reach the platform layer in UTF-8 */
+    argv = support_utf8_arguments(argc, argv); /* file names reach the platform layer in UTF-8 */
 #ifdef SIGXFSZ
     /* A write past the file size limit (ulimit -f) then fails with EFBIG, as on a full disk,
      * and the temporary output is removed, instead of the signal killing the process with the

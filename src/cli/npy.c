@@ -2,7 +2,7 @@
 /* Reading and writing NumPy .npy files: the header dict parser, size checks against the file's
  * length, and the writer. The format: numpy.org/doc/stable/reference/generated/numpy.lib.format */
 #include "npy.h"
-#include "core/platform.h"
+#include "support.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -548,11 +548,11 @@ int cli_npy_read(const char *path, cli_npy_array *array, char *error, size_t err
     memset(array, 0, sizeof *array);
     /* Checked first: some systems open a directory as a file of absurd length, others refuse
      * it with a reason that does not say why. */
-    if (posenc__is_directory(path)) {
+    if (support_is_directory(path)) {
         npy_error(error, error_size, "is a directory");
         return -1;
     }
-    FILE *file = posenc__file_open(path, "rb");
+    FILE *file = support_file_open(path, "rb");
     if (!file) {
         npy_error(error, error_size, "cannot open: %s", strerror(errno));
         return -1;
@@ -676,29 +676,29 @@ int cli_npy_write_stream(FILE *file, const cli_npy_array *array, int major_versi
 int cli_npy_write(const char *path, const cli_npy_array *array, int major_version, char *error,
                   size_t error_size)
 {
-    if (posenc__is_directory(path)) {
+    if (support_is_directory(path)) {
         npy_error(error, error_size, "is a directory");
         return -1;
     }
     char temp_path[4096];
-    FILE *file = posenc__temp_file_create(path, temp_path, sizeof temp_path);
+    FILE *file = support_temp_file_create(path, temp_path, sizeof temp_path);
     if (!file) {
         npy_error(error, error_size, "cannot create: %s", strerror(errno));
         return -1;
     }
     if (cli_npy_write_stream(file, array, major_version, error, error_size) != 0) {
         fclose(file);
-        posenc__file_remove(temp_path);
+        support_file_remove(temp_path);
         return -1;
     }
-    if (!posenc__file_commit(file)) {
+    if (!support_file_commit(file)) {
         npy_error(error, error_size, "write error: %s", strerror(errno));
-        posenc__file_remove(temp_path);
+        support_file_remove(temp_path);
         return -1;
     }
-    if (!posenc__file_replace(temp_path, path)) {
+    if (!support_file_replace(temp_path, path)) {
         npy_error(error, error_size, "cannot replace: %s", strerror(errno));
-        posenc__file_remove(temp_path);
+        support_file_remove(temp_path);
         return -1;
     }
     return 0;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/platform.h"
+#include "support.h"
 
 /* Room for a destination path and the temporary name's suffix. */
 #define OUTPUTS_PATH_MAX 4096
@@ -42,7 +42,7 @@ int cli_outputs_check(const cli_outputs *outputs)
                                 outputs->items[j].flag, o->flag, o->path);
             }
         }
-        if (posenc__is_directory(o->path)) {
+        if (support_is_directory(o->path)) {
             return cli_fail(outputs->command, CLI_EXIT_FAILURE, "%s %s: is a directory", o->flag,
                             o->path);
         }
@@ -53,7 +53,7 @@ int cli_outputs_check(const cli_outputs *outputs)
 static void outputs_remove(char (*temp_paths)[OUTPUTS_PATH_MAX], unsigned from, unsigned to)
 {
     for (unsigned i = from; i < to; i++) {
-        posenc__file_remove(temp_paths[i]);
+        support_file_remove(temp_paths[i]);
     }
 }
 
@@ -67,7 +67,7 @@ int cli_outputs_write(const cli_outputs *outputs)
     for (unsigned i = 0; i < outputs->count; i++) {
         const cli_output *o = &outputs->items[i];
         char error[256];
-        FILE *file = posenc__temp_file_create(o->path, temp_paths[i], sizeof temp_paths[i]);
+        FILE *file = support_temp_file_create(o->path, temp_paths[i], sizeof temp_paths[i]);
         if (!file) {
             rc = cli_fail(outputs->command, CLI_EXIT_FAILURE,
                           "%s %s: cannot create: %s (no output written)", o->flag, o->path,
@@ -76,12 +76,12 @@ int cli_outputs_write(const cli_outputs *outputs)
             fclose(file);
             rc = cli_fail(outputs->command, CLI_EXIT_FAILURE, "%s %s: %s (no output written)",
                           o->flag, o->path, error);
-            posenc__file_remove(temp_paths[i]);
-        } else if (!posenc__file_commit(file)) {
+            support_file_remove(temp_paths[i]);
+        } else if (!support_file_commit(file)) {
             rc = cli_fail(outputs->command, CLI_EXIT_FAILURE,
                           "%s %s: write error: %s (no output written)", o->flag, o->path,
                           strerror(errno));
-            posenc__file_remove(temp_paths[i]);
+            support_file_remove(temp_paths[i]);
         }
         if (rc) {
             outputs_remove(temp_paths, 0, i);
@@ -91,7 +91,7 @@ int cli_outputs_write(const cli_outputs *outputs)
     /* Every output is complete on the disk: only now is any destination replaced. */
     for (unsigned i = 0; i < outputs->count; i++) {
         const cli_output *o = &outputs->items[i];
-        if (!posenc__file_replace(temp_paths[i], o->path)) {
+        if (!support_file_replace(temp_paths[i], o->path)) {
             int saved = errno;
             outputs_remove(temp_paths, i, outputs->count);
             return cli_fail(outputs->command, CLI_EXIT_FAILURE, "%s %s: cannot replace: %s%s",

@@ -51,7 +51,7 @@ bool posenc__registry_listed(posenc_backend kind);
 /* The backend of `kind` compiled into this build, without enumerating devices (no runtime is
  * loaded); NULL if it was not compiled in. For contexts on caller-owned devices. */
 const posenc__backend *posenc__registry_compiled_backend(posenc_backend kind);
-/* Whether `backend` is one of core/backend_list.h (AUTO is not), compiled in or not. */
+/* Whether `backend` is one of POSENC_BACKEND_LIST (AUTO is not), compiled in or not. */
 bool posenc__backend_known(posenc_backend backend);
 
 struct posenc_buffer {

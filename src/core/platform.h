@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The operating-system services the library, the command-line tool and the tests need: run-once,
- * threads, time, the environment, dynamic loading, processor and memory facts, files (paths in
- * UTF-8 on every system), temporary directories, child processes and small string helpers.
+/* The operating-system services the library needs (the tests use them too): run-once, threads,
+ * time, the environment, dynamic loading, processor and memory facts, files (paths in UTF-8 on
+ * every system) and small string helpers. Those only the programs need (child processes, memory
+ * maps, stream redirects, directories, terminals, cache sizes, setting the environment, thread
+ * ids, whether a library is loaded) are support/support.h's.
  * Implemented per system in platform_posix.c, platform_threads_posix.c, platform_files_posix.c
  * or their _win32.c counterparts (src/CMakeLists.txt compiles one set); what is the same
  * everywhere is in platform.c and platform_files.c. */
@@ -57,8 +59,6 @@ typedef struct posenc__thread {
 /* False when the system could not start one. */
 bool posenc__thread_start(posenc__thread *thread, void (*fn)(void *arg), void *arg);
 void posenc__thread_join(posenc__thread *thread);
-/* A number naming the calling thread, distinct among the threads alive at one time. */
-uint64_t posenc__thread_id(void);
 /* Called by thread `index` of a pool (0: the caller) when it starts: on Windows before 11, with
  * more than 64 logical processors, moves it to a processor group round-robin, since the system
  * keeps a process's threads in one group. A no-op elsewhere. */
@@ -87,6 +87,8 @@ void posenc__sleep_seconds(double seconds);
  * calls. NULL with errno set (EILSEQ for bytes that are not UTF-8, ENOMEM). */
 wchar_t *posenc__utf8_to_wide(const char *utf8);
 char *posenc__wide_to_utf8(const wchar_t *wide);
+/* errno for the Win32 errors (GetLastError) that file calls meet; EIO for the others. */
+int posenc__errno_from_win32(unsigned long error);
 #endif
 
 /* ---- the environment and the process (platform_posix.c, platform_win32.c) ---- */
@@ -98,16 +100,6 @@ const char *posenc__env_get(const char *name);
  * path outside the ANSI code page survives) into `out`. False when unset, empty or longer than
  * size-1 bytes. */
 bool posenc__env_get_path(const char *name, char *out, size_t size);
-/* setenv(name, value, 1) and unsetenv, `value` in UTF-8. On Windows through the C runtime
- * (_wputenv_s), so that its getenv sees the change too; there an empty value unsets. False with
- * errno set on failure. */
-bool posenc__env_set(const char *name, const char *value);
-bool posenc__env_unset(const char *name);
-
-/* The program's arguments in UTF-8: `argv` itself on POSIX; on Windows, where main's are in the
- * ANSI code page, a copy made from the wide-character command line (kept for the life of the
- * process; `argv` where that fails). */
-char **posenc__utf8_arguments(int argc, char **argv);
 
 /* The calling process's id. */
 uint64_t posenc__process_id(void);
@@ -123,9 +115,6 @@ void *posenc__library_open(const char *name);
 /* The first of the `count` libraries `names` that opens, tried in order, its name in `*opened`
  * when `opened` is not NULL; NULL when none does (a runtime's loader under its names). */
 void *posenc__library_open_first(const char *const *names, size_t count, const char **opened);
-/* Whether a library of that name is already loaded into the process, without loading it
- * (dlopen with RTLD_NOLOAD, GetModuleHandleW). */
-bool posenc__library_loaded(const char *name);
 void *posenc__library_symbol(void *library, const char *name);
 void posenc__library_close(void *library);
 
@@ -136,10 +125,6 @@ uint64_t posenc__physical_memory(void);
 /* A field of the CPU description ("model name" -> "AMD EPYC 9B14", "vendor_id"), or
  * `fallback` where the OS does not tell. */
 void posenc__cpu_field(const char *key, const char *fallback, char *out, size_t size);
-
-/* Sizes in bytes of the first processor's level-1 data, level-2 and level-3 caches (Linux sysfs,
- * GetLogicalProcessorInformationEx, sysctl on macOS); 0 for a level the OS does not tell. */
-void posenc__cpu_caches(uint64_t *l1d, uint64_t *l2, uint64_t *l3);
 
 /* The calling thread's alternate signal stack, kept across calls that may install another:
  * LLVM (inside PoCL and other OpenCL drivers) installs a stack of its own on the thread that
@@ -155,23 +140,9 @@ typedef struct posenc__signal_stack {
 void posenc__signal_stack_save(posenc__signal_stack *saved);
 void posenc__signal_stack_restore(const posenc__signal_stack *saved);
 
-/* Sends what is written to `stream`'s file descriptor (stdout, stderr) to `target`'s instead,
- * until posenc__stream_restore; both flushed first. Returns what to restore, -1 on failure. */
-int posenc__stream_redirect(FILE *stream, FILE *target);
-void posenc__stream_restore(FILE *stream, int saved);
-
-/* Whether `stream` is a terminal that understands ANSI escape sequences. */
-bool posenc__is_terminal(FILE *stream);
-
 /* Memory aligned to `alignment` (a power of two); free with posenc__aligned_free. */
 void *posenc__aligned_alloc(size_t alignment, size_t size);
 void posenc__aligned_free(void *memory);
-
-/* Zeroed read-write pages of their own (mmap, VirtualAlloc), given memory only where touched and
- * on POSIX without reserving swap for the rest (MAP_NORESERVE), so that a test can make a view
- * larger than memory. NULL on failure; unmapped with the same size. */
-void *posenc__memory_map(size_t bytes);
-void posenc__memory_unmap(void *memory, size_t bytes);
 
 /* ---- files (platform_files_*.c; files replaced in one step in platform_files.c) ---- */
 
@@ -198,12 +169,6 @@ bool posenc__file_remove(const char *path);
  * EEXIST when something of that name exists. */
 bool posenc__make_directory(const char *path);
 
-/* A new empty directory "<system temporary directory>/<prefix>-<unique>" (TMPDIR, else /tmp;
- * GetTempPath on Windows), its path into `path`. False with errno set on failure. */
-bool posenc__temp_directory_create(const char *prefix, char *path, size_t size);
-/* Removes `path` and everything below it, not following symbolic links; best effort. */
-void posenc__remove_tree(const char *path);
-
 /* Files replaced in one step: write a temporary file beside the destination, commit it, then
  * rename it over the destination, so that a reader (or a failure half-way) never leaves a
  * destination half written or gone. Each returns errno-style reasons through errno. */
@@ -225,28 +190,6 @@ FILE *posenc__file_create_new(const char *path);
 /* fflush, then the system's own buffers to the disk (fsync, _commit); the file stays open.
  * False with errno set on failure. */
 bool posenc__file_sync(FILE *file);
-/* Whether `path` names an existing directory. */
-bool posenc__is_directory(const char *path);
-/* The last modification time of `path` in whole seconds since an epoch. False when it cannot
- * be read. */
-bool posenc__file_modified(const char *path, int64_t *seconds);
-/* Calls visit(name, user) for each entry of directory `path` but "." and "..", in no given
- * order (names in UTF-8). False when the directory cannot be read. */
-bool posenc__directory_list(const char *path, void (*visit)(const char *name, void *user),
-                            void *user);
-
-/* ---- child processes ---- */
-
-/* A child process running a program. */
-typedef struct posenc__process {
-    void *opaque[2];
-} posenc__process;
-/* Starts argv[0] (a path in UTF-8, not searched for in PATH) with the arguments argv[1..] up to a
- * NULL, in this process's environment (posix_spawn, CreateProcessW). False on failure. */
-bool posenc__process_start(posenc__process *process, const char *const *argv);
-/* Waits for the child to end and returns its exit code; -1 where it could not be waited for or
- * was ended by a signal. */
-int posenc__process_wait(posenc__process *process);
 
 /* Case-insensitive substring search. */
 const char *posenc__strcasestr(const char *haystack, const char *needle);

@@ -75,14 +75,6 @@ void posenc__thread_join(posenc__thread *thread)
     pthread_join(((thread_impl *)thread)->handle, NULL);
 }
 
-/* The address of a thread-local object: distinct among live threads, and a number whatever
- * pthread_t is on this system (an integer on Linux, a pointer on macOS). */
-uint64_t posenc__thread_id(void)
-{
-    static POSENC__THREAD_LOCAL char marker;
-    return (uint64_t)(uintptr_t)&marker;
-}
-
 /* ---- condition variables (on the pthread_mutex_t above) ---- */
 
 _Static_assert(sizeof(pthread_cond_t) <= sizeof(posenc__condition), "pthread_cond_t fits");

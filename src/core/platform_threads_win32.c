@@ -70,8 +70,6 @@ void posenc__thread_join(posenc__thread *thread)
     CloseHandle(impl->handle);
 }
 
-uint64_t posenc__thread_id(void) { return GetCurrentThreadId(); }
-
 /* ---- condition variables (on the SRWLOCK above) ---- */
 
 _Static_assert(sizeof(CONDITION_VARIABLE) <= sizeof(posenc__condition), "condition fits");

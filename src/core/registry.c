@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The backend registry: the backends of core/backend_list.h built into this library, each one's
- * devices listed on first need (loading only that backend's runtime) and kept for the process,
- * and the list of every device joined from them. */
+/* The backend registry: the backends of posenc.h's POSENC_BACKEND_LIST built into this library,
+ * each one's devices listed on first need (loading only that backend's runtime) and kept for the
+ * process, and the list of every device joined from them. */
 #include "backend.h"
 #include "core/backend_list.h"
 #include "core/platform.h"
@@ -9,12 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DECLARE_TABLE(kind, name, table) extern const posenc__backend table;
-POSENC__BACKEND_LIST(DECLARE_TABLE)
+#define DECLARE_TABLE(kind, value, name)                                                          \
+    extern const posenc__backend POSENC__BACKEND_TABLE_##kind;
+POSENC_BACKEND_LIST(DECLARE_TABLE)
 
 /* In the list's order, those built in. */
-#define COMPILED_TABLE(kind, name, table) POSENC__IF_##kind(&table)
-static const posenc__backend *const backends[] = {POSENC__BACKEND_LIST(COMPILED_TABLE)};
+#define COMPILED_TABLE(kind, value, name) POSENC__IF_##kind(&POSENC__BACKEND_TABLE_##kind)
+static const posenc__backend *const backends[] = {POSENC_BACKEND_LIST(COMPILED_TABLE)};
 
 #define BACKEND_COUNT (sizeof backends / sizeof backends[0])
 

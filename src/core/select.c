@@ -3,7 +3,6 @@
  * for AUTO (discrete, integrated, virtual GPU, then the native CPU path; software emulation only
  * when asked for) and listing fallbacks. */
 #include "core/select.h"
-#include "core/backend_list.h"
 #include "core/platform.h"
 
 #include <ctype.h>
@@ -34,8 +33,8 @@ static bool parse_index(const char *text, uint32_t *index)
 
 static bool parse_backend(const char *text, size_t length, posenc_backend *backend)
 {
-#define BACKEND_KIND(kind, name, table) POSENC_BACKEND_##kind,
-    static const posenc_backend kinds[] = {POSENC__BACKEND_LIST(BACKEND_KIND)
+#define BACKEND_KIND(kind, value, name) POSENC_BACKEND_##kind,
+    static const posenc_backend kinds[] = {POSENC_BACKEND_LIST(BACKEND_KIND)
                                                POSENC_BACKEND_AUTO};
 #undef BACKEND_KIND
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {

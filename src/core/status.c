@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* Status names and messages, per-context and per-thread error messages, and logging. */
-#include "core/backend_list.h"
 #include "core/internal.h"
 #include "core/platform.h"
 
@@ -155,18 +154,18 @@ void posenc__log_to(posenc_log_fn log, void *user_data, posenc_log_level level,
 
 const char *posenc_backend_name(posenc_backend backend)
 {
-#define BACKEND_NAME(kind, name, table)                                                           \
+#define BACKEND_NAME(kind, value, name)                                                           \
     if (backend == POSENC_BACKEND_##kind)                                                         \
         return name;
-    POSENC__BACKEND_LIST(BACKEND_NAME)
+    POSENC_BACKEND_LIST(BACKEND_NAME)
 #undef BACKEND_NAME
     return backend == POSENC_BACKEND_AUTO ? "auto" : "unknown";
 }
 
 bool posenc__backend_known(posenc_backend backend)
 {
-#define BACKEND_KNOWN(kind, name, table) backend == POSENC_BACKEND_##kind ||
-    return POSENC__BACKEND_LIST(BACKEND_KNOWN) false;
+#define BACKEND_KNOWN(kind, value, name) backend == POSENC_BACKEND_##kind ||
+    return POSENC_BACKEND_LIST(BACKEND_KNOWN) false;
 #undef BACKEND_KNOWN
 }
 

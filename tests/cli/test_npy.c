@@ -13,7 +13,7 @@
 #include "convert.h"
 #include "npy.h"
 
-#include "core/platform.h"
+#include "support.h"
 
 static int failures;
 static const char *scratch = ".";
@@ -33,7 +33,7 @@ static void scratch_path(char *path, size_t size, const char *name)
 
 static void write_bytes(const char *path, const void *bytes, size_t size)
 {
-    FILE *file = posenc__file_open(path, "wb");
+    FILE *file = support_file_open(path, "wb");
     CHECK(file != NULL);
     if (file) {
         CHECK(fwrite(bytes, 1, size, file) == size);
@@ -66,7 +66,7 @@ static void test_round_trips(void)
                 cli_npy_free(&out);
 
                 /* The data starts at a multiple of 64 bytes, as numpy writes it. */
-                FILE *file = posenc__file_open(path, "rb");
+                FILE *file = support_file_open(path, "rb");
                 unsigned char prefix[12];
                 CHECK(file && fread(prefix, 1, sizeof prefix, file) == sizeof prefix);
                 if (file) {

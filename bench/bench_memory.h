@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* `posenc bench` memory rows: one RoPE on a device buffer, on a host tensor and on a buffer
  * wrapping host memory, timed side by side in one run on a unified-memory GPU device. */
-#ifndef POSENC_CLI_BENCH_MEMORY_H
-#define POSENC_CLI_BENCH_MEMORY_H
+#ifndef POSENC_BENCH_MEMORY_H
+#define POSENC_BENCH_MEMORY_H
 
 #include <posenc/posenc.h>
 #include <stdbool.h>

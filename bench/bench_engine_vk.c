@@ -4,7 +4,7 @@
  * buffers (never submitted: recording is what is timed). */
 #include "bench_engine.h"
 
-#include "core/platform.h"
+#include "support.h"
 
 #define VK_NO_PROTOTYPES
 #include <posenc/posenc_vulkan.h>
@@ -54,12 +54,12 @@ static const char *const loader_names[] = {
 /* The instance and the physical device named like posenc's `info`. */
 static const char *open_instance(engine *e, const posenc_device_info *info)
 {
-    e->library = posenc__library_open_first(
-        loader_names, sizeof loader_names / sizeof loader_names[0], NULL);
+    e->library = support_library_open_first(loader_names,
+                                             sizeof loader_names / sizeof loader_names[0]);
     if (!e->library)
         return "the Vulkan loader did not open";
     e->GetInstanceProcAddr =
-        (PFN_vkGetInstanceProcAddr)posenc__library_symbol(e->library, "vkGetInstanceProcAddr");
+        (PFN_vkGetInstanceProcAddr)support_library_symbol(e->library, "vkGetInstanceProcAddr");
     PFN_vkCreateInstance create = e->GetInstanceProcAddr
                                       ? (PFN_vkCreateInstance)e->GetInstanceProcAddr(
                                             VK_NULL_HANDLE, "vkCreateInstance")
@@ -175,7 +175,7 @@ static void close_engine(engine *e)
     if (e->instance)
         e->DestroyInstance(e->instance, NULL);
     if (e->library)
-        posenc__library_close(e->library);
+        support_library_close(e->library);
 }
 
 /* The context on the engine's handles, prepare, and the records; NULL or the failure. */
@@ -196,9 +196,9 @@ static const char *time_records(engine *e, bench_engine_times *times, char *erro
                                             e->queue, e->GetInstanceProcAddr, e->features),
     };
     posenc_context *context = NULL;
-    double start = posenc__seconds_now();
+    double start = support_seconds_now();
     posenc_status status = posenc_context_create(&desc, &context);
-    times->context_seconds = posenc__seconds_now() - start;
+    times->context_seconds = support_seconds_now() - start;
     posenc_buffer *buffer = NULL;
     const char *call = "posenc_context_create";
     if (status == POSENC_OK) {
@@ -209,9 +209,9 @@ static const char *time_records(engine *e, bench_engine_times *times, char *erro
     if (status == POSENC_OK) {
         call = "posenc_prepare";
         posenc_prepare_desc prepare = {.rope = &rope, .rope_count = 1};
-        start = posenc__seconds_now();
+        start = support_seconds_now();
         status = posenc_prepare(context, &prepare);
-        times->prepare_seconds = posenc__seconds_now() - start;
+        times->prepare_seconds = support_seconds_now() - start;
     }
     uint64_t kernels = status == POSENC_OK ? bench_engine_kernels(context) : 0;
     double later[BENCH_ENGINE_LATER];
@@ -224,9 +224,9 @@ static const char *time_records(engine *e, bench_engine_times *times, char *erro
             posenc_context_destroy(context);
             return "vkBeginCommandBuffer failed";
         }
-        start = posenc__seconds_now();
+        start = support_seconds_now();
         status = posenc_vk_cmd_rope(context, commands[i], &rope);
-        double seconds = posenc__seconds_now() - start;
+        double seconds = support_seconds_now() - start;
         e->EndCommandBuffer(commands[i]);
         bench_engine_keep(times, later, i, seconds);
     }

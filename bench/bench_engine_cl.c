@@ -3,7 +3,7 @@
  * them: the ICD loader opened at run time, one buffer wrapped, enqueues timed one at a time. */
 #include "bench_engine.h"
 
-#include "core/platform.h"
+#include "support.h"
 
 #include <posenc/posenc_opencl.h>
 
@@ -52,13 +52,13 @@ static const char *const loader_names[] = {
  * buffer for the tensors. */
 static const char *open_engine(engine *e, const posenc_device_info *info)
 {
-    e->library = posenc__library_open_first(
-        loader_names, sizeof loader_names / sizeof loader_names[0], NULL);
+    e->library = support_library_open_first(loader_names,
+                                             sizeof loader_names / sizeof loader_names[0]);
     if (!e->library)
         return "the OpenCL loader did not open";
 #define LOAD_(name, result, params)                                                             \
     do {                                                                                        \
-        void *symbol = posenc__library_symbol(e->library, "cl" #name);                          \
+        void *symbol = support_library_symbol(e->library, "cl" #name);                          \
         if (!symbol)                                                                            \
             return "cl" #name " is missing";                                                    \
         memcpy(&e->name, &symbol, sizeof symbol);                                               \
@@ -115,9 +115,9 @@ static const char *time_enqueues(engine *e, const char *cache_dir, bench_engine_
         .opencl = posenc_opencl_external_of(e->context, e->device, e->queue),
     };
     posenc_context *context = NULL;
-    double start = posenc__seconds_now();
+    double start = support_seconds_now();
     posenc_status status = posenc_context_create(&desc, &context);
-    times->context_seconds = posenc__seconds_now() - start;
+    times->context_seconds = support_seconds_now() - start;
     posenc_buffer *buffer = NULL;
     const char *call = "posenc_context_create";
     if (status == POSENC_OK) {
@@ -128,18 +128,18 @@ static const char *time_enqueues(engine *e, const char *cache_dir, bench_engine_
     if (status == POSENC_OK) {
         call = "posenc_prepare";
         posenc_prepare_desc prepare = {.rope = &rope, .rope_count = 1};
-        start = posenc__seconds_now();
+        start = support_seconds_now();
         status = posenc_prepare(context, &prepare);
-        times->prepare_seconds = posenc__seconds_now() - start;
+        times->prepare_seconds = support_seconds_now() - start;
     }
     uint64_t kernels = status == POSENC_OK ? bench_engine_kernels(context) : 0;
     double later[BENCH_ENGINE_LATER];
     for (int i = 0; i <= BENCH_ENGINE_LATER && status == POSENC_OK; i++) {
         call = "posenc_cl_enqueue_rope";
         cl_event done = NULL;
-        start = posenc__seconds_now();
+        start = support_seconds_now();
         status = posenc_cl_enqueue_rope(context, &rope, 0, NULL, &done);
-        double seconds = posenc__seconds_now() - start;
+        double seconds = support_seconds_now() - start;
         if (done) {
             e->WaitForEvents(1, &done);
             e->ReleaseEvent(done);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* `posenc bench` warm-up on an engine's own device: a context on a VkDevice or OpenCL queue the
  * bench makes itself, posenc_prepare, then the first record or enqueue against later ones. */
-#ifndef POSENC_CLI_BENCH_ENGINE_H
-#define POSENC_CLI_BENCH_ENGINE_H
+#ifndef POSENC_BENCH_ENGINE_H
+#define POSENC_BENCH_ENGINE_H
 
 #include <posenc/posenc.h>
 #include <stdbool.h>

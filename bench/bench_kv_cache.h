@@ -2,8 +2,8 @@
 /* `posenc bench` KV cache rows: RoPE that writes k and v into a paged KV cache in one call,
  * against RoPE in place followed by a separate copy of k and v into the cache rows, timed side
  * by side in one run on the native CPU path. */
-#ifndef POSENC_CLI_BENCH_KV_CACHE_H
-#define POSENC_CLI_BENCH_KV_CACHE_H
+#ifndef POSENC_BENCH_KV_CACHE_H
+#define POSENC_BENCH_KV_CACHE_H
 
 #include <posenc/posenc.h>
 #include <stdbool.h>

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "bench_stats.h"
-#include "core/platform.h"
+#include "support.h"
 #include <posenc/posenc_diagnostics.h>
 
 #define Q_HEADS 32
@@ -61,10 +61,10 @@ static posenc_status run_pass(posenc_context *context, int pass, const posenc_ro
 static double time_batch(posenc_context *context, int pass, const posenc_rope_desc *desc,
                          uint32_t repeats, posenc_status *status)
 {
-    double start = posenc__seconds_now();
+    double start = support_seconds_now();
     for (uint32_t r = 0; r < repeats && *status == POSENC_OK; r++)
         *status = run_pass(context, pass, desc);
-    return (posenc__seconds_now() - start) / repeats;
+    return (support_seconds_now() - start) / repeats;
 }
 
 static void run_row(posenc_context *context, uint32_t runs, double sample_seconds,

@@ -4,8 +4,8 @@
  * 16-bit RoPE costs before any arithmetic) and the operation itself, NeoX and GPT-J, timed in
  * turn in one run on the native CPU path. They split a 16-bit row's distance from the copy
  * into the conversions' share and the rotation's. */
-#ifndef POSENC_CLI_BENCH_CONVERSION_H
-#define POSENC_CLI_BENCH_CONVERSION_H
+#ifndef POSENC_BENCH_CONVERSION_H
+#define POSENC_BENCH_CONVERSION_H
 
 #include <posenc/posenc.h>
 #include <stdbool.h>

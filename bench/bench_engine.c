@@ -3,6 +3,8 @@
  * (bench_engine_vk.c, bench_engine_cl.c). */
 #include "bench_engine.h"
 
+#include "support.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -74,7 +76,7 @@ bool bench_engine_time(const posenc_device_info *info, const char *cache_dir,
     return false;
 }
 
-#if !defined(POSENC_CLI_VULKAN_ENGINE)
+#if !defined(POSENC_BENCH_VULKAN_ENGINE)
 bool bench_engine_time_vulkan(const posenc_device_info *info, bench_engine_times *times,
                               char *error, size_t error_size)
 {
@@ -85,7 +87,7 @@ bool bench_engine_time_vulkan(const posenc_device_info *info, bench_engine_times
 }
 #endif
 
-#if !defined(POSENC_CLI_OPENCL_ENGINE)
+#if !defined(POSENC_BENCH_OPENCL_ENGINE)
 bool bench_engine_time_opencl(const posenc_device_info *info, const char *cache_dir,
                               bench_engine_times *times, char *error, size_t error_size)
 {

@@ -2,8 +2,8 @@
 /* The bench's fresh-process first call: `posenc rope` on one decode step, run as a new process
  * on the device and timed from its start to its exit, so that the loading of the device's
  * runtime and driver is counted as an application pays it. */
-#ifndef POSENC_CLI_BENCH_FRESH_PROCESS_H
-#define POSENC_CLI_BENCH_FRESH_PROCESS_H
+#ifndef POSENC_BENCH_FRESH_PROCESS_H
+#define POSENC_BENCH_FRESH_PROCESS_H
 
 #include <stdbool.h>
 #include <stdint.h>

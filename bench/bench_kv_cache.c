@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "bench_stats.h"
-#include "core/platform.h"
+#include "support.h"
 
 #define Q_HEADS 32
 #define K_HEADS 8
@@ -40,8 +40,8 @@ static void tensors_free(kv_tensors *t)
 {
     float *all[] = {t->q, t->k, t->v, t->k_cache, t->v_cache};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        posenc__aligned_free(all[i]);
-    posenc__aligned_free(t->slots);
+        support_aligned_free(all[i]);
+    support_aligned_free(t->slots);
 }
 
 static bool tensors_make(int64_t tokens, kv_tensors *t)
@@ -49,12 +49,12 @@ static bool tensors_make(int64_t tokens, kv_tensors *t)
     memset(t, 0, sizeof *t);
     size_t q_count = (size_t)tokens * Q_HEADS * HEAD_DIM, k_count = q_count / Q_HEADS * K_HEADS;
     size_t cache_count = (size_t)SLOTS * K_HEADS * HEAD_DIM;
-    t->q = posenc__aligned_alloc(64, q_count * 4);
-    t->k = posenc__aligned_alloc(64, k_count * 4);
-    t->v = posenc__aligned_alloc(64, k_count * 4);
-    t->k_cache = posenc__aligned_alloc(64, cache_count * 4);
-    t->v_cache = posenc__aligned_alloc(64, cache_count * 4);
-    t->slots = posenc__aligned_alloc(64, (size_t)tokens * 4);
+    t->q = support_aligned_alloc(64, q_count * 4);
+    t->k = support_aligned_alloc(64, k_count * 4);
+    t->v = support_aligned_alloc(64, k_count * 4);
+    t->k_cache = support_aligned_alloc(64, cache_count * 4);
+    t->v_cache = support_aligned_alloc(64, cache_count * 4);
+    t->slots = support_aligned_alloc(64, (size_t)tokens * 4);
     if (!t->q || !t->k || !t->v || !t->k_cache || !t->v_cache || !t->slots)
         return false;
     uint32_t state = 12345u;
@@ -104,10 +104,10 @@ static posenc_status separate_call(posenc_context *context, const kv_tensors *t,
 static double time_batch(posenc_context *context, const kv_tensors *t, int64_t tokens,
                          bool fused, uint32_t repeats, posenc_status *status)
 {
-    double start = posenc__seconds_now();
+    double start = support_seconds_now();
     for (uint32_t r = 0; r < repeats && *status == POSENC_OK; r++)
         *status = fused ? posenc_rope(context, &t->fused) : separate_call(context, t, tokens);
-    return (posenc__seconds_now() - start) / repeats;
+    return (support_seconds_now() - start) / repeats;
 }
 
 static void run_row(posenc_context *context, uint32_t runs, double sample_seconds,

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/platform.h"
+#include "support.h"
 
 #define Q_HEADS 32
 #define K_HEADS 8
@@ -41,8 +41,8 @@ static void forms_free(memory_forms *f)
 {
     posenc_buffer_destroy(f->device);
     posenc_buffer_destroy(f->wrapped);
-    posenc__aligned_free(f->host);
-    posenc__aligned_free(f->wrapped_memory);
+    support_aligned_free(f->host);
+    support_aligned_free(f->wrapped_memory);
 }
 
 static void rope_views(posenc_rope_desc *desc, posenc_tensor q, posenc_tensor k, int64_t tokens)
@@ -60,8 +60,8 @@ static posenc_status forms_make(posenc_context *context, int64_t tokens, memory_
     int64_t q_shape[3] = {tokens, Q_HEADS, HEAD_DIM}, k_shape[3] = {tokens, K_HEADS, HEAD_DIM};
     size_t q_bytes = (size_t)tokens * Q_HEADS * HEAD_DIM * 4;
     size_t bytes = q_bytes + (size_t)tokens * K_HEADS * HEAD_DIM * 4;
-    f->host = posenc__aligned_alloc(PAGE, bytes);
-    f->wrapped_memory = posenc__aligned_alloc(PAGE, bytes);
+    f->host = support_aligned_alloc(PAGE, bytes);
+    f->wrapped_memory = support_aligned_alloc(PAGE, bytes);
     if (!f->host || !f->wrapped_memory)
         return POSENC_OUT_OF_MEMORY;
     float *values = f->host;
@@ -94,10 +94,10 @@ static posenc_status forms_make(posenc_context *context, int64_t tokens, memory_
 static double time_batch(posenc_context *context, const posenc_rope_desc *desc, uint32_t repeats,
                          posenc_status *status)
 {
-    double start = posenc__seconds_now();
+    double start = support_seconds_now();
     for (uint32_t r = 0; r < repeats && *status == POSENC_OK; r++)
         *status = posenc_rope(context, desc);
-    return (posenc__seconds_now() - start) / repeats;
+    return (support_seconds_now() - start) / repeats;
 }
 
 static void run_row(posenc_context *context, uint32_t runs, double sample_seconds,

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The bench's statistics over the times or ratios of its runs: median and 10th to 90th
- * percentile, interpolated; how the rows print a time and an error, and how the JSON output
- * prints a string. */
-#ifndef POSENC_CLI_BENCH_STATS_H
-#define POSENC_CLI_BENCH_STATS_H
+ * percentile, interpolated; how the rows print a time, a size and an error, and how the JSON
+ * output prints a string. */
+#ifndef POSENC_BENCH_STATS_H
+#define POSENC_BENCH_STATS_H
 
 #include <posenc/posenc.h>
 #include <stddef.h>
@@ -16,6 +16,9 @@ void bench_spread(double *values, uint32_t n, double *median, double *p10, doubl
 /* A time as the rows print it: "0.80 us" below a millisecond, "4.300 ms" below a second, else
  * "1.250 s". */
 void bench_format_time(double seconds, char *text, size_t size);
+
+/* A size as the rows print it: "512 B", "1 MiB", "1.5 GiB". */
+void bench_format_bytes(uint64_t bytes, char *text, size_t size);
 
 /* "POSENC_X: detail" for a failed call on `context`: its last error, or the status's own text
  * when there is none. */

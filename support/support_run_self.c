@@ -1,24 +1,25 @@
 /* SPDX-License-Identifier: MIT */
-/* cli_run_self: posix_spawn on POSIX systems, CreateProcessW on Windows. The executable's path
- * comes from the system (/proc/self/exe, _NSGetExecutablePath, GetModuleFileNameW), not from
- * argv[0], which need not name a file. */
+/* support_run_self: posix_spawn on POSIX systems, CreateProcessW on Windows. The executable's
+ * path comes from the system (/proc/self/exe, _NSGetExecutablePath, GetModuleFileNameW), not
+ * from argv[0], which need not name a file. */
 #if !defined(_WIN32)
 #  define _XOPEN_SOURCE 700 /* readlink, posix_spawn */
 #  if defined(__APPLE__)
 #    define _DARWIN_C_SOURCE /* _NSGetExecutablePath's header */
 #  endif
 #endif
-#include "run_self.h"
+#include "support.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/platform.h"
 
 #if defined(_WIN32)
 
 #include <windows.h>
+
+#include "core/platform.h" /* posenc__utf8_to_wide */
 
 /* Appends `arg` to the command line `out` (`size` wide chars) quoted the way the C runtime's
  * argument parser (CommandLineToArgvW) reads it back: backslashes before a quote doubled. */
@@ -58,8 +59,8 @@ static bool append_quoted(wchar_t *out, size_t size, size_t *used, const wchar_t
     return true;
 }
 
-bool cli_run_self(const char *const *args, int *exit_code, double *seconds, char *error,
-                  size_t error_size)
+bool support_run_self(const char *const *args, int *exit_code, double *seconds, char *error,
+                      size_t error_size)
 {
     wchar_t program[MAX_PATH + 1];
     DWORD length = GetModuleFileNameW(NULL, program, MAX_PATH + 1);
@@ -93,7 +94,7 @@ bool cli_run_self(const char *const *args, int *exit_code, double *seconds, char
     startup.hStdOutput = null_device;
     startup.hStdError = null_device;
     PROCESS_INFORMATION process;
-    double start = posenc__seconds_now();
+    double start = support_seconds_now();
     BOOL started = CreateProcessW(program, command_line, NULL, NULL, TRUE, CREATE_NO_WINDOW, NULL,
                                   NULL, &startup, &process);
     DWORD failure = GetLastError();
@@ -103,7 +104,7 @@ bool cli_run_self(const char *const *args, int *exit_code, double *seconds, char
         return false;
     }
     WaitForSingleObject(process.hProcess, INFINITE);
-    *seconds = posenc__seconds_now() - start;
+    *seconds = support_seconds_now() - start;
     DWORD code = 1;
     GetExitCodeProcess(process.hProcess, &code);
     CloseHandle(process.hThread);
@@ -140,8 +141,8 @@ static bool program_path(char *out, size_t size)
 #endif
 }
 
-bool cli_run_self(const char *const *args, int *exit_code, double *seconds, char *error,
-                  size_t error_size)
+bool support_run_self(const char *const *args, int *exit_code, double *seconds, char *error,
+                      size_t error_size)
 {
     char program[4096];
     if (!program_path(program, sizeof program)) {
@@ -170,7 +171,7 @@ bool cli_run_self(const char *const *args, int *exit_code, double *seconds, char
     if (rc == 0)
         rc = posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
     pid_t child = 0;
-    double start = posenc__seconds_now();
+    double start = support_seconds_now();
     if (rc == 0)
         rc = posix_spawn(&child, program, &actions, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
@@ -183,7 +184,7 @@ bool cli_run_self(const char *const *args, int *exit_code, double *seconds, char
     do {
         waited = waitpid(child, &status, 0);
     } while (waited < 0 && errno == EINTR);
-    *seconds = posenc__seconds_now() - start;
+    *seconds = support_seconds_now() - start;
     if (waited < 0) {
         snprintf(error, error_size, "waitpid failed: %s", strerror(errno));
         return false;

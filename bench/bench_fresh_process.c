@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_fresh_process: the first call as a new process makes it, through cli_run_self. */
+/* bench_fresh_process: the first call as a new process makes it, through support_run_self. */
 #include "bench_fresh_process.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "bench_stats.h"
-#include "run_self.h"
+#include "support.h"
 
 void bench_fresh_process_run(const char *selector, uint32_t runs, bench_fresh_process *result)
 {
@@ -20,7 +20,7 @@ void bench_fresh_process_run(const char *selector, uint32_t runs, bench_fresh_pr
         int exit_code = 0;
         double elapsed = 0.0;
         char error[256];
-        if (!cli_run_self(args, &exit_code, &elapsed, error, sizeof error)) {
+        if (!support_run_self(args, &exit_code, &elapsed, error, sizeof error)) {
             snprintf(result->note, sizeof result->note, "%s", error);
             return;
         }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Median and percentiles of a bench's runs, and how its times and strings print (bench_stats.h). */
+/* Median and percentiles of a bench's runs, and how its times, sizes and strings print
+ * (bench_stats.h). */
 #include "bench_stats.h"
 
 #include <stdio.h>
@@ -40,6 +41,24 @@ void bench_format_time(double seconds, char *text, size_t size)
         snprintf(text, size, "%.3f ms", seconds * 1e3);
     else
         snprintf(text, size, "%.3f s", seconds);
+}
+
+/* The same units as `posenc devices` prints (src/cli/device.c). */
+void bench_format_bytes(uint64_t bytes, char *text, size_t size)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double value = (double)bytes;
+    int unit = 0;
+    while (value >= 1024.0 && unit < 5) {
+        value /= 1024.0;
+        unit++;
+    }
+    if (unit == 0)
+        snprintf(text, size, "%llu B", (unsigned long long)bytes);
+    else if (value == (double)(uint64_t)value)
+        snprintf(text, size, "%.0f %s", value, units[unit]);
+    else
+        snprintf(text, size, "%.1f %s", value, units[unit]);
 }
 
 void bench_format_error(const posenc_context *context, posenc_status status, char *text,
