@@ -2158,6 +2158,12 @@ static void test_record_imported(engine *e, posenc_context *ctx, VkCommandPool p
     desc.q = posenc_tensor_of_buffer(wrapped, POSENC_DTYPE_F32, 3, shape);
     VkCommandBuffer commands = begin_commands(e, pool);
     host_to_compute(e, commands);
+    /* An output given as a host view is refused as what it is, even in place over its input's
+     * imported memory, as posenc_rope_submit and posenc_cl_enqueue_rope refuse it. */
+    desc.q_out = posenc_tensor_of_host(host, POSENC_DTYPE_F32, 3, shape);
+    CHECK_STATUS(posenc_vk_cmd_rope(ctx, commands, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK(strstr(posenc_context_last_error(ctx), "q_out.host") != NULL);
+    desc.q_out = (posenc_tensor){0};
     CHECK_OK(posenc_vk_cmd_rope(ctx, commands, &desc));
     compute_to_host(e, commands);
     CHECK(e->EndCommandBuffer(commands) == VK_SUCCESS);

@@ -72,15 +72,16 @@ posenc_status posenc_vk_buffer_wrap(posenc_context *ctx, VkBuffer buffer, VkDevi
     return status;
 }
 
-/* Recording binds device memory the caller submits later (op_views.h), and each view's place in
- * its VkBuffer. */
-static posenc_status check_views(posenc_context *ctx, const posenc__view *const *views,
-                                 const char *const *names, uint32_t count, const char *call,
-                                 posenc_vk_place *places)
+/* Recording binds device memory the caller submits later (op_views.h): every view the caller
+ * gave is checked, an output in place included, as the other calls that outlive their work do;
+ * then the place in its VkBuffer of each view the kernels bind. */
+static posenc_status check_views(posenc_context *ctx, const posenc__view *const *given,
+                                 const posenc__view *const *bound, const char *const *names,
+                                 uint32_t count, const char *call, posenc_vk_place *places)
 {
-    posenc_status status = posenc__check_device_views(ctx, views, names, count, false, call);
+    posenc_status status = posenc__check_device_views(ctx, given, names, count, false, call);
     for (uint32_t i = 0; status == POSENC_OK && i < count; i++)
-        places[i] = views[i] ? posenc_vk_place_of(views[i]) : (posenc_vk_place){0};
+        places[i] = bound[i] ? posenc_vk_place_of(bound[i]) : (posenc_vk_place){0};
     return status;
 }
 
@@ -114,13 +115,14 @@ posenc_status posenc_vk_cmd_rope(posenc_context *ctx, VkCommandBuffer command_bu
     if (status != POSENC_OK)
         return status;
     posenc__rope_op op = {0};
-    const posenc__view *views[POSENC__ROPE_VIEWS];
+    const posenc__view *given[POSENC__ROPE_VIEWS], *bound[POSENC__ROPE_VIEWS];
     posenc_vk_place places[POSENC__ROPE_VIEWS];
     status = posenc__rope_prepare(ctx, desc, &op);
     if (status == POSENC_OK) {
-        posenc__rope_views(&op, views);
-        status = check_views(ctx, views, posenc__rope_view_names, POSENC__ROPE_VIEWS, call,
-                             places);
+        posenc__rope_given_views(&op, given);
+        posenc__rope_views(&op, bound);
+        status = check_views(ctx, given, bound, posenc__rope_view_names, POSENC__ROPE_VIEWS,
+                             call, places);
     }
     if (status == POSENC_OK)
         status = posenc_vk_rope_pipelines(ctx, &op);
@@ -146,13 +148,14 @@ posenc_status posenc_vk_cmd_sinusoidal(posenc_context *ctx, VkCommandBuffer comm
     if (status != POSENC_OK)
         return status;
     posenc__sinusoidal_op op = {0};
-    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
+    const posenc__view *given[POSENC__SINUSOIDAL_VIEWS], *bound[POSENC__SINUSOIDAL_VIEWS];
     posenc_vk_place places[POSENC__SINUSOIDAL_VIEWS];
     status = posenc__sinusoidal_prepare(ctx, desc, &op);
     if (status == POSENC_OK) {
-        posenc__sinusoidal_views(ctx, &op, views);
-        status = check_views(ctx, views, posenc__sinusoidal_view_names, POSENC__SINUSOIDAL_VIEWS,
-                             call, places);
+        posenc__sinusoidal_given_views(&op, given);
+        posenc__sinusoidal_views(ctx, &op, bound);
+        status = check_views(ctx, given, bound, posenc__sinusoidal_view_names,
+                             POSENC__SINUSOIDAL_VIEWS, call, places);
     }
     if (status == POSENC_OK)
         status = posenc_vk_sinusoidal_pipelines(ctx, &op);
