@@ -6,7 +6,7 @@
 #   it names a function defined there), so each layer can be read and changed on its own:
 #   memory and fences below descriptors, tables and staging, below dispatch, below the
 #   operations, below the context and asynchronous submits;
-# - the programs (src/cli, bench) use the library as any program does: they include no header
+# - the programs (src/cli, bench, the Python module's C) use the library as any program does: they include no header
 #   of the library's source folder (a quoted include names a file of their own folder, of
 #   support/, or for src/cli bench/bench.h) and name no posenc__ symbol; bench files are under
 #   400 lines.
@@ -103,7 +103,8 @@ endforeach()
 
 # The programs: the public headers, support.h and their own, nothing of the library's inside.
 set(max_bench_lines 400)
-file(GLOB program_files "${SOURCE_DIR}/src/cli/*.[ch]" "${SOURCE_DIR}/bench/*.[ch]")
+file(GLOB program_files "${SOURCE_DIR}/src/cli/*.[ch]" "${SOURCE_DIR}/bench/*.[ch]"
+     "${SOURCE_DIR}/python/src/*.[ch]")
 foreach(file ${program_files})
   file(RELATIVE_PATH name "${SOURCE_DIR}" "${file}")
   get_filename_component(folder "${file}" DIRECTORY)
@@ -136,7 +137,8 @@ foreach(file ${program_files})
   endif()
 endforeach()
 list(LENGTH program_files program_count)
-message(STATUS "src/cli and bench: ${program_count} files, public headers and support.h only")
+message(STATUS "src/cli, bench and python/src: ${program_count} files, public headers and "
+               "support.h only")
 
 if(problems)
   message(FATAL_ERROR "the source's layout:${problems}")

@@ -3,7 +3,7 @@
  * that `python -m posenc bench` can report the Python overhead as Python time - C time. */
 #include "pyposenc.h"
 
-#include "core/platform.h"
+#include "support.h"
 
 PyObject *pyposenc_bench_c_rope(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -41,11 +41,11 @@ PyObject *pyposenc_bench_c_rope(PyObject *module, PyObject *const *args, Py_ssiz
     Py_BEGIN_ALLOW_THREADS
     PyThread_acquire_lock(self->lock, WAIT_LOCK);
     if (self->context) {
-        double start = posenc__seconds_now();
+        double start = support_seconds_now();
         for (long i = 0; i < calls && status == POSENC_OK; i++) {
             status = posenc_rope(self->context, &desc);
         }
-        seconds = (posenc__seconds_now() - start) / (double)calls;
+        seconds = (support_seconds_now() - start) / (double)calls;
     } else {
         status = POSENC_INVALID_ARGUMENT;
     }
