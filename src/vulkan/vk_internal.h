@@ -410,7 +410,7 @@ void posenc_vk_forget_sets(posenc_context *ctx, VkBuffer buffer);
 void posenc_vk_descriptors_trim(posenc_context *ctx);
 void posenc_vk_descriptors_fini(posenc_context *ctx);
 
-/* vk_submit.c: asynchronous submits on posenc's queue. */
+/* Asynchronous submits on posenc's queue (vk_rope.c, vk_sinusoidal.c). */
 posenc_status posenc_vk_rope_submit(posenc_context *ctx, const posenc__rope_op *op,
                                     void **event_state);
 posenc_status posenc_vk_sinusoidal_submit(posenc_context *ctx, const posenc__sinusoidal_op *op,
@@ -453,9 +453,6 @@ typedef struct posenc_vk_place {
 
 /* Where a (non-host) buffer view's bytes are. */
 posenc_vk_place posenc_vk_place_of(const posenc__view *view);
-
-/* Views one operation binds at most (RoPE's nine, core/op_views.h). */
-#define POSENC_VK_MAX_VIEWS 9
 
 /* Host-memory views (host tensors, buffers wrapping host memory) of one operation in the
  * staging buffer, as core/gpu_staging.h plans them. */
@@ -525,15 +522,41 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
                                  const posenc_vk_windows *windows, const void *push,
                                  uint32_t push_size, uint64_t invocations);
 
+/* One operation on posenc's queue: the views it binds (NULL: absent), the frequency table it
+ * reads (`freqs` NULL: none), and what it records into vk->target with the views at `places`
+ * (in the order of `views`) and the table in vk->table. */
+typedef struct posenc_vk_op {
+    const posenc__view *views[POSENC__GPU_MAX_VIEWS];
+    unsigned access[POSENC__GPU_MAX_VIEWS]; /* POSENC__GPU_READ, POSENC__GPU_WRITE */
+    const char *const *names;               /* of the views, in messages */
+    uint32_t view_count;
+    const posenc__freq *freqs;
+    uint32_t freq_count;
+    uint64_t freqs_id;
+    posenc_status (*record)(posenc_context *ctx, const void *op, const posenc_vk_place *places);
+    const void *op; /* what `record` records */
+} posenc_vk_op;
+/* vk_commands.c: runs `op` on the context's own command buffer, under the context's lock:
+ * sets its table, places its views (host memory staged), records, submits and waits, then
+ * copies the outputs back to host memory. */
+posenc_status posenc_vk_run(posenc_context *ctx, const posenc_vk_op *op);
+/* vk_submit.c: submits `op`, whose views are all device buffers (the front end checked them,
+ * see op_views.h), in a command buffer of its own, under the context's lock, and returns with
+ * the work in flight; with `event_state`, stores there an event of it. `call` names the API
+ * call in messages. */
+posenc_status posenc_vk_run_async(posenc_context *ctx, const posenc_vk_op *op, const char *call,
+                                  void **event_state);
+
 /* The operations (vk_rope.c, vk_sinusoidal.c, vk_roofline.c) and buffers (vk_buffer.c). */
 posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
-/* Record the dispatches of an operation into vk->target, with the views at `places` (in the
- * order of core/op_views.h's lists) and the table in vk->table. Nothing
- * else is recorded except barriers between dispatches that touch the same bytes. */
-posenc_status posenc_vk_rope_record(posenc_context *ctx, const posenc__rope_op *op,
+/* Record the dispatches of an operation (`op`: a posenc__rope_op, a posenc__sinusoidal_op) into
+ * vk->target, with the views at `places` (in the order of core/op_views.h's lists) and the
+ * table in vk->table, as posenc_vk_op's `record`. Nothing else is recorded except barriers
+ * between dispatches that touch the same bytes. */
+posenc_status posenc_vk_rope_record(posenc_context *ctx, const void *op,
                                     const posenc_vk_place *places);
-posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const posenc__sinusoidal_op *op,
+posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const void *op,
                                           const posenc_vk_place *places);
 /* The kernels of an operation, created before anything is recorded so that a failed build
  * leaves a caller's command buffer untouched. */
