@@ -194,9 +194,6 @@ typedef posenc__spirv_id posenc_vk_kernel;
 /* Dispatches of one call whose ranges are remembered between barriers (one more is preceded
  * by a barrier). */
 #define POSENC_VK_TRACKED_DISPATCHES 32
-/* Local size of every kernel (the shaders' local_size_x): within the 128 invocations every
- * Vulkan device supports. */
-#define POSENC_VK_LOCAL_SIZE 64
 
 /* A buffer with its memory. `mapped` is set for host-visible memory (always coherent). */
 typedef struct posenc_vk_allocation {
