@@ -331,14 +331,19 @@ const char *posenc_vk_result_name(VkResult result);
  * UINT32_MAX when none. */
 uint32_t posenc_vk_memory_type(const VkPhysicalDeviceMemoryProperties *memory, uint32_t type_bits,
                                VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred);
-/* A storage/transfer buffer of `size` bytes in memory type `type` (mapped when host-visible). */
+/* A storage buffer that copies may read and write, of `size` bytes; `next` extends its
+ * VkBufferCreateInfo (NULL: nothing). */
+VkResult posenc_vk_create_buffer(posenc_vk_context *vk, uint64_t size, const void *next,
+                                 VkBuffer *buffer);
+/* A storage/transfer buffer of `size` bytes in memory type `type` (mapped when host-visible),
+ * given `debug_name` (vk_debug.c). `what` names it in messages. */
 posenc_status posenc_vk_allocate(posenc_context *ctx, uint64_t size, uint32_t type,
-                                 bool host_visible, const char *what,
+                                 bool host_visible, const char *what, const char *debug_name,
                                  posenc_vk_allocation *allocation);
 void posenc_vk_release(posenc_context *ctx, posenc_vk_allocation *allocation);
 /* Grows a host-visible staging allocation to at least `size` bytes (contents not kept). */
 posenc_status posenc_vk_reserve(posenc_context *ctx, posenc_vk_allocation *allocation,
-                                uint64_t size, const char *what);
+                                uint64_t size);
 
 /* vk_commands.c: the command buffers posenc records for itself. posenc_vk_open begins one
  * (vk->target) after the writes of earlier work; posenc_vk_close makes its writes visible to
