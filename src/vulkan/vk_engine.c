@@ -72,18 +72,6 @@ posenc_status posenc_vk_buffer_wrap(posenc_context *ctx, VkBuffer buffer, VkDevi
     return status;
 }
 
-/* Recording binds device memory the caller submits later (op_views.h), and each view's place in
- * its VkBuffer. */
-static posenc_status check_views(posenc_context *ctx, const posenc__view *const *views,
-                                 const char *const *names, uint32_t count, const char *call,
-                                 posenc_vk_place *places)
-{
-    posenc_status status = posenc__check_device_views(ctx, views, names, count, false, call);
-    for (uint32_t i = 0; status == POSENC_OK && i < count; i++)
-        places[i] = views[i] ? posenc_vk_place_of(views[i]) : (posenc_vk_place){0};
-    return status;
-}
-
 /* The start of both recording calls: a context on the caller's device and a command buffer.
  * On success the context lock is held (the front end writes the context's error and frequency
  * cache, so validation runs under it too); the caller unlocks. */
@@ -105,6 +93,29 @@ static posenc_status lock_for_recording(posenc_context *ctx, VkCommandBuffer com
     return POSENC_OK;
 }
 
+/* Records `run` into the caller's command buffer: its views must be device memory the caller
+ * submits later (op_views.h), and its table stays for the context's life. */
+static posenc_status record(posenc_context *ctx, VkCommandBuffer command_buffer,
+                            const posenc_vk_op *run, const char *call)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    posenc_status status = posenc__check_device_views(ctx, run->views, run->names,
+                                                      run->view_count, false, call);
+    posenc_vk_place places[POSENC__GPU_MAX_VIEWS];
+    for (uint32_t i = 0; status == POSENC_OK && i < run->view_count; i++)
+        places[i] = run->views[i] ? posenc_vk_place_of(run->views[i]) : (posenc_vk_place){0};
+    if (status == POSENC_OK)
+        status = run->pipelines(ctx, run->op);
+    if (status == POSENC_OK)
+        status = posenc_vk_set_freqs(ctx, run->freqs, run->freq_count, run->freqs_id, true);
+    if (status == POSENC_OK) {
+        vk->target = command_buffer;
+        vk->dispatches = 0;
+        status = run->record(ctx, run->op, places);
+    }
+    return status;
+}
+
 posenc_status posenc_vk_cmd_rope(posenc_context *ctx, VkCommandBuffer command_buffer,
                                  const posenc_rope_desc *desc)
 {
@@ -114,22 +125,10 @@ posenc_status posenc_vk_cmd_rope(posenc_context *ctx, VkCommandBuffer command_bu
     if (status != POSENC_OK)
         return status;
     posenc__rope_op op = {0};
-    const posenc__view *views[POSENC__ROPE_VIEWS];
-    posenc_vk_place places[POSENC__ROPE_VIEWS];
     status = posenc__rope_prepare(ctx, desc, &op);
     if (status == POSENC_OK) {
-        posenc__rope_views(&op, views);
-        status = check_views(ctx, views, posenc__rope_view_names, POSENC__ROPE_VIEWS, call,
-                             places);
-    }
-    if (status == POSENC_OK)
-        status = posenc_vk_rope_pipelines(ctx, &op);
-    if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, op.freqs, op.rotary_dim / 2, op.freqs_id, true);
-    if (status == POSENC_OK) {
-        vk->target = command_buffer;
-        vk->dispatches = 0;
-        status = posenc_vk_rope_record(ctx, &op, places);
+        posenc_vk_op run = posenc_vk_rope_op(&op);
+        status = record(ctx, command_buffer, &run, call);
     }
     if (status == POSENC_OK)
         posenc__atomic64_add(&ctx->stats.rope_calls, 1);
@@ -146,22 +145,10 @@ posenc_status posenc_vk_cmd_sinusoidal(posenc_context *ctx, VkCommandBuffer comm
     if (status != POSENC_OK)
         return status;
     posenc__sinusoidal_op op = {0};
-    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
-    posenc_vk_place places[POSENC__SINUSOIDAL_VIEWS];
     status = posenc__sinusoidal_prepare(ctx, desc, &op);
     if (status == POSENC_OK) {
-        posenc__sinusoidal_views(ctx, &op, views);
-        status = check_views(ctx, views, posenc__sinusoidal_view_names, POSENC__SINUSOIDAL_VIEWS,
-                             call, places);
-    }
-    if (status == POSENC_OK)
-        status = posenc_vk_sinusoidal_pipelines(ctx, &op);
-    if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, op.freqs, op.half, op.freqs_id, true);
-    if (status == POSENC_OK) {
-        vk->target = command_buffer;
-        vk->dispatches = 0;
-        status = posenc_vk_sinusoidal_record(ctx, &op, places);
+        posenc_vk_op run = posenc_vk_sinusoidal_op(ctx, &op);
+        status = record(ctx, command_buffer, &run, call);
     }
     if (status == POSENC_OK)
         posenc__atomic64_add(&ctx->stats.sinusoidal_calls, 1);

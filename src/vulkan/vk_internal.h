@@ -524,9 +524,9 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
                                  const posenc_vk_windows *windows, const void *push,
                                  uint32_t push_size, uint64_t invocations);
 
-/* One operation on posenc's queue: the views it binds (NULL: absent), the frequency table it
- * reads (`freqs` NULL: none), and what it records into vk->target with the views at `places`
- * (in the order of `views`) and the table in vk->table. */
+/* One operation, as every call path takes it (posenc_vk_run, posenc_vk_run_async, vk_prepare.c
+ * and the recording calls of vk_engine.c): the views it binds (NULL: absent), the frequency
+ * table it reads (`freqs` NULL: none), and its kernels and recording. */
 typedef struct posenc_vk_op {
     const posenc__view *views[POSENC__GPU_MAX_VIEWS];
     unsigned access[POSENC__GPU_MAX_VIEWS]; /* POSENC__GPU_READ, POSENC__GPU_WRITE */
@@ -535,9 +535,18 @@ typedef struct posenc_vk_op {
     const posenc__freq *freqs;
     uint32_t freq_count;
     uint64_t freqs_id;
+    /* Creates every kernel `record` may use, before anything is recorded, so that a failed
+     * build leaves a caller's command buffer untouched (NULL: for posenc_vk_run only). */
+    posenc_status (*pipelines)(posenc_context *ctx, const void *op);
+    /* Records the dispatches into vk->target, with the views at `places` (in the order of
+     * `views`) and the table in vk->table. Nothing else is recorded except barriers between
+     * dispatches that touch the same bytes. */
     posenc_status (*record)(posenc_context *ctx, const void *op, const posenc_vk_place *places);
-    const void *op; /* what `record` records */
+    const void *op; /* what `pipelines` and `record` take */
 } posenc_vk_op;
+/* vk_rope.c, vk_sinusoidal.c: the description of `op`, which points into `op`. */
+posenc_vk_op posenc_vk_rope_op(const posenc__rope_op *op);
+posenc_vk_op posenc_vk_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op);
 /* vk_commands.c: runs `op` on the context's own command buffer, under the context's lock:
  * sets its table, places its views (host memory staged), records, submits and waits, then
  * copies the outputs back to host memory. */
@@ -552,19 +561,6 @@ posenc_status posenc_vk_run_async(posenc_context *ctx, const posenc_vk_op *op, c
 /* The operations (vk_rope.c, vk_sinusoidal.c, vk_roofline.c) and buffers (vk_buffer.c). */
 posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
-/* Record the dispatches of an operation (`op`: a posenc__rope_op, a posenc__sinusoidal_op) into
- * vk->target, with the views at `places` (in the order of core/op_views.h's lists) and the
- * table in vk->table, as posenc_vk_op's `record`. Nothing else is recorded except barriers
- * between dispatches that touch the same bytes. */
-posenc_status posenc_vk_rope_record(posenc_context *ctx, const void *op,
-                                    const posenc_vk_place *places);
-posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const void *op,
-                                          const posenc_vk_place *places);
-/* The kernels of an operation, created before anything is recorded so that a failed build
- * leaves a caller's command buffer untouched. */
-posenc_status posenc_vk_rope_pipelines(posenc_context *ctx, const posenc__rope_op *op);
-posenc_status posenc_vk_sinusoidal_pipelines(posenc_context *ctx,
-                                             const posenc__sinusoidal_op *op);
 /* vk_prepare.c: posenc_prepare's entries (src/backend.h). */
 posenc_status posenc_vk_prepare_rope(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_vk_prepare_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);

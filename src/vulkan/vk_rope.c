@@ -93,8 +93,9 @@ static posenc_status rope_pass_record(posenc_context *ctx, const posenc__rope_op
 }
 
 /* Both kernels, as a call may take either for a pass (by where its views lie in memory). */
-posenc_status posenc_vk_rope_pipelines(posenc_context *ctx, const posenc__rope_op *op)
+static posenc_status rope_pipelines(posenc_context *ctx, const void *rope)
 {
+    const posenc__rope_op *op = rope;
     VkPipeline pipeline;
     posenc_status status =
         posenc_vk_pipeline(ctx, rope_kernel(ctx->backend_state, op->q.dtype), &pipeline);
@@ -103,8 +104,8 @@ posenc_status posenc_vk_rope_pipelines(posenc_context *ctx, const posenc__rope_o
     return status;
 }
 
-posenc_status posenc_vk_rope_record(posenc_context *ctx, const void *rope,
-                                    const posenc_vk_place *places)
+static posenc_status rope_record(posenc_context *ctx, const void *rope,
+                                 const posenc_vk_place *places)
 {
     const posenc__rope_op *op = rope;
     /* A cache is bound whole for each head (any slot may be hit): one larger than a binding
@@ -126,8 +127,7 @@ posenc_status posenc_vk_rope_record(posenc_context *ctx, const void *rope,
     return status;
 }
 
-/* A call's views, table and recording. */
-static posenc_vk_op rope_op(const posenc__rope_op *op)
+posenc_vk_op posenc_vk_rope_op(const posenc__rope_op *op)
 {
     posenc_vk_op run = {
         .names = posenc__rope_view_names,
@@ -135,7 +135,8 @@ static posenc_vk_op rope_op(const posenc__rope_op *op)
         .freqs = op->freqs,
         .freq_count = op->rotary_dim / 2,
         .freqs_id = op->freqs_id,
-        .record = posenc_vk_rope_record,
+        .pipelines = rope_pipelines,
+        .record = rope_record,
         .op = op,
     };
     posenc__rope_views(op, run.views);
@@ -145,13 +146,13 @@ static posenc_vk_op rope_op(const posenc__rope_op *op)
 
 posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op)
 {
-    posenc_vk_op run = rope_op(op);
+    posenc_vk_op run = posenc_vk_rope_op(op);
     return posenc_vk_run(ctx, &run);
 }
 
 posenc_status posenc_vk_rope_submit(posenc_context *ctx, const posenc__rope_op *op,
                                     void **event_state)
 {
-    posenc_vk_op run = rope_op(op);
+    posenc_vk_op run = posenc_vk_rope_op(op);
     return posenc_vk_run_async(ctx, &run, "posenc_rope_submit", event_state);
 }

@@ -77,9 +77,9 @@ static posenc_vk_kernel sinusoidal_kernel(const posenc_vk_context *vk, posenc_dt
 }
 
 /* Both kernels, as a call may take either (by where its views lie in memory). */
-posenc_status posenc_vk_sinusoidal_pipelines(posenc_context *ctx,
-                                             const posenc__sinusoidal_op *op)
+static posenc_status sinusoidal_pipelines(posenc_context *ctx, const void *sinusoidal)
 {
+    const posenc__sinusoidal_op *op = sinusoidal;
     VkPipeline pipeline;
     posenc_status status =
         posenc_vk_pipeline(ctx, sinusoidal_kernel(ctx->backend_state, op->out.dtype), &pipeline);
@@ -88,8 +88,8 @@ posenc_status posenc_vk_sinusoidal_pipelines(posenc_context *ctx,
     return status;
 }
 
-posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const void *sinusoidal,
-                                          const posenc_vk_place *places)
+static posenc_status sinusoidal_record(posenc_context *ctx, const void *sinusoidal,
+                                       const posenc_vk_place *places)
 {
     const posenc__sinusoidal_op *op = sinusoidal;
     posenc_vk_context *vk = ctx->backend_state;
@@ -108,8 +108,7 @@ posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const void *sinus
                            record_sinusoidal, &job);
 }
 
-/* A call's views, table and recording. */
-static posenc_vk_op sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op)
+posenc_vk_op posenc_vk_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op)
 {
     posenc_vk_op run = {
         .names = posenc__sinusoidal_view_names,
@@ -117,7 +116,8 @@ static posenc_vk_op sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_
         .freqs = op->freqs,
         .freq_count = op->half,
         .freqs_id = op->freqs_id,
-        .record = posenc_vk_sinusoidal_record,
+        .pipelines = sinusoidal_pipelines,
+        .record = sinusoidal_record,
         .op = op,
     };
     posenc__sinusoidal_views(ctx, op, run.views);
@@ -127,13 +127,13 @@ static posenc_vk_op sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_
 
 posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
 {
-    posenc_vk_op run = sinusoidal_op(ctx, op);
+    posenc_vk_op run = posenc_vk_sinusoidal_op(ctx, op);
     return posenc_vk_run(ctx, &run);
 }
 
 posenc_status posenc_vk_sinusoidal_submit(posenc_context *ctx, const posenc__sinusoidal_op *op,
                                           void **event_state)
 {
-    posenc_vk_op run = sinusoidal_op(ctx, op);
+    posenc_vk_op run = posenc_vk_sinusoidal_op(ctx, op);
     return posenc_vk_run_async(ctx, &run, "posenc_sinusoidal_submit", event_state);
 }
