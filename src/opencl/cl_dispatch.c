@@ -7,7 +7,14 @@
 /* Work-groups per compute unit launched at most; each work-item then loops. */
 #define GROUPS_PER_COMPUTE_UNIT 64
 
-static void arg(posenc_cl_args *args, size_t size, const void *value)
+/* Sets kernel arguments in order, stopping at the first error. */
+typedef struct kernel_args {
+    cl_kernel kernel;
+    cl_uint next;
+    cl_int error;
+} kernel_args;
+
+static void arg(kernel_args *args, size_t size, const void *value)
 {
     if (args->error != CL_SUCCESS)
         return;
@@ -19,16 +26,10 @@ static void arg(posenc_cl_args *args, size_t size, const void *value)
  * struct arguments. Every parameter is a 4-byte uint, int or float, passed as its bytes
  * (cl_uint, cl_int and cl_float have the host's representation, and a struct of them no
  * padding). */
-static void arg_blocks(posenc_cl_args *args, const void *params, size_t bytes, size_t size)
+static void arg_blocks(kernel_args *args, const void *params, size_t bytes, size_t size)
 {
     for (size_t at = 0; at + size <= bytes; at += size)
         arg(args, size, (const unsigned char *)params + at);
-}
-
-void posenc_cl_arg_mem(posenc_cl_args *args, cl_mem mem) { arg(args, sizeof mem, &mem); }
-void posenc_cl_arg_words(posenc_cl_args *args, const void *block, size_t bytes)
-{
-    arg_blocks(args, block, bytes, 4);
 }
 
 typedef struct launch {
@@ -84,10 +85,11 @@ posenc_status posenc_cl_run(posenc_context *ctx, const posenc_cl_kernel *kernel,
                             const cl_event *wait_list, cl_event *event)
 {
     posenc_cl_context *state = ctx->backend_state;
-    posenc_cl_args args = {.kernel = kernel->kernel};
+    kernel_args args = {.kernel = kernel->kernel};
     for (uint32_t i = 0; i < count; i++)
-        posenc_cl_arg_mem(&args, bindings[i].mem);
-    posenc_cl_arg_mem(&args, freqs);
+        arg(&args, sizeof(cl_mem), &bindings[i].mem);
+    if (freqs)
+        arg(&args, sizeof freqs, &freqs);
     arg_blocks(&args, params, params_size, arg_size);
     if (args.error != CL_SUCCESS) {
         posenc_cl_stage_release(ctx, staging);

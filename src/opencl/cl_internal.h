@@ -254,16 +254,6 @@ posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kern
 posenc_status posenc_cl_freqs_get(posenc_context *ctx, const posenc__freq *freqs,
                                  uint32_t count, uint64_t id, const char *what, cl_mem *mem);
 
-/* Sets kernel arguments in order, stopping at the first error. */
-typedef struct posenc_cl_args {
-    cl_kernel kernel;
-    cl_uint next;
-    cl_int error;
-} posenc_cl_args;
-void posenc_cl_arg_mem(posenc_cl_args *args, cl_mem mem);
-/* A parameter block of posenc_kernel_params.h: `bytes` / 4 arguments of one 4-byte word each. */
-void posenc_cl_arg_words(posenc_cl_args *args, const void *block, size_t bytes);
-
 /* ---- Staging (cl_staging.c) -----------------------------------------------------------------
  * The tensors of one operation bound to device memory: buffer views directly, host views (and
  * wrapped buffers) through staging allocations, copied in before the kernel and the written
@@ -312,10 +302,10 @@ cl_mem posenc_cl_import(posenc_context *ctx, void *host, uint64_t size, const ch
 void posenc_cl_stage_trim(posenc_context *ctx);
 
 /* An operation's launch: sets the kernel's arguments (the `count` bindings' buffers in order,
- * the frequency table, then the parameters, `arg_size` bytes an argument: 4 for scalar words,
- * a block's size for struct arguments) and launches `units`; with `event` the work is left
- * running, else it is waited for and its staged outputs copied back. `staging` is released
- * either way. `what` names the operation in messages. */
+ * the frequency table unless `freqs` is NULL, then the parameters, `arg_size` bytes an
+ * argument: 4 for scalar words, a block's size for struct arguments) and launches `units`;
+ * with `event` the work is left running, else it is waited for and its staged outputs copied
+ * back. `staging` is released either way. `what` names the operation in messages. */
 posenc_status posenc_cl_run(posenc_context *ctx, const posenc_cl_kernel *kernel, uint64_t units,
                             const char *what, const posenc_cl_binding *bindings, uint32_t count,
                             cl_mem freqs, const void *params, size_t params_size,

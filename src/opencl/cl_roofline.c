@@ -65,23 +65,8 @@ static posenc_status roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t 
         .flags = write_only ? POSENC_COPY_FLAG_WRITE_ONLY : 0u,
         .chunk = copy_chunk(ctx, kernel, words),
     };
-    posenc_cl_args args = {.kernel = kernel->kernel};
-    posenc_cl_arg_mem(&args, data.mem);
-    posenc_cl_arg_words(&args, &params, sizeof params);
-    if (args.error != CL_SUCCESS) {
-        posenc_cl_stage_release(ctx, &staging);
-        return posenc_cl_fail(ctx, args.error, "roofline", "clSetKernelArg");
-    }
-    cl_event done = NULL;
-    status = posenc_cl_launch(ctx, kernel, copy_units(ctx, words), "roofline", 0, NULL,
-                              &done);
-    if (status == POSENC_OK) {
-        status = posenc_cl_stage_out(ctx, &staging, done);
-        posenc_cl_api_get()->ReleaseEvent(done);
-    }
-    posenc_cl_stage_release(ctx, &staging); /* when the launch failed */
-    posenc_cl_stage_trim(ctx);
-    return status;
+    return posenc_cl_run(ctx, kernel, copy_units(ctx, words), "roofline", &data, 1, NULL,
+                         &params, sizeof params, 4, &staging, 0, NULL, NULL);
 }
 
 posenc_status posenc_cl_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,

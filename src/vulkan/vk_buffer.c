@@ -38,10 +38,9 @@ posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf)
         /* Under the context lock: other threads may be recording, and a failed allocation is
          * released through the descriptor set cache and may mark the device lost. */
         posenc__mutex_lock(&vk->lock);
-        posenc_status status = posenc_vk_allocate(ctx, buf->size, vk->device_memory_type,
-                                                  vk->unified, "size", &state->allocation);
-        if (status == POSENC_OK)
-            posenc_vk_debug_name_allocation(vk, &state->allocation, "posenc buffer");
+        posenc_status status =
+            posenc_vk_allocate(ctx, buf->size, vk->device_memory_type, vk->unified, "size",
+                               "posenc buffer", &state->allocation);
         posenc__mutex_unlock(&vk->lock);
         if (status != POSENC_OK) {
             free(state);
@@ -100,19 +99,17 @@ static posenc_status transfer(posenc_context *ctx, posenc_buffer *buf, uint64_t 
     uint64_t chunk = size;
     posenc_status status;
     if (size <= POSENC__GPU_STAGING_KEEP_BYTES) { /* kept as operations keep theirs */
-        status = posenc_vk_reserve(ctx, &vk->staging, size, "staging");
+        status = posenc_vk_reserve(ctx, &vk->staging, size);
     } else {
         status = posenc_vk_allocate(ctx, size, vk->host_memory_type, true, "staging",
-                                    &temporary);
-        if (status == POSENC_OK)
-            posenc_vk_debug_name_allocation(vk, &temporary, "posenc staging");
+                                    "posenc staging", &temporary);
         staging = &temporary;
     }
     if (status != POSENC_OK && size > CHUNK_BYTES) {
         posenc__clear_error(ctx); /* retried in chunks */
         staging = &vk->staging;
         chunk = CHUNK_BYTES;
-        status = posenc_vk_reserve(ctx, &vk->staging, chunk, "staging");
+        status = posenc_vk_reserve(ctx, &vk->staging, chunk);
     }
     for (uint64_t done = 0; done < size && status == POSENC_OK; done += chunk) {
         uint64_t n = size - done < chunk ? size - done : chunk;

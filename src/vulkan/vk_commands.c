@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The command buffers posenc records for itself, opened and closed by the same barriers and
- * submitted with a fence: the context's own one, recorded and waited for within a call, and
- * the asynchronous submissions (vk_submit.c). */
+ * submitted with a fence: the context's own one, recorded and waited for within a call
+ * (posenc_vk_run), and the asynchronous submissions (vk_submit.c). */
 #include "vulkan/vk_internal.h"
 
 static const VkPipelineStageFlags WORK_STAGES =
@@ -94,4 +94,27 @@ posenc_status posenc_vk_submit(posenc_context *ctx)
     vk->recording = false;
     VkResult result = vk->fns.WaitForFences(vk->device, 1, &vk->fence, VK_TRUE, UINT64_MAX);
     return result == VK_SUCCESS ? POSENC_OK : posenc_vk_fail(ctx, result, "vkWaitForFences");
+}
+
+posenc_status posenc_vk_run(posenc_context *ctx, const posenc_vk_op *op)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    posenc_vk_place places[POSENC__GPU_MAX_VIEWS];
+    posenc_vk_staging staging = {0};
+    posenc_status status = POSENC_OK;
+    posenc__mutex_lock(&vk->lock);
+    if (op->freqs)
+        status = posenc_vk_set_freqs(ctx, op->freqs, op->freq_count, op->freqs_id, false);
+    if (status == POSENC_OK)
+        status = posenc_vk_place_views(ctx, op->views, op->access, op->names, op->view_count,
+                                       places, &staging);
+    if (status == POSENC_OK)
+        status = posenc_vk_begin(ctx);
+    if (status == POSENC_OK)
+        status = op->record(ctx, op->op, places);
+    if (status == POSENC_OK)
+        status = posenc_vk_submit(ctx);
+    posenc_vk_unstage(ctx, &staging, status == POSENC_OK);
+    posenc__mutex_unlock(&vk->lock);
+    return status;
 }

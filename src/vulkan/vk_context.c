@@ -292,10 +292,9 @@ posenc_status posenc_vk_context_finish_init(posenc_context *ctx)
                              POSENC_VK_OBJECT(vk->pipeline_cache), "posenc pipeline cache");
     if (status == POSENC_OK)
         status = posenc_vk_allocate(ctx, 16, vk->host_memory_type, true, "placeholder",
-                                    &vk->placeholder);
+                                    "posenc placeholder", &vk->placeholder);
     if (status != POSENC_OK)
         return status;
-    posenc_vk_debug_name_allocation(vk, &vk->placeholder, "posenc placeholder");
     /* Windows of at most 2^31 bytes keep every element index of a kernel in 31 bits. */
     uint64_t limit = vk->physical->max_binding;
     vk->binding_limit = (limit < (UINT64_C(1) << 31) ? limit : (UINT64_C(1) << 31)) & ~(uint64_t)15;

@@ -10,6 +10,9 @@
 /* Windows start on a multiple of this (and of minStorageBufferOffsetAlignment), so that 16-bit
  * elements keep their half of a word and vectors their alignment. */
 #define WINDOW_ALIGNMENT 16
+/* Local size of every kernel (the shaders' local_size_x): within the 128 invocations every
+ * Vulkan device supports. */
+#define LOCAL_SIZE 64
 
 _Static_assert(POSENC_VK_BINDINGS <= POSENC__GPU_MAX_BINDINGS, "core/gpu_split.h's bindings");
 
@@ -166,7 +169,7 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
     }
     vk->fns.CmdPushConstants(commands, vk->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                              push_size, push);
-    uint64_t groups = (invocations + POSENC_VK_LOCAL_SIZE - 1) / POSENC_VK_LOCAL_SIZE;
+    uint64_t groups = (invocations + LOCAL_SIZE - 1) / LOCAL_SIZE;
     uint64_t max_groups = vk->physical->max_group_count;
     if (max_groups > 65535) /* plenty to fill any device; the kernels loop over the rest */
         max_groups = 65535;

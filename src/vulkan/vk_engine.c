@@ -72,19 +72,6 @@ posenc_status posenc_vk_buffer_wrap(posenc_context *ctx, VkBuffer buffer, VkDevi
     return status;
 }
 
-/* Recording binds device memory the caller submits later (op_views.h): every view the caller
- * gave is checked, an output in place included, as the other calls that outlive their work do;
- * then the place in its VkBuffer of each view the kernels bind. */
-static posenc_status check_views(posenc_context *ctx, const posenc__view *const *given,
-                                 const posenc__view *const *bound, const char *const *names,
-                                 uint32_t count, const char *call, posenc_vk_place *places)
-{
-    posenc_status status = posenc__check_device_views(ctx, given, names, count, false, call);
-    for (uint32_t i = 0; status == POSENC_OK && i < count; i++)
-        places[i] = bound[i] ? posenc_vk_place_of(bound[i]) : (posenc_vk_place){0};
-    return status;
-}
-
 /* The start of both recording calls: a context on the caller's device and a command buffer.
  * On success the context lock is held (the front end writes the context's error and frequency
  * cache, so validation runs under it too); the caller unlocks. */
@@ -106,6 +93,32 @@ static posenc_status lock_for_recording(posenc_context *ctx, VkCommandBuffer com
     return POSENC_OK;
 }
 
+/* Records `run` into the caller's command buffer: the views the caller gave (`given`, an output
+ * in place included, in the order of run->views) must be device memory the caller submits
+ * later (op_views.h), as for the other calls that outlive their work; its table stays for the
+ * context's life. */
+static posenc_status record(posenc_context *ctx, VkCommandBuffer command_buffer,
+                            const posenc_vk_op *run, const posenc__view *const *given,
+                            const char *call)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    posenc_status status = posenc__check_device_views(ctx, given, run->names, run->view_count,
+                                                      false, call);
+    posenc_vk_place places[POSENC__GPU_MAX_VIEWS];
+    for (uint32_t i = 0; status == POSENC_OK && i < run->view_count; i++)
+        places[i] = run->views[i] ? posenc_vk_place_of(run->views[i]) : (posenc_vk_place){0};
+    if (status == POSENC_OK)
+        status = run->pipelines(ctx, run->op);
+    if (status == POSENC_OK)
+        status = posenc_vk_set_freqs(ctx, run->freqs, run->freq_count, run->freqs_id, true);
+    if (status == POSENC_OK) {
+        vk->target = command_buffer;
+        vk->dispatches = 0;
+        status = run->record(ctx, run->op, places);
+    }
+    return status;
+}
+
 posenc_status posenc_vk_cmd_rope(posenc_context *ctx, VkCommandBuffer command_buffer,
                                  const posenc_rope_desc *desc)
 {
@@ -115,23 +128,12 @@ posenc_status posenc_vk_cmd_rope(posenc_context *ctx, VkCommandBuffer command_bu
     if (status != POSENC_OK)
         return status;
     posenc__rope_op op = {0};
-    const posenc__view *given[POSENC__ROPE_VIEWS], *bound[POSENC__ROPE_VIEWS];
-    posenc_vk_place places[POSENC__ROPE_VIEWS];
     status = posenc__rope_prepare(ctx, desc, &op);
     if (status == POSENC_OK) {
+        posenc_vk_op run = posenc_vk_rope_op(&op);
+        const posenc__view *given[POSENC__ROPE_VIEWS];
         posenc__rope_given_views(&op, given);
-        posenc__rope_views(&op, bound);
-        status = check_views(ctx, given, bound, posenc__rope_view_names, POSENC__ROPE_VIEWS,
-                             call, places);
-    }
-    if (status == POSENC_OK)
-        status = posenc_vk_rope_pipelines(ctx, &op);
-    if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, op.freqs, op.rotary_dim / 2, op.freqs_id, true);
-    if (status == POSENC_OK) {
-        vk->target = command_buffer;
-        vk->dispatches = 0;
-        status = posenc_vk_rope_record(ctx, &op, places);
+        status = record(ctx, command_buffer, &run, given, call);
     }
     if (status == POSENC_OK)
         posenc__atomic64_add(&ctx->stats.rope_calls, 1);
@@ -148,23 +150,12 @@ posenc_status posenc_vk_cmd_sinusoidal(posenc_context *ctx, VkCommandBuffer comm
     if (status != POSENC_OK)
         return status;
     posenc__sinusoidal_op op = {0};
-    const posenc__view *given[POSENC__SINUSOIDAL_VIEWS], *bound[POSENC__SINUSOIDAL_VIEWS];
-    posenc_vk_place places[POSENC__SINUSOIDAL_VIEWS];
     status = posenc__sinusoidal_prepare(ctx, desc, &op);
     if (status == POSENC_OK) {
+        posenc_vk_op run = posenc_vk_sinusoidal_op(ctx, &op);
+        const posenc__view *given[POSENC__SINUSOIDAL_VIEWS];
         posenc__sinusoidal_given_views(&op, given);
-        posenc__sinusoidal_views(ctx, &op, bound);
-        status = check_views(ctx, given, bound, posenc__sinusoidal_view_names,
-                             POSENC__SINUSOIDAL_VIEWS, call, places);
-    }
-    if (status == POSENC_OK)
-        status = posenc_vk_sinusoidal_pipelines(ctx, &op);
-    if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, op.freqs, op.half, op.freqs_id, true);
-    if (status == POSENC_OK) {
-        vk->target = command_buffer;
-        vk->dispatches = 0;
-        status = posenc_vk_sinusoidal_record(ctx, &op, places);
+        status = record(ctx, command_buffer, &run, given, call);
     }
     if (status == POSENC_OK)
         posenc__atomic64_add(&ctx->stats.sinusoidal_calls, 1);

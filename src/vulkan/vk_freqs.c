@@ -45,11 +45,11 @@ static posenc_status ring_for(posenc_context *ctx, uint64_t bytes)
                             "rotary_dim: %llu bytes of frequencies outgrow the table rings",
                             (unsigned long long)bytes);
     posenc_vk_allocation *memory = &ring->rings[ring->ring_count];
-    posenc_status status = posenc_vk_allocate(ctx, slot_bytes * RING_SLOTS,
-                                              vk->device_memory_type, false, "rotary_dim", memory);
+    posenc_status status =
+        posenc_vk_allocate(ctx, slot_bytes * RING_SLOTS, vk->device_memory_type, false,
+                           "rotary_dim", "posenc frequency table ring", memory);
     if (status != POSENC_OK)
         return status;
-    posenc_vk_debug_name_allocation(vk, memory, "posenc frequency table ring");
     posenc__atomic64_add(&ctx->stats.table_bytes, memory->size);
     ring->ring_count++;
     ring->slot_bytes = slot_bytes;
@@ -93,13 +93,12 @@ posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs
         const posenc__gpu_table *words = &vk->table_cache.slots[slot];
         uint64_t bytes = words->word_count * sizeof(uint32_t);
         status = posenc_vk_allocate(ctx, bytes, vk->host_memory_type, true, "rotary_dim",
-                                    &table->memory);
+                                    "posenc frequency table", &table->memory);
         if (status != POSENC_OK) {
             posenc__gpu_tables_drop(ctx, &vk->table_cache, slot);
             return status;
         }
         memcpy(table->memory.mapped, words->words, (size_t)bytes);
-        posenc_vk_debug_name_allocation(vk, &table->memory, "posenc frequency table");
     }
     if (recorded)
         posenc__gpu_tables_pin(&vk->table_cache, slot);

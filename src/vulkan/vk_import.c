@@ -43,16 +43,8 @@ bool posenc_vk_import(posenc_context *ctx, const void *host, uint64_t size, cons
         .sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
         .handleTypes = (VkExternalMemoryHandleTypeFlags)HOST_ALLOCATION,
     };
-    VkBufferCreateInfo buffer_info = {
-        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-        .pNext = &external,
-        .size = span,
-        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
-    };
     if (!why) {
-        result = vk->fns.CreateBuffer(vk->device, &buffer_info, vk->allocator, &made.buffer);
+        result = posenc_vk_create_buffer(vk, span, &external, &made.buffer);
         why = result != VK_SUCCESS ? "vkCreateBuffer failed" : NULL;
     }
     uint32_t type = UINT32_MAX;

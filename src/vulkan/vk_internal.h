@@ -194,9 +194,6 @@ typedef posenc__spirv_id posenc_vk_kernel;
 /* Dispatches of one call whose ranges are remembered between barriers (one more is preceded
  * by a barrier). */
 #define POSENC_VK_TRACKED_DISPATCHES 32
-/* Local size of every kernel (the shaders' local_size_x): within the 128 invocations every
- * Vulkan device supports. */
-#define POSENC_VK_LOCAL_SIZE 64
 
 /* A buffer with its memory. `mapped` is set for host-visible memory (always coherent). */
 typedef struct posenc_vk_allocation {
@@ -334,14 +331,19 @@ const char *posenc_vk_result_name(VkResult result);
  * UINT32_MAX when none. */
 uint32_t posenc_vk_memory_type(const VkPhysicalDeviceMemoryProperties *memory, uint32_t type_bits,
                                VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred);
-/* A storage/transfer buffer of `size` bytes in memory type `type` (mapped when host-visible). */
+/* A storage buffer that copies may read and write, of `size` bytes; `next` extends its
+ * VkBufferCreateInfo (NULL: nothing). */
+VkResult posenc_vk_create_buffer(posenc_vk_context *vk, uint64_t size, const void *next,
+                                 VkBuffer *buffer);
+/* A storage/transfer buffer of `size` bytes in memory type `type` (mapped when host-visible),
+ * given `debug_name` (vk_debug.c). `what` names it in messages. */
 posenc_status posenc_vk_allocate(posenc_context *ctx, uint64_t size, uint32_t type,
-                                 bool host_visible, const char *what,
+                                 bool host_visible, const char *what, const char *debug_name,
                                  posenc_vk_allocation *allocation);
 void posenc_vk_release(posenc_context *ctx, posenc_vk_allocation *allocation);
 /* Grows a host-visible staging allocation to at least `size` bytes (contents not kept). */
 posenc_status posenc_vk_reserve(posenc_context *ctx, posenc_vk_allocation *allocation,
-                                uint64_t size, const char *what);
+                                uint64_t size);
 
 /* vk_commands.c: the command buffers posenc records for itself. posenc_vk_open begins one
  * (vk->target) after the writes of earlier work; posenc_vk_close makes its writes visible to
@@ -410,7 +412,7 @@ void posenc_vk_forget_sets(posenc_context *ctx, VkBuffer buffer);
 void posenc_vk_descriptors_trim(posenc_context *ctx);
 void posenc_vk_descriptors_fini(posenc_context *ctx);
 
-/* vk_submit.c: asynchronous submits on posenc's queue. */
+/* Asynchronous submits on posenc's queue (vk_rope.c, vk_sinusoidal.c). */
 posenc_status posenc_vk_rope_submit(posenc_context *ctx, const posenc__rope_op *op,
                                     void **event_state);
 posenc_status posenc_vk_sinusoidal_submit(posenc_context *ctx, const posenc__sinusoidal_op *op,
@@ -453,9 +455,6 @@ typedef struct posenc_vk_place {
 
 /* Where a (non-host) buffer view's bytes are. */
 posenc_vk_place posenc_vk_place_of(const posenc__view *view);
-
-/* Views one operation binds at most (RoPE's nine, core/op_views.h). */
-#define POSENC_VK_MAX_VIEWS 9
 
 /* Host-memory views (host tensors, buffers wrapping host memory) of one operation in the
  * staging buffer, as core/gpu_staging.h plans them. */
@@ -525,21 +524,43 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
                                  const posenc_vk_windows *windows, const void *push,
                                  uint32_t push_size, uint64_t invocations);
 
+/* One operation, as every call path takes it (posenc_vk_run, posenc_vk_run_async, vk_prepare.c
+ * and the recording calls of vk_engine.c): the views it binds (NULL: absent), the frequency
+ * table it reads (`freqs` NULL: none), and its kernels and recording. */
+typedef struct posenc_vk_op {
+    const posenc__view *views[POSENC__GPU_MAX_VIEWS];
+    unsigned access[POSENC__GPU_MAX_VIEWS]; /* POSENC__GPU_READ, POSENC__GPU_WRITE */
+    const char *const *names;               /* of the views, in messages */
+    uint32_t view_count;
+    const posenc__freq *freqs;
+    uint32_t freq_count;
+    uint64_t freqs_id;
+    /* Creates every kernel `record` may use, before anything is recorded, so that a failed
+     * build leaves a caller's command buffer untouched (NULL: for posenc_vk_run only). */
+    posenc_status (*pipelines)(posenc_context *ctx, const void *op);
+    /* Records the dispatches into vk->target, with the views at `places` (in the order of
+     * `views`) and the table in vk->table. Nothing else is recorded except barriers between
+     * dispatches that touch the same bytes. */
+    posenc_status (*record)(posenc_context *ctx, const void *op, const posenc_vk_place *places);
+    const void *op; /* what `pipelines` and `record` take */
+} posenc_vk_op;
+/* vk_rope.c, vk_sinusoidal.c: the description of `op`, which points into `op`. */
+posenc_vk_op posenc_vk_rope_op(const posenc__rope_op *op);
+posenc_vk_op posenc_vk_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op);
+/* vk_commands.c: runs `op` on the context's own command buffer, under the context's lock:
+ * sets its table, places its views (host memory staged), records, submits and waits, then
+ * copies the outputs back to host memory. */
+posenc_status posenc_vk_run(posenc_context *ctx, const posenc_vk_op *op);
+/* vk_submit.c: submits `op`, whose views are all device buffers (the front end checked them,
+ * see op_views.h), in a command buffer of its own, under the context's lock, and returns with
+ * the work in flight; with `event_state`, stores there an event of it. `call` names the API
+ * call in messages. */
+posenc_status posenc_vk_run_async(posenc_context *ctx, const posenc_vk_op *op, const char *call,
+                                  void **event_state);
+
 /* The operations (vk_rope.c, vk_sinusoidal.c, vk_roofline.c) and buffers (vk_buffer.c). */
 posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
-/* Record the dispatches of an operation into vk->target, with the views at `places` (in the
- * order of core/op_views.h's lists) and the table in vk->table. Nothing
- * else is recorded except barriers between dispatches that touch the same bytes. */
-posenc_status posenc_vk_rope_record(posenc_context *ctx, const posenc__rope_op *op,
-                                    const posenc_vk_place *places);
-posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const posenc__sinusoidal_op *op,
-                                          const posenc_vk_place *places);
-/* The kernels of an operation, created before anything is recorded so that a failed build
- * leaves a caller's command buffer untouched. */
-posenc_status posenc_vk_rope_pipelines(posenc_context *ctx, const posenc__rope_op *op);
-posenc_status posenc_vk_sinusoidal_pipelines(posenc_context *ctx,
-                                             const posenc__sinusoidal_op *op);
 /* vk_prepare.c: posenc_prepare's entries (src/backend.h). */
 posenc_status posenc_vk_prepare_rope(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_vk_prepare_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);

@@ -18,8 +18,22 @@ uint32_t posenc_vk_memory_type(const VkPhysicalDeviceMemoryProperties *memory, u
     return found;
 }
 
+VkResult posenc_vk_create_buffer(posenc_vk_context *vk, uint64_t size, const void *next,
+                                 VkBuffer *buffer)
+{
+    VkBufferCreateInfo buffer_info = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .pNext = next,
+        .size = size,
+        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+    };
+    return vk->fns.CreateBuffer(vk->device, &buffer_info, vk->allocator, buffer);
+}
+
 posenc_status posenc_vk_allocate(posenc_context *ctx, uint64_t size, uint32_t type,
-                                 bool host_visible, const char *what,
+                                 bool host_visible, const char *what, const char *debug_name,
                                  posenc_vk_allocation *allocation)
 {
     posenc_vk_context *vk = ctx->backend_state;
@@ -31,16 +45,9 @@ posenc_status posenc_vk_allocate(posenc_context *ctx, uint64_t size, uint32_t ty
                             "%s: %llu bytes is more than the device allocates at once (%llu)", what,
                             (unsigned long long)made.size,
                             (unsigned long long)vk->physical->max_allocation);
-    VkBufferCreateInfo buffer_info = {
-        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-        .size = made.size,
-        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
-    };
     /* The message names the purpose and the driver call that failed. */
     char failed[128];
-    VkResult result = vk->fns.CreateBuffer(vk->device, &buffer_info, vk->allocator, &made.buffer);
+    VkResult result = posenc_vk_create_buffer(vk, made.size, NULL, &made.buffer);
     if (result != VK_SUCCESS) {
         snprintf(failed, sizeof failed, "%s: vkCreateBuffer", what);
         return posenc_vk_fail(ctx, result, failed);
@@ -73,6 +80,7 @@ posenc_status posenc_vk_allocate(posenc_context *ctx, uint64_t size, uint32_t ty
         snprintf(failed, sizeof failed, "%s: %s", what, call);
         return posenc_vk_fail(ctx, result, failed);
     }
+    posenc_vk_debug_name_allocation(vk, &made, debug_name);
     *allocation = made;
     return POSENC_OK;
 }
@@ -89,7 +97,7 @@ void posenc_vk_release(posenc_context *ctx, posenc_vk_allocation *allocation)
 }
 
 posenc_status posenc_vk_reserve(posenc_context *ctx, posenc_vk_allocation *allocation,
-                                uint64_t size, const char *what)
+                                uint64_t size)
 {
     posenc_vk_context *vk = ctx->backend_state;
     if (allocation->buffer && allocation->size >= size)
@@ -101,16 +109,17 @@ posenc_status posenc_vk_reserve(posenc_context *ctx, posenc_vk_allocation *alloc
     posenc_vk_allocation made;
     posenc_status status = POSENC_OUT_OF_DEVICE_MEMORY;
     if (size < grown) {
-        status = posenc_vk_allocate(ctx, grown, vk->host_memory_type, true, what, &made);
+        status = posenc_vk_allocate(ctx, grown, vk->host_memory_type, true, "staging",
+                                    "posenc staging", &made);
         if (status != POSENC_OK)
             posenc__clear_error(ctx); /* retried below with what is needed */
     }
     if (status != POSENC_OK)
-        status = posenc_vk_allocate(ctx, size, vk->host_memory_type, true, what, &made);
+        status = posenc_vk_allocate(ctx, size, vk->host_memory_type, true, "staging",
+                                    "posenc staging", &made);
     if (status != POSENC_OK)
         return status;
     posenc__atomic64_add(&ctx->stats.staging_bytes, made.size - allocation->size); /* grows */
-    posenc_vk_debug_name_allocation(vk, &made, "posenc staging");
     posenc_vk_release(ctx, allocation);
     *allocation = made;
     return POSENC_OK;

@@ -6,8 +6,9 @@
 #include "posenc_kernel_params.h"
 
 typedef struct copy_job {
-    posenc_vk_kernel kernel;
+    uint64_t bytes;
     bool write_only;
+    posenc_vk_kernel kernel; /* chosen by where the range lies */
 } copy_job;
 
 static posenc_status record_copy(posenc_context *ctx, const posenc_vk_box *box,
@@ -24,6 +25,24 @@ static posenc_status record_copy(posenc_context *ctx, const posenc_vk_box *box,
                               (uint64_t)box->count[0]);
 }
 
+static posenc_status record_range(posenc_context *ctx, const void *range,
+                                  const posenc_vk_place *place)
+{
+    copy_job job = *(const copy_job *)range;
+    bool vec4 = place->offset % 16 == 0 && job.bytes % 16 == 0;
+    uint32_t element = vec4 ? 16 : 4;
+    posenc__gpu_extent extent = {
+        .bound = true,
+        .strides = {element, 0, 0},
+        .inner = element,
+        .element_size = element,
+        .name = "buffer",
+    };
+    job.kernel = vec4 ? POSENC__SPIRV_COPY_U32X4 : POSENC__SPIRV_COPY_U32;
+    int64_t shape[3] = {(int64_t)(job.bytes / element), 1, 1};
+    return posenc_vk_split(ctx, &extent, place, 1, shape, 1, 0, record_copy, &job);
+}
+
 posenc_status posenc_vk_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                  uint64_t bytes, bool write_only)
 {
@@ -35,34 +54,15 @@ posenc_status posenc_vk_roofline(posenc_context *ctx, posenc_buffer *buf, uint64
         .shape = {1, 1, 1, (int64_t)(bytes / 4)},
         .strides = {(int64_t)bytes, (int64_t)bytes, (int64_t)bytes, 4},
     };
-    const posenc__view *views[1] = {&view};
-    const unsigned access[1] = {write_only ? POSENC__GPU_WRITE
-                                           : POSENC__GPU_READ | POSENC__GPU_WRITE};
     static const char *const names[1] = {"buffer"};
-    posenc_vk_context *vk = ctx->backend_state;
-    posenc_vk_place place;
-    posenc_vk_staging staging;
-    posenc__mutex_lock(&vk->lock);
-    posenc_status status = posenc_vk_place_views(ctx, views, access, names, 1, &place, &staging);
-    if (status == POSENC_OK)
-        status = posenc_vk_begin(ctx);
-    if (status == POSENC_OK) {
-        bool vec4 = place.offset % 16 == 0 && bytes % 16 == 0;
-        uint32_t element = vec4 ? 16 : 4;
-        posenc__gpu_extent extent = {
-            .bound = true,
-            .strides = {element, 0, 0},
-            .inner = element,
-            .element_size = element,
-            .name = "buffer",
-        };
-        copy_job job = {vec4 ? POSENC__SPIRV_COPY_U32X4 : POSENC__SPIRV_COPY_U32, write_only};
-        int64_t shape[3] = {(int64_t)(bytes / element), 1, 1};
-        status = posenc_vk_split(ctx, &extent, &place, 1, shape, 1, 0, record_copy, &job);
-    }
-    if (status == POSENC_OK)
-        status = posenc_vk_submit(ctx);
-    posenc_vk_unstage(ctx, &staging, status == POSENC_OK);
-    posenc__mutex_unlock(&vk->lock);
-    return status;
+    copy_job job = {.bytes = bytes, .write_only = write_only};
+    posenc_vk_op run = {
+        .views = {&view},
+        .access = {write_only ? POSENC__GPU_WRITE : POSENC__GPU_READ | POSENC__GPU_WRITE},
+        .names = names,
+        .view_count = 1,
+        .record = record_range,
+        .op = &job,
+    };
+    return posenc_vk_run(ctx, &run);
 }

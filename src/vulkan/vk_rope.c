@@ -19,6 +19,7 @@ _Static_assert(sizeof(posenc__rope_pass) <= POSENC_VK_PUSH_BYTES, "a RoPE pass's
 _Static_assert(POSENC__GPU_ROPE_BINDINGS == POSENC_VK_BINDINGS &&
                    POSENC__GPU_ROPE_BINDING_TABLE == POSENC_VK_TABLE_BINDING,
                "rope.comp's bindings");
+_Static_assert(POSENC__ROPE_VIEWS <= POSENC__GPU_MAX_VIEWS, "posenc_vk_op's views");
 
 typedef struct rope_job {
     const posenc__rope_op *op;
@@ -92,8 +93,9 @@ static posenc_status rope_pass_record(posenc_context *ctx, const posenc__rope_op
 }
 
 /* Both kernels, as a call may take either for a pass (by where its views lie in memory). */
-posenc_status posenc_vk_rope_pipelines(posenc_context *ctx, const posenc__rope_op *op)
+static posenc_status rope_pipelines(posenc_context *ctx, const void *rope)
 {
+    const posenc__rope_op *op = rope;
     VkPipeline pipeline;
     posenc_status status =
         posenc_vk_pipeline(ctx, rope_kernel(ctx->backend_state, op->q.dtype), &pipeline);
@@ -102,9 +104,10 @@ posenc_status posenc_vk_rope_pipelines(posenc_context *ctx, const posenc__rope_o
     return status;
 }
 
-posenc_status posenc_vk_rope_record(posenc_context *ctx, const posenc__rope_op *op,
-                                    const posenc_vk_place *places)
+static posenc_status rope_record(posenc_context *ctx, const void *rope,
+                                 const posenc_vk_place *places)
 {
+    const posenc__rope_op *op = rope;
     /* A cache is bound whole for each head (any slot may be hit): one larger than a binding
      * may address is refused before anything is recorded, so that a caller's command buffer is
      * left as it was. A window starts up to an alignment (the device's, 16 bytes at least)
@@ -124,31 +127,32 @@ posenc_status posenc_vk_rope_record(posenc_context *ctx, const posenc__rope_op *
     return status;
 }
 
+posenc_vk_op posenc_vk_rope_op(const posenc__rope_op *op)
+{
+    posenc_vk_op run = {
+        .names = posenc__rope_view_names,
+        .view_count = POSENC__ROPE_VIEWS,
+        .freqs = op->freqs,
+        .freq_count = op->rotary_dim / 2,
+        .freqs_id = op->freqs_id,
+        .pipelines = rope_pipelines,
+        .record = rope_record,
+        .op = op,
+    };
+    posenc__rope_views(op, run.views);
+    posenc__rope_view_access(op, run.access);
+    return run;
+}
+
 posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op)
 {
-    const posenc__view *views[POSENC__ROPE_VIEWS];
-    unsigned access[POSENC__ROPE_VIEWS];
-    posenc__rope_views(op, views);
-    posenc__rope_view_access(op, access);
-    posenc_vk_place places[POSENC__ROPE_VIEWS];
-    posenc_vk_staging staging;
+    posenc_vk_op run = posenc_vk_rope_op(op);
+    return posenc_vk_run(ctx, &run);
+}
 
-    posenc_vk_context *vk = ctx->backend_state;
-    posenc__mutex_lock(&vk->lock);
-    posenc_status status =
-        posenc_vk_set_freqs(ctx, op->freqs, op->rotary_dim / 2, op->freqs_id, false);
-    if (status == POSENC_OK)
-        status = posenc_vk_place_views(ctx, views, access, posenc__rope_view_names,
-                                       POSENC__ROPE_VIEWS, places, &staging);
-    else
-        staging = (posenc_vk_staging){0};
-    if (status == POSENC_OK)
-        status = posenc_vk_begin(ctx);
-    if (status == POSENC_OK)
-        status = posenc_vk_rope_record(ctx, op, places);
-    if (status == POSENC_OK)
-        status = posenc_vk_submit(ctx);
-    posenc_vk_unstage(ctx, &staging, status == POSENC_OK);
-    posenc__mutex_unlock(&vk->lock);
-    return status;
+posenc_status posenc_vk_rope_submit(posenc_context *ctx, const posenc__rope_op *op,
+                                    void **event_state)
+{
+    posenc_vk_op run = posenc_vk_rope_op(op);
+    return posenc_vk_run_async(ctx, &run, "posenc_rope_submit", event_state);
 }

@@ -9,6 +9,7 @@
 
 _Static_assert(sizeof(posenc__sinusoidal_params) <= POSENC_VK_PUSH_BYTES,
                "sinusoidal.comp's push constants");
+_Static_assert(POSENC__SINUSOIDAL_VIEWS <= POSENC__GPU_MAX_VIEWS, "posenc_vk_op's views");
 
 enum { BINDING_OUT = 0, BINDING_X = 1, BINDING_POSITIONS = 2 };
 
@@ -76,9 +77,9 @@ static posenc_vk_kernel sinusoidal_kernel(const posenc_vk_context *vk, posenc_dt
 }
 
 /* Both kernels, as a call may take either (by where its views lie in memory). */
-posenc_status posenc_vk_sinusoidal_pipelines(posenc_context *ctx,
-                                             const posenc__sinusoidal_op *op)
+static posenc_status sinusoidal_pipelines(posenc_context *ctx, const void *sinusoidal)
 {
+    const posenc__sinusoidal_op *op = sinusoidal;
     VkPipeline pipeline;
     posenc_status status =
         posenc_vk_pipeline(ctx, sinusoidal_kernel(ctx->backend_state, op->out.dtype), &pipeline);
@@ -87,9 +88,10 @@ posenc_status posenc_vk_sinusoidal_pipelines(posenc_context *ctx,
     return status;
 }
 
-posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const posenc__sinusoidal_op *op,
-                                          const posenc_vk_place *places)
+static posenc_status sinusoidal_record(posenc_context *ctx, const void *sinusoidal,
+                                       const posenc_vk_place *places)
 {
+    const posenc__sinusoidal_op *op = sinusoidal;
     posenc_vk_context *vk = ctx->backend_state;
     bool x_in_out = posenc__gpu_sinusoidal_x_in_out(ctx, op);
     posenc__gpu_extent extents[POSENC__SINUSOIDAL_VIEWS];
@@ -106,29 +108,32 @@ posenc_status posenc_vk_sinusoidal_record(posenc_context *ctx, const posenc__sin
                            record_sinusoidal, &job);
 }
 
+posenc_vk_op posenc_vk_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op)
+{
+    posenc_vk_op run = {
+        .names = posenc__sinusoidal_view_names,
+        .view_count = POSENC__SINUSOIDAL_VIEWS,
+        .freqs = op->freqs,
+        .freq_count = op->half,
+        .freqs_id = op->freqs_id,
+        .pipelines = sinusoidal_pipelines,
+        .record = sinusoidal_record,
+        .op = op,
+    };
+    posenc__sinusoidal_views(ctx, op, run.views);
+    posenc__sinusoidal_view_access(op, run.views, run.access);
+    return run;
+}
+
 posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
 {
-    posenc_vk_context *vk = ctx->backend_state;
-    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
-    unsigned access[POSENC__SINUSOIDAL_VIEWS];
-    posenc__sinusoidal_views(ctx, op, views);
-    posenc__sinusoidal_view_access(op, views, access);
-    posenc_vk_place places[POSENC__SINUSOIDAL_VIEWS];
-    posenc_vk_staging staging = {0};
+    posenc_vk_op run = posenc_vk_sinusoidal_op(ctx, op);
+    return posenc_vk_run(ctx, &run);
+}
 
-    posenc__mutex_lock(&vk->lock);
-    posenc_status status =
-        posenc_vk_set_freqs(ctx, op->freqs, op->half, op->freqs_id, false);
-    if (status == POSENC_OK)
-        status = posenc_vk_place_views(ctx, views, access, posenc__sinusoidal_view_names,
-                                       POSENC__SINUSOIDAL_VIEWS, places, &staging);
-    if (status == POSENC_OK)
-        status = posenc_vk_begin(ctx);
-    if (status == POSENC_OK)
-        status = posenc_vk_sinusoidal_record(ctx, op, places);
-    if (status == POSENC_OK)
-        status = posenc_vk_submit(ctx);
-    posenc_vk_unstage(ctx, &staging, status == POSENC_OK);
-    posenc__mutex_unlock(&vk->lock);
-    return status;
+posenc_status posenc_vk_sinusoidal_submit(posenc_context *ctx, const posenc__sinusoidal_op *op,
+                                          void **event_state)
+{
+    posenc_vk_op run = posenc_vk_sinusoidal_op(ctx, op);
+    return posenc_vk_run_async(ctx, &run, "posenc_sinusoidal_submit", event_state);
 }

@@ -68,12 +68,9 @@ static posenc_status reserve(posenc_context *ctx, void *user, uint64_t bytes, bo
     placing *p = user;
     posenc_vk_context *vk = ctx->backend_state;
     if (keep)
-        return posenc_vk_reserve(ctx, &vk->staging, bytes, "staging");
-    posenc_status status = posenc_vk_allocate(ctx, bytes, vk->host_memory_type, true, "staging",
-                                              &p->staging->temporary);
-    if (status == POSENC_OK)
-        posenc_vk_debug_name_allocation(vk, &p->staging->temporary, "posenc staging");
-    return status;
+        return posenc_vk_reserve(ctx, &vk->staging, bytes);
+    return posenc_vk_allocate(ctx, bytes, vk->host_memory_type, true, "staging",
+                              "posenc staging", &p->staging->temporary);
 }
 
 static posenc_status upload(posenc_context *ctx, void *user, uint32_t region, const char *name)

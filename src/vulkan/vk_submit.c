@@ -8,19 +8,10 @@
  * or mapping one waits for exactly the work it needs. */
 #include "vulkan/vk_internal.h"
 
-#include "core/op_views.h"
-
 #include <stdlib.h>
 
-_Static_assert(POSENC__ROPE_VIEWS <= POSENC_VK_MAX_VIEWS &&
-                   POSENC__SINUSOIDAL_VIEWS <= POSENC_VK_MAX_VIEWS,
-               "places of every operation's views");
-
-/* Both submits, of `rope` or `sinusoidal` (the other NULL): `views` (NULL: absent) are all
- * device buffers (the front end checked them, see op_views.h). */
-static posenc_status submit(posenc_context *ctx, const posenc__view *const *views,
-                            uint32_t count, const posenc__rope_op *rope,
-                            const posenc__sinusoidal_op *sinusoidal, void **event_state)
+static posenc_status submit(posenc_context *ctx, const posenc_vk_op *op, const char *call,
+                            void **event_state)
 {
     posenc_vk_context *vk = ctx->backend_state;
     posenc_status lost = posenc__check_lost(ctx);
@@ -29,8 +20,7 @@ static posenc_status submit(posenc_context *ctx, const posenc__view *const *view
     if (!vk->queue)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "vulkan.queue: this context records only (no queue was given); "
-                            "%s needs one",
-                            rope ? "posenc_rope_submit" : "posenc_sinusoidal_submit");
+                            "%s needs one", call);
     posenc_status status;
     posenc_vk_event *event = NULL;
     if (event_state) {
@@ -38,25 +28,21 @@ static posenc_status submit(posenc_context *ctx, const posenc__view *const *view
         if (!event)
             return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "event: out of host memory");
     }
-    posenc_vk_place places[POSENC_VK_MAX_VIEWS] = {{0}};
-    for (uint32_t i = 0; i < count; i++) {
-        if (views[i])
-            places[i] = posenc_vk_place_of(views[i]);
+    posenc_vk_place places[POSENC__GPU_MAX_VIEWS] = {{0}};
+    for (uint32_t i = 0; i < op->view_count; i++) {
+        if (op->views[i])
+            places[i] = posenc_vk_place_of(op->views[i]);
     }
     posenc_vk_descriptors_trim(ctx);
     posenc_vk_submission *submission = NULL;
-    status = rope ? posenc_vk_set_freqs(ctx, rope->freqs, rope->rotary_dim / 2, rope->freqs_id,
-                                        false)
-                  : posenc_vk_set_freqs(ctx, sinusoidal->freqs, sinusoidal->half,
-                                        sinusoidal->freqs_id, false);
+    status = posenc_vk_set_freqs(ctx, op->freqs, op->freq_count, op->freqs_id, false);
     if (status == POSENC_OK)
         status = posenc_vk_acquire_submission(ctx, &submission);
     if (status == POSENC_OK)
         status = posenc_vk_open(ctx, submission->commands);
     if (status == POSENC_OK)
         status = posenc_vk_close(ctx, submission->commands, submission->fence,
-                                 rope ? posenc_vk_rope_record(ctx, rope, places)
-                                      : posenc_vk_sinusoidal_record(ctx, sinusoidal, places));
+                                 op->record(ctx, op->op, places));
     if (status != POSENC_OK) {
         free(event);
         return status;
@@ -64,9 +50,9 @@ static posenc_status submit(posenc_context *ctx, const posenc__view *const *view
     submission->serial = ++vk->serial;
     if (vk->table)
         vk->table->last_serial = submission->serial;
-    for (uint32_t i = 0; i < count; i++) {
-        if (views[i]) {
-            posenc_vk_buffer *state = views[i]->buffer->backend_state;
+    for (uint32_t i = 0; i < op->view_count; i++) {
+        if (op->views[i]) {
+            posenc_vk_buffer *state = op->views[i]->buffer->backend_state;
             state->last_serial = submission->serial;
         }
     }
@@ -77,27 +63,12 @@ static posenc_status submit(posenc_context *ctx, const posenc__view *const *view
     return POSENC_OK;
 }
 
-posenc_status posenc_vk_rope_submit(posenc_context *ctx, const posenc__rope_op *op,
-                                    void **event_state)
+posenc_status posenc_vk_run_async(posenc_context *ctx, const posenc_vk_op *op, const char *call,
+                                  void **event_state)
 {
     posenc_vk_context *vk = ctx->backend_state;
-    const posenc__view *views[POSENC__ROPE_VIEWS];
-    posenc__rope_views(op, views);
     posenc__mutex_lock(&vk->lock);
-    posenc_status status = submit(ctx, views, POSENC__ROPE_VIEWS, op, NULL, event_state);
+    posenc_status status = submit(ctx, op, call, event_state);
     posenc__mutex_unlock(&vk->lock);
     return status;
 }
-
-posenc_status posenc_vk_sinusoidal_submit(posenc_context *ctx, const posenc__sinusoidal_op *op,
-                                          void **event_state)
-{
-    posenc_vk_context *vk = ctx->backend_state;
-    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
-    posenc__sinusoidal_views(ctx, op, views);
-    posenc__mutex_lock(&vk->lock);
-    posenc_status status = submit(ctx, views, POSENC__SINUSOIDAL_VIEWS, NULL, op, event_state);
-    posenc__mutex_unlock(&vk->lock);
-    return status;
-}
-
