@@ -16,8 +16,10 @@ typedef struct posenc__gpu_error {
 /* An entry of the list, built from the backend's X-macro list of (code, status) pairs. */
 #define POSENC__GPU_ERROR(code, status) {(int32_t)(code), #code, (status)},
 
-/* The entry of `code` in the `count` entries of `list`; NULL when the list lacks it. */
-const posenc__gpu_error *posenc__gpu_error_find(const posenc__gpu_error *list, size_t count,
-                                                int32_t code);
+/* The name of `code` in the `count` entries of `list`; `unknown` when the list lacks it. */
+const char *posenc__gpu_error_name(const posenc__gpu_error *list, size_t count, int32_t code,
+                                   const char *unknown);
+/* The status of `code` in the `count` entries of `list`; DEVICE_ERROR when the list lacks it. */
+posenc_status posenc__gpu_error_status(const posenc__gpu_error *list, size_t count, int32_t code);
 
 #endif

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 static posenc_cl_api api;
 static bool api_loaded;
 
@@ -83,7 +82,8 @@ const posenc_cl_api *posenc_cl_api_get(void) { return api_loaded ? &api : NULL; 
 
 /* Every OpenCL error posenc names, with the status it reports for it; any other is a
  * DEVICE_ERROR, named "CL error". */
-#define POSENC_CL_ERRORS(X)\
+#define POSENC_CL_ERRORS(X)                                                                       \
+    X(CL_SUCCESS, POSENC_OK)                                                                      \
     X(CL_DEVICE_NOT_FOUND, POSENC_DEVICE_NOT_FOUND)                                               \
     X(CL_DEVICE_NOT_AVAILABLE, POSENC_DEVICE_LOST)                                                \
     X(CL_COMPILER_NOT_AVAILABLE, POSENC_KERNEL_BUILD_FAILED)                                      \
@@ -138,18 +138,12 @@ static const posenc__gpu_error errors[] = {POSENC_CL_ERRORS(POSENC__GPU_ERROR)};
 
 const char *posenc_cl_error_name(cl_int error)
 {
-    const posenc__gpu_error *known =
-        posenc__gpu_error_find(errors, sizeof errors / sizeof errors[0], error);
-    return known ? known->name : "CL error";
+    return posenc__gpu_error_name(errors, sizeof errors / sizeof errors[0], error, "CL error");
 }
 
 posenc_status posenc_cl_status(cl_int error)
 {
-    if (error == CL_SUCCESS)
-        return POSENC_OK;
-    const posenc__gpu_error *known =
-        posenc__gpu_error_find(errors, sizeof errors / sizeof errors[0], error);
-    return known ? known->status : POSENC_DEVICE_ERROR;
+    return posenc__gpu_error_status(errors, sizeof errors / sizeof errors[0], error);
 }
 
 posenc_status posenc_cl_fail(posenc_context *ctx, cl_int error, const char *what,

@@ -37,16 +37,13 @@ static const posenc__gpu_error results[] = {POSENC_VK_RESULTS(POSENC__GPU_ERROR)
 
 const char *posenc_vk_result_name(VkResult result)
 {
-    const posenc__gpu_error *known =
-        posenc__gpu_error_find(results, sizeof results / sizeof results[0], result);
-    return known ? known->name : "VkResult (unknown)";
+    return posenc__gpu_error_name(results, sizeof results / sizeof results[0], result,
+                                  "VkResult (unknown)");
 }
 
 posenc_status posenc_vk_status_of(VkResult result)
 {
-    const posenc__gpu_error *known =
-        posenc__gpu_error_find(results, sizeof results / sizeof results[0], result);
-    return known ? known->status : POSENC_DEVICE_ERROR;
+    return posenc__gpu_error_status(results, sizeof results / sizeof results[0], result);
 }
 
 posenc_status posenc_vk_fail(posenc_context *ctx, VkResult result, const char *what)
