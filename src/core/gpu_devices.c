@@ -2,8 +2,8 @@
 /* What every GPU backend decides alike about its devices (gpu_devices.h). */
 #include "core/gpu_devices.h"
 
-#include "core/platform.h"
-
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,4 +31,37 @@ void posenc__gpu_devices_free(posenc__device_list *list)
     for (uint32_t d = 0; d < list->count; d++)
         free(list->items[d].handle);
     list->count = 0;
+}
+
+void posenc__gpu_listing_failed(posenc__gpu_listing *listing, const char *format, ...)
+{
+    if (listing->failed++ > 0)
+        return;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(listing->failure, sizeof listing->failure, format, args);
+    va_end(args);
+}
+
+posenc_status posenc__gpu_listing_end(const posenc__gpu_listing *listing,
+                                      posenc__device_list *list, posenc_status status, char *why,
+                                      size_t why_size, const char **reason)
+{
+    if (status != POSENC_OK) {
+        posenc__gpu_devices_free(list); /* nothing listed, nothing kept */
+        *reason = "out of host memory";
+        return status;
+    }
+    if (list->count > 0)
+        return POSENC_OK;
+    if (listing->failed)
+        snprintf(why, why_size, "no usable %s device (%s; %u such failure%s)", listing->api,
+                 listing->failure, listing->failed, listing->failed == 1 ? "" : "s");
+    else if (listing->unusable)
+        snprintf(why, why_size, "no usable %s device (%u %s)", listing->api, listing->unusable,
+                 listing->lacks);
+    else
+        posenc__copy_string(why, why_size, listing->none);
+    *reason = why;
+    return POSENC_BACKEND_UNAVAILABLE;
 }

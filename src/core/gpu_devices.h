@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* What every GPU backend decides alike about its devices: which features the environment turns
  * off (to run a device through the code paths of devices without them), whether caller host
- * memory is used in place, and the device records a listing owns. */
+ * memory is used in place, the device records a listing owns, and the reason a listing gives
+ * when no device is usable. */
 #ifndef POSENC_CORE_GPU_DEVICES_H
 #define POSENC_CORE_GPU_DEVICES_H
 
 #include "core/internal.h"
+#include "core/platform.h"
 
 /* Whether the comma-separated list in environment variable `variable` (POSENC_VULKAN_DISABLE,
  * POSENC_OPENCL_DISABLE: docs/backends.md) names `feature` exactly: posenc then leaves that
@@ -21,5 +23,29 @@ bool posenc__gpu_host_importable(bool unified, uint64_t alignment);
 /* Frees the record each device of `list` holds in its `handle` (one allocation each, as both
  * GPU backends make them) and empties the list: a listing abandoned or given back. */
 void posenc__gpu_devices_free(posenc__device_list *list);
+
+/* What a listing met besides the devices it listed, for the reason it gives when none is usable:
+ * a backend fills in the first three fields, and counts the rest as it goes. */
+typedef struct posenc__gpu_listing {
+    const char *api;   /* "Vulkan" */
+    const char *lacks; /* what an unusable device lacks, after their count */
+    const char *none;  /* the reason when the runtime lists no device at all */
+    uint32_t unusable; /* devices without what posenc needs */
+    uint32_t failed;   /* runtime calls that failed on a platform or a device */
+    char failure[128]; /* the first of them: "<call> failed: <error>" */
+} posenc__gpu_listing;
+
+/* Counts a runtime call that failed, its description kept when it is the first. */
+void posenc__gpu_listing_failed(posenc__gpu_listing *listing, const char *format, ...)
+    POSENC__PRINTF_LIKE(2, 3);
+
+/* The end of a listing that ran into `status`. Every failure of the runtime is the runtime's:
+ * with nothing listed the backend is absent (BACKEND_UNAVAILABLE) with the first failure, or
+ * else the unusable devices, or else `none`, as the reason (written in `why`). Only posenc's own
+ * shortage (`status` OUT_OF_MEMORY) returns that status, the records freed, so that the next
+ * listing tries again. */
+posenc_status posenc__gpu_listing_end(const posenc__gpu_listing *listing,
+                                      posenc__device_list *list, posenc_status status, char *why,
+                                      size_t why_size, const char **reason);
 
 #endif

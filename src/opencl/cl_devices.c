@@ -240,15 +240,24 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
 
 /* Every failure of the runtime while listing (its own CL_OUT_OF_HOST_MEMORY included) is the
  * runtime's: a platform or device it fails to list is left out, and with nothing listed the
- * backend is absent for the process, the call and its error as the reason. Only posenc's own
- * shortages return OUT_OF_MEMORY, so that the next listing tries again. */
+ * backend is absent for the process, the call and its error as the reason (core/gpu_devices.h). */
 static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_list *list,
                                        const char **reason)
 {
     static char why[192];
     cl_uint platform_count = 0;
     cl_int err = cl->GetPlatformIDs(0, NULL, &platform_count);
+    cl_platform_id *platforms = NULL;
+    if (err == CL_SUCCESS && platform_count) {
+        platforms = calloc(platform_count, sizeof *platforms);
+        if (!platforms) {
+            *reason = "out of host memory";
+            return POSENC_OUT_OF_MEMORY;
+        }
+        err = cl->GetPlatformIDs(platform_count, platforms, &platform_count);
+    }
     if (err != CL_SUCCESS || platform_count == 0) {
+        free(platforms);
         if (err == CL_SUCCESS || err == CL_PLATFORM_NOT_FOUND_KHR)
             snprintf(why, sizeof why, "no OpenCL platform is installed (clGetPlatformIDs: %s)",
                      err == CL_SUCCESS ? "none" : posenc_cl_error_name(err));
@@ -257,21 +266,12 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
         *reason = why;
         return POSENC_BACKEND_UNAVAILABLE;
     }
-    cl_platform_id *platforms = calloc(platform_count, sizeof *platforms);
-    if (!platforms) {
-        *reason = "out of host memory";
-        return POSENC_OUT_OF_MEMORY;
-    }
-    err = cl->GetPlatformIDs(platform_count, platforms, &platform_count);
-    if (err != CL_SUCCESS) {
-        free(platforms);
-        snprintf(why, sizeof why, "clGetPlatformIDs failed: %s", posenc_cl_error_name(err));
-        *reason = why;
-        return POSENC_BACKEND_UNAVAILABLE;
-    }
 
-    uint32_t added = 0, skipped = 0, failed = 0;
-    char failure[96] = "";
+    posenc__gpu_listing listing = {
+        .api = "OpenCL",
+        .lacks = "lack OpenCL 1.2, a compiler or availability",
+        .none = "no OpenCL device",
+    };
     posenc_status status = POSENC_OK;
     for (cl_uint p = 0; p < platform_count && status == POSENC_OK; p++) {
         char platform_name[128];
@@ -290,57 +290,31 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
                                    &device_count);
         }
         /* CL_DEVICE_NOT_FOUND: a platform without devices, not a failure. */
-        if (err != CL_SUCCESS && err != CL_DEVICE_NOT_FOUND && failed++ == 0)
-            snprintf(failure, sizeof failure, "clGetDeviceIDs failed: %s",
-                     posenc_cl_error_name(err));
+        if (err != CL_SUCCESS && err != CL_DEVICE_NOT_FOUND)
+            posenc__gpu_listing_failed(&listing, "clGetDeviceIDs failed: %s",
+                                       posenc_cl_error_name(err));
         if (err != CL_SUCCESS)
             device_count = 0;
-        for (cl_uint d = 0; d < device_count; d++) {
+        for (cl_uint d = 0; d < device_count && status == POSENC_OK; d++) {
             posenc__device device;
             posenc_cl_query_failure query_failure = {CL_SUCCESS, ""};
             posenc_cl_device_verdict verdict = posenc_cl_describe_device(
                 cl, platforms[p], platform_name, ids[d], &device, &query_failure);
-            if (verdict == POSENC_CL_DEVICE_SKIPPED) {
-                skipped++;
-                continue;
-            }
-            if (verdict == POSENC_CL_DEVICE_QUERY_FAILED) {
-                if (failed++ == 0)
-                    snprintf(failure, sizeof failure, "clGetDeviceInfo (%s) failed: %s",
-                             query_failure.query, posenc_cl_error_name(query_failure.error));
-                continue;
-            }
-            if (verdict == POSENC_CL_DEVICE_NO_MEMORY ||
-                posenc__device_list_append(list, &device) != POSENC_OK) {
-                if (verdict == POSENC_CL_DEVICE_USABLE)
-                    free(device.handle);
+            if (verdict == POSENC_CL_DEVICE_SKIPPED)
+                listing.unusable++;
+            else if (verdict == POSENC_CL_DEVICE_QUERY_FAILED)
+                posenc__gpu_listing_failed(&listing, "clGetDeviceInfo (%s) failed: %s",
+                                           query_failure.query,
+                                           posenc_cl_error_name(query_failure.error));
+            else if (verdict == POSENC_CL_DEVICE_NO_MEMORY)
                 status = POSENC_OUT_OF_MEMORY;
-                break;
-            }
-            added++;
+            else if ((status = posenc__device_list_append(list, &device)) != POSENC_OK)
+                free(device.handle);
         }
         free(ids);
     }
     free(platforms);
-    if (status != POSENC_OK) {
-        posenc__gpu_devices_free(list); /* nothing listed, nothing kept */
-        *reason = "out of host memory";
-        return status;
-    }
-    if (added == 0) {
-        if (failed)
-            snprintf(why, sizeof why, "no usable OpenCL device (%s; %u such failure%s)", failure,
-                     failed, failed == 1 ? "" : "s");
-        else if (skipped)
-            snprintf(why, sizeof why,
-                     "no usable OpenCL device (%u lack OpenCL 1.2, a compiler or availability)",
-                     skipped);
-        else
-            snprintf(why, sizeof why, "no OpenCL device");
-        *reason = why;
-        return POSENC_BACKEND_UNAVAILABLE;
-    }
-    return POSENC_OK;
+    return posenc__gpu_listing_end(&listing, list, status, why, sizeof why, reason);
 }
 
 posenc_status posenc_cl_enumerate(posenc__device_list *list, const char **reason)

@@ -35,38 +35,6 @@ static const char *vendor_name(uint32_t vendor_id)
     }
 }
 
-/* The device's extensions in `*extensions` (freed by the caller). A failed query is the
- * runtime's error, in `*runtime_result`: read as "no extensions" it would describe the device
- * without 16-bit storage, host import or push descriptors, and hide the failure. */
-static posenc_status device_extensions(const posenc_vk_instance *instance,
-                                       VkPhysicalDevice physical,
-                                       VkExtensionProperties **extensions, uint32_t *count,
-                                       VkResult *runtime_result)
-{
-    *extensions = NULL;
-    *count = 0;
-    VkResult result = instance->fns.EnumerateDeviceExtensionProperties(physical, NULL, count, NULL);
-    if (result < 0) {
-        *runtime_result = result;
-        return posenc_vk_status_of(result);
-    }
-    VkExtensionProperties *list = calloc(*count + 1, sizeof *list);
-    if (!list)
-        return POSENC_OUT_OF_MEMORY;
-    /* VK_INCOMPLETE: extensions appeared since the count; the first `*count` are enough. */
-    if (*count) {
-        result = instance->fns.EnumerateDeviceExtensionProperties(physical, NULL, count, list);
-        if (result < 0) {
-            free(list);
-            *count = 0;
-            *runtime_result = result;
-            return posenc_vk_status_of(result);
-        }
-    }
-    *extensions = list;
-    return POSENC_OK;
-}
-
 /* A compute queue family, preferring one without graphics (a dedicated compute queue), in
  * `*family` (UINT32_MAX: none); false when out of host memory. */
 static bool compute_queue_family(const posenc_vk_instance *instance, VkPhysicalDevice physical,
@@ -129,6 +97,15 @@ static void describe_memory(const VkPhysicalDeviceMemoryProperties *memory, bool
     }
 }
 
+/* Appends `next` to a pNext chain whose last structure is `*tail`, when the device has it. */
+static void chain(VkBaseOutStructure **tail, bool present, void *next)
+{
+    if (present) {
+        (*tail)->pNext = next;
+        *tail = next;
+    }
+}
+
 posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalDevice physical,
                                  uint32_t index, posenc__device *device,
                                  posenc_vk_physical *record, VkResult *runtime_result)
@@ -147,12 +124,26 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
     if (record->queue_family == UINT32_MAX)
         return POSENC_UNSUPPORTED;
 
+    /* A failed query of the extensions is the runtime's error: read as "no extensions" it
+     * would describe the device without 16-bit storage, host import or push descriptors, and
+     * hide the failure. VK_INCOMPLETE: extensions appeared since the count; those are enough. */
     uint32_t extension_count = 0;
     VkExtensionProperties *extensions = NULL;
-    posenc_status status =
-        device_extensions(instance, physical, &extensions, &extension_count, runtime_result);
-    if (status != POSENC_OK)
-        return status;
+    VkResult result =
+        vk->EnumerateDeviceExtensionProperties(physical, NULL, &extension_count, NULL);
+    if (result >= 0) {
+        extensions = calloc(extension_count + 1, sizeof *extensions);
+        if (!extensions)
+            return POSENC_OUT_OF_MEMORY;
+        if (extension_count)
+            result = vk->EnumerateDeviceExtensionProperties(physical, NULL, &extension_count,
+                                                            extensions);
+    }
+    if (result < 0) {
+        free(extensions);
+        *runtime_result = result;
+        return posenc_vk_status_of(result);
+    }
 #define HAS_(name) posenc_vk_has_extension(extensions, extension_count, name)
     bool has_driver_properties = version >= VK_API_VERSION_1_2 ||
                                  HAS_(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
@@ -186,27 +177,12 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
     VkPhysicalDeviceProperties2 properties = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &maintenance3};
-    void **tail = &id.pNext;
-    if (has_host_import) {
-        *tail = &host_import;
-        tail = &host_import.pNext;
-    }
-    if (has_driver_properties) {
-        *tail = &driver;
-        tail = &driver.pNext;
-    }
-    if (has_size_control) {
-        *tail = &size_control;
-        tail = &size_control.pNext;
-    }
-    if (has_amd_cores) {
-        *tail = &amd_cores;
-        tail = &amd_cores.pNext;
-    }
-    if (has_nv_sms) {
-        *tail = &nv_sms;
-        tail = &nv_sms.pNext;
-    }
+    VkBaseOutStructure *tail = (VkBaseOutStructure *)&id;
+    chain(&tail, has_host_import, &host_import);
+    chain(&tail, has_driver_properties, &driver);
+    chain(&tail, has_size_control, &size_control);
+    chain(&tail, has_amd_cores, &amd_cores);
+    chain(&tail, has_nv_sms, &nv_sms);
     vk->GetPhysicalDeviceProperties2(physical, &properties);
 
     VkPhysicalDevice16BitStorageFeatures storage16 = {
@@ -217,15 +193,9 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
     VkPhysicalDeviceFeatures2 features = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &storage16};
-    tail = &storage16.pNext;
-    if (has_float16) {
-        *tail = &float16;
-        tail = &float16.pNext;
-    }
-    if (has_size_control) {
-        *tail = &size_control_features;
-        tail = &size_control_features.pNext;
-    }
+    tail = (VkBaseOutStructure *)&storage16;
+    chain(&tail, has_float16, &float16);
+    chain(&tail, has_size_control, &size_control_features);
     vk->GetPhysicalDeviceFeatures2(physical, &features);
 
     VkPhysicalDeviceMemoryProperties memory;
@@ -308,8 +278,7 @@ static bool seen_before(const posenc__device_list *list, const posenc_vk_physica
 
 /* Every failure of the runtime while listing (its own VK_ERROR_OUT_OF_HOST_MEMORY included: the
  * loader returns it for a damaged driver manifest) makes the backend absent for the process,
- * with the call and its VkResult as the reason; only posenc's own shortages return
- * OUT_OF_MEMORY, so that the next listing tries again. */
+ * with the call and its VkResult as the reason (core/gpu_devices.h). */
 posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason)
 {
     if (!posenc__spirv_enabled() || !posenc__spirv_get(POSENC__SPIRV_ROPE_F32)) {
@@ -332,12 +301,9 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
     VkPhysicalDevice *physicals = NULL;
     if (result == VK_SUCCESS && count) {
         physicals = calloc(count, sizeof *physicals);
-        if (!physicals) {
-            posenc_vk_instance_destroy(&instance);
-            *reason = "out of host memory";
-            return POSENC_OUT_OF_MEMORY;
-        }
-        result = instance.fns.EnumeratePhysicalDevices(instance.handle, &count, physicals);
+        if (physicals)
+            result = instance.fns.EnumeratePhysicalDevices(instance.handle, &count, physicals);
+        status = physicals ? POSENC_OK : POSENC_OUT_OF_MEMORY;
         if (result == VK_INCOMPLETE)
             result = VK_SUCCESS;
     }
@@ -351,63 +317,41 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
     }
 
     /* A device whose description the runtime fails is left out, the others listed. */
-    uint32_t unusable = 0, failed = 0;
-    VkResult first_failure = VK_SUCCESS;
-    status = POSENC_OK;
+    posenc__gpu_listing listing = {
+        .api = "Vulkan",
+        .lacks = "without Vulkan 1.1 or a compute queue",
+        .none = "no Vulkan driver or device (the loader found no physical device)",
+    };
     for (uint32_t i = 0; i < count && status == POSENC_OK; i++) {
         /* Records live as long as the device list: for the rest of the process. */
         posenc_vk_physical *record = calloc(1, sizeof *record);
         posenc__device device = {.handle = record};
-        if (!record) {
-            status = POSENC_OUT_OF_MEMORY;
-            break;
-        }
-        status = posenc_vk_describe(&instance, physicals[i], i, &device, record, &runtime_result);
-        if (status != POSENC_OK && runtime_result != VK_SUCCESS) {
-            if (failed++ == 0)
-                first_failure = runtime_result;
+        runtime_result = VK_SUCCESS;
+        status = record ? posenc_vk_describe(&instance, physicals[i], i, &device, record,
+                                             &runtime_result)
+                        : POSENC_OUT_OF_MEMORY;
+        if (runtime_result != VK_SUCCESS) {
+            posenc__gpu_listing_failed(&listing, "vkEnumerateDeviceExtensionProperties failed: %s",
+                                       posenc_vk_result_name(runtime_result));
             status = POSENC_OK;
-            free(record);
-            continue;
-        }
-        if (status == POSENC_UNSUPPORTED || (status == POSENC_OK && seen_before(list, record))) {
-            unusable += status != POSENC_OK;
+        } else if (status == POSENC_UNSUPPORTED) {
+            listing.unusable++;
             status = POSENC_OK;
-            free(record);
-            continue;
-        }
-        if (status == POSENC_OK)
+        } else if (status == POSENC_OK && !seen_before(list, record)) {
             status = posenc__device_list_append(list, &device);
-        if (status != POSENC_OK)
-            free(record);
+            if (status == POSENC_OK)
+                continue; /* the list owns the record */
+        }
+        free(record);
     }
     free(physicals);
-    if (status != POSENC_OK) {
+    status = posenc__gpu_listing_end(&listing, list, status, absent_reason, sizeof absent_reason,
+                                     reason);
+    if (status == POSENC_OK)
+        enumeration_instance = instance;
+    else
         posenc_vk_instance_destroy(&instance);
-        posenc__gpu_devices_free(list);
-        *reason = "out of host memory";
-        return status;
-    }
-    if (list->count == 0) {
-        posenc_vk_instance_destroy(&instance);
-        if (count == 0)
-            posenc__copy_string(absent_reason, sizeof absent_reason,
-                                "no Vulkan driver or device (the loader found no physical "
-                                "device)");
-        else if (failed)
-            snprintf(absent_reason, sizeof absent_reason,
-                     "no usable Vulkan device (vkEnumerateDeviceExtensionProperties failed on "
-                     "%u of %u: %s)",
-                     failed, count, posenc_vk_result_name(first_failure));
-        else
-            snprintf(absent_reason, sizeof absent_reason,
-                     "no usable Vulkan device (%u without Vulkan 1.1 or a compute queue)",
-                     unusable);
-        *reason = absent_reason;
-        return POSENC_BACKEND_UNAVAILABLE;
-    }
-    enumeration_instance = instance;
-    return POSENC_OK;
+    return status;
 }
 
 void posenc_vk_release_devices(posenc__device_list *list)
