@@ -113,13 +113,11 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
     instance->loader = loader;
 
     bool with_layer = false;
-    if (validation && log_ctx && !has_layer(loader, VALIDATION_LAYER, &with_layer)) {
-        posenc__copy_string(message, message_size, "out of host memory");
-        return POSENC_OUT_OF_MEMORY;
-    }
     uint32_t extension_count = 0;
-    VkExtensionProperties *extensions =
-        instance_extensions(loader, with_layer ? VALIDATION_LAYER : NULL, &extension_count);
+    VkExtensionProperties *extensions = NULL;
+    if (!validation || !log_ctx || has_layer(loader, VALIDATION_LAYER, &with_layer))
+        extensions =
+            instance_extensions(loader, with_layer ? VALIDATION_LAYER : NULL, &extension_count);
     if (!extensions) {
         posenc__copy_string(message, message_size, "out of host memory");
         return POSENC_OUT_OF_MEMORY;
@@ -208,11 +206,8 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
     }
     const char *missing = "";
     if (!posenc_vk_load_instance_fns(loader, instance->handle, &instance->fns, &missing)) {
-        PFN_vkDestroyInstance destroy =
-            (PFN_vkDestroyInstance)loader->GetInstanceProcAddr(instance->handle,
-                                                               "vkDestroyInstance");
-        if (destroy)
-            destroy(instance->handle, NULL);
+        if (instance->fns.DestroyInstance) /* loaded first, unless it is the one missing */
+            instance->fns.DestroyInstance(instance->handle, NULL);
         instance->handle = VK_NULL_HANDLE;
         snprintf(message, message_size, "the Vulkan instance lacks %s", missing);
         return POSENC_BACKEND_UNAVAILABLE;
@@ -230,9 +225,7 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
 
 void posenc_vk_instance_destroy(posenc_vk_instance *instance)
 {
-    if (instance->borrowed)
-        return;
-    if (!instance->handle)
+    if (instance->borrowed || !instance->handle)
         return;
     if (instance->messenger && instance->fns.DestroyDebugUtilsMessengerEXT)
         instance->fns.DestroyDebugUtilsMessengerEXT(instance->handle, instance->messenger, NULL);

@@ -101,7 +101,6 @@ typedef struct posenc_vk_loader {
     PFN_vkEnumerateInstanceExtensionProperties EnumerateInstanceExtensionProperties;
     PFN_vkEnumerateInstanceLayerProperties EnumerateInstanceLayerProperties;
     uint32_t instance_version; /* what the loader supports: VK_API_VERSION_1_0 and up */
-    const char *library;       /* the file that was opened */
 } posenc_vk_loader;
 
 /* The loader, or NULL with a static reason ("libvulkan.so.1 not found"). Thread-safe. */

@@ -38,9 +38,8 @@ static void load(void)
 {
     if (!posenc__library_loading(&state.reason))
         return;
-    const char *name = NULL;
     void *library = posenc__library_open_first(
-        library_names, sizeof library_names / sizeof library_names[0], &name);
+        library_names, sizeof library_names / sizeof library_names[0], NULL);
     if (!library) {
         state.reason = "the Vulkan loader (" LIBRARY_HINT ") was not found";
         return;
@@ -79,7 +78,6 @@ static void load(void)
         state.reason = "the Vulkan loader supports only Vulkan 1.0 (posenc needs 1.1)";
         return;
     }
-    loader->library = name;
     /* The library stays open for the life of the process: instances may come and go. */
     state.ok = true;
 }
@@ -94,18 +92,22 @@ const posenc_vk_loader *posenc_vk_loader_get(const char **reason)
     return &state.loader;
 }
 
-bool posenc_vk_load_instance_fns(const posenc_vk_loader *loader, VkInstance instance,
-                                 posenc_vk_instance_fns *fns, const char **missing)
-{
-    memset(fns, 0, sizeof *fns);
-#define LOAD_(name)                                                                               \
-    fns->name = (PFN_vk##name)loader->GetInstanceProcAddr(instance, "vk" #name);                  \
+/* Loads vk<name> into fns->name through `get`; a missing one fails the load, named in
+ * `*missing`. */
+#define LOAD_(get, handle, name)                                                                  \
+    fns->name = (PFN_vk##name)get(handle, "vk" #name);                                            \
     if (!fns->name) {                                                                             \
         *missing = "vk" #name;                                                                    \
         return false;                                                                             \
     }
-    POSENC_VK_INSTANCE_FUNCTIONS(LOAD_)
-#undef LOAD_
+
+bool posenc_vk_load_instance_fns(const posenc_vk_loader *loader, VkInstance instance,
+                                 posenc_vk_instance_fns *fns, const char **missing)
+{
+    memset(fns, 0, sizeof *fns);
+#define LOAD_INSTANCE_(name) LOAD_(loader->GetInstanceProcAddr, instance, name)
+    POSENC_VK_INSTANCE_FUNCTIONS(LOAD_INSTANCE_)
+#undef LOAD_INSTANCE_
 #define LOAD_OPTIONAL_(name)                                                                      \
     fns->name = (PFN_vk##name)loader->GetInstanceProcAddr(instance, "vk" #name);
     POSENC_VK_DEBUG_FUNCTIONS(LOAD_OPTIONAL_)
@@ -117,13 +119,8 @@ bool posenc_vk_load_device_fns(const posenc_vk_instance_fns *instance_fns, VkDev
                                posenc_vk_device_fns *fns, const char **missing)
 {
     memset(fns, 0, sizeof *fns);
-#define LOAD_(name)                                                                               \
-    fns->name = (PFN_vk##name)instance_fns->GetDeviceProcAddr(device, "vk" #name);                \
-    if (!fns->name) {                                                                             \
-        *missing = "vk" #name;                                                                    \
-        return false;                                                                             \
-    }
-    POSENC_VK_DEVICE_FUNCTIONS(LOAD_)
-#undef LOAD_
+#define LOAD_DEVICE_(name) LOAD_(instance_fns->GetDeviceProcAddr, device, name)
+    POSENC_VK_DEVICE_FUNCTIONS(LOAD_DEVICE_)
+#undef LOAD_DEVICE_
     return true;
 }
