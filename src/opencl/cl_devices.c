@@ -54,15 +54,6 @@ static void device_string(device_queries *q, cl_device_info param, const char *n
     out[size - 1] = '\0';
 }
 
-static void platform_string(const posenc_cl_api *cl, cl_platform_id platform,
-                            cl_platform_info param, char *out, size_t size)
-{
-    out[0] = '\0';
-    if (cl->GetPlatformInfo(platform, param, size - 1, out, NULL) != CL_SUCCESS)
-        out[0] = '\0';
-    out[size - 1] = '\0';
-}
-
 /* A fixed-size property (cl_uint, cl_ulong, size_t, cl_bool...), zero when the query fails. */
 static void device_value(device_queries *q, cl_device_info param, const char *name, void *out,
                          size_t size)
@@ -184,7 +175,6 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     if (extensions_size && query(&q, CL_DEVICE_EXTENSIONS, "CL_DEVICE_EXTENSIONS",
                                  extensions_size, extensions, NULL) != CL_SUCCESS)
         extensions[0] = '\0';
-    const char *extension_list = extensions;
 
     device->max_work_group_size = work_group ? work_group : 1;
     device->max_work_item_size0 = item_sizes[0] ? item_sizes[0] : device->max_work_group_size;
@@ -222,14 +212,13 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     info->host_memory_import =
         posenc__gpu_host_importable(info->unified_memory, device->base_alignment);
     info->fp16_storage = true; /* vload_half / vstore_half are core OpenCL */
-    info->fp16_arithmetic = has_extension(extension_list, "cl_khr_fp16");
-    info->bf16 = has_extension(extension_list, "cl_intel_bfloat16_conversions");
-    info->fp64 = fp64 != 0 || has_extension(extension_list, "cl_khr_fp64");
+    info->fp16_arithmetic = has_extension(extensions, "cl_khr_fp16");
+    info->bf16 = has_extension(extensions, "cl_intel_bfloat16_conversions");
+    info->fp64 = fp64 != 0 || has_extension(extensions, "cl_khr_fp64");
     info->compute_units = device->compute_units;
     info->max_workgroup_size =
         device->max_work_group_size > UINT32_MAX ? UINT32_MAX
                                                  : (uint32_t)device->max_work_group_size;
-    info->subgroup_size = 0;
     info->max_buffer_bytes = max_alloc ? max_alloc : 1;
     info->max_binding_bytes = info->max_buffer_bytes < MAX_BINDING_BYTES
                                   ? info->max_buffer_bytes
@@ -274,8 +263,10 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
     };
     posenc_status status = POSENC_OK;
     for (cl_uint p = 0; p < platform_count && status == POSENC_OK; p++) {
-        char platform_name[128];
-        platform_string(cl, platforms[p], CL_PLATFORM_NAME, platform_name, sizeof platform_name);
+        char platform_name[128] = "";
+        if (cl->GetPlatformInfo(platforms[p], CL_PLATFORM_NAME, sizeof platform_name - 1,
+                                platform_name, NULL) != CL_SUCCESS)
+            platform_name[0] = '\0';
         trim(platform_name);
         cl_uint device_count = 0;
         err = cl->GetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &device_count);

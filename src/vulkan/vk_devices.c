@@ -230,7 +230,6 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
     info->host_memory_import = record->host_import;
     info->fp16_storage = storage16.storageBuffer16BitAccess == VK_TRUE;
     info->fp16_arithmetic = has_float16 && float16.shaderFloat16 == VK_TRUE;
-    info->bf16 = false;
     info->fp64 = features.features.shaderFloat64 == VK_TRUE;
     if (has_amd_cores)
         info->compute_units = amd_cores.shaderEngineCount * amd_cores.shaderArraysPerEngineCount *
