@@ -2,7 +2,8 @@
 /* What every GPU backend decides alike about its devices (gpu_devices.h). */
 #include "core/gpu_devices.h"
 
-#include <stdarg.h>
+#include "core/platform.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,16 +32,6 @@ void posenc__gpu_devices_free(posenc__device_list *list)
     for (uint32_t d = 0; d < list->count; d++)
         free(list->items[d].handle);
     list->count = 0;
-}
-
-void posenc__gpu_listing_failed(posenc__gpu_listing *listing, const char *format, ...)
-{
-    if (listing->failed++ > 0)
-        return;
-    va_list args;
-    va_start(args, format);
-    vsnprintf(listing->failure, sizeof listing->failure, format, args);
-    va_end(args);
 }
 
 posenc_status posenc__gpu_listing_end(const posenc__gpu_listing *listing,

@@ -7,7 +7,6 @@
 #define POSENC_CORE_GPU_DEVICES_H
 
 #include "core/internal.h"
-#include "core/platform.h"
 
 /* Whether the comma-separated list in environment variable `variable` (POSENC_VULKAN_DISABLE,
  * POSENC_OPENCL_DISABLE: docs/backends.md) names `feature` exactly: posenc then leaves that
@@ -25,7 +24,8 @@ bool posenc__gpu_host_importable(bool unified, uint64_t alignment);
 void posenc__gpu_devices_free(posenc__device_list *list);
 
 /* What a listing met besides the devices it listed, for the reason it gives when none is usable:
- * a backend fills in the first three fields, and counts the rest as it goes. */
+ * a backend fills in the first three fields, and counts the rest as it goes, describing the
+ * first failure. */
 typedef struct posenc__gpu_listing {
     const char *api;   /* "Vulkan" */
     const char *lacks; /* what an unusable device lacks, after their count */
@@ -34,10 +34,6 @@ typedef struct posenc__gpu_listing {
     uint32_t failed;   /* runtime calls that failed on a platform or a device */
     char failure[128]; /* the first of them: "<call> failed: <error>" */
 } posenc__gpu_listing;
-
-/* Counts a runtime call that failed, its description kept when it is the first. */
-void posenc__gpu_listing_failed(posenc__gpu_listing *listing, const char *format, ...)
-    POSENC__PRINTF_LIKE(2, 3);
 
 /* The end of a listing that ran into `status`. Every failure of the runtime is the runtime's:
  * with nothing listed the backend is absent (BACKEND_UNAVAILABLE) with the first failure, or

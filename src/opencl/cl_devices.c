@@ -281,9 +281,9 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
                                    &device_count);
         }
         /* CL_DEVICE_NOT_FOUND: a platform without devices, not a failure. */
-        if (err != CL_SUCCESS && err != CL_DEVICE_NOT_FOUND)
-            posenc__gpu_listing_failed(&listing, "clGetDeviceIDs failed: %s",
-                                       posenc_cl_error_name(err));
+        if (err != CL_SUCCESS && err != CL_DEVICE_NOT_FOUND && listing.failed++ == 0)
+            snprintf(listing.failure, sizeof listing.failure, "clGetDeviceIDs failed: %s",
+                     posenc_cl_error_name(err));
         if (err != CL_SUCCESS)
             device_count = 0;
         for (cl_uint d = 0; d < device_count && status == POSENC_OK; d++) {
@@ -293,11 +293,12 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
                 cl, platforms[p], platform_name, ids[d], &device, &query_failure);
             if (verdict == POSENC_CL_DEVICE_SKIPPED)
                 listing.unusable++;
-            else if (verdict == POSENC_CL_DEVICE_QUERY_FAILED)
-                posenc__gpu_listing_failed(&listing, "clGetDeviceInfo (%s) failed: %s",
-                                           query_failure.query,
-                                           posenc_cl_error_name(query_failure.error));
-            else if (verdict == POSENC_CL_DEVICE_NO_MEMORY)
+            else if (verdict == POSENC_CL_DEVICE_QUERY_FAILED) {
+                if (listing.failed++ == 0)
+                    snprintf(listing.failure, sizeof listing.failure,
+                             "clGetDeviceInfo (%s) failed: %s", query_failure.query,
+                             posenc_cl_error_name(query_failure.error));
+            } else if (verdict == POSENC_CL_DEVICE_NO_MEMORY)
                 status = POSENC_OUT_OF_MEMORY;
             else if ((status = posenc__device_list_append(list, &device)) != POSENC_OK)
                 free(device.handle);

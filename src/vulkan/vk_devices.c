@@ -330,8 +330,10 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
                                              &runtime_result)
                         : POSENC_OUT_OF_MEMORY;
         if (runtime_result != VK_SUCCESS) {
-            posenc__gpu_listing_failed(&listing, "vkEnumerateDeviceExtensionProperties failed: %s",
-                                       posenc_vk_result_name(runtime_result));
+            if (listing.failed++ == 0)
+                snprintf(listing.failure, sizeof listing.failure,
+                         "vkEnumerateDeviceExtensionProperties failed: %s",
+                         posenc_vk_result_name(runtime_result));
             status = POSENC_OK;
         } else if (status == POSENC_UNSUPPORTED) {
             listing.unusable++;
