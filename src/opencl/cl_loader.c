@@ -47,9 +47,9 @@ static void load_runtime(void)
     }
 
     /* dlsym's object pointer is copied into the function pointer: ISO C has no cast between
-     * them. A runtime missing any 1.2 entry point is treated as absent. */
+     * them. A runtime missing any 1.2 entry point is treated as absent (the table is used only
+     * once complete: api_loaded). */
     static char missing[96];
-    posenc_cl_api loaded;
 #define POSENC_CL_LOAD_(fn, result, params)                                                       \
     do {                                                                                        \
         void *symbol = posenc__library_symbol(library, "cl" #fn);                               \
@@ -60,11 +60,10 @@ static void load_runtime(void)
             /* Left loaded: ICDs do not all survive being unloaded. */                          \
             return;                                                                             \
         }                                                                                       \
-        memcpy(&loaded.fn, &symbol, sizeof symbol);                                             \
+        memcpy(&api.fn, &symbol, sizeof symbol);                                                \
     } while (0);
     POSENC_CL_FUNCTIONS(POSENC_CL_LOAD_)
 #undef POSENC_CL_LOAD_
-    api = loaded;
     api_loaded = true;
 }
 
