@@ -124,11 +124,8 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     DEVICE_VALUE_(&q, CL_DEVICE_COMPILER_AVAILABLE, &compiler);
     char version[128];
     DEVICE_STRING_(&q, CL_DEVICE_VERSION, version, sizeof version);
-    if (q.error != CL_SUCCESS) {
-        *failure = (posenc_cl_query_failure){q.error, q.failed};
-        return POSENC_CL_DEVICE_QUERY_FAILED;
-    }
-    if (!available || !compiler || parse_version(version) < 102)
+    /* A failed query makes no more (query) and is reported once, after the last. */
+    if (q.error == CL_SUCCESS && (!available || !compiler || parse_version(version) < 102))
         return POSENC_CL_DEVICE_SKIPPED;
 
     posenc_cl_device *device = calloc(1, sizeof *device);
