@@ -159,7 +159,6 @@ typedef struct posenc_vk_physical {
     uint8_t uuid[VK_UUID_SIZE];
     bool has_uuid;                /* the driver reported a non-zero deviceUUID */
     uint32_t enumeration_index;   /* among the physical devices, for devices without a UUID */
-    uint32_t api_version;
     uint32_t vendor_id, device_id;
     uint8_t pipeline_cache_uuid[VK_UUID_SIZE];
     uint32_t queue_family;        /* a compute queue family */
