@@ -124,7 +124,7 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     DEVICE_VALUE_(&q, CL_DEVICE_COMPILER_AVAILABLE, &compiler);
     char version[128];
     DEVICE_STRING_(&q, CL_DEVICE_VERSION, version, sizeof version);
-    /* A failed query makes no more (query) and is reported once, after the last. */
+    /* After a failed query the later ones are no-ops (query): it is reported after the last. */
     if (q.error == CL_SUCCESS && (!available || !compiler || parse_version(version) < 102))
         return POSENC_CL_DEVICE_SKIPPED;
 
