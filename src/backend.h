@@ -43,7 +43,8 @@ typedef struct posenc__backend {
     posenc_status (*buffer_init)(posenc_context *ctx, posenc_buffer *buf);
     /* Frees buf->backend_state (never the wrapped host memory). Required. */
     void (*buffer_fini)(posenc_context *ctx, posenc_buffer *buf);
-    /* Copies between host memory and the buffer; ranges already checked. Required. */
+    /* Copies between host memory and the buffer; ranges already checked. Not called for wrapped
+     * host memory the device does not use in place (the front end copies it itself). Required. */
     posenc_status (*buffer_upload)(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                    const void *data, uint64_t size);
     posenc_status (*buffer_download)(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,

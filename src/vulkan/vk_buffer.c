@@ -136,7 +136,7 @@ static posenc_status transfer(posenc_context *ctx, posenc_buffer *buf, uint64_t 
 /* A copy between the host and a buffer, after the submitted work that binds it: mapped memory
  * and imported host memory are read or written by the host directly, so that work must be done
  * first; a staged copy is a submission of its own, ordered after that work by the queue and its
- * opening barrier. Wrapped host memory that is not imported no work holds beyond its call. */
+ * opening barrier. */
 static posenc_status copy(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                           uint8_t *host, uint64_t size, bool upload)
 {
@@ -144,16 +144,10 @@ static posenc_status copy(posenc_context *ctx, posenc_buffer *buf, uint64_t offs
     posenc_vk_buffer *state = buf->backend_state;
     uint8_t *memory = buf->host_memory ? buf->host_memory : state->allocation.mapped;
     posenc__mutex_lock(&vk->lock);
-    posenc_status status = POSENC_OK;
-    if (!memory) {
-        status = transfer(ctx, buf, offset, host, size, upload);
-    } else {
-        if (buf->host_imported || !buf->host_memory)
-            status = posenc_vk_wait_serial(ctx, state->last_serial);
-        if (status == POSENC_OK) /* else the work failed: copy nothing */
-            memmove(upload ? memory + offset : host, upload ? host : memory + offset,
-                    (size_t)size);
-    }
+    posenc_status status = memory ? posenc_vk_wait_serial(ctx, state->last_serial)
+                                  : transfer(ctx, buf, offset, host, size, upload);
+    if (memory && status == POSENC_OK) /* else the work failed: copy nothing */
+        memmove(upload ? memory + offset : host, upload ? host : memory + offset, (size_t)size);
     posenc__mutex_unlock(&vk->lock);
     return status;
 }
