@@ -296,8 +296,7 @@ posenc_status posenc__gpu_stage_in(posenc_context *ctx, posenc__gpu_staging *sta
     for (uint32_t i = staging->view_count; i-- > 0;)
         name = staging->views[i].host ? staging->views[i].name : name;
     if (staging->bytes > 0)
-        status = hooks->reserve(ctx, user, staging->bytes,
-                                staging->bytes <= POSENC__GPU_STAGING_KEEP_BYTES, name);
+        status = hooks->reserve(ctx, user, staging->bytes, name);
     for (uint32_t i = 0; i < staging->view_count && status == POSENC_OK; i++) {
         const posenc__gpu_staged_view *v = &staging->views[i];
         if (v->host)

@@ -109,11 +109,10 @@ typedef struct posenc__gpu_stage_hooks {
      * limit), naming the view. */
     posenc_status (*bind)(posenc_context *ctx, void *user, uint32_t view,
                           posenc__gpu_memory memory, uint32_t region, uint64_t position);
-    /* Makes a staging area of at least `bytes`: with `keep`, one the context keeps for later
-     * calls (POSENC__GPU_STAGING_KEEP_BYTES at most); without, one freed once the call is
-     * done. `name` (the first staged view) is for messages. */
-    posenc_status (*reserve)(posenc_context *ctx, void *user, uint64_t bytes, bool keep,
-                             const char *name);
+    /* Makes a staging area of at least `bytes`: one the context keeps for later calls, or one
+     * past POSENC__GPU_STAGING_KEEP_BYTES, freed once the call is done. `name` (the first
+     * staged view) is for messages. */
+    posenc_status (*reserve)(posenc_context *ctx, void *user, uint64_t bytes, const char *name);
     /* Copies region `region`'s host bytes to its place in the staging area (see
      * posenc__gpu_stage_copy_in), done when it returns. */
     posenc_status (*upload)(posenc_context *ctx, void *user, uint32_t region, const char *name);

@@ -90,8 +90,7 @@ static posenc_status bind_view(posenc_context *ctx, void *user, uint32_t view,
 
 /* The staging allocation is kept and grown (posenc__gpu_stage_in's hook); one past
  * POSENC__GPU_STAGING_KEEP_BYTES is freed after the call (posenc_cl_stage_release). */
-static posenc_status reserve(posenc_context *ctx, void *user, uint64_t bytes, bool keep,
-                             const char *name)
+static posenc_status reserve(posenc_context *ctx, void *user, uint64_t bytes, const char *name)
 {
     posenc_cl_context *state = ctx->backend_state;
     uint64_t max = state->device->max_alloc_bytes;

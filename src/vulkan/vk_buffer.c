@@ -95,22 +95,14 @@ static posenc_status transfer(posenc_context *ctx, posenc_buffer *buf, uint64_t 
     posenc_vk_context *vk = ctx->backend_state;
     posenc_vk_buffer *state = buf->backend_state;
     posenc_vk_allocation temporary = {0};
-    posenc_vk_allocation *staging = &vk->staging;
     uint64_t chunk = size;
-    posenc_status status;
-    if (size <= POSENC__GPU_STAGING_KEEP_BYTES) { /* kept as operations keep theirs */
-        status = posenc_vk_reserve(ctx, &vk->staging, size);
-    } else {
-        status = posenc_vk_allocate(ctx, size, vk->host_memory_type, true, "staging",
-                                    "posenc staging", &temporary);
-        staging = &temporary;
-    }
+    posenc_status status = posenc_vk_reserve(ctx, size, &temporary);
     if (status != POSENC_OK && size > CHUNK_BYTES) {
         posenc__clear_error(ctx); /* retried in chunks */
-        staging = &vk->staging;
         chunk = CHUNK_BYTES;
-        status = posenc_vk_reserve(ctx, &vk->staging, chunk);
+        status = posenc_vk_reserve(ctx, chunk, &temporary);
     }
+    const posenc_vk_allocation *staging = temporary.buffer ? &temporary : &vk->staging;
     for (uint64_t done = 0; done < size && status == POSENC_OK; done += chunk) {
         uint64_t n = size - done < chunk ? size - done : chunk;
         if (upload)
