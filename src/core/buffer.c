@@ -101,6 +101,13 @@ posenc_status posenc_buffer_create(posenc_context *ctx, const posenc_buffer_desc
     return POSENC_OK;
 }
 
+void *posenc__buffer_host_address(posenc_context *ctx, posenc_buffer *buf)
+{
+    if (buf->host_memory)
+        return buf->host_memory;
+    return ctx->backend->buffer_host_address ? ctx->backend->buffer_host_address(ctx, buf) : NULL;
+}
+
 posenc_status posenc__buffer_adopt(posenc_context *ctx, uint64_t size, void *backend_state,
                                    posenc_buffer **buffer)
 {

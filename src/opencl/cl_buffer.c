@@ -118,14 +118,6 @@ posenc_status posenc_cl_buffer_download(posenc_context *ctx, posenc_buffer *buf,
     return run(ctx, &c);
 }
 
-/* Wrapped memory is the caller's: the front end compares it by address with host tensors and
- * other wrappers, so aliasing is seen. Device allocations have no host address. */
-void *posenc_cl_buffer_host_address(posenc_context *ctx, posenc_buffer *buf)
-{
-    (void)ctx;
-    return buf->host_memory;
-}
-
 /* A device allocation (or imported host memory) is mapped where the device shares host memory
  * (allocated with CL_MEM_ALLOC_HOST_PTR, above), after posenc's earlier commands; a discrete GPU
  * would copy, which posenc_buffer_download already does. */

@@ -223,7 +223,6 @@ posenc_status posenc_cl_buffer_upload(posenc_context *ctx, posenc_buffer *buf, u
                                       const void *data, uint64_t size);
 posenc_status posenc_cl_buffer_download(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                         void *data, uint64_t size);
-void *posenc_cl_buffer_host_address(posenc_context *ctx, posenc_buffer *buf);
 posenc_status posenc_cl_buffer_map(posenc_context *ctx, posenc_buffer *buf, void **data);
 posenc_status posenc_cl_buffer_unmap(posenc_context *ctx, posenc_buffer *buf, void *data);
 /* The device allocation of a buffer; NULL for wrapped host memory (staged like a host view). */

@@ -160,8 +160,6 @@ void *posenc_vk_buffer_host_address(posenc_context *ctx, posenc_buffer *buf)
 {
     (void)ctx;
     posenc_vk_buffer *state = buf->backend_state;
-    if (buf->host_memory)
-        return buf->host_memory;
     return state ? state->allocation.mapped : NULL;
 }
 
