@@ -184,12 +184,6 @@ bool posenc__gpu_stage_has_host(const posenc__gpu_staging *staging)
     return false;
 }
 
-void posenc__gpu_stage_copy_in(const posenc__gpu_staging *staging, uint32_t r, uint8_t *area)
-{
-    const posenc__gpu_region *region = &staging->regions[r];
-    memcpy(area + region->offset, region->lo, (size_t)(region->hi - region->lo));
-}
-
 /* Copies the elements of `view` from `src` to `dst`, both laid out with the view's strides:
  * contiguous runs at once, dims merged where they are contiguous. */
 static void copy_elements(uint8_t *dst, const uint8_t *src, const posenc__view *view)
@@ -243,21 +237,22 @@ static void copy_out(const posenc__gpu_staging *staging, uint32_t r, const uint8
     }
 }
 
-void posenc__gpu_stage_import(posenc_context *ctx, posenc__gpu_staging *staging,
-                              uint64_t min_bytes, posenc__gpu_import_fn import, void *user)
+/* Offers the backend the regions it may import (the import hook); those it takes are marked. */
+static void import_regions(posenc_context *ctx, posenc__gpu_staging *staging,
+                           const posenc__gpu_stage_hooks *hooks, void *user)
 {
     bool any = false;
     for (uint32_t r = 0; r < staging->region_count; r++) {
         posenc__gpu_region *region = &staging->regions[r];
         uint64_t size = (uint64_t)(region->hi - region->lo);
-        if (size < min_bytes || !posenc__gpu_stage_importable(staging, r))
+        if (size < hooks->import_min_bytes || !posenc__gpu_stage_importable(staging, r))
             continue;
         const char *name = "";
         for (uint32_t i = staging->view_count; i-- > 0;) {
             const posenc__gpu_staged_view *v = &staging->views[i];
             name = v->host && v->region == r ? v->name : name;
         }
-        region->imported = import(ctx, user, r, region->lo, size, name);
+        region->imported = hooks->import(ctx, user, r, region->lo, size, name);
         any = any || region->imported;
     }
     if (any)
@@ -289,7 +284,7 @@ posenc_status posenc__gpu_stage_in(posenc_context *ctx, posenc__gpu_staging *sta
     if (status != POSENC_OK || staging->region_count == 0)
         return status;
     if (hooks->import)
-        posenc__gpu_stage_import(ctx, staging, hooks->import_min_bytes, hooks->import, user);
+        import_regions(ctx, staging, hooks, user);
 
     /* Messages name the first staged view. */
     const char *name = "";

@@ -80,20 +80,10 @@ void posenc__gpu_stage_layout(posenc__gpu_staging *staging);
  * boundary in host memory, as the kernels index it. Staging realigns the others. */
 bool posenc__gpu_stage_importable(const posenc__gpu_staging *staging, uint32_t r);
 
-/* Offers the backend each region of at least `min_bytes` that may be bound in place, as `lo`,
- * `size` and the name of its first view; `import` returns whether it took the region (it then
- * binds the host bytes for the device). Regions taken are marked imported and the plan is laid
- * out again without them. */
-typedef bool (*posenc__gpu_import_fn)(posenc_context *ctx, void *user, uint32_t region,
-                                      uint8_t *lo, uint64_t size, const char *name);
-void posenc__gpu_stage_import(posenc_context *ctx, posenc__gpu_staging *staging,
-                              uint64_t min_bytes, posenc__gpu_import_fn import, void *user);
 
 /* Whether any view is staged or imported: work that reads host memory cannot be left running. */
 bool posenc__gpu_stage_has_host(const posenc__gpu_staging *staging);
 
-/* Copies region `r`'s host bytes to `area`, the staging area's first byte. */
-void posenc__gpu_stage_copy_in(const posenc__gpu_staging *staging, uint32_t r, uint8_t *area);
 
 /* ---- Staging a call: the order of the steps, with the backend's runtime calls as hooks ----- */
 
@@ -113,12 +103,16 @@ typedef struct posenc__gpu_stage_hooks {
      * past POSENC__GPU_STAGING_KEEP_BYTES, freed once the call is done. `name` (the first
      * staged view) is for messages. */
     posenc_status (*reserve)(posenc_context *ctx, void *user, uint64_t bytes, const char *name);
-    /* Copies region `region`'s host bytes to its place in the staging area (see
-     * posenc__gpu_stage_copy_in), done when it returns. */
+    /* Copies region `region`'s host bytes (lo to hi) to its place in the staging area
+     * (`offset`), done when it returns. */
     posenc_status (*upload)(posenc_context *ctx, void *user, uint32_t region, const char *name);
-    /* Maps host memory for the device in place; NULL where the device cannot. Regions under
-     * `import_min_bytes` are copied: an import costs more than copying a few pages. */
-    posenc__gpu_import_fn import;
+    /* Maps region `region` of host memory, `size` bytes from `lo` (`name`: its first view), for
+     * the device in place, and returns whether it did; NULL where the device cannot. Only
+     * regions whose views all start on their element boundaries are offered, and none under
+     * `import_min_bytes`: an import costs more than copying a few pages. The plan is laid out
+     * again without the regions taken. */
+    bool (*import)(posenc_context *ctx, void *user, uint32_t region, uint8_t *lo, uint64_t size,
+                   const char *name);
     uint64_t import_min_bytes;
 } posenc__gpu_stage_hooks;
 

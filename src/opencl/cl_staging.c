@@ -38,7 +38,7 @@ static void drop_staging(posenc_context *ctx)
     state->staging = (posenc_cl_slot){0};
 }
 
-/* Imports one region the plan offers (posenc__gpu_stage_import), from its start aligned down to
+/* Imports one region the plan offers (posenc__gpu_stage_in's hook), from its start aligned down to
  * CL_DEVICE_MEM_BASE_ADDR_ALIGN (within the same page, so mapped). */
 static bool import_region(posenc_context *ctx, void *user, uint32_t r, uint8_t *lo,
                           uint64_t size, const char *name)

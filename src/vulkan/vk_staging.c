@@ -12,8 +12,8 @@
  * faster; see docs/benchmarks.md). */
 #define IMPORT_MIN_BYTES (UINT64_C(128) << 10)
 
-/* Imports one region the plan offers (posenc__gpu_stage_import; the hooks' `user` is the call's
- * staging). */
+/* Imports one region the plan offers (posenc__gpu_stage_in's hooks, here and below; `user` is
+ * the call's staging). */
 static bool import_region(posenc_context *ctx, void *user, uint32_t r, uint8_t *lo,
                           uint64_t size, const char *name)
 {
@@ -64,7 +64,9 @@ static posenc_status reserve(posenc_context *ctx, void *user, uint64_t bytes, co
 static posenc_status upload(posenc_context *ctx, void *user, uint32_t region, const char *name)
 {
     const posenc_vk_staging *staging = user;
-    posenc__gpu_stage_copy_in(&staging->plan, region, staging_memory(ctx, staging)->mapped);
+    const posenc__gpu_region *r = &staging->plan.regions[region];
+    memcpy((uint8_t *)staging_memory(ctx, staging)->mapped + r->offset, r->lo,
+           (size_t)(r->hi - r->lo));
     return POSENC_OK;
 }
 
