@@ -312,9 +312,6 @@ posenc_status posenc__gpu_stage_in(posenc_context *ctx, posenc__gpu_staging *sta
 posenc_status posenc__gpu_stage_out(posenc_context *ctx, const posenc__gpu_staging *staging,
                                     const posenc__gpu_stage_out_hooks *hooks, void *user)
 {
-    posenc_status status = hooks->sync_imported ? hooks->sync_imported(ctx, user) : POSENC_OK;
-    if (status != POSENC_OK)
-        return status;
     uint32_t staged = 0, only = 0;
     for (uint32_t r = 0; r < staging->region_count; r++) {
         if (staging->regions[r].written && !staging->regions[r].imported) {
@@ -322,9 +319,26 @@ posenc_status posenc__gpu_stage_out(posenc_context *ctx, const posenc__gpu_stagi
             only = r;
         }
     }
-    if (staged == 1 && staging->regions[only].whole && hooks->read_whole) {
-        status = hooks->read_whole(ctx, user, only);
-    } else if (staged) {
+    bool read_lone = hooks->read && staged == 1 && staging->regions[only].whole;
+    posenc__gpu_read reads[2 * POSENC__GPU_MAX_VIEWS];
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < staging->view_count && hooks->read; i++) {
+        const posenc__gpu_staged_view *v = &staging->views[i];
+        const posenc_buffer *buf = v->view->buffer;
+        if (buf && buf->host_imported && (v->access & POSENC__GPU_WRITE))
+            reads[count++] = (posenc__gpu_read){POSENC__GPU_IN_DEVICE, i, v->view->offset,
+                                                posenc__gpu_view_extent(v->view),
+                                                (uint8_t *)buf->host_memory + v->view->offset};
+    }
+    for (uint32_t r = 0; r < staging->region_count && hooks->read; r++) {
+        const posenc__gpu_region *region = &staging->regions[r];
+        if (region->written && (region->imported || read_lone))
+            reads[count++] = (posenc__gpu_read){
+                region->imported ? POSENC__GPU_IN_IMPORT : POSENC__GPU_IN_STAGING, r,
+                region->offset, (uint64_t)(region->hi - region->lo), region->lo};
+    }
+    posenc_status status = count ? hooks->read(ctx, user, reads, count) : POSENC_OK;
+    if (status == POSENC_OK && staged && !read_lone) {
         const uint8_t *mapped[POSENC__GPU_MAX_VIEWS] = {0};
         for (uint32_t r = 0; r < staging->region_count && status == POSENC_OK; r++) {
             if (staging->regions[r].written && !staging->regions[r].imported)

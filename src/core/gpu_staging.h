@@ -124,15 +124,25 @@ typedef struct posenc__gpu_stage_hooks {
 posenc_status posenc__gpu_stage_in(posenc_context *ctx, posenc__gpu_staging *staging,
                                    const posenc__gpu_stage_hooks *hooks, void *user);
 
+/* `size` bytes read from device memory straight into `host`: from `offset` in view `index`'s
+ * buffer (POSENC__GPU_IN_DEVICE), in region `index`'s import (from its lo) or in the staging
+ * area. */
+typedef struct posenc__gpu_read {
+    posenc__gpu_memory memory;
+    uint32_t index;
+    uint64_t offset;
+    uint64_t size;
+    uint8_t *host;
+} posenc__gpu_read;
+
 typedef struct posenc__gpu_stage_out_hooks {
-    /* Makes what the kernel wrote into memory the device used in place (the written views of
-     * imported wrapped buffers, the written imported regions) visible to the host. Optional:
-     * NULL where such memory is coherent. */
-    posenc_status (*sync_imported)(posenc_context *ctx, void *user);
-    /* Reads the staging bytes of region `region`, a lone packed output, straight into its host
-     * bytes: one command where a map, a copy and an unmap take three. Optional: NULL copies it
-     * as any other region. */
-    posenc_status (*read_whole)(posenc_context *ctx, void *user, uint32_t region);
+    /* Makes `count` reads, in order, done when it returns: what the kernel wrote into memory the
+     * device used in place (the written views of imported wrapped buffers, the written imported
+     * regions), for the host to see, and a lone packed output's staging bytes, one command
+     * where a map, a copy and an unmap take three. Optional: NULL where imported memory is
+     * coherent and every staged output is mapped. */
+    posenc_status (*read)(posenc_context *ctx, void *user, const posenc__gpu_read *reads,
+                          uint32_t count);
     /* Makes the staging bytes of region `region` readable by the host, its lo's device copy in
      * `*bytes`. A mapping made before a failure stays in `*bytes`, for `unmap`. */
     posenc_status (*map)(posenc_context *ctx, void *user, uint32_t region, const uint8_t **bytes);

@@ -148,80 +148,48 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
     return posenc__gpu_stage_in(ctx, &staging->plan, &hooks, staging);
 }
 
-/* Reads after the kernel straight into host memory, each after the one before (OpenCL asks that
- * no other command use a buffer while a read of it runs), then waited for together. */
-typedef struct host_reads {
-    cl_event after; /* the kernel, then the last read */
-    cl_event events[2 * POSENC__GPU_MAX_VIEWS];
-    uint32_t count;
-    cl_int err; /* of the first failed enqueue; the reads after it are not made */
-} host_reads;
-
-static void read_into(const posenc_cl_context *state, host_reads *reads, cl_mem mem,
-                      uint64_t offset, uint64_t size, uint8_t *host)
-{
-    cl_event read = NULL;
-    if (reads->err == CL_SUCCESS)
-        reads->err = state->cl->EnqueueReadBuffer(state->queue, mem, CL_FALSE, (size_t)offset,
-                                                  (size_t)size, host, 1, &reads->after, &read);
-    if (read) {
-        reads->events[reads->count++] = read;
-        reads->after = read;
-    }
-}
-
-/* Every event is waited for and released, also after a failed enqueue. `what` is what was read,
- * in messages. */
-static posenc_status reads_done(posenc_context *ctx, host_reads *reads, const char *what)
+/* Reads into place (posenc__gpu_stage_out's hooks, here and below; `user` is the call's
+ * staging). Imported memory is read into the very memory its CL_MEM_USE_HOST_PTR buffer was
+ * made over: that is how OpenCL makes a kernel's writes there visible to the host (1.2, 5.2.2),
+ * one command where a map and unmap take two; on a device sharing host memory it copies
+ * nothing. OpenCL asks that no other command use a buffer while a read of it runs, so each read
+ * waits for the one before (the kernel for the first), and all are waited for together. */
+static posenc_status read_in_place(posenc_context *ctx, void *user, const posenc__gpu_read *reads,
+                                   uint32_t count)
 {
     const posenc_cl_context *state = ctx->backend_state;
-    cl_int waited = posenc_cl_complete_all(state->cl, reads->count, reads->events);
+    posenc_cl_staging *staging = user;
+    cl_event after = staging->kernel_done;
+    cl_event events[2 * POSENC__GPU_MAX_VIEWS] = {0};
+    uint32_t made = 0;
+    cl_int err = CL_SUCCESS;
+    const char *what = "staging";
+    for (uint32_t i = 0; i < count && err == CL_SUCCESS; i++) {
+        const posenc__gpu_read *r = &reads[i];
+        cl_mem mem = state->staging.mem;
+        uint64_t offset = r->offset;
+        if (r->memory == POSENC__GPU_IN_DEVICE) {
+            mem = posenc_cl_buffer_mem(staging->plan.views[r->index].view->buffer);
+        } else if (r->memory == POSENC__GPU_IN_IMPORT) {
+            mem = staging->imports[r->index];
+            offset += staging->import_base[r->index];
+        }
+        what = r->memory == POSENC__GPU_IN_STAGING ? "staging" : "imported host memory";
+        cl_event read = NULL;
+        err = state->cl->EnqueueReadBuffer(state->queue, mem, CL_FALSE, (size_t)offset,
+                                           (size_t)r->size, r->host, 1, &after, &read);
+        if (read) {
+            events[made++] = read;
+            after = read;
+        }
+    }
+    /* Every event is waited for and released, also after a failed enqueue. */
+    cl_int waited = posenc_cl_complete_all(state->cl, made, events);
     char call[64];
     snprintf(call, sizeof call, "%s (%s)",
-             reads->err != CL_SUCCESS ? "clEnqueueReadBuffer" : "clWaitForEvents", what);
-    cl_int err = reads->err != CL_SUCCESS ? reads->err : waited;
+             err != CL_SUCCESS ? "clEnqueueReadBuffer" : "clWaitForEvents", what);
+    err = err != CL_SUCCESS ? err : waited;
     return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, "output", call);
-}
-
-/* The host sees what the kernel wrote into imported memory (posenc__gpu_stage_out's hooks, here
- * and below; `user` is the call's staging): the written views of imported wrapped buffers and
- * the written imported regions, each read into the very memory its CL_MEM_USE_HOST_PTR buffer
- * was made over. That is how OpenCL makes a kernel's writes there visible to the host (1.2,
- * 5.2.2), one command where a map and unmap take two; on a device sharing host memory it copies
- * nothing. */
-static posenc_status sync_imported(posenc_context *ctx, void *user)
-{
-    const posenc_cl_context *state = ctx->backend_state;
-    posenc_cl_staging *staging = user;
-    const posenc__gpu_staging *plan = &staging->plan;
-    host_reads reads = {.after = staging->kernel_done};
-    for (uint32_t i = 0; i < plan->view_count; i++) {
-        const posenc__gpu_staged_view *v = &plan->views[i];
-        const posenc_buffer *buf = v->view->buffer;
-        if (buf && buf->host_imported && (v->access & POSENC__GPU_WRITE))
-            read_into(state, &reads, posenc_cl_buffer_mem(buf), v->view->offset,
-                      posenc__gpu_view_extent(v->view),
-                      (uint8_t *)buf->host_memory + v->view->offset);
-    }
-    for (uint32_t r = 0; r < plan->region_count; r++) {
-        const posenc__gpu_region *region = &plan->regions[r];
-        if (region->written && region->imported)
-            read_into(state, &reads, staging->imports[r], staging->import_base[r],
-                      (uint64_t)(region->hi - region->lo), region->lo);
-    }
-    return reads_done(ctx, &reads, "imported host memory");
-}
-
-/* A lone packed output, read straight into place. */
-static posenc_status read_whole(posenc_context *ctx, void *user, uint32_t r)
-{
-    const posenc_cl_context *state = ctx->backend_state;
-    posenc_cl_staging *staging = user;
-    const posenc__gpu_region *region = &staging->plan.regions[r];
-    host_reads reads = {.after = staging->kernel_done};
-    read_into(state, &reads, state->staging.mem, region->offset,
-              (uint64_t)(region->hi - region->lo), region->lo);
-    return reads_done(ctx, &reads, "staging");
 }
 
 /* Maps a staging region for reading, and waits for the map. */
@@ -283,8 +251,7 @@ posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *stagin
                                   cl_event after)
 {
     static const posenc__gpu_stage_out_hooks hooks = {
-        .sync_imported = sync_imported,
-        .read_whole = read_whole,
+        .read = read_in_place,
         .map = map_region,
         .unmap = unmap_all,
     };
