@@ -41,7 +41,8 @@ uint32_t posenc__gpu_stage_add(posenc__gpu_staging *staging, const posenc__view 
     return index;
 }
 
-/* Regions: the union of overlapping host byte ranges, merged until none overlap. */
+/* Regions: the union of overlapping host byte ranges, merged until none overlap. A merge keeps
+ * the lower index, so region 0 holds the first host view. */
 static void build_regions(posenc__gpu_staging *staging)
 {
     staging->region_count = 0;
@@ -137,14 +138,13 @@ posenc_status posenc__gpu_stage_plan(posenc_context *ctx, posenc__gpu_staging *s
     build_regions(staging);
     for (uint32_t r = 0; r < staging->region_count; r++) {
         posenc__gpu_region *region = &staging->regions[r];
-        const char *name = "";
         uint32_t views = 0;
         bool packed_output = true;
         for (uint32_t i = 0; i < staging->view_count; i++) {
             const posenc__gpu_staged_view *v = &staging->views[i];
             if (!v->host || v->region != r)
                 continue;
-            name = views++ ? name : v->name;
+            region->name = views++ ? region->name : v->name;
             region->written |= (v->access & POSENC__GPU_WRITE) != 0;
             packed_output = packed_output && v->access == POSENC__GPU_WRITE && view_dense(v->view);
         }
@@ -157,7 +157,7 @@ posenc_status posenc__gpu_stage_plan(posenc_context *ctx, posenc__gpu_staging *s
             return posenc__fail(ctx, POSENC_UNSUPPORTED,
                                 "%s: host tensors sharing this memory are misaligned against "
                                 "each other for their dtypes; align them to their element sizes",
-                                name);
+                                region->name);
         region->lead = (uint32_t)(((uintptr_t)region->lo + (uintptr_t)shift) % LEAD_MODULUS);
     }
     posenc__gpu_stage_layout(staging);
@@ -247,12 +247,7 @@ static void import_regions(posenc_context *ctx, posenc__gpu_staging *staging,
         uint64_t size = (uint64_t)(region->hi - region->lo);
         if (size < hooks->import_min_bytes || !posenc__gpu_stage_importable(staging, r))
             continue;
-        const char *name = "";
-        for (uint32_t i = staging->view_count; i-- > 0;) {
-            const posenc__gpu_staged_view *v = &staging->views[i];
-            name = v->host && v->region == r ? v->name : name;
-        }
-        region->imported = hooks->import(ctx, user, r, region->lo, size, name);
+        region->imported = hooks->import(ctx, user, r, region->lo, size, region->name);
         any = any || region->imported;
     }
     if (any)
@@ -286,10 +281,8 @@ posenc_status posenc__gpu_stage_in(posenc_context *ctx, posenc__gpu_staging *sta
     if (hooks->import)
         import_regions(ctx, staging, hooks, user);
 
-    /* Messages name the first staged view. */
-    const char *name = "";
-    for (uint32_t i = staging->view_count; i-- > 0;)
-        name = staging->views[i].host ? staging->views[i].name : name;
+    /* Messages name the first staged view, which region 0 holds (build_regions). */
+    const char *name = staging->regions[0].name;
     if (staging->bytes > 0)
         status = hooks->reserve(ctx, user, staging->bytes, name);
     for (uint32_t i = 0; i < staging->view_count && status == POSENC_OK; i++) {

@@ -44,6 +44,7 @@ typedef struct posenc__gpu_staged_view {
 
 typedef struct posenc__gpu_region {
     uint8_t *lo, *hi;   /* the host byte range */
+    const char *name;   /* its first view's, in messages */
     uint64_t offset;    /* where `lo` lies in the staging area (not for imported regions) */
     uint32_t lead;      /* offset modulo 16: puts every view of the region on its elements */
     bool upload;        /* copied in before the kernel */
