@@ -39,16 +39,23 @@ static bool host_owned(const posenc_buffer *buf)
     return buf->host_memory && !buf->host_imported;
 }
 
+/* A copy between the host and a buffer, counted in the context's statistics. */
 static posenc_status copy(posenc_buffer *buf, uint64_t offset, void *host, uint64_t size,
                           bool upload)
 {
     posenc_context *ctx = buf->ctx;
-    if (!host_owned(buf))
-        return upload ? ctx->backend->buffer_upload(ctx, buf, offset, host, size)
-                      : ctx->backend->buffer_download(ctx, buf, offset, host, size);
-    uint8_t *memory = (uint8_t *)buf->host_memory + offset;
-    memmove(upload ? memory : host, upload ? host : memory, (size_t)size);
-    return POSENC_OK;
+    posenc_status status = POSENC_OK;
+    if (!host_owned(buf)) {
+        status = upload ? ctx->backend->buffer_upload(ctx, buf, offset, host, size)
+                        : ctx->backend->buffer_download(ctx, buf, offset, host, size);
+    } else {
+        uint8_t *memory = (uint8_t *)buf->host_memory + offset;
+        memmove(upload ? memory : host, upload ? host : memory, (size_t)size);
+    }
+    if (status == POSENC_OK)
+        posenc__atomic64_add(upload ? &ctx->stats.uploaded_bytes : &ctx->stats.downloaded_bytes,
+                             size);
+    return status;
 }
 
 posenc_status posenc_buffer_create(posenc_context *ctx, const posenc_buffer_desc *desc,
@@ -91,8 +98,6 @@ posenc_status posenc_buffer_create(posenc_context *ctx, const posenc_buffer_desc
             return status;
         }
     }
-    if (desc->initial_data)
-        posenc__atomic64_add(&ctx->stats.uploaded_bytes, desc->size);
     /* Wrapped host memory is the caller's, not posenc's. */
     buf->counted_bytes = desc->host_memory ? 0 : desc->size;
     posenc__atomic64_add(&ctx->stats.buffer_bytes, buf->counted_bytes);
@@ -161,24 +166,14 @@ posenc_status posenc_buffer_upload(posenc_buffer *buf, uint64_t offset, const vo
                                    uint64_t size)
 {
     posenc_status status = check_range(buf, offset, data, size);
-    if (status != POSENC_OK || size == 0)
-        return status;
-    status = copy(buf, offset, (void *)data, size, true);
-    if (status == POSENC_OK)
-        posenc__atomic64_add(&buf->ctx->stats.uploaded_bytes, size);
-    return status;
+    return status != POSENC_OK || size == 0 ? status : copy(buf, offset, (void *)data, size, true);
 }
 
 posenc_status posenc_buffer_download(posenc_buffer *buf, uint64_t offset, void *data,
                                      uint64_t size)
 {
     posenc_status status = check_range(buf, offset, data, size);
-    if (status != POSENC_OK || size == 0)
-        return status;
-    status = copy(buf, offset, data, size, false);
-    if (status == POSENC_OK)
-        posenc__atomic64_add(&buf->ctx->stats.downloaded_bytes, size);
-    return status;
+    return status != POSENC_OK || size == 0 ? status : copy(buf, offset, data, size, false);
 }
 
 posenc_status posenc_buffer_map(posenc_buffer *buf, void **data)

@@ -81,10 +81,8 @@ void posenc__gpu_stage_layout(posenc__gpu_staging *staging);
  * boundary in host memory, as the kernels index it. Staging realigns the others. */
 bool posenc__gpu_stage_importable(const posenc__gpu_staging *staging, uint32_t r);
 
-
 /* Whether any view is staged or imported: work that reads host memory cannot be left running. */
 bool posenc__gpu_stage_has_host(const posenc__gpu_staging *staging);
-
 
 /* ---- Staging a call: the order of the steps, with the backend's runtime calls as hooks ----- */
 

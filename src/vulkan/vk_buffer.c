@@ -20,32 +20,29 @@ posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf)
     posenc_vk_buffer *state = calloc(1, sizeof *state);
     if (!state)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "buffer: out of host memory");
-    if (buf->host_memory && vk->host_import &&
-        (uintptr_t)buf->host_memory % ELEMENT_ALIGNMENT != 0) {
+    posenc_status status = POSENC_OK;
+    /* Under the context lock: other threads may be recording, and a failed allocation or import
+     * is released through the descriptor set cache and may mark the device lost. */
+    posenc__mutex_lock(&vk->lock);
+    if (!buf->host_memory) {
+        status = posenc_vk_allocate(ctx, buf->size, vk->device_memory_type, vk->unified, "size",
+                                    "posenc buffer", &state->allocation);
+    } else if (vk->host_import && (uintptr_t)buf->host_memory % ELEMENT_ALIGNMENT != 0) {
         posenc__log(ctx, POSENC_LOG_DEBUG,
                     "vulkan: host_memory: %p is staged, not imported: not on a %d-byte boundary, "
                     "so views would be off their elements",
                     buf->host_memory, ELEMENT_ALIGNMENT);
-    } else if (buf->host_memory && vk->host_import) {
+    } else if (vk->host_import) {
         /* The caller keeps the memory alive as long as the buffer: one import serves every
          * call, submits and recorded work included. */
-        posenc__mutex_lock(&vk->lock);
         buf->host_imported = posenc_vk_import(ctx, buf->host_memory, buf->size, "host_memory",
                                               &state->allocation, &state->base);
-        posenc__mutex_unlock(&vk->lock);
         state->allocation.size = buf->size;
-    } else if (!buf->host_memory) {
-        /* Under the context lock: other threads may be recording, and a failed allocation is
-         * released through the descriptor set cache and may mark the device lost. */
-        posenc__mutex_lock(&vk->lock);
-        posenc_status status =
-            posenc_vk_allocate(ctx, buf->size, vk->device_memory_type, vk->unified, "size",
-                               "posenc buffer", &state->allocation);
-        posenc__mutex_unlock(&vk->lock);
-        if (status != POSENC_OK) {
-            free(state);
-            return status;
-        }
+    }
+    posenc__mutex_unlock(&vk->lock);
+    if (status != POSENC_OK) {
+        free(state);
+        return status;
     }
     buf->backend_state = state;
     return POSENC_OK;

@@ -47,7 +47,7 @@ static posenc_status bind(posenc_context *ctx, void *user, uint32_t view,
         break;
     case POSENC__GPU_IN_IMPORT:
         *staging->places[view] = (posenc_vk_place){import->buffer, import->size,
-                                             staging->import_base[region] + position};
+                                                   staging->import_base[region] + position};
         break;
     case POSENC__GPU_IN_STAGING:
         *staging->places[view] = (posenc_vk_place){area->buffer, area->size, position};
