@@ -43,14 +43,16 @@ typedef struct posenc__backend {
     posenc_status (*buffer_init)(posenc_context *ctx, posenc_buffer *buf);
     /* Frees buf->backend_state (never the wrapped host memory). Required. */
     void (*buffer_fini)(posenc_context *ctx, posenc_buffer *buf);
-    /* Copies between host memory and the buffer; ranges already checked. Required. */
+    /* Copies between host memory and the buffer; ranges already checked. Not called for wrapped
+     * host memory the device does not use in place (the front end copies it itself). Required. */
     posenc_status (*buffer_upload)(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                    const void *data, uint64_t size);
     posenc_status (*buffer_download)(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                      void *data, uint64_t size);
     /* Host address of a buffer's memory when the device shares it with the host (CPU backend,
-     * unified memory), else NULL. Optional (NULL entry: never shared). Used by the front end to
-     * detect aliasing between buffers and host tensors. */
+     * unified memory), else NULL. Not called for wrapped host memory (its address is
+     * host_memory). Optional (NULL entry: never shared). Used by the front end to detect
+     * aliasing between buffers and host tensors. */
     void *(*buffer_host_address)(posenc_context *ctx, posenc_buffer *buf);
     /* Maps the buffer for the host (posenc_buffer_map): after the submitted work that uses it,
      * stores in `*data` the address of its first byte, or returns UNSUPPORTED with a message

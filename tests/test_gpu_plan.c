@@ -485,11 +485,11 @@ static void check_pinned_tables(posenc_context *ctx)
         if (seed == 10)
             unpinned = slot; /* the only one left unpinned, and not the oldest */
         else
-            posenc__gpu_tables_pin(tables, slot);
+            tables->slots[slot].pinned = true;
     }
     CHECK_OK(find(ctx, tables, 1000, 4, 0, &e, &slot, &hit));
     CHECK(!hit && e.count == 1 && e.last == unpinned && slot == unpinned);
-    posenc__gpu_tables_pin(tables, slot);
+    tables->slots[slot].pinned = true;
     for (uint32_t seed = 2000; seed < 2000 + 3 * POSENC__GPU_MAX_TABLES; seed++) {
         CHECK_OK(find(ctx, tables, seed, 4, 0, &e, &slot, &hit));
         CHECK(!hit && slot == POSENC__GPU_UNCACHED && e.count == 1);

@@ -4,6 +4,7 @@
 #include "backend.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* The context's list of live buffers, which posenc_context_destroy frees. Buffers are made and
  * destroyed while other threads record or enqueue on the context, and by several threads at
@@ -29,6 +30,32 @@ static void unlink_buffer(posenc_context *ctx, posenc_buffer *buf)
     if (buf->next)
         buf->next->prev = buf->prev;
     posenc__mutex_unlock(&ctx->shared_lock);
+}
+
+/* Wrapped host memory the device does not use in place is the caller's own: work on it is staged
+ * and over when its call returns, so the host copies to and from it and maps it itself. */
+static bool host_owned(const posenc_buffer *buf)
+{
+    return buf->host_memory && !buf->host_imported;
+}
+
+/* A copy between the host and a buffer, counted in the context's statistics. */
+static posenc_status copy(posenc_buffer *buf, uint64_t offset, void *host, uint64_t size,
+                          bool upload)
+{
+    posenc_context *ctx = buf->ctx;
+    posenc_status status = POSENC_OK;
+    if (!host_owned(buf)) {
+        status = upload ? ctx->backend->buffer_upload(ctx, buf, offset, host, size)
+                        : ctx->backend->buffer_download(ctx, buf, offset, host, size);
+    } else {
+        uint8_t *memory = (uint8_t *)buf->host_memory + offset;
+        memmove(upload ? memory : host, upload ? host : memory, (size_t)size);
+    }
+    if (status == POSENC_OK)
+        posenc__atomic64_add(upload ? &ctx->stats.uploaded_bytes : &ctx->stats.downloaded_bytes,
+                             size);
+    return status;
 }
 
 posenc_status posenc_buffer_create(posenc_context *ctx, const posenc_buffer_desc *desc,
@@ -64,21 +91,26 @@ posenc_status posenc_buffer_create(posenc_context *ctx, const posenc_buffer_desc
         return status;
     }
     if (desc->initial_data) {
-        status = ctx->backend->buffer_upload(ctx, buf, 0, desc->initial_data, desc->size);
+        status = copy(buf, 0, (void *)desc->initial_data, desc->size, true);
         if (status != POSENC_OK) {
             ctx->backend->buffer_fini(ctx, buf);
             free(buf);
             return status;
         }
     }
-    if (desc->initial_data)
-        posenc__atomic64_add(&ctx->stats.uploaded_bytes, desc->size);
     /* Wrapped host memory is the caller's, not posenc's. */
     buf->counted_bytes = desc->host_memory ? 0 : desc->size;
     posenc__atomic64_add(&ctx->stats.buffer_bytes, buf->counted_bytes);
     link_buffer(ctx, buf);
     *buffer = buf;
     return POSENC_OK;
+}
+
+void *posenc__buffer_host_address(posenc_context *ctx, posenc_buffer *buf)
+{
+    if (buf->host_memory)
+        return buf->host_memory;
+    return ctx->backend->buffer_host_address ? ctx->backend->buffer_host_address(ctx, buf) : NULL;
 }
 
 posenc_status posenc__buffer_adopt(posenc_context *ctx, uint64_t size, void *backend_state,
@@ -134,24 +166,14 @@ posenc_status posenc_buffer_upload(posenc_buffer *buf, uint64_t offset, const vo
                                    uint64_t size)
 {
     posenc_status status = check_range(buf, offset, data, size);
-    if (status != POSENC_OK || size == 0)
-        return status;
-    status = buf->ctx->backend->buffer_upload(buf->ctx, buf, offset, data, size);
-    if (status == POSENC_OK)
-        posenc__atomic64_add(&buf->ctx->stats.uploaded_bytes, size);
-    return status;
+    return status != POSENC_OK || size == 0 ? status : copy(buf, offset, (void *)data, size, true);
 }
 
 posenc_status posenc_buffer_download(posenc_buffer *buf, uint64_t offset, void *data,
                                      uint64_t size)
 {
     posenc_status status = check_range(buf, offset, data, size);
-    if (status != POSENC_OK || size == 0)
-        return status;
-    status = buf->ctx->backend->buffer_download(buf->ctx, buf, offset, data, size);
-    if (status == POSENC_OK)
-        posenc__atomic64_add(&buf->ctx->stats.downloaded_bytes, size);
-    return status;
+    return status != POSENC_OK || size == 0 ? status : copy(buf, offset, data, size, false);
 }
 
 posenc_status posenc_buffer_map(posenc_buffer *buf, void **data)
@@ -179,11 +201,8 @@ posenc_status posenc_buffer_map(posenc_buffer *buf, void **data)
     if (taken)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                             "buffer: is already mapped; posenc_buffer_unmap it first");
-    /* Wrapped host memory the device does not use in place is the caller's own: work on it is
-     * staged and over when its call returns, so there is nothing to wait for or map. */
-    bool own = buf->host_memory && !buf->host_imported;
-    void *address = own ? buf->host_memory : NULL;
-    if (!own)
+    void *address = buf->host_memory;
+    if (!host_owned(buf))
         status = ctx->backend->buffer_map(ctx, buf, &address);
     if (status != POSENC_OK) {
         posenc__atomic_store_release(&buf->mapped, 0);
@@ -203,7 +222,7 @@ posenc_status posenc_buffer_unmap(posenc_buffer *buf)
     if (!posenc__atomic_load_acquire(&buf->mapped))
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "buffer: is not mapped");
     posenc_status status = POSENC_OK;
-    if (ctx->backend->buffer_unmap && !(buf->host_memory && !buf->host_imported))
+    if (ctx->backend->buffer_unmap && !host_owned(buf))
         status = ctx->backend->buffer_unmap(ctx, buf, buf->mapped_address);
     if (status != POSENC_OK)
         return status;

@@ -41,7 +41,8 @@ uint32_t posenc__gpu_stage_add(posenc__gpu_staging *staging, const posenc__view 
     return index;
 }
 
-/* Regions: the union of overlapping host byte ranges, merged until none overlap. */
+/* Regions: the union of overlapping host byte ranges, merged until none overlap. A merge keeps
+ * the lower index, so region 0 holds the first host view. */
 static void build_regions(posenc__gpu_staging *staging)
 {
     staging->region_count = 0;
@@ -137,14 +138,13 @@ posenc_status posenc__gpu_stage_plan(posenc_context *ctx, posenc__gpu_staging *s
     build_regions(staging);
     for (uint32_t r = 0; r < staging->region_count; r++) {
         posenc__gpu_region *region = &staging->regions[r];
-        const char *name = "";
         uint32_t views = 0;
         bool packed_output = true;
         for (uint32_t i = 0; i < staging->view_count; i++) {
             const posenc__gpu_staged_view *v = &staging->views[i];
             if (!v->host || v->region != r)
                 continue;
-            name = views++ ? name : v->name;
+            region->name = views++ ? region->name : v->name;
             region->written |= (v->access & POSENC__GPU_WRITE) != 0;
             packed_output = packed_output && v->access == POSENC__GPU_WRITE && view_dense(v->view);
         }
@@ -157,7 +157,7 @@ posenc_status posenc__gpu_stage_plan(posenc_context *ctx, posenc__gpu_staging *s
             return posenc__fail(ctx, POSENC_UNSUPPORTED,
                                 "%s: host tensors sharing this memory are misaligned against "
                                 "each other for their dtypes; align them to their element sizes",
-                                name);
+                                region->name);
         region->lead = (uint32_t)(((uintptr_t)region->lo + (uintptr_t)shift) % LEAD_MODULUS);
     }
     posenc__gpu_stage_layout(staging);
@@ -182,12 +182,6 @@ bool posenc__gpu_stage_has_host(const posenc__gpu_staging *staging)
             return true;
     }
     return false;
-}
-
-void posenc__gpu_stage_copy_in(const posenc__gpu_staging *staging, uint32_t r, uint8_t *area)
-{
-    const posenc__gpu_region *region = &staging->regions[r];
-    memcpy(area + region->offset, region->lo, (size_t)(region->hi - region->lo));
 }
 
 /* Copies the elements of `view` from `src` to `dst`, both laid out with the view's strides:
@@ -243,21 +237,17 @@ static void copy_out(const posenc__gpu_staging *staging, uint32_t r, const uint8
     }
 }
 
-void posenc__gpu_stage_import(posenc_context *ctx, posenc__gpu_staging *staging,
-                              uint64_t min_bytes, posenc__gpu_import_fn import, void *user)
+/* Offers the backend the regions it may import (the import hook); those it takes are marked. */
+static void import_regions(posenc_context *ctx, posenc__gpu_staging *staging,
+                           const posenc__gpu_stage_hooks *hooks, void *user)
 {
     bool any = false;
     for (uint32_t r = 0; r < staging->region_count; r++) {
         posenc__gpu_region *region = &staging->regions[r];
         uint64_t size = (uint64_t)(region->hi - region->lo);
-        if (size < min_bytes || !posenc__gpu_stage_importable(staging, r))
+        if (size < hooks->import_min_bytes || !posenc__gpu_stage_importable(staging, r))
             continue;
-        const char *name = "";
-        for (uint32_t i = staging->view_count; i-- > 0;) {
-            const posenc__gpu_staged_view *v = &staging->views[i];
-            name = v->host && v->region == r ? v->name : name;
-        }
-        region->imported = import(ctx, user, r, region->lo, size, name);
+        region->imported = hooks->import(ctx, user, r, region->lo, size, region->name);
         any = any || region->imported;
     }
     if (any)
@@ -289,15 +279,12 @@ posenc_status posenc__gpu_stage_in(posenc_context *ctx, posenc__gpu_staging *sta
     if (status != POSENC_OK || staging->region_count == 0)
         return status;
     if (hooks->import)
-        posenc__gpu_stage_import(ctx, staging, hooks->import_min_bytes, hooks->import, user);
+        import_regions(ctx, staging, hooks, user);
 
-    /* Messages name the first staged view. */
-    const char *name = "";
-    for (uint32_t i = staging->view_count; i-- > 0;)
-        name = staging->views[i].host ? staging->views[i].name : name;
+    /* Messages name the first staged view, which region 0 holds (build_regions). */
+    const char *name = staging->regions[0].name;
     if (staging->bytes > 0)
-        status = hooks->reserve(ctx, user, staging->bytes,
-                                staging->bytes <= POSENC__GPU_STAGING_KEEP_BYTES, name);
+        status = hooks->reserve(ctx, user, staging->bytes, name);
     for (uint32_t i = 0; i < staging->view_count && status == POSENC_OK; i++) {
         const posenc__gpu_staged_view *v = &staging->views[i];
         if (v->host)
@@ -318,9 +305,6 @@ posenc_status posenc__gpu_stage_in(posenc_context *ctx, posenc__gpu_staging *sta
 posenc_status posenc__gpu_stage_out(posenc_context *ctx, const posenc__gpu_staging *staging,
                                     const posenc__gpu_stage_out_hooks *hooks, void *user)
 {
-    posenc_status status = hooks->sync_imported ? hooks->sync_imported(ctx, user) : POSENC_OK;
-    if (status != POSENC_OK)
-        return status;
     uint32_t staged = 0, only = 0;
     for (uint32_t r = 0; r < staging->region_count; r++) {
         if (staging->regions[r].written && !staging->regions[r].imported) {
@@ -328,9 +312,26 @@ posenc_status posenc__gpu_stage_out(posenc_context *ctx, const posenc__gpu_stagi
             only = r;
         }
     }
-    if (staged == 1 && staging->regions[only].whole && hooks->read_whole) {
-        status = hooks->read_whole(ctx, user, only);
-    } else if (staged) {
+    bool read_lone = hooks->read && staged == 1 && staging->regions[only].whole;
+    posenc__gpu_read reads[2 * POSENC__GPU_MAX_VIEWS];
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < staging->view_count && hooks->read; i++) {
+        const posenc__gpu_staged_view *v = &staging->views[i];
+        const posenc_buffer *buf = v->view->buffer;
+        if (buf && buf->host_imported && (v->access & POSENC__GPU_WRITE))
+            reads[count++] = (posenc__gpu_read){POSENC__GPU_IN_DEVICE, i, v->view->offset,
+                                                posenc__gpu_view_extent(v->view),
+                                                (uint8_t *)buf->host_memory + v->view->offset};
+    }
+    for (uint32_t r = 0; r < staging->region_count && hooks->read; r++) {
+        const posenc__gpu_region *region = &staging->regions[r];
+        if (region->written && (region->imported || read_lone))
+            reads[count++] = (posenc__gpu_read){
+                region->imported ? POSENC__GPU_IN_IMPORT : POSENC__GPU_IN_STAGING, r,
+                region->offset, (uint64_t)(region->hi - region->lo), region->lo};
+    }
+    posenc_status status = count ? hooks->read(ctx, user, reads, count) : POSENC_OK;
+    if (status == POSENC_OK && staged && !read_lone) {
         const uint8_t *mapped[POSENC__GPU_MAX_VIEWS] = {0};
         for (uint32_t r = 0; r < staging->region_count && status == POSENC_OK; r++) {
             if (staging->regions[r].written && !staging->regions[r].imported)

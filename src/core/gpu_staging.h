@@ -44,6 +44,7 @@ typedef struct posenc__gpu_staged_view {
 
 typedef struct posenc__gpu_region {
     uint8_t *lo, *hi;   /* the host byte range */
+    const char *name;   /* its first view's, in messages */
     uint64_t offset;    /* where `lo` lies in the staging area (not for imported regions) */
     uint32_t lead;      /* offset modulo 16: puts every view of the region on its elements */
     bool upload;        /* copied in before the kernel */
@@ -80,20 +81,8 @@ void posenc__gpu_stage_layout(posenc__gpu_staging *staging);
  * boundary in host memory, as the kernels index it. Staging realigns the others. */
 bool posenc__gpu_stage_importable(const posenc__gpu_staging *staging, uint32_t r);
 
-/* Offers the backend each region of at least `min_bytes` that may be bound in place, as `lo`,
- * `size` and the name of its first view; `import` returns whether it took the region (it then
- * binds the host bytes for the device). Regions taken are marked imported and the plan is laid
- * out again without them. */
-typedef bool (*posenc__gpu_import_fn)(posenc_context *ctx, void *user, uint32_t region,
-                                      uint8_t *lo, uint64_t size, const char *name);
-void posenc__gpu_stage_import(posenc_context *ctx, posenc__gpu_staging *staging,
-                              uint64_t min_bytes, posenc__gpu_import_fn import, void *user);
-
 /* Whether any view is staged or imported: work that reads host memory cannot be left running. */
 bool posenc__gpu_stage_has_host(const posenc__gpu_staging *staging);
-
-/* Copies region `r`'s host bytes to `area`, the staging area's first byte. */
-void posenc__gpu_stage_copy_in(const posenc__gpu_staging *staging, uint32_t r, uint8_t *area);
 
 /* ---- Staging a call: the order of the steps, with the backend's runtime calls as hooks ----- */
 
@@ -109,17 +98,20 @@ typedef struct posenc__gpu_stage_hooks {
      * limit), naming the view. */
     posenc_status (*bind)(posenc_context *ctx, void *user, uint32_t view,
                           posenc__gpu_memory memory, uint32_t region, uint64_t position);
-    /* Makes a staging area of at least `bytes`: with `keep`, one the context keeps for later
-     * calls (POSENC__GPU_STAGING_KEEP_BYTES at most); without, one freed once the call is
-     * done. `name` (the first staged view) is for messages. */
-    posenc_status (*reserve)(posenc_context *ctx, void *user, uint64_t bytes, bool keep,
-                             const char *name);
-    /* Copies region `region`'s host bytes to its place in the staging area (see
-     * posenc__gpu_stage_copy_in), done when it returns. */
+    /* Makes a staging area of at least `bytes`: one the context keeps for later calls, or one
+     * past POSENC__GPU_STAGING_KEEP_BYTES, freed once the call is done. `name` (the first
+     * staged view) is for messages. */
+    posenc_status (*reserve)(posenc_context *ctx, void *user, uint64_t bytes, const char *name);
+    /* Copies region `region`'s host bytes (lo to hi) to its place in the staging area
+     * (`offset`), done when it returns. */
     posenc_status (*upload)(posenc_context *ctx, void *user, uint32_t region, const char *name);
-    /* Maps host memory for the device in place; NULL where the device cannot. Regions under
-     * `import_min_bytes` are copied: an import costs more than copying a few pages. */
-    posenc__gpu_import_fn import;
+    /* Maps region `region` of host memory, `size` bytes from `lo` (`name`: its first view), for
+     * the device in place, and returns whether it did; NULL where the device cannot. Only
+     * regions whose views all start on their element boundaries are offered, and none under
+     * `import_min_bytes`: an import costs more than copying a few pages. The plan is laid out
+     * again without the regions taken. */
+    bool (*import)(posenc_context *ctx, void *user, uint32_t region, uint8_t *lo, uint64_t size,
+                   const char *name);
     uint64_t import_min_bytes;
 } posenc__gpu_stage_hooks;
 
@@ -131,15 +123,25 @@ typedef struct posenc__gpu_stage_hooks {
 posenc_status posenc__gpu_stage_in(posenc_context *ctx, posenc__gpu_staging *staging,
                                    const posenc__gpu_stage_hooks *hooks, void *user);
 
+/* `size` bytes read from device memory straight into `host`: from `offset` in view `index`'s
+ * buffer (POSENC__GPU_IN_DEVICE), in region `index`'s import (from its lo) or in the staging
+ * area. */
+typedef struct posenc__gpu_read {
+    posenc__gpu_memory memory;
+    uint32_t index;
+    uint64_t offset;
+    uint64_t size;
+    uint8_t *host;
+} posenc__gpu_read;
+
 typedef struct posenc__gpu_stage_out_hooks {
-    /* Makes what the kernel wrote into memory the device used in place (the written views of
-     * imported wrapped buffers, the written imported regions) visible to the host. Optional:
-     * NULL where such memory is coherent. */
-    posenc_status (*sync_imported)(posenc_context *ctx, void *user);
-    /* Reads the staging bytes of region `region`, a lone packed output, straight into its host
-     * bytes: one command where a map, a copy and an unmap take three. Optional: NULL copies it
-     * as any other region. */
-    posenc_status (*read_whole)(posenc_context *ctx, void *user, uint32_t region);
+    /* Makes `count` reads, in order, done when it returns: what the kernel wrote into memory the
+     * device used in place (the written views of imported wrapped buffers, the written imported
+     * regions), for the host to see, and a lone packed output's staging bytes, one command
+     * where a map, a copy and an unmap take three. Optional: NULL where imported memory is
+     * coherent and every staged output is mapped. */
+    posenc_status (*read)(posenc_context *ctx, void *user, const posenc__gpu_read *reads,
+                          uint32_t count);
     /* Makes the staging bytes of region `region` readable by the host, its lo's device copy in
      * `*bytes`. A mapping made before a failure stays in `*bytes`, for `unmap`. */
     posenc_status (*map)(posenc_context *ctx, void *user, uint32_t region, const uint8_t **bytes);

@@ -48,11 +48,6 @@ void posenc__gpu_tables_drop(posenc_context *ctx, posenc__gpu_tables *tables, ui
     *table = (posenc__gpu_table){0};
 }
 
-void posenc__gpu_tables_pin(posenc__gpu_tables *tables, uint32_t slot)
-{
-    tables->slots[slot].pinned = true;
-}
-
 void posenc__gpu_tables_fini(posenc_context *ctx, posenc__gpu_tables *tables)
 {
     for (uint32_t i = 0; i < POSENC__GPU_MAX_TABLES; i++)

@@ -44,7 +44,7 @@ typedef struct posenc__gpu_table {
     uint64_t key;
     uint64_t id;       /* the freqs_id it was last found by (0: none) */
     uint64_t last_use; /* the cache's use counter at its last lookup */
-    bool pinned;       /* never evicted (posenc__gpu_tables_pin) */
+    bool pinned;       /* set by the backend: never evicted, kept until posenc__gpu_tables_fini */
 } posenc__gpu_table;
 
 /* A backend keeps its device copy of table i in its own slot i. */
@@ -73,8 +73,6 @@ posenc_status posenc__gpu_tables_find(posenc_context *ctx, posenc__gpu_tables *t
                                       const posenc__freq *freqs, uint32_t count, uint64_t id,
                                       const char *what, posenc__gpu_evict_fn evict, void *user,
                                       uint32_t *slot, bool *hit);
-/* Keeps slot `slot` until posenc__gpu_tables_fini. */
-void posenc__gpu_tables_pin(posenc__gpu_tables *tables, uint32_t slot);
 /* Forgets slot `slot` (its device copy is gone or was never made). The context's statistics
  * count a table from its find to its drop. */
 void posenc__gpu_tables_drop(posenc_context *ctx, posenc__gpu_tables *tables, uint32_t slot);

@@ -76,6 +76,10 @@ struct posenc_buffer {
  * `backend_state`). */
 posenc_status posenc__buffer_adopt(posenc_context *ctx, uint64_t size, void *backend_state,
                                    posenc_buffer **buffer);
+/* Where the host sees a buffer's memory: wrapped host memory itself, else the backend's
+ * buffer_host_address; NULL when the host cannot. Wrapped memory is the caller's, compared by
+ * address with host tensors and other buffers, so that aliasing is seen. */
+void *posenc__buffer_host_address(posenc_context *ctx, posenc_buffer *buf);
 
 /* A frequency table kept across calls with everything it was computed from (the key: scalar
  * inputs, then the caller's arrays by value), so a repeated call (every decode step) does no

@@ -38,12 +38,6 @@ static bool same_desc(const posenc_rope_desc *a, const posenc_rope_desc *b)
            memcmp((const char *)a + after, (const char *)b + after, sizeof *a - after) == 0;
 }
 
-static const void *buffer_host(posenc_context *ctx, posenc_buffer *buffer)
-{
-    return ctx->backend->buffer_host_address ? ctx->backend->buffer_host_address(ctx, buffer)
-                                             : NULL;
-}
-
 const posenc__rope_op *posenc__rope_memo_use(posenc_context *ctx, const posenc_rope_desc *desc)
 {
     posenc__rope_memo *memo = ctx->rope_memo;
@@ -59,7 +53,7 @@ const posenc__rope_op *posenc__rope_memo_use(posenc_context *ctx, const posenc_r
     for (uint32_t i = 0; i < memo->buffer_count; i++) {
         const memo_buffer *b = &memo->buffers[i];
         if (b->buffer->ctx != ctx || posenc__atomic_load_acquire(&b->buffer->mapped) ||
-            b->end > b->buffer->size || buffer_host(ctx, b->buffer) != b->host)
+            b->end > b->buffer->size || posenc__buffer_host_address(ctx, b->buffer) != b->host)
             return NULL;
     }
     if (!posenc__rope_frequencies_current(ctx, desc, memo->op.rotary_dim, memo->freqs_id))
@@ -78,7 +72,7 @@ static void note_buffer(posenc_context *ctx, posenc__rope_memo *memo, const pose
     memo->buffers[memo->buffer_count++] = (memo_buffer){
         .buffer = tensor->buffer,
         .end = tensor->offset + (uint64_t)(span.hi - span.lo),
-        .host = buffer_host(ctx, tensor->buffer),
+        .host = posenc__buffer_host_address(ctx, tensor->buffer),
     };
 }
 

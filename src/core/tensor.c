@@ -16,11 +16,8 @@ uint8_t *posenc__view_host_base(posenc_context *ctx, const posenc__view *view)
 {
     if (view->host)
         return view->host + view->offset;
-    if (view->buffer && ctx->backend->buffer_host_address) {
-        uint8_t *base = ctx->backend->buffer_host_address(ctx, view->buffer);
-        return base ? base + view->offset : NULL;
-    }
-    return NULL;
+    uint8_t *base = view->buffer ? posenc__buffer_host_address(ctx, view->buffer) : NULL;
+    return base ? base + view->offset : NULL;
 }
 
 posenc_status posenc__resolve_view(posenc_context *ctx, const posenc_tensor *tensor,

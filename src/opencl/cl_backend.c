@@ -18,7 +18,6 @@ const posenc__backend posenc_opencl_backend = {
     .buffer_fini = posenc_cl_buffer_fini,
     .buffer_upload = posenc_cl_buffer_upload,
     .buffer_download = posenc_cl_buffer_download,
-    .buffer_host_address = posenc_cl_buffer_host_address,
     .buffer_map = posenc_cl_buffer_map,
     .buffer_unmap = posenc_cl_buffer_unmap,
     .rope = posenc_cl_rope,

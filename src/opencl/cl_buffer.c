@@ -6,8 +6,6 @@
  * current after each call on every device. */
 #include "opencl/cl_internal.h"
 
-#include <string.h>
-
 posenc_status posenc_cl_buffer_init(posenc_context *ctx, posenc_buffer *buf)
 {
     posenc_cl_context *state = ctx->backend_state;
@@ -56,100 +54,68 @@ void posenc_cl_buffer_fini(posenc_context *ctx, posenc_buffer *buf)
 
 cl_mem posenc_cl_buffer_mem(const posenc_buffer *buf) { return (cl_mem)buf->backend_state; }
 
-/* Copies come after posenc's earlier commands (submits, enqueues), so a download shows their
- * results on out-of-order queues too, and return once their own command is done. */
-typedef struct transfer {
-    cl_mem mem;
-    uint64_t offset;
-    void *host;
-    uint64_t size;
-    bool upload;
-} transfer;
+/* Commands on a buffer come after posenc's earlier commands (submits, enqueues), so that a
+ * download or a map shows their results on out-of-order queues too, and return once their own
+ * command is done. */
+typedef enum command_kind { WRITE, READ, MAP, UNMAP } command_kind;
+static const char *const command_calls[] = {"clEnqueueWriteBuffer", "clEnqueueReadBuffer",
+                                            "clEnqueueMapBuffer", "clEnqueueUnmapMemObject"};
 
-static cl_int enqueue_transfer(posenc_context *ctx, void *user, cl_uint count,
-                               const cl_event *list, cl_event *event)
+typedef struct command {
+    command_kind kind;
+    cl_mem mem;
+    uint64_t offset, size;
+    void *host; /* the host bytes of a copy; a mapping's address */
+} command;
+
+static cl_int enqueue_command(posenc_context *ctx, void *user, cl_uint count,
+                              const cl_event *list, cl_event *event)
 {
     posenc_cl_context *state = ctx->backend_state;
-    const transfer *t = user;
-    if (t->upload)
-        return state->cl->EnqueueWriteBuffer(state->queue, t->mem, CL_FALSE, (size_t)t->offset,
-                                             (size_t)t->size, t->host, count, list, event);
-    return state->cl->EnqueueReadBuffer(state->queue, t->mem, CL_FALSE, (size_t)t->offset,
-                                        (size_t)t->size, t->host, count, list, event);
+    const posenc_cl_api *cl = state->cl;
+    command *c = user;
+    cl_int err = CL_SUCCESS;
+    switch (c->kind) {
+    case WRITE:
+        return cl->EnqueueWriteBuffer(state->queue, c->mem, CL_FALSE, (size_t)c->offset,
+                                      (size_t)c->size, c->host, count, list, event);
+    case READ:
+        return cl->EnqueueReadBuffer(state->queue, c->mem, CL_FALSE, (size_t)c->offset,
+                                     (size_t)c->size, c->host, count, list, event);
+    case MAP:
+        c->host = cl->EnqueueMapBuffer(state->queue, c->mem, CL_FALSE, CL_MAP_READ | CL_MAP_WRITE,
+                                       0, (size_t)c->size, count, list, event, &err);
+        return err;
+    case UNMAP: break;
+    }
+    return cl->EnqueueUnmapMemObject(state->queue, c->mem, c->host, count, list, event);
 }
 
-static posenc_status copy(posenc_context *ctx, posenc_cl_enqueue_fn enqueue, void *user,
-                          const char *call)
+static posenc_status run(posenc_context *ctx, command *c)
 {
     posenc_cl_context *state = ctx->backend_state;
     posenc__mutex_lock(&state->lock);
     cl_event done = NULL;
-    cl_int err = posenc_cl_enqueue_ordered(ctx, 0, NULL, enqueue, user, &done);
+    cl_int err = posenc_cl_enqueue_ordered(ctx, 0, NULL, enqueue_command, c, &done);
     posenc__mutex_unlock(&state->lock);
     if (err != CL_SUCCESS)
-        return posenc_cl_fail(ctx, err, "buffer", call);
+        return posenc_cl_fail(ctx, err, "buffer", command_calls[c->kind]);
     err = posenc_cl_complete(state->cl, done);
     return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, "buffer", "clWaitForEvents");
-}
-
-/* Wrapped host memory that is not imported is the buffer's storage itself. */
-static posenc_status copy_bytes(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
-                                void *host, uint64_t size, bool upload)
-{
-    if (buf->host_memory && !buf->host_imported) {
-        uint8_t *memory = (uint8_t *)buf->host_memory + offset;
-        memmove(upload ? memory : host, upload ? host : memory, (size_t)size);
-        return POSENC_OK;
-    }
-    transfer t = {(cl_mem)buf->backend_state, offset, host, size, upload};
-    return copy(ctx, enqueue_transfer, &t,
-                upload ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer");
 }
 
 posenc_status posenc_cl_buffer_upload(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                       const void *data, uint64_t size)
 {
-    return copy_bytes(ctx, buf, offset, (void *)data, size, true);
+    command c = {WRITE, (cl_mem)buf->backend_state, offset, size, (void *)data};
+    return run(ctx, &c);
 }
 
 posenc_status posenc_cl_buffer_download(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                         void *data, uint64_t size)
 {
-    return copy_bytes(ctx, buf, offset, data, size, false);
-}
-
-/* Wrapped memory is the caller's: the front end compares it by address with host tensors and
- * other wrappers, so aliasing is seen. Device allocations have no host address. */
-void *posenc_cl_buffer_host_address(posenc_context *ctx, posenc_buffer *buf)
-{
-    (void)ctx;
-    return buf->host_memory;
-}
-
-typedef struct mapping {
-    cl_mem mem;
-    size_t size;
-    void *address;
-} mapping;
-
-static cl_int enqueue_map(posenc_context *ctx, void *user, cl_uint count, const cl_event *list,
-                          cl_event *event)
-{
-    posenc_cl_context *state = ctx->backend_state;
-    mapping *m = user;
-    cl_int err = CL_SUCCESS;
-    m->address = state->cl->EnqueueMapBuffer(state->queue, m->mem, CL_FALSE,
-                                             CL_MAP_READ | CL_MAP_WRITE, 0, m->size, count, list,
-                                             event, &err);
-    return err;
-}
-
-static cl_int enqueue_unmap(posenc_context *ctx, void *user, cl_uint count, const cl_event *list,
-                            cl_event *event)
-{
-    posenc_cl_context *state = ctx->backend_state;
-    const mapping *m = user;
-    return state->cl->EnqueueUnmapMemObject(state->queue, m->mem, m->address, count, list, event);
+    command c = {READ, (cl_mem)buf->backend_state, offset, size, data};
+    return run(ctx, &c);
 }
 
 /* A device allocation (or imported host memory) is mapped where the device shares host memory
@@ -161,15 +127,15 @@ posenc_status posenc_cl_buffer_map(posenc_context *ctx, posenc_buffer *buf, void
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "buffer: is in memory of a device that does not share host memory; "
                             "use posenc_buffer_upload / posenc_buffer_download");
-    mapping m = {(cl_mem)buf->backend_state, (size_t)buf->size, NULL};
-    posenc_status status = copy(ctx, enqueue_map, &m, "clEnqueueMapBuffer");
+    command c = {MAP, (cl_mem)buf->backend_state, 0, buf->size, NULL};
+    posenc_status status = run(ctx, &c);
     if (status == POSENC_OK)
-        *data = m.address;
+        *data = c.host;
     return status;
 }
 
 posenc_status posenc_cl_buffer_unmap(posenc_context *ctx, posenc_buffer *buf, void *data)
 {
-    mapping m = {(cl_mem)buf->backend_state, (size_t)buf->size, data};
-    return copy(ctx, enqueue_unmap, &m, "clEnqueueUnmapMemObject");
+    command c = {UNMAP, (cl_mem)buf->backend_state, 0, buf->size, data};
+    return run(ctx, &c);
 }

@@ -104,7 +104,6 @@ posenc_status posenc_cl_run(posenc_context *ctx, const posenc_cl_kernel *kernel,
         state->cl->ReleaseEvent(done);
     }
     posenc_cl_stage_release(ctx, staging); /* when the launch failed */
-    posenc_cl_stage_trim(ctx);
     return status;
 }
 

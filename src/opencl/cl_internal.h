@@ -223,7 +223,6 @@ posenc_status posenc_cl_buffer_upload(posenc_context *ctx, posenc_buffer *buf, u
                                       const void *data, uint64_t size);
 posenc_status posenc_cl_buffer_download(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                         void *data, uint64_t size);
-void *posenc_cl_buffer_host_address(posenc_context *ctx, posenc_buffer *buf);
 posenc_status posenc_cl_buffer_map(posenc_context *ctx, posenc_buffer *buf, void **data);
 posenc_status posenc_cl_buffer_unmap(posenc_context *ctx, posenc_buffer *buf, void *data);
 /* The device allocation of a buffer; NULL for wrapped host memory (staged like a host view). */
@@ -291,15 +290,13 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
  * caller's). */
 posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *staging,
                                   cl_event after);
-/* Releases the imports of a call that ends without posenc_cl_stage_out (which releases them).
- * Safe to call twice. */
+/* Releases the imports of a call that ends without posenc_cl_stage_out (which releases them),
+ * and a staging allocation grown past POSENC__GPU_STAGING_KEEP_BYTES. Safe to call twice. */
 void posenc_cl_stage_release(posenc_context *ctx, posenc_cl_staging *staging);
 /* Makes a CL_MEM_USE_HOST_PTR buffer of `size` bytes at `host` (aligned to
  * CL_DEVICE_MEM_BASE_ADDR_ALIGN); NULL, with the reason logged naming `name`, when the memory
  * is to be staged instead. */
 cl_mem posenc_cl_import(posenc_context *ctx, void *host, uint64_t size, const char *name);
-/* Frees staging allocations that grew unusually large. */
-void posenc_cl_stage_trim(posenc_context *ctx);
 
 /* An operation's launch: sets the kernel's arguments (the `count` bindings' buffers in order,
  * the frequency table unless `freqs` is NULL, then the parameters, `arg_size` bytes an

@@ -28,56 +28,17 @@ void posenc_cl_stage_views(posenc_cl_staging *staging, const posenc__view *const
     }
 }
 
-static posenc_status bind(posenc_context *ctx, const posenc__gpu_staged_view *v,
-                          posenc_cl_binding *binding, cl_mem mem, uint64_t byte_position)
-{
-    posenc__gpu_binding b;
-    posenc_status status = posenc__gpu_bind(ctx, "OpenCL", v->name, v->view, byte_position,
-                                            POSENC__GPU_ELEMENT_LIMIT, &b);
-    if (status != POSENC_OK)
-        return status;
-    binding->mem = mem;
-    binding->offset = b.offset;
-    return POSENC_OK;
-}
-
-static posenc_status ensure_staging(posenc_context *ctx, uint64_t bytes, const char *name)
+/* Frees the staging allocation. */
+static void drop_staging(posenc_context *ctx)
 {
     posenc_cl_context *state = ctx->backend_state;
-    posenc_cl_slot *slot = &state->staging;
-    if (slot->mem && slot->capacity >= bytes)
-        return POSENC_OK;
-    if (bytes > state->device->max_alloc_bytes || bytes > SIZE_MAX)
-        return posenc__fail(ctx, POSENC_UNSUPPORTED,
-                            "%s: the host tensor spans %llu bytes, more than the largest "
-                            "allocation of this OpenCL device (%llu bytes); use a smaller "
-                            "tensor or split the call",
-                            name, (unsigned long long)bytes,
-                            (unsigned long long)state->device->max_alloc_bytes);
-    if (slot->mem)
-        state->cl->ReleaseMemObject(slot->mem);
-    posenc__atomic64_sub(&ctx->stats.staging_bytes, slot->capacity);
-    slot->mem = NULL;
-    slot->capacity = 0;
-    uint64_t capacity = bytes < MIN_STAGING_BYTES ? MIN_STAGING_BYTES : bytes;
-    if (capacity > state->device->max_alloc_bytes)
-        capacity = bytes;
-    cl_int err = CL_SUCCESS;
-    cl_mem mem = state->cl->CreateBuffer(state->context, CL_MEM_READ_WRITE, (size_t)capacity,
-                                         NULL, &err);
-    if (err != CL_SUCCESS || !mem) {
-        if (mem)
-            state->cl->ReleaseMemObject(mem);
-        return posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_MEM_OBJECT_ALLOCATION_FAILURE : err,
-                              name, "clCreateBuffer (staging)");
-    }
-    slot->mem = mem;
-    slot->capacity = capacity;
-    posenc__atomic64_add(&ctx->stats.staging_bytes, capacity);
-    return POSENC_OK;
+    if (state->staging.mem)
+        state->cl->ReleaseMemObject(state->staging.mem);
+    posenc__atomic64_sub(&ctx->stats.staging_bytes, state->staging.capacity);
+    state->staging = (posenc_cl_slot){0};
 }
 
-/* Imports one region the plan offers (posenc__gpu_stage_import), from its start aligned down to
+/* Imports one region the plan offers (posenc__gpu_stage_in's hook), from its start aligned down to
  * CL_DEVICE_MEM_BASE_ADDR_ALIGN (within the same page, so mapped). */
 static bool import_region(posenc_context *ctx, void *user, uint32_t r, uint8_t *lo,
                           uint64_t size, const char *name)
@@ -98,6 +59,8 @@ void posenc_cl_stage_release(posenc_context *ctx, posenc_cl_staging *staging)
             state->cl->ReleaseMemObject(staging->imports[r]);
         staging->imports[r] = NULL;
     }
+    if (state->staging.capacity > POSENC__GPU_STAGING_KEEP_BYTES)
+        drop_staging(ctx);
 }
 
 /* Binds a view of the plan (posenc__gpu_stage_in's hook). */
@@ -107,24 +70,53 @@ static posenc_status bind_view(posenc_context *ctx, void *user, uint32_t view,
     const posenc_cl_context *state = ctx->backend_state;
     posenc_cl_staging *staging = user;
     const posenc__gpu_staged_view *v = &staging->plan.views[view];
-    posenc_cl_binding *binding = staging->bindings[view];
-    switch (memory) {
-    case POSENC__GPU_IN_DEVICE:
-        return bind(ctx, v, binding, posenc_cl_buffer_mem(v->view->buffer), v->view->offset);
-    case POSENC__GPU_IN_IMPORT:
-        return bind(ctx, v, binding, staging->imports[region],
-                    staging->import_base[region] + position);
-    case POSENC__GPU_IN_STAGING: break;
+    cl_mem mem = state->staging.mem;
+    if (memory == POSENC__GPU_IN_DEVICE) {
+        mem = posenc_cl_buffer_mem(v->view->buffer);
+        position = v->view->offset;
+    } else if (memory == POSENC__GPU_IN_IMPORT) {
+        mem = staging->imports[region];
+        position += staging->import_base[region];
     }
-    return bind(ctx, v, binding, state->staging.mem, position);
+    posenc__gpu_binding b;
+    posenc_status status = posenc__gpu_bind(ctx, "OpenCL", v->name, v->view, position,
+                                            POSENC__GPU_ELEMENT_LIMIT, &b);
+    if (status != POSENC_OK)
+        return status;
+    staging->bindings[view]->mem = mem;
+    staging->bindings[view]->offset = b.offset;
+    return POSENC_OK;
 }
 
-/* The staging allocation is kept and grown; one past POSENC__GPU_STAGING_KEEP_BYTES is freed
- * after the call (posenc_cl_stage_trim). */
-static posenc_status reserve(posenc_context *ctx, void *user, uint64_t bytes, bool keep,
-                             const char *name)
+/* The staging allocation is kept and grown (posenc__gpu_stage_in's hook); one past
+ * POSENC__GPU_STAGING_KEEP_BYTES is freed after the call (posenc_cl_stage_release). */
+static posenc_status reserve(posenc_context *ctx, void *user, uint64_t bytes, const char *name)
 {
-    return ensure_staging(ctx, bytes, name);
+    posenc_cl_context *state = ctx->backend_state;
+    uint64_t max = state->device->max_alloc_bytes;
+    if (state->staging.capacity >= bytes)
+        return POSENC_OK;
+    if (bytes > max || bytes > SIZE_MAX)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "%s: the host tensor spans %llu bytes, more than the largest "
+                            "allocation of this OpenCL device (%llu bytes); use a smaller "
+                            "tensor or split the call",
+                            name, (unsigned long long)bytes, (unsigned long long)max);
+    drop_staging(ctx);
+    uint64_t capacity = bytes < MIN_STAGING_BYTES && MIN_STAGING_BYTES <= max ? MIN_STAGING_BYTES
+                                                                              : bytes;
+    cl_int err = CL_SUCCESS;
+    cl_mem mem = state->cl->CreateBuffer(state->context, CL_MEM_READ_WRITE, (size_t)capacity,
+                                         NULL, &err);
+    if (err != CL_SUCCESS || !mem) {
+        if (mem)
+            state->cl->ReleaseMemObject(mem);
+        return posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_MEM_OBJECT_ALLOCATION_FAILURE : err,
+                              name, "clCreateBuffer (staging)");
+    }
+    state->staging = (posenc_cl_slot){mem, capacity};
+    posenc__atomic64_add(&ctx->stats.staging_bytes, capacity);
+    return POSENC_OK;
 }
 
 static posenc_status upload(posenc_context *ctx, void *user, uint32_t r, const char *name)
@@ -156,79 +148,48 @@ posenc_status posenc_cl_stage_in(posenc_context *ctx, posenc_cl_staging *staging
     return posenc__gpu_stage_in(ctx, &staging->plan, &hooks, staging);
 }
 
-/* A read of `size` bytes at `offset` into `host`, the very memory the CL_MEM_USE_HOST_PTR buffer
- * `mem` was made over: how OpenCL makes a kernel's writes there visible to the host (1.2,
- * 5.2.2), one command where a map and unmap take two. On a device sharing host memory it copies
- * nothing. OpenCL asks that no other command use the buffer while the read runs, so each read
- * waits for the one before (`*after`, the kernel for the first); the event goes to `events`. */
-static cl_int enqueue_host_read(posenc_cl_context *state, cl_mem mem, uint64_t offset,
-                                uint64_t size, uint8_t *host, cl_event *after, cl_event *events,
-                                uint32_t *count)
+/* Reads into place (posenc__gpu_stage_out's hooks, here and below; `user` is the call's
+ * staging). Imported memory is read into the very memory its CL_MEM_USE_HOST_PTR buffer was
+ * made over: that is how OpenCL makes a kernel's writes there visible to the host (1.2, 5.2.2),
+ * one command where a map and unmap take two; on a device sharing host memory it copies
+ * nothing. OpenCL asks that no other command use a buffer while a read of it runs, so each read
+ * waits for the one before (the kernel for the first), and all are waited for together. */
+static posenc_status read_in_place(posenc_context *ctx, void *user, const posenc__gpu_read *reads,
+                                   uint32_t count)
 {
-    cl_event read = NULL;
-    cl_int err = state->cl->EnqueueReadBuffer(state->queue, mem, CL_FALSE, (size_t)offset,
-                                              (size_t)size, host, 1, after, &read);
-    if (read) {
-        events[(*count)++] = read;
-        *after = read;
-    }
-    return err;
-}
-
-/* The host sees what the kernel wrote into imported memory: the written views of imported
- * wrapped buffers and the written imported regions, read in place, then waited for together
- * (posenc__gpu_stage_out's hooks, here and below; `user` is the call's staging). */
-static posenc_status sync_imported(posenc_context *ctx, void *user)
-{
-    posenc_cl_context *state = ctx->backend_state;
+    const posenc_cl_context *state = ctx->backend_state;
     posenc_cl_staging *staging = user;
-    const posenc__gpu_staging *plan = &staging->plan;
     cl_event after = staging->kernel_done;
     cl_event events[2 * POSENC__GPU_MAX_VIEWS] = {0};
-    uint32_t count = 0;
+    uint32_t made = 0;
     cl_int err = CL_SUCCESS;
-    for (uint32_t i = 0; i < plan->view_count && err == CL_SUCCESS; i++) {
-        const posenc__gpu_staged_view *v = &plan->views[i];
-        const posenc_buffer *buf = v->view->buffer;
-        if (buf && buf->host_imported && (v->access & POSENC__GPU_WRITE))
-            err = enqueue_host_read(state, posenc_cl_buffer_mem(buf), v->view->offset,
-                                    posenc__gpu_view_extent(v->view),
-                                    (uint8_t *)buf->host_memory + v->view->offset, &after, events,
-                                    &count);
-    }
-    for (uint32_t r = 0; r < plan->region_count && err == CL_SUCCESS; r++) {
-        const posenc__gpu_region *region = &plan->regions[r];
-        if (region->written && region->imported)
-            err = enqueue_host_read(state, staging->imports[r], staging->import_base[r],
-                                    (uint64_t)(region->hi - region->lo), region->lo, &after,
-                                    events, &count);
+    const char *what = "staging";
+    for (uint32_t i = 0; i < count && err == CL_SUCCESS; i++) {
+        const posenc__gpu_read *r = &reads[i];
+        cl_mem mem = state->staging.mem;
+        uint64_t offset = r->offset;
+        if (r->memory == POSENC__GPU_IN_DEVICE) {
+            mem = posenc_cl_buffer_mem(staging->plan.views[r->index].view->buffer);
+        } else if (r->memory == POSENC__GPU_IN_IMPORT) {
+            mem = staging->imports[r->index];
+            offset += staging->import_base[r->index];
+        }
+        what = r->memory == POSENC__GPU_IN_STAGING ? "staging" : "imported host memory";
+        cl_event read = NULL;
+        err = state->cl->EnqueueReadBuffer(state->queue, mem, CL_FALSE, (size_t)offset,
+                                           (size_t)r->size, r->host, 1, &after, &read);
+        if (read) {
+            events[made++] = read;
+            after = read;
+        }
     }
     /* Every event is waited for and released, also after a failed enqueue. */
-    cl_int waited = posenc_cl_complete_all(state->cl, count, events);
-    if (err != CL_SUCCESS)
-        return posenc_cl_fail(ctx, err, "output", "clEnqueueReadBuffer (imported host memory)");
-    return waited == CL_SUCCESS
-               ? POSENC_OK
-               : posenc_cl_fail(ctx, waited, "output", "clWaitForEvents (imported host memory)");
-}
-
-/* A lone packed output, read straight into place. */
-static posenc_status read_whole(posenc_context *ctx, void *user, uint32_t r)
-{
-    posenc_cl_context *state = ctx->backend_state;
-    posenc_cl_staging *staging = user;
-    const posenc__gpu_region *region = &staging->plan.regions[r];
-    cl_event read = NULL;
-    cl_int err = state->cl->EnqueueReadBuffer(state->queue, state->staging.mem, CL_FALSE,
-                                              (size_t)region->offset,
-                                              (size_t)(region->hi - region->lo), region->lo, 1,
-                                              &staging->kernel_done, &read);
-    if (err != CL_SUCCESS)
-        return posenc_cl_fail(ctx, err, "output", "clEnqueueReadBuffer (staging)");
-    err = posenc_cl_complete(state->cl, read);
-    if (err != CL_SUCCESS)
-        return posenc_cl_fail(ctx, err, "output", "clWaitForEvents (staging read)");
-    return POSENC_OK;
+    cl_int waited = posenc_cl_complete_all(state->cl, made, events);
+    char call[64];
+    snprintf(call, sizeof call, "%s (%s)",
+             err != CL_SUCCESS ? "clEnqueueReadBuffer" : "clWaitForEvents", what);
+    err = err != CL_SUCCESS ? err : waited;
+    return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, "output", call);
 }
 
 /* Maps a staging region for reading, and waits for the map. */
@@ -283,17 +244,14 @@ static void unmap_all(posenc_context *ctx, void *user, const uint8_t *const *map
                 "output: clEnqueueUnmapMemObject (staging) failed: %s (%d); the staging "
                 "allocation is dropped",
                 posenc_cl_error_name(failed), (int)failed);
-    cl->ReleaseMemObject(state->staging.mem);
-    posenc__atomic64_sub(&ctx->stats.staging_bytes, state->staging.capacity);
-    state->staging = (posenc_cl_slot){0};
+    drop_staging(ctx);
 }
 
 posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *staging,
                                   cl_event after)
 {
     static const posenc__gpu_stage_out_hooks hooks = {
-        .sync_imported = sync_imported,
-        .read_whole = read_whole,
+        .read = read_in_place,
         .map = map_region,
         .unmap = unmap_all,
     };
@@ -303,16 +261,4 @@ posenc_status posenc_cl_stage_out(posenc_context *ctx, posenc_cl_staging *stagin
     posenc_status waited = posenc_cl_wait_all(ctx, "operation");
     posenc_cl_stage_release(ctx, staging);
     return status != POSENC_OK ? status : waited;
-}
-
-void posenc_cl_stage_trim(posenc_context *ctx)
-{
-    posenc_cl_context *state = ctx->backend_state;
-    posenc_cl_slot *slot = &state->staging;
-    if (slot->mem && slot->capacity > POSENC__GPU_STAGING_KEEP_BYTES) {
-        state->cl->ReleaseMemObject(slot->mem);
-        posenc__atomic64_sub(&ctx->stats.staging_bytes, slot->capacity);
-        slot->mem = NULL;
-        slot->capacity = 0;
-    }
 }

@@ -20,32 +20,29 @@ posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf)
     posenc_vk_buffer *state = calloc(1, sizeof *state);
     if (!state)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "buffer: out of host memory");
-    if (buf->host_memory && vk->host_import &&
-        (uintptr_t)buf->host_memory % ELEMENT_ALIGNMENT != 0) {
+    posenc_status status = POSENC_OK;
+    /* Under the context lock: other threads may be recording, and a failed allocation or import
+     * is released through the descriptor set cache and may mark the device lost. */
+    posenc__mutex_lock(&vk->lock);
+    if (!buf->host_memory) {
+        status = posenc_vk_allocate(ctx, buf->size, vk->device_memory_type, vk->unified, "size",
+                                    "posenc buffer", &state->allocation);
+    } else if (vk->host_import && (uintptr_t)buf->host_memory % ELEMENT_ALIGNMENT != 0) {
         posenc__log(ctx, POSENC_LOG_DEBUG,
                     "vulkan: host_memory: %p is staged, not imported: not on a %d-byte boundary, "
                     "so views would be off their elements",
                     buf->host_memory, ELEMENT_ALIGNMENT);
-    } else if (buf->host_memory && vk->host_import) {
+    } else if (vk->host_import) {
         /* The caller keeps the memory alive as long as the buffer: one import serves every
          * call, submits and recorded work included. */
-        posenc__mutex_lock(&vk->lock);
         buf->host_imported = posenc_vk_import(ctx, buf->host_memory, buf->size, "host_memory",
                                               &state->allocation, &state->base);
-        posenc__mutex_unlock(&vk->lock);
         state->allocation.size = buf->size;
-    } else if (!buf->host_memory) {
-        /* Under the context lock: other threads may be recording, and a failed allocation is
-         * released through the descriptor set cache and may mark the device lost. */
-        posenc__mutex_lock(&vk->lock);
-        posenc_status status =
-            posenc_vk_allocate(ctx, buf->size, vk->device_memory_type, vk->unified, "size",
-                               "posenc buffer", &state->allocation);
-        posenc__mutex_unlock(&vk->lock);
-        if (status != POSENC_OK) {
-            free(state);
-            return status;
-        }
+    }
+    posenc__mutex_unlock(&vk->lock);
+    if (status != POSENC_OK) {
+        free(state);
+        return status;
     }
     buf->backend_state = state;
     return POSENC_OK;
@@ -95,22 +92,14 @@ static posenc_status transfer(posenc_context *ctx, posenc_buffer *buf, uint64_t 
     posenc_vk_context *vk = ctx->backend_state;
     posenc_vk_buffer *state = buf->backend_state;
     posenc_vk_allocation temporary = {0};
-    posenc_vk_allocation *staging = &vk->staging;
     uint64_t chunk = size;
-    posenc_status status;
-    if (size <= POSENC__GPU_STAGING_KEEP_BYTES) { /* kept as operations keep theirs */
-        status = posenc_vk_reserve(ctx, &vk->staging, size);
-    } else {
-        status = posenc_vk_allocate(ctx, size, vk->host_memory_type, true, "staging",
-                                    "posenc staging", &temporary);
-        staging = &temporary;
-    }
+    posenc_status status = posenc_vk_reserve(ctx, size, &temporary);
     if (status != POSENC_OK && size > CHUNK_BYTES) {
         posenc__clear_error(ctx); /* retried in chunks */
-        staging = &vk->staging;
         chunk = CHUNK_BYTES;
-        status = posenc_vk_reserve(ctx, &vk->staging, chunk);
+        status = posenc_vk_reserve(ctx, chunk, &temporary);
     }
+    const posenc_vk_allocation *staging = temporary.buffer ? &temporary : &vk->staging;
     for (uint64_t done = 0; done < size && status == POSENC_OK; done += chunk) {
         uint64_t n = size - done < chunk ? size - done : chunk;
         if (upload)
@@ -136,7 +125,7 @@ static posenc_status transfer(posenc_context *ctx, posenc_buffer *buf, uint64_t 
 /* A copy between the host and a buffer, after the submitted work that binds it: mapped memory
  * and imported host memory are read or written by the host directly, so that work must be done
  * first; a staged copy is a submission of its own, ordered after that work by the queue and its
- * opening barrier. Wrapped host memory that is not imported no work holds beyond its call. */
+ * opening barrier. */
 static posenc_status copy(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                           uint8_t *host, uint64_t size, bool upload)
 {
@@ -144,16 +133,10 @@ static posenc_status copy(posenc_context *ctx, posenc_buffer *buf, uint64_t offs
     posenc_vk_buffer *state = buf->backend_state;
     uint8_t *memory = buf->host_memory ? buf->host_memory : state->allocation.mapped;
     posenc__mutex_lock(&vk->lock);
-    posenc_status status = POSENC_OK;
-    if (!memory) {
-        status = transfer(ctx, buf, offset, host, size, upload);
-    } else {
-        if (buf->host_imported || !buf->host_memory)
-            status = posenc_vk_wait_serial(ctx, state->last_serial);
-        if (status == POSENC_OK) /* else the work failed: copy nothing */
-            memmove(upload ? memory + offset : host, upload ? host : memory + offset,
-                    (size_t)size);
-    }
+    posenc_status status = memory ? posenc_vk_wait_serial(ctx, state->last_serial)
+                                  : transfer(ctx, buf, offset, host, size, upload);
+    if (memory && status == POSENC_OK) /* else the work failed: copy nothing */
+        memmove(upload ? memory + offset : host, upload ? host : memory + offset, (size_t)size);
     posenc__mutex_unlock(&vk->lock);
     return status;
 }
@@ -174,8 +157,6 @@ void *posenc_vk_buffer_host_address(posenc_context *ctx, posenc_buffer *buf)
 {
     (void)ctx;
     posenc_vk_buffer *state = buf->backend_state;
-    if (buf->host_memory)
-        return buf->host_memory;
     return state ? state->allocation.mapped : NULL;
 }
 

@@ -101,7 +101,7 @@ posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs
         memcpy(table->memory.mapped, words->words, (size_t)bytes);
     }
     if (recorded)
-        posenc__gpu_tables_pin(&vk->table_cache, slot);
+        vk->table_cache.slots[slot].pinned = true;
     vk->table = table;
     vk->table_binding = (VkDescriptorBufferInfo){table->memory.buffer, 0, 0};
     return POSENC_OK;

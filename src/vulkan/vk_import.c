@@ -6,18 +6,6 @@
 static const VkExternalMemoryHandleTypeFlagBits HOST_ALLOCATION =
     VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
 
-/* A host-visible coherent type among `bits` (kernel writes then need no flush to be seen by
- * the host after the fence); UINT32_MAX when none. */
-static uint32_t coherent_type(posenc_vk_context *vk, uint32_t bits)
-{
-    VkPhysicalDeviceMemoryProperties memory;
-    vk->instance.fns.GetPhysicalDeviceMemoryProperties(vk->physical_handle, &memory);
-    return posenc_vk_memory_type(&memory, bits,
-                                 VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-                                 VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
-}
-
 bool posenc_vk_import(posenc_context *ctx, const void *host, uint64_t size, const char *name,
                       posenc_vk_allocation *allocation, uint64_t *base)
 {
@@ -50,8 +38,15 @@ bool posenc_vk_import(posenc_context *ctx, const void *host, uint64_t size, cons
     uint32_t type = UINT32_MAX;
     VkMemoryRequirements requirements = {0};
     if (!why) {
+        /* Host-visible and coherent: kernel writes then need no flush to be seen by the host
+         * after the fence. */
+        VkPhysicalDeviceMemoryProperties memory;
+        vk->instance.fns.GetPhysicalDeviceMemoryProperties(vk->physical_handle, &memory);
         vk->fns.GetBufferMemoryRequirements(vk->device, made.buffer, &requirements);
-        type = coherent_type(vk, requirements.memoryTypeBits & pointer.memoryTypeBits);
+        type = posenc_vk_memory_type(&memory, requirements.memoryTypeBits & pointer.memoryTypeBits,
+                                     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                         VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                     VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
         if (type == UINT32_MAX)
             why = "no host-coherent memory type can hold it";
         else if (requirements.size > span)

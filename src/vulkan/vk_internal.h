@@ -339,9 +339,11 @@ posenc_status posenc_vk_allocate(posenc_context *ctx, uint64_t size, uint32_t ty
                                  bool host_visible, const char *what, const char *debug_name,
                                  posenc_vk_allocation *allocation);
 void posenc_vk_release(posenc_context *ctx, posenc_vk_allocation *allocation);
-/* Grows a host-visible staging allocation to at least `size` bytes (contents not kept). */
-posenc_status posenc_vk_reserve(posenc_context *ctx, posenc_vk_allocation *allocation,
-                                uint64_t size);
+/* Host-visible staging of at least `size` bytes (contents not kept): vk->staging, grown, up to
+ * POSENC__GPU_STAGING_KEEP_BYTES; a larger one made in `*temporary`, which the caller
+ * releases once the call is done. */
+posenc_status posenc_vk_reserve(posenc_context *ctx, uint64_t size,
+                                posenc_vk_allocation *temporary);
 
 /* vk_commands.c: the command buffers posenc records for itself. posenc_vk_open begins one
  * (vk->target) after the writes of earlier work; posenc_vk_close makes its writes visible to
@@ -458,6 +460,7 @@ posenc_vk_place posenc_vk_place_of(const posenc__view *view);
  * staging buffer, as core/gpu_staging.h plans them. */
 typedef struct posenc_vk_staging {
     posenc__gpu_staging plan;
+    posenc_vk_place *places[POSENC__GPU_MAX_VIEWS]; /* where each view of the plan goes */
     posenc_vk_allocation temporary; /* used instead of ctx's staging buffer when larger */
     /* The import of each imported region (vk_import.c), released after the call: the caller
      * may free that memory as soon as the call returns. */

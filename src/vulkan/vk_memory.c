@@ -96,10 +96,14 @@ void posenc_vk_release(posenc_context *ctx, posenc_vk_allocation *allocation)
     *allocation = (posenc_vk_allocation){0};
 }
 
-posenc_status posenc_vk_reserve(posenc_context *ctx, posenc_vk_allocation *allocation,
-                                uint64_t size)
+posenc_status posenc_vk_reserve(posenc_context *ctx, uint64_t size,
+                                posenc_vk_allocation *temporary)
 {
     posenc_vk_context *vk = ctx->backend_state;
+    posenc_vk_allocation *allocation = &vk->staging;
+    if (size > POSENC__GPU_STAGING_KEEP_BYTES)
+        return posenc_vk_allocate(ctx, size, vk->host_memory_type, true, "staging",
+                                  "posenc staging", temporary);
     if (allocation->buffer && allocation->size >= size)
         return POSENC_OK;
     /* Grow by at least half again, so that slowly growing requests reallocate rarely. */

@@ -12,17 +12,12 @@
  * faster; see docs/benchmarks.md). */
 #define IMPORT_MIN_BYTES (UINT64_C(128) << 10)
 
-/* The hooks of core's staging steps (posenc__gpu_stage_in). */
-typedef struct placing {
-    posenc_vk_staging *staging;
-    posenc_vk_place *places[POSENC__GPU_MAX_VIEWS]; /* by the plan's view index */
-} placing;
-
-/* Imports one region the plan offers (posenc__gpu_stage_import). */
+/* Imports one region the plan offers (posenc__gpu_stage_in's hooks, here and below; `user` is
+ * the call's staging). */
 static bool import_region(posenc_context *ctx, void *user, uint32_t r, uint8_t *lo,
                           uint64_t size, const char *name)
 {
-    posenc_vk_staging *staging = ((placing *)user)->staging;
+    posenc_vk_staging *staging = user;
     return posenc_vk_import(ctx, lo, size, name, &staging->imports[r], &staging->import_base[r]);
 }
 
@@ -43,41 +38,35 @@ static const posenc_vk_allocation *staging_memory(const posenc_context *ctx,
 static posenc_status bind(posenc_context *ctx, void *user, uint32_t view,
                           posenc__gpu_memory memory, uint32_t region, uint64_t position)
 {
-    placing *p = user;
-    const posenc_vk_staging *staging = p->staging;
+    const posenc_vk_staging *staging = user;
     const posenc_vk_allocation *import = &staging->imports[region];
     const posenc_vk_allocation *area = staging_memory(ctx, staging);
     switch (memory) {
     case POSENC__GPU_IN_DEVICE:
-        *p->places[view] = posenc_vk_place_of(staging->plan.views[view].view);
+        *staging->places[view] = posenc_vk_place_of(staging->plan.views[view].view);
         break;
     case POSENC__GPU_IN_IMPORT:
-        *p->places[view] = (posenc_vk_place){import->buffer, import->size,
-                                             staging->import_base[region] + position};
+        *staging->places[view] = (posenc_vk_place){import->buffer, import->size,
+                                                   staging->import_base[region] + position};
         break;
     case POSENC__GPU_IN_STAGING:
-        *p->places[view] = (posenc_vk_place){area->buffer, area->size, position};
+        *staging->places[view] = (posenc_vk_place){area->buffer, area->size, position};
         break;
     }
     return POSENC_OK;
 }
 
-static posenc_status reserve(posenc_context *ctx, void *user, uint64_t bytes, bool keep,
-                             const char *name)
+static posenc_status reserve(posenc_context *ctx, void *user, uint64_t bytes, const char *name)
 {
-    placing *p = user;
-    posenc_vk_context *vk = ctx->backend_state;
-    if (keep)
-        return posenc_vk_reserve(ctx, &vk->staging, bytes);
-    return posenc_vk_allocate(ctx, bytes, vk->host_memory_type, true, "staging",
-                              "posenc staging", &p->staging->temporary);
+    return posenc_vk_reserve(ctx, bytes, &((posenc_vk_staging *)user)->temporary);
 }
 
 static posenc_status upload(posenc_context *ctx, void *user, uint32_t region, const char *name)
 {
-    const placing *p = user;
-    posenc__gpu_stage_copy_in(&p->staging->plan, region,
-                              staging_memory(ctx, p->staging)->mapped);
+    const posenc_vk_staging *staging = user;
+    const posenc__gpu_region *r = &staging->plan.regions[region];
+    memcpy((uint8_t *)staging_memory(ctx, staging)->mapped + r->offset, r->lo,
+           (size_t)(r->hi - r->lo));
     return POSENC_OK;
 }
 
@@ -88,12 +77,11 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
 {
     posenc_vk_context *vk = ctx->backend_state;
     memset(staging, 0, sizeof *staging);
-    placing p = {.staging = staging};
     for (uint32_t i = 0; i < count; i++) {
         places[i] = (posenc_vk_place){0};
         if (views[i])
-            p.places[posenc__gpu_stage_add(&staging->plan, views[i], names[i], access[i],
-                                           NULL)] = &places[i];
+            staging->places[posenc__gpu_stage_add(&staging->plan, views[i], names[i], access[i],
+                                                  NULL)] = &places[i];
     }
     posenc__gpu_stage_hooks hooks = {
         .bind = bind,
@@ -102,7 +90,7 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
         .import = vk->host_import ? import_region : NULL,
         .import_min_bytes = IMPORT_MIN_BYTES,
     };
-    return posenc__gpu_stage_in(ctx, &staging->plan, &hooks, &p);
+    return posenc__gpu_stage_in(ctx, &staging->plan, &hooks, staging);
 }
 
 /* Staging memory (the context's, or the call's temporary area) stays mapped and is coherent: a
