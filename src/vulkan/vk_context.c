@@ -244,21 +244,16 @@ void posenc_vk_destroy_state(posenc_context *ctx, bool save_cache)
         if (save_cache)
             posenc_vk_pipeline_cache_save(ctx);
         const VkAllocationCallbacks *allocator = vk->allocator;
-        for (uint32_t k = 0; k < POSENC__SPIRV_VARIANT_COUNT; k++) {
-            if (vk->pipelines[k])
-                vk->fns.DestroyPipeline(vk->device, vk->pipelines[k], allocator);
-        }
+        /* vkDestroy* take VK_NULL_HANDLE: what was never made needs no test. */
+        for (uint32_t k = 0; k < POSENC__SPIRV_VARIANT_COUNT; k++)
+            vk->fns.DestroyPipeline(vk->device, vk->pipelines[k], allocator);
         if (vk->pipeline_cache && !vk->borrowed_pipeline_cache)
             vk->fns.DestroyPipelineCache(vk->device, vk->pipeline_cache, allocator);
         posenc_vk_descriptors_fini(ctx);
-        if (vk->pipeline_layout)
-            vk->fns.DestroyPipelineLayout(vk->device, vk->pipeline_layout, allocator);
-        if (vk->set_layout)
-            vk->fns.DestroyDescriptorSetLayout(vk->device, vk->set_layout, allocator);
-        if (vk->fence)
-            vk->fns.DestroyFence(vk->device, vk->fence, allocator);
-        if (vk->command_pool)
-            vk->fns.DestroyCommandPool(vk->device, vk->command_pool, allocator);
+        vk->fns.DestroyPipelineLayout(vk->device, vk->pipeline_layout, allocator);
+        vk->fns.DestroyDescriptorSetLayout(vk->device, vk->set_layout, allocator);
+        vk->fns.DestroyFence(vk->device, vk->fence, allocator);
+        vk->fns.DestroyCommandPool(vk->device, vk->command_pool, allocator);
         posenc_vk_freqs_fini(ctx);
         posenc_vk_release(ctx, &vk->placeholder);
         posenc_vk_release(ctx, &vk->staging);
@@ -274,22 +269,23 @@ void posenc_vk_destroy_state(posenc_context *ctx, bool save_cache)
     ctx->backend_state = NULL;
 }
 
-posenc_status posenc_vk_context_finish_init(posenc_context *ctx)
+posenc_status posenc_vk_context_finish_init(posenc_context *ctx, bool debug_utils,
+                                            const char *debug_field)
 {
     posenc_vk_context *vk = ctx->backend_state;
+    posenc_status status = posenc_vk_debug_init(ctx, debug_utils, debug_field);
+    if (status != POSENC_OK)
+        return status;
     vk->lock_made = posenc__mutex_init(&vk->lock);
     if (!vk->lock_made)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: could not create a mutex");
-    posenc_status status = choose_memory(ctx, vk);
+    status = choose_memory(ctx, vk);
     if (status == POSENC_OK)
         status = create_layouts(ctx, vk);
     if (status == POSENC_OK)
         status = create_commands(ctx, vk);
     if (status == POSENC_OK)
         status = posenc_vk_pipeline_cache_create(ctx);
-    if (status == POSENC_OK && !vk->borrowed_pipeline_cache)
-        posenc_vk_debug_name(vk, VK_OBJECT_TYPE_PIPELINE_CACHE,
-                             POSENC_VK_OBJECT(vk->pipeline_cache), "posenc pipeline cache");
     if (status == POSENC_OK)
         status = posenc_vk_allocate(ctx, 16, vk->host_memory_type, true, "placeholder",
                                     "posenc placeholder", &vk->placeholder);
@@ -334,14 +330,10 @@ posenc_status posenc_vk_context_init(posenc_context *ctx, const posenc__device *
     if (status == POSENC_OK)
         status = posenc_vk_create_device(ctx, vk);
     if (status == POSENC_OK)
-        status = posenc_vk_debug_init(ctx, vk->instance.debug_utils, NULL);
-    if (status == POSENC_OK)
-        status = posenc_vk_context_finish_init(ctx);
-    if (status != POSENC_OK) {
+        status = posenc_vk_context_finish_init(ctx, vk->instance.debug_utils, NULL);
+    if (status != POSENC_OK)
         posenc_vk_destroy_state(ctx, false);
-        return status;
-    }
-    return POSENC_OK;
+    return status;
 }
 
 void posenc_vk_context_fini(posenc_context *ctx)

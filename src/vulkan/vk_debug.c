@@ -74,8 +74,6 @@ void posenc_vk_debug_name(const posenc_vk_context *vk, VkObjectType type, uint64
 void posenc_vk_debug_name_allocation(const posenc_vk_context *vk,
                                      const posenc_vk_allocation *allocation, const char *name)
 {
-    if (!vk->debug.SetDebugUtilsObjectNameEXT)
-        return;
     posenc_vk_debug_name(vk, VK_OBJECT_TYPE_BUFFER, POSENC_VK_OBJECT(allocation->buffer), name);
     posenc_vk_debug_name(vk, VK_OBJECT_TYPE_DEVICE_MEMORY, POSENC_VK_OBJECT(allocation->memory),
                          name);
