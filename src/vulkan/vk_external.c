@@ -188,6 +188,6 @@ posenc_status posenc_vk_context_init_external(posenc_context *ctx,
     if (status == POSENC_OK)
         ctx->device = &vk->device_record;
     else
-        posenc_vk_destroy_state(ctx, false);
+        posenc_vk_context_fini(ctx);
     return status;
 }
