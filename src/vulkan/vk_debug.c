@@ -8,13 +8,11 @@
 #include "core/kernels.h"
 
 #include <stdio.h>
-#include <string.h>
 
 posenc_status posenc_vk_debug_init(posenc_context *ctx, bool wanted, const char *field)
 {
     posenc_vk_context *vk = ctx->backend_state;
-    posenc_vk_debug *debug = &vk->debug;
-    memset(debug, 0, sizeof *debug);
+    posenc_vk_debug *debug = &vk->debug; /* zero: the state is calloc'ed */
     if (!wanted)
         return POSENC_OK;
     /* Instance-level functions of the extension: the loader, and any layer that implements it,
