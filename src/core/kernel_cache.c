@@ -162,36 +162,43 @@ bool posenc__kernel_cache_write(const char *dir, const char *path, const char *k
         return false;
     }
 
-    /* Written beside the entry and renamed over it (core/platform.h): processes sharing the
-     * directory never read half an entry, and a failed write leaves the old one. */
-    char temporary[POSENC__KERNEL_CACHE_PATH_MAX + 64];
-    FILE *file = posenc__temp_file_create(path, temporary, sizeof temporary);
-    if (!file) {
-        snprintf(why, why_size, "cannot create a file in %s: %s", dir, strerror(errno));
-        return false;
-    }
-
     header h;
     memcpy(h.magic, MAGIC, sizeof h.magic);
     h.version = FORMAT_VERSION;
     h.key_bytes = (uint32_t)key_bytes;
     h.binary_bytes = size;
     h.checksum = checksum(key, key_bytes, binary, size);
-    bool written = fwrite(&h, sizeof h, 1, file) == 1 &&
-                   fwrite(key, 1, key_bytes, file) == key_bytes &&
-                   fwrite(binary, 1, size, file) == size;
-    int write_errno = written ? 0 : errno;
-    bool committed = posenc__file_commit(file);
-    if (written && !committed)
-        write_errno = errno;
-    bool ok = written && committed;
-    if (ok && !posenc__file_replace(temporary, path)) {
-        write_errno = errno;
+    const void *pieces[3] = {&h, key, binary};
+    const size_t sizes[3] = {sizeof h, key_bytes, size};
+    if (!posenc__kernel_cache_save(path, pieces, sizes, 3)) {
+        snprintf(why, why_size, "cannot write %s: %s", path, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+bool posenc__kernel_cache_save(const char *path, const void *const *pieces, const size_t *sizes,
+                               int count)
+{
+    char temporary[POSENC__KERNEL_CACHE_PATH_MAX + 64];
+    FILE *file = posenc__temp_file_create(path, temporary, sizeof temporary);
+    if (!file)
+        return false;
+    bool ok = true;
+    for (int i = 0; i < count && ok; i++)
+        ok = fwrite(pieces[i], 1, sizes[i], file) == sizes[i];
+    int error = errno;
+    if (!posenc__file_commit(file) && ok) {
         ok = false;
+        error = errno;
+    }
+    if (ok && !posenc__file_replace(temporary, path)) {
+        ok = false;
+        error = errno;
     }
     if (!ok) {
         posenc__file_remove(temporary);
-        snprintf(why, why_size, "cannot write %s: %s", path, strerror(write_errno));
+        errno = error;
     }
     return ok;
 }

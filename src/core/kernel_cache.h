@@ -56,4 +56,11 @@ posenc__kernel_cache_result posenc__kernel_cache_read(const char *path, const ch
 bool posenc__kernel_cache_write(const char *dir, const char *path, const char *key,
                            const unsigned char *binary, size_t size, char *why, size_t why_size);
 
+/* Writes the file at `path` whole from `count` pieces, beside it first and then renamed over it
+ * (core/platform.h), so that a reader never sees half a file and a failed write leaves the old
+ * file as it was. Entries and a runtime's own caches (a VkPipelineCache's data) alike. False
+ * with errno set on failure. */
+bool posenc__kernel_cache_save(const char *path, const void *const *pieces, const size_t *sizes,
+                               int count);
+
 #endif

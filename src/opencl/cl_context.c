@@ -142,31 +142,24 @@ static posenc_status describe(posenc_context *ctx, posenc_cl_context *state, cl_
         platform_name[0] = '\0';
     platform_name[sizeof platform_name - 1] = '\0';
 
-    posenc__device *record = calloc(1, sizeof *record);
-    if (!record)
-        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
+    posenc__device *record = &state->external_record;
     posenc_cl_query_failure failure = {CL_SUCCESS, ""};
     posenc_cl_device_verdict verdict =
         posenc_cl_describe_device(cl, platform, platform_name, device, record, &failure);
-    if (verdict != POSENC_CL_DEVICE_USABLE) {
-        free(record);
-        if (verdict == POSENC_CL_DEVICE_NO_MEMORY)
-            return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
-        if (verdict == POSENC_CL_DEVICE_QUERY_FAILED)
-            return posenc__fail(ctx, posenc_cl_status(failure.error),
-                                "opencl.device: clGetDeviceInfo (%s) failed: %s (%d)",
-                                failure.query, posenc_cl_error_name(failure.error),
-                                (int)failure.error);
+    if (verdict == POSENC_CL_DEVICE_NO_MEMORY)
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
+    if (verdict == POSENC_CL_DEVICE_QUERY_FAILED)
+        return posenc__fail(ctx, posenc_cl_status(failure.error),
+                            "opencl.device: clGetDeviceInfo (%s) failed: %s (%d)", failure.query,
+                            posenc_cl_error_name(failure.error), (int)failure.error);
+    if (verdict != POSENC_CL_DEVICE_USABLE)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "opencl.device: cannot run posenc's kernels (they need an available "
                             "OpenCL 1.2 device with a compiler)");
-    }
     record->backend = ctx->backend;
     record->info.backend = POSENC_BACKEND_OPENCL;
     record->info.backend_index = 0; /* not one of the enumerated devices */
-    state->external_device = record->handle;
-    state->external_record = record;
-    state->device = state->external_device;
+    state->device = record->handle;
     return POSENC_OK;
 }
 
@@ -190,24 +183,18 @@ posenc_status posenc_cl_context_init_external(posenc_context *ctx,
     cl_device_id device = (cl_device_id)ext->device;
     cl_command_queue queue = (cl_command_queue)ext->queue;
 
+    posenc_cl_context *state = new_state(cl);
+    if (!state)
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
     posenc__signal_stack stack;
     posenc__signal_stack_save(&stack);
-    bool out_of_order = false;
-    posenc_status status = check_handles(ctx, cl, context, device, queue, &out_of_order);
-    posenc_cl_context *state = NULL;
-    if (status == POSENC_OK) {
-        state = new_state(cl);
-        if (!state)
-            status = posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
-    }
+    posenc_status status = check_handles(ctx, cl, context, device, queue, &state->out_of_order);
     if (status == POSENC_OK)
         status = describe(ctx, state, device);
     posenc__signal_stack_restore(&stack);
     if (status != POSENC_OK) {
-        if (state) {
-            posenc__mutex_destroy(&state->lock);
-            free(state);
-        }
+        posenc__mutex_destroy(&state->lock);
+        free(state);
         return status;
     }
 
@@ -218,10 +205,9 @@ posenc_status posenc_cl_context_init_external(posenc_context *ctx,
     state->context = context;
     state->queue = queue;
     state->external = true;
-    state->out_of_order = out_of_order;
-    state->host_import = host_import(&state->external_record->info);
+    state->host_import = host_import(&state->external_record.info);
     ctx->backend_state = state;
-    ctx->device = state->external_record;
+    ctx->device = &state->external_record;
     return POSENC_OK;
 }
 
@@ -235,7 +221,12 @@ void posenc_cl_context_fini(posenc_context *ctx)
     posenc_cl_wait_all(ctx, "context");
     if (state->last)
         cl->ReleaseEvent(state->last);
-    posenc_cl_kernels_release(state);
+    for (int i = 0; i < POSENC_CL_KERNEL_COUNT; i++) {
+        if (state->kernels[i].kernel)
+            cl->ReleaseKernel(state->kernels[i].kernel);
+        if (state->kernels[i].program)
+            cl->ReleaseProgram(state->kernels[i].program);
+    }
     if (state->staging.mem)
         cl->ReleaseMemObject(state->staging.mem);
     for (int i = 0; i < POSENC__GPU_MAX_TABLES; i++) {
@@ -246,9 +237,8 @@ void posenc_cl_context_fini(posenc_context *ctx)
     cl->ReleaseCommandQueue(state->queue);
     cl->ReleaseContext(state->context);
     if (state->external) {
-        cl->ReleaseDevice(state->external_device->device);
-        free(state->external_device);
-        free(state->external_record);
+        cl->ReleaseDevice(state->device->device);
+        free(state->external_record.handle);
     }
     posenc__mutex_destroy(&state->lock);
     free(state);

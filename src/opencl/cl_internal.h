@@ -173,8 +173,7 @@ typedef struct posenc_cl_context {
     cl_command_queue queue;
     bool external;     /* context, device and queue are the caller's (retained, then released) */
     bool out_of_order; /* the queue runs commands out of order: posenc orders its own by events */
-    posenc_cl_device *external_device; /* the caller's device, described; owned */
-    posenc__device *external_record;   /* ctx->device for the caller's device; owned */
+    posenc__device external_record; /* the caller's device, described (its handle owned) */
     posenc__mutex lock; /* serialises the state for posenc_cl_enqueue_* on several threads */
     cl_event last;     /* posenc's latest command on the queue (retained), or NULL */
     posenc_cl_kernel kernels[POSENC_CL_KERNEL_COUNT];
@@ -235,7 +234,6 @@ posenc_status posenc_cl_kernel_get(posenc_context *ctx, posenc__cl_id id,
  * names the program in messages and logs. The caller releases the program. */
 posenc_status posenc_cl_program_build(posenc_context *ctx, const char *label, const char *source,
                                       const char *options, cl_program *program);
-void posenc_cl_kernels_release(posenc_cl_context *state);
 
 /* Launches `kernel` over `units` work-items' worth of work: a whole number of work-groups, at
  * most a few per compute unit (the kernels loop over the rest), after the events of

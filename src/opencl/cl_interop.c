@@ -94,44 +94,52 @@ static posenc_status check_wait_list(posenc_context *ctx, const posenc_cl_contex
     return POSENC_OK;
 }
 
-/* Hands the event to the caller, or drops it (state->last keeps posenc's own reference). */
-static void hand_out(posenc_cl_context *state, cl_event done, cl_event *event)
+/* Both enqueue calls: the operation (`rope`, else sinusoidal; `desc` its descriptor) after the
+ * caller's events, on device memory only. */
+static posenc_status enqueue(posenc_context *ctx, const char *call, bool rope, const void *desc,
+                             cl_uint wait_count, const cl_event *wait_list, cl_event *event)
 {
+    posenc_cl_context *state = opencl_state(ctx, call);
+    if (!state)
+        return POSENC_INVALID_ARGUMENT;
+    cl_event done = NULL;
+    posenc__mutex_lock(&state->lock);
+    posenc__rope_op rope_op;
+    posenc__sinusoidal_op sinusoidal_op;
+    const posenc__view *views[POSENC__ROPE_VIEWS];
+    posenc_status status = check_wait_list(ctx, state, wait_count, wait_list);
+    if (status == POSENC_OK)
+        status = rope ? posenc__rope_prepare(ctx, desc, &rope_op)
+                      : posenc__sinusoidal_prepare(ctx, desc, &sinusoidal_op);
+    if (status == POSENC_OK) { /* enqueued work runs on device memory only (op_views.h) */
+        if (rope)
+            posenc__rope_given_views(&rope_op, views);
+        else
+            posenc__sinusoidal_given_views(&sinusoidal_op, views);
+        status = posenc__check_device_views(
+            ctx, views, rope ? posenc__rope_view_names : posenc__sinusoidal_view_names,
+            rope ? POSENC__ROPE_VIEWS : POSENC__SINUSOIDAL_VIEWS, false, call);
+    }
+    if (status == POSENC_OK)
+        status = rope ? posenc_cl_rope_run(ctx, &rope_op, wait_count, wait_list, &done)
+                      : posenc_cl_sinusoidal_run(ctx, &sinusoidal_op, wait_count, wait_list, &done);
+    posenc__mutex_unlock(&state->lock);
+    if (status != POSENC_OK)
+        return status;
     if (event)
         *event = done;
     else
-        state->cl->ReleaseEvent(done);
+        state->cl->ReleaseEvent(done); /* state->last keeps posenc's own reference */
+    posenc__atomic64_add(rope ? &ctx->stats.rope_calls : &ctx->stats.sinusoidal_calls, 1);
+    return POSENC_OK;
 }
 
 posenc_status posenc_cl_enqueue_rope(posenc_context *ctx, const posenc_rope_desc *desc,
                                      cl_uint num_events_in_wait_list,
                                      const cl_event *event_wait_list, cl_event *event)
 {
-    static const char call[] = "posenc_cl_enqueue_rope";
-    posenc_cl_context *state = opencl_state(ctx, call);
-    if (!state)
-        return POSENC_INVALID_ARGUMENT;
-    cl_event done = NULL;
-    posenc__mutex_lock(&state->lock);
-    posenc__rope_op op;
-    const posenc__view *views[POSENC__ROPE_VIEWS];
-    posenc_status status = check_wait_list(ctx, state, num_events_in_wait_list,
-                                           event_wait_list);
-    if (status == POSENC_OK)
-        status = posenc__rope_prepare(ctx, desc, &op);
-    if (status == POSENC_OK) { /* enqueued work runs on device memory only (op_views.h) */
-        posenc__rope_given_views(&op, views);
-        status = posenc__check_device_views(ctx, views, posenc__rope_view_names,
-                                            POSENC__ROPE_VIEWS, false, call);
-    }
-    if (status == POSENC_OK)
-        status = posenc_cl_rope_run(ctx, &op, num_events_in_wait_list, event_wait_list, &done);
-    posenc__mutex_unlock(&state->lock);
-    if (status == POSENC_OK) {
-        hand_out(state, done, event);
-        posenc__atomic64_add(&ctx->stats.rope_calls, 1);
-    }
-    return status;
+    return enqueue(ctx, "posenc_cl_enqueue_rope", true, desc, num_events_in_wait_list,
+                   event_wait_list, event);
 }
 
 posenc_status posenc_cl_enqueue_sinusoidal(posenc_context *ctx,
@@ -139,30 +147,6 @@ posenc_status posenc_cl_enqueue_sinusoidal(posenc_context *ctx,
                                            cl_uint num_events_in_wait_list,
                                            const cl_event *event_wait_list, cl_event *event)
 {
-    static const char call[] = "posenc_cl_enqueue_sinusoidal";
-    posenc_cl_context *state = opencl_state(ctx, call);
-    if (!state)
-        return POSENC_INVALID_ARGUMENT;
-    cl_event done = NULL;
-    posenc__mutex_lock(&state->lock);
-    posenc__sinusoidal_op op;
-    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
-    posenc_status status = check_wait_list(ctx, state, num_events_in_wait_list,
-                                           event_wait_list);
-    if (status == POSENC_OK)
-        status = posenc__sinusoidal_prepare(ctx, desc, &op);
-    if (status == POSENC_OK) { /* enqueued work runs on device memory only (op_views.h) */
-        posenc__sinusoidal_given_views(&op, views);
-        status = posenc__check_device_views(ctx, views, posenc__sinusoidal_view_names,
-                                            POSENC__SINUSOIDAL_VIEWS, false, call);
-    }
-    if (status == POSENC_OK)
-        status = posenc_cl_sinusoidal_run(ctx, &op, num_events_in_wait_list, event_wait_list,
-                                          &done);
-    posenc__mutex_unlock(&state->lock);
-    if (status == POSENC_OK) {
-        hand_out(state, done, event);
-        posenc__atomic64_add(&ctx->stats.sinusoidal_calls, 1);
-    }
-    return status;
+    return enqueue(ctx, "posenc_cl_enqueue_sinusoidal", false, desc, num_events_in_wait_list,
+                   event_wait_list, event);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Run-time builds of the embedded OpenCL C kernels, each on first use in a context, through the
- * on-disk binary cache (core/kernel_cache.h): keyed by the source's hash, the build options, the device
- * name and vendor, the device and driver versions and the platform. A cache that cannot be read
- * or written never fails an operation: the program is built from source and the reason logged. */
+ * on-disk binary cache (core/kernel_cache.h): keyed by the source's hash, the build options, the
+ * device name and vendor, the device and driver versions and the platform. A cache that cannot be
+ * read or written never fails an operation: the program is built from source and the reason
+ * logged. */
 #include "core/kernel_cache.h"
 #include "opencl/cl_internal.h"
 
@@ -18,24 +19,27 @@
 
 static double now_ms(void) { return posenc__seconds_now() * 1e3; }
 
-/* The cache key: everything that makes a binary valid for this build. */
-static int cache_key(const posenc_context *ctx, const char *source, const char *options,
-                     char *key, size_t size)
+/* The cache key: everything that makes a binary valid for this build. A key longer than `size`
+ * (never with the build's options) goes uncached. */
+static bool cache_key(const posenc_context *ctx, const char *source, const char *options,
+                      char *key, size_t size)
 {
     const posenc_cl_device *dev = ((const posenc_cl_context *)ctx->backend_state)->device;
     size_t length = strlen(source);
-    return snprintf(key, size,
-                    "posenc OpenCL program binary\n"
-                    "source %016llx %zu\n"
-                    "options %s\n"
-                    "device %s\n"
-                    "vendor %s\n"
-                    "device version %s\n"
-                    "driver %s\n"
-                    "platform %s\n",
-                    (unsigned long long)posenc__kernel_cache_hash(POSENC__KERNEL_CACHE_HASH_SEED, source, length),
-                    length, options, ctx->device->info.name, ctx->device->info.vendor,
-                    dev->device_version, dev->driver_version, dev->platform_name);
+    int n = snprintf(key, size,
+                     "posenc OpenCL program binary\n"
+                     "source %016llx %zu\n"
+                     "options %s\n"
+                     "device %s\n"
+                     "vendor %s\n"
+                     "device version %s\n"
+                     "driver %s\n"
+                     "platform %s\n",
+                     (unsigned long long)posenc__kernel_cache_hash(POSENC__KERNEL_CACHE_HASH_SEED,
+                                                                   source, length),
+                     length, options, ctx->device->info.name, ctx->device->info.vendor,
+                     dev->device_version, dev->driver_version, dev->platform_name);
+    return n > 0 && (size_t)n < size;
 }
 
 /* The start of the build log, for the error message. */
@@ -125,15 +129,10 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
     const posenc_cl_api *cl = state->cl;
     double start = now_ms();
 
-    char dir[POSENC__KERNEL_CACHE_PATH_MAX], path[POSENC__KERNEL_CACHE_PATH_MAX];
-    char *key = NULL;
-    bool cached = posenc__kernel_cache_dir(ctx->cache_dir, dir, sizeof dir);
-    if (cached) {
-        int length = cache_key(ctx, source, options, NULL, 0);
-        key = length > 0 ? malloc((size_t)length + 1) : NULL;
-        cached = key && cache_key(ctx, source, options, key, (size_t)length + 1) == length &&
-                 posenc__kernel_cache_path(dir, "opencl", key, path, sizeof path);
-    }
+    char dir[POSENC__KERNEL_CACHE_PATH_MAX], path[POSENC__KERNEL_CACHE_PATH_MAX], key[2048];
+    bool cached = posenc__kernel_cache_dir(ctx->cache_dir, dir, sizeof dir) &&
+                  cache_key(ctx, source, options, key, sizeof key) &&
+                  posenc__kernel_cache_path(dir, "opencl", key, path, sizeof path);
     if (!cached)
         posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: no binary cache directory", label);
 
@@ -141,7 +140,8 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
         unsigned char *binary = NULL;
         size_t size = 0;
         const char *why = "";
-        posenc__kernel_cache_result result = posenc__kernel_cache_read(path, key, &binary, &size, &why);
+        posenc__kernel_cache_result result =
+            posenc__kernel_cache_read(path, key, &binary, &size, &why);
         if (result == POSENC__KERNEL_CACHE_HIT) {
             cl_program program = program_from_binary(ctx, label, binary, size, options, path);
             free(binary);
@@ -150,7 +150,6 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
                             "opencl: %s: loaded from the binary cache %s in %.1f ms", label,
                             path, now_ms() - start);
                 posenc__atomic64_add(&ctx->stats.kernels_loaded, 1);
-                free(key);
                 *out = program;
                 return POSENC_OK;
             }
@@ -168,7 +167,6 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
     if (err != CL_SUCCESS || !program) {
         if (program)
             cl->ReleaseProgram(program);
-        free(key);
         posenc_status status = posenc_cl_fail(ctx, err == CL_SUCCESS ? CL_INVALID_PROGRAM : err,
                                               label, "clCreateProgramWithSource");
         return status == POSENC_DEVICE_ERROR ? POSENC_KERNEL_BUILD_FAILED : status;
@@ -178,7 +176,6 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
         char log[384];
         build_log(state, program, log, sizeof log);
         cl->ReleaseProgram(program);
-        free(key);
         posenc_status status = posenc_cl_status(err);
         if (status == POSENC_DEVICE_ERROR)
             status = POSENC_KERNEL_BUILD_FAILED;
@@ -191,7 +188,6 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
     posenc__atomic64_add(&ctx->stats.kernels_built, 1);
     if (cached)
         cache_store(ctx, label, program, dir, path, key);
-    free(key);
     *out = program;
     return POSENC_OK;
 }
@@ -262,16 +258,4 @@ posenc_status posenc_cl_kernel_get(posenc_context *ctx, posenc__cl_id id,
     entry->local_size = choose_local_size(state, created);
     *kernel = entry;
     return POSENC_OK;
-}
-
-void posenc_cl_kernels_release(posenc_cl_context *state)
-{
-    for (int i = 0; i < POSENC_CL_KERNEL_COUNT; i++) {
-        posenc_cl_kernel *entry = &state->kernels[i];
-        if (entry->kernel)
-            state->cl->ReleaseKernel(entry->kernel);
-        if (entry->program)
-            state->cl->ReleaseProgram(entry->program);
-        memset(entry, 0, sizeof *entry);
-    }
 }

@@ -111,15 +111,8 @@ static posenc_status choose_memory(posenc_context *ctx, posenc_vk_context *vk)
     VkPhysicalDeviceMemoryProperties memory;
     vk->instance.fns.GetPhysicalDeviceMemoryProperties(vk->physical_handle, &memory);
     /* The types storage buffers may use, from a probe buffer. */
-    VkBufferCreateInfo probe_info = {
-        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-        .size = 16,
-        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
-    };
     VkBuffer probe;
-    VkResult result = vk->fns.CreateBuffer(vk->device, &probe_info, vk->allocator, &probe);
+    VkResult result = posenc_vk_create_buffer(vk, 16, NULL, &probe);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkCreateBuffer");
     VkMemoryRequirements requirements;
@@ -229,10 +222,11 @@ static posenc_status create_commands(posenc_context *ctx, posenc_vk_context *vk)
     return POSENC_OK;
 }
 
-/* Frees whatever exists of the context state; safe on a partly made one. A caller's device,
- * instance and pipeline cache stay; on a caller's device posenc waits only for its own
- * submissions (vkDeviceWaitIdle would need every queue of the engine to be idle). */
-void posenc_vk_destroy_state(posenc_context *ctx, bool save_cache)
+/* Frees whatever exists of the context state; safe on a partly made one, which has no pipeline
+ * cache of its own to save. A caller's device, instance and pipeline cache stay; on a caller's
+ * device posenc waits only for its own submissions (vkDeviceWaitIdle would need every queue of
+ * the engine to be idle). */
+void posenc_vk_context_fini(posenc_context *ctx)
 {
     posenc_vk_context *vk = ctx->backend_state;
     if (!vk)
@@ -241,24 +235,18 @@ void posenc_vk_destroy_state(posenc_context *ctx, bool save_cache)
         if (!posenc__is_lost(ctx) && !vk->external)
             vk->fns.DeviceWaitIdle(vk->device);
         posenc_vk_submissions_fini(ctx);
-        if (save_cache)
-            posenc_vk_pipeline_cache_save(ctx);
+        posenc_vk_pipeline_cache_save(ctx);
         const VkAllocationCallbacks *allocator = vk->allocator;
-        for (uint32_t k = 0; k < POSENC__SPIRV_VARIANT_COUNT; k++) {
-            if (vk->pipelines[k])
-                vk->fns.DestroyPipeline(vk->device, vk->pipelines[k], allocator);
-        }
+        /* vkDestroy* take VK_NULL_HANDLE: what was never made needs no test. */
+        for (uint32_t k = 0; k < POSENC__SPIRV_VARIANT_COUNT; k++)
+            vk->fns.DestroyPipeline(vk->device, vk->pipelines[k], allocator);
         if (vk->pipeline_cache && !vk->borrowed_pipeline_cache)
             vk->fns.DestroyPipelineCache(vk->device, vk->pipeline_cache, allocator);
         posenc_vk_descriptors_fini(ctx);
-        if (vk->pipeline_layout)
-            vk->fns.DestroyPipelineLayout(vk->device, vk->pipeline_layout, allocator);
-        if (vk->set_layout)
-            vk->fns.DestroyDescriptorSetLayout(vk->device, vk->set_layout, allocator);
-        if (vk->fence)
-            vk->fns.DestroyFence(vk->device, vk->fence, allocator);
-        if (vk->command_pool)
-            vk->fns.DestroyCommandPool(vk->device, vk->command_pool, allocator);
+        vk->fns.DestroyPipelineLayout(vk->device, vk->pipeline_layout, allocator);
+        vk->fns.DestroyDescriptorSetLayout(vk->device, vk->set_layout, allocator);
+        vk->fns.DestroyFence(vk->device, vk->fence, allocator);
+        vk->fns.DestroyCommandPool(vk->device, vk->command_pool, allocator);
         posenc_vk_freqs_fini(ctx);
         posenc_vk_release(ctx, &vk->placeholder);
         posenc_vk_release(ctx, &vk->staging);
@@ -274,25 +262,26 @@ void posenc_vk_destroy_state(posenc_context *ctx, bool save_cache)
     ctx->backend_state = NULL;
 }
 
-posenc_status posenc_vk_context_finish_init(posenc_context *ctx)
+posenc_status posenc_vk_context_finish_init(posenc_context *ctx, bool debug_utils,
+                                            const char *debug_field)
 {
     posenc_vk_context *vk = ctx->backend_state;
+    posenc_status status = posenc_vk_debug_init(ctx, debug_utils, debug_field);
+    if (status != POSENC_OK)
+        return status;
     vk->lock_made = posenc__mutex_init(&vk->lock);
     if (!vk->lock_made)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: could not create a mutex");
-    posenc_status status = choose_memory(ctx, vk);
+    status = choose_memory(ctx, vk);
     if (status == POSENC_OK)
         status = create_layouts(ctx, vk);
     if (status == POSENC_OK)
         status = create_commands(ctx, vk);
     if (status == POSENC_OK)
-        status = posenc_vk_pipeline_cache_create(ctx);
-    if (status == POSENC_OK && !vk->borrowed_pipeline_cache)
-        posenc_vk_debug_name(vk, VK_OBJECT_TYPE_PIPELINE_CACHE,
-                             POSENC_VK_OBJECT(vk->pipeline_cache), "posenc pipeline cache");
-    if (status == POSENC_OK)
         status = posenc_vk_allocate(ctx, 16, vk->host_memory_type, true, "placeholder",
                                     "posenc placeholder", &vk->placeholder);
+    if (status == POSENC_OK) /* last: a context whose creation failed saves no cache */
+        status = posenc_vk_pipeline_cache_create(ctx);
     if (status != POSENC_OK)
         return status;
     /* Windows of at most 2^31 bytes keep every element index of a kernel in 31 bits. */
@@ -334,17 +323,8 @@ posenc_status posenc_vk_context_init(posenc_context *ctx, const posenc__device *
     if (status == POSENC_OK)
         status = posenc_vk_create_device(ctx, vk);
     if (status == POSENC_OK)
-        status = posenc_vk_debug_init(ctx, vk->instance.debug_utils, NULL);
-    if (status == POSENC_OK)
-        status = posenc_vk_context_finish_init(ctx);
-    if (status != POSENC_OK) {
-        posenc_vk_destroy_state(ctx, false);
-        return status;
-    }
-    return POSENC_OK;
-}
-
-void posenc_vk_context_fini(posenc_context *ctx)
-{
-    posenc_vk_destroy_state(ctx, true);
+        status = posenc_vk_context_finish_init(ctx, vk->instance.debug_utils, NULL);
+    if (status != POSENC_OK)
+        posenc_vk_context_fini(ctx);
+    return status;
 }

@@ -8,13 +8,11 @@
 #include "core/kernels.h"
 
 #include <stdio.h>
-#include <string.h>
 
 posenc_status posenc_vk_debug_init(posenc_context *ctx, bool wanted, const char *field)
 {
     posenc_vk_context *vk = ctx->backend_state;
-    posenc_vk_debug *debug = &vk->debug;
-    memset(debug, 0, sizeof *debug);
+    posenc_vk_debug *debug = &vk->debug; /* zero: the state is calloc'ed */
     if (!wanted)
         return POSENC_OK;
     /* Instance-level functions of the extension: the loader, and any layer that implements it,
@@ -74,8 +72,6 @@ void posenc_vk_debug_name(const posenc_vk_context *vk, VkObjectType type, uint64
 void posenc_vk_debug_name_allocation(const posenc_vk_context *vk,
                                      const posenc_vk_allocation *allocation, const char *name)
 {
-    if (!vk->debug.SetDebugUtilsObjectNameEXT)
-        return;
     posenc_vk_debug_name(vk, VK_OBJECT_TYPE_BUFFER, POSENC_VK_OBJECT(allocation->buffer), name);
     posenc_vk_debug_name(vk, VK_OBJECT_TYPE_DEVICE_MEMORY, POSENC_VK_OBJECT(allocation->memory),
                          name);

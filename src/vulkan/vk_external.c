@@ -181,15 +181,12 @@ posenc_status posenc_vk_context_init_external(posenc_context *ctx,
             status = posenc_vk_create_device(ctx, vk);
     }
     if (status == POSENC_OK)
-        status = posenc_vk_debug_init(
+        status = posenc_vk_context_finish_init(
             ctx, (ext->enabled_features & POSENC_VULKAN_FEATURE_DEBUG_UTILS) != 0,
             "vulkan.enabled_features");
     if (status == POSENC_OK)
-        status = posenc_vk_context_finish_init(ctx);
-    if (status != POSENC_OK) {
-        posenc_vk_destroy_state(ctx, false);
-        return status;
-    }
-    ctx->device = &vk->device_record;
-    return POSENC_OK;
+        ctx->device = &vk->device_record;
+    else
+        posenc_vk_context_fini(ctx);
+    return status;
 }

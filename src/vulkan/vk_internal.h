@@ -356,13 +356,14 @@ posenc_status posenc_vk_close(posenc_context *ctx, VkCommandBuffer commands, VkF
  * closes, submits and waits. */
 posenc_status posenc_vk_begin(posenc_context *ctx);
 posenc_status posenc_vk_submit(posenc_context *ctx);
-/* The shared parts of context creation (vk_context.c), for posenc's devices and the caller's:
- * memory types, layouts, the command pool and fence (when there is a queue), the pipeline cache
- * and the placeholder; and tearing down whatever exists. */
-posenc_status posenc_vk_context_finish_init(posenc_context *ctx);
+/* The shared part of context creation (vk_context.c), for posenc's devices and the caller's:
+ * debug names (posenc_vk_debug_init's `wanted` and `field`), memory types, layouts, the command
+ * pool and fence (when there is a queue), the placeholder and the pipeline cache. A failure is
+ * torn down with posenc_vk_context_fini, which frees whatever exists. */
+posenc_status posenc_vk_context_finish_init(posenc_context *ctx, bool debug_utils,
+                                            const char *debug_field);
 /* posenc's own logical device on vk->physical_handle, with one queue of its compute family. */
 posenc_status posenc_vk_create_device(posenc_context *ctx, posenc_vk_context *vk);
-void posenc_vk_destroy_state(posenc_context *ctx, bool save_cache);
 /* Whether POSENC_VULKAN_DISABLE lists `feature`, to exercise the code paths of devices
  * without it: "16bit_storage" (f16/bf16 packed two per word), "unified_memory" (device buffers
  * with staging copies, as on discrete GPUs), "push_descriptor" (descriptor sets from pools),

@@ -3,6 +3,7 @@
  * VkPipelineCache that is loaded from and saved to the context's pipeline_cache_path. */
 #include "vulkan/vk_internal.h"
 
+#include "core/kernel_cache.h"
 #include "core/kernels.h"
 
 #include <stdio.h>
@@ -31,28 +32,28 @@ posenc_status posenc_vk_pipeline(posenc_context *ctx, posenc_vk_kernel kernel,
     };
     VkShaderModule module;
     VkResult result = vk->fns.CreateShaderModule(vk->device, &module_info, vk->allocator, &module);
-    if (result != VK_SUCCESS) {
-        posenc_status status = posenc_vk_fail(ctx, result, "vkCreateShaderModule");
-        return status == POSENC_DEVICE_ERROR ? POSENC_KERNEL_BUILD_FAILED : status;
+    const char *call = "vkCreateShaderModule";
+    if (result == VK_SUCCESS) {
+        VkComputePipelineCreateInfo info = {
+            .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+            .stage =
+                {
+                    .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                    .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                    .module = module,
+                    .pName = "main",
+                },
+            .layout = vk->pipeline_layout,
+        };
+        call = "vkCreateComputePipelines";
+        result = vk->fns.CreateComputePipelines(vk->device, vk->pipeline_cache, 1, &info,
+                                                vk->allocator, &vk->pipelines[kernel]);
+        vk->fns.DestroyShaderModule(vk->device, module, vk->allocator);
     }
-    VkComputePipelineCreateInfo info = {
-        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-        .stage =
-            {
-                .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-                .module = module,
-                .pName = "main",
-            },
-        .layout = vk->pipeline_layout,
-    };
-    result = vk->fns.CreateComputePipelines(vk->device, vk->pipeline_cache, 1, &info, vk->allocator,
-                                            &vk->pipelines[kernel]);
-    vk->fns.DestroyShaderModule(vk->device, module, vk->allocator);
     if (result != VK_SUCCESS) {
         vk->pipelines[kernel] = VK_NULL_HANDLE;
         char what[96];
-        snprintf(what, sizeof what, "%s: vkCreateComputePipelines", spirv->name);
+        snprintf(what, sizeof what, "%s: %s", spirv->name, call);
         posenc_status status = posenc_vk_fail(ctx, result, what);
         return status == POSENC_DEVICE_ERROR ? POSENC_KERNEL_BUILD_FAILED : status;
     }
@@ -136,6 +137,8 @@ posenc_status posenc_vk_pipeline_cache_create(posenc_context *ctx)
         vk->pipeline_cache = VK_NULL_HANDLE;
         return posenc_vk_fail(ctx, result, "vkCreatePipelineCache");
     }
+    posenc_vk_debug_name(vk, VK_OBJECT_TYPE_PIPELINE_CACHE, POSENC_VK_OBJECT(vk->pipeline_cache),
+                         "posenc pipeline cache");
     return POSENC_OK;
 }
 
@@ -145,28 +148,15 @@ void posenc_vk_pipeline_cache_save(posenc_context *ctx)
     if (!ctx->pipeline_cache_path || !vk->pipeline_cache || vk->borrowed_pipeline_cache ||
         posenc__is_lost(ctx))
         return;
-    const char *path = ctx->pipeline_cache_path;
     size_t size = 0;
     VkResult result = vk->fns.GetPipelineCacheData(vk->device, vk->pipeline_cache, &size, NULL);
     void *data = result == VK_SUCCESS && size ? malloc(size) : NULL;
     if (data)
         result = vk->fns.GetPipelineCacheData(vk->device, vk->pipeline_cache, &size, data);
-    /* Written beside the target and renamed over it (core/platform.h), so that a reader never
-     * sees half a file and a failed save leaves the old cache as it was. */
-    size_t temporary_size = strlen(path) + 64;
-    char *temporary = data && result == VK_SUCCESS ? malloc(temporary_size) : NULL;
-    bool saved = false;
-    FILE *file = temporary ? posenc__temp_file_create(path, temporary, temporary_size) : NULL;
-    if (file) {
-        saved = fwrite(data, 1, size, file) == size;
-        saved = posenc__file_commit(file) && saved;
-        saved = saved && posenc__file_replace(temporary, path);
-        if (!saved)
-            posenc__file_remove(temporary);
-    }
-    if (!saved)
+    const void *pieces[1] = {data};
+    if (!data || result != VK_SUCCESS ||
+        !posenc__kernel_cache_save(ctx->pipeline_cache_path, pieces, &size, 1))
         posenc__log(ctx, POSENC_LOG_WARNING, "vulkan: could not save the pipeline cache to %s",
-                    path);
-    free(temporary);
+                    ctx->pipeline_cache_path);
     free(data);
 }
