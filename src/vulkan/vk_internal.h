@@ -525,21 +525,15 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
                                  uint32_t push_size, uint64_t invocations);
 
 /* One operation, as every call path takes it (posenc_vk_run, posenc_vk_run_async, vk_prepare.c
- * and the recording calls of vk_engine.c): the views it binds (NULL: absent), the frequency
- * table it reads (`freqs` NULL: none), and its kernels and recording. */
+ * and the recording calls of vk_engine.c): its views and table (core/gpu_plan.h), and its
+ * kernels and recording. */
 typedef struct posenc_vk_op {
-    const posenc__view *views[POSENC__GPU_MAX_VIEWS];
-    unsigned access[POSENC__GPU_MAX_VIEWS]; /* POSENC__GPU_READ, POSENC__GPU_WRITE */
-    const char *const *names;               /* of the views, in messages */
-    uint32_t view_count;
-    const posenc__freq *freqs;
-    uint32_t freq_count;
-    uint64_t freqs_id;
+    posenc__gpu_op gpu;
     /* Creates every kernel `record` may use, before anything is recorded, so that a failed
      * build leaves a caller's command buffer untouched (NULL: for posenc_vk_run only). */
     posenc_status (*pipelines)(posenc_context *ctx, const void *op);
     /* Records the dispatches into vk->target, with the views at `places` (in the order of
-     * `views`) and the table in vk->table. Nothing else is recorded except barriers between
+     * gpu.views) and the table in vk->table. Nothing else is recorded except barriers between
      * dispatches that touch the same bytes. */
     posenc_status (*record)(posenc_context *ctx, const void *op, const posenc_vk_place *places);
     const void *op; /* what `pipelines` and `record` take */

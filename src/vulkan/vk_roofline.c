@@ -57,10 +57,10 @@ posenc_status posenc_vk_roofline(posenc_context *ctx, posenc_buffer *buf, uint64
     static const char *const names[1] = {"buffer"};
     copy_job job = {.bytes = bytes, .write_only = write_only};
     posenc_vk_op run = {
-        .views = {&view},
-        .access = {write_only ? POSENC__GPU_WRITE : POSENC__GPU_READ | POSENC__GPU_WRITE},
-        .names = names,
-        .view_count = 1,
+        .gpu = {.views = {&view},
+                .access = {write_only ? POSENC__GPU_WRITE : POSENC__GPU_READ | POSENC__GPU_WRITE},
+                .names = names,
+                .view_count = 1},
         .record = record_range,
         .op = &job,
     };

@@ -29,13 +29,13 @@ static posenc_status submit(posenc_context *ctx, const posenc_vk_op *op, const c
             return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "event: out of host memory");
     }
     posenc_vk_place places[POSENC__GPU_MAX_VIEWS] = {{0}};
-    for (uint32_t i = 0; i < op->view_count; i++) {
-        if (op->views[i])
-            places[i] = posenc_vk_place_of(op->views[i]);
+    for (uint32_t i = 0; i < op->gpu.view_count; i++) {
+        if (op->gpu.views[i])
+            places[i] = posenc_vk_place_of(op->gpu.views[i]);
     }
     posenc_vk_descriptors_trim(ctx);
     posenc_vk_submission *submission = NULL;
-    status = posenc_vk_set_freqs(ctx, op->freqs, op->freq_count, op->freqs_id, false);
+    status = posenc_vk_set_freqs(ctx, op->gpu.freqs, op->gpu.freq_count, op->gpu.freqs_id, false);
     if (status == POSENC_OK)
         status = posenc_vk_acquire_submission(ctx, &submission);
     if (status == POSENC_OK)
@@ -50,9 +50,9 @@ static posenc_status submit(posenc_context *ctx, const posenc_vk_op *op, const c
     submission->serial = ++vk->serial;
     if (vk->table)
         vk->table->last_serial = submission->serial;
-    for (uint32_t i = 0; i < op->view_count; i++) {
-        if (op->views[i]) {
-            posenc_vk_buffer *state = op->views[i]->buffer->backend_state;
+    for (uint32_t i = 0; i < op->gpu.view_count; i++) {
+        if (op->gpu.views[i]) {
+            posenc_vk_buffer *state = op->gpu.views[i]->buffer->backend_state;
             state->last_serial = submission->serial;
         }
     }
