@@ -67,15 +67,32 @@ uint64_t posenc_cl_launch_size(const posenc_context *ctx, const posenc_cl_kernel
     return groups * local;
 }
 
-posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kernel,
-                               uint64_t units, const char *what, cl_uint wait_count,
+posenc_status posenc_cl_run_op(posenc_context *ctx, const posenc_cl_op *run, cl_uint wait_count,
                                const cl_event *wait_list, cl_event *event)
 {
-    launch l = {.kernel = kernel->kernel,
-                .global = (size_t)posenc_cl_launch_size(ctx, kernel, units),
-                .local = kernel->local_size};
-    cl_int err = posenc_cl_enqueue_ordered(ctx, wait_count, wait_list, enqueue_launch, &l, event);
-    return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, what, "clEnqueueNDRangeKernel");
+    const posenc_cl_kernel *kernel = NULL;
+    posenc_status status = posenc_cl_kernel_get(ctx, run->kernel, &kernel);
+    if (status != POSENC_OK)
+        return status;
+    return run->launch(ctx, run, kernel, wait_count, wait_list, event);
+}
+
+posenc_status posenc_cl_stage_op(posenc_context *ctx, const posenc_cl_op *run, bool left_running,
+                                 posenc_cl_binding *bindings, posenc_cl_staging *staging,
+                                 cl_mem *freqs)
+{
+    const posenc__gpu_op *op = &run->gpu;
+    posenc_cl_stage_views(staging, op->views, op->access, op->names, op->view_count, bindings);
+    posenc_status status = posenc_cl_stage_in(ctx, staging);
+    if (status == POSENC_OK && left_running && posenc__gpu_stage_has_host(&staging->plan))
+        status = posenc__fail(ctx, POSENC_INTERNAL, "%s: host memory in work left running",
+                              op->what);
+    if (status == POSENC_OK && op->freqs)
+        status = posenc_cl_freqs_get(ctx, op->freqs, op->freq_count, op->freqs_id, op->what,
+                                     freqs);
+    if (status != POSENC_OK)
+        posenc_cl_stage_release(ctx, staging);
+    return status;
 }
 
 posenc_status posenc_cl_run(posenc_context *ctx, const posenc_cl_kernel *kernel, uint64_t units,
@@ -95,10 +112,16 @@ posenc_status posenc_cl_run(posenc_context *ctx, const posenc_cl_kernel *kernel,
         posenc_cl_stage_release(ctx, staging);
         return posenc_cl_fail(ctx, args.error, what, "clSetKernelArg");
     }
-    if (event) /* left running: the caller waits for *event */
-        return posenc_cl_launch(ctx, kernel, units, what, wait_count, wait_list, event);
+    launch l = {.kernel = kernel->kernel,
+                .global = (size_t)posenc_cl_launch_size(ctx, kernel, units),
+                .local = kernel->local_size};
     cl_event done = NULL;
-    posenc_status status = posenc_cl_launch(ctx, kernel, units, what, wait_count, wait_list, &done);
+    cl_int err = posenc_cl_enqueue_ordered(ctx, wait_count, wait_list, enqueue_launch, &l,
+                                           event ? event : &done);
+    posenc_status status =
+        err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, what, "clEnqueueNDRangeKernel");
+    if (event) /* left running: the caller waits for *event */
+        return status;
     if (status == POSENC_OK) {
         status = posenc_cl_stage_out(ctx, staging, done);
         state->cl->ReleaseEvent(done);

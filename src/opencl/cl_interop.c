@@ -94,13 +94,23 @@ static posenc_status check_wait_list(posenc_context *ctx, const posenc_cl_contex
     return POSENC_OK;
 }
 
-/* Hands the event to the caller, or drops it (state->last keeps posenc's own reference). */
-static void hand_out(posenc_cl_context *state, cl_event done, cl_event *event)
+/* Enqueues `run` after the caller's events, its views (`given`: every view the caller set)
+ * in device memory only (op_views.h), and hands its event to the caller, or drops it
+ * (state->last keeps posenc's own reference). */
+static posenc_status enqueue(posenc_context *ctx, const posenc_cl_op *run,
+                             const posenc__view *const *given, const char *call, cl_uint count,
+                             const cl_event *list, cl_event *event)
 {
-    if (event)
+    cl_event done = NULL;
+    posenc_status status = posenc__check_device_views(ctx, given, run->gpu.names,
+                                                      run->gpu.view_count, false, call);
+    if (status == POSENC_OK)
+        status = posenc_cl_run_op(ctx, run, count, list, &done);
+    if (status == POSENC_OK && event)
         *event = done;
-    else
-        state->cl->ReleaseEvent(done);
+    else if (status == POSENC_OK)
+        ((posenc_cl_context *)ctx->backend_state)->cl->ReleaseEvent(done);
+    return status;
 }
 
 posenc_status posenc_cl_enqueue_rope(posenc_context *ctx, const posenc_rope_desc *desc,
@@ -111,26 +121,22 @@ posenc_status posenc_cl_enqueue_rope(posenc_context *ctx, const posenc_rope_desc
     posenc_cl_context *state = opencl_state(ctx, call);
     if (!state)
         return POSENC_INVALID_ARGUMENT;
-    cl_event done = NULL;
     posenc__mutex_lock(&state->lock);
     posenc__rope_op op;
-    const posenc__view *views[POSENC__ROPE_VIEWS];
     posenc_status status = check_wait_list(ctx, state, num_events_in_wait_list,
                                            event_wait_list);
     if (status == POSENC_OK)
         status = posenc__rope_prepare(ctx, desc, &op);
-    if (status == POSENC_OK) { /* enqueued work runs on device memory only (op_views.h) */
-        posenc__rope_given_views(&op, views);
-        status = posenc__check_device_views(ctx, views, posenc__rope_view_names,
-                                            POSENC__ROPE_VIEWS, false, call);
-    }
-    if (status == POSENC_OK)
-        status = posenc_cl_rope_run(ctx, &op, num_events_in_wait_list, event_wait_list, &done);
-    posenc__mutex_unlock(&state->lock);
     if (status == POSENC_OK) {
-        hand_out(state, done, event);
-        posenc__atomic64_add(&ctx->stats.rope_calls, 1);
+        const posenc__view *given[POSENC__ROPE_VIEWS];
+        posenc__rope_given_views(&op, given);
+        posenc_cl_op run = posenc_cl_rope_op(ctx, &op);
+        status = enqueue(ctx, &run, given, call, num_events_in_wait_list, event_wait_list,
+                         event);
     }
+    posenc__mutex_unlock(&state->lock);
+    if (status == POSENC_OK)
+        posenc__atomic64_add(&ctx->stats.rope_calls, 1);
     return status;
 }
 
@@ -143,26 +149,21 @@ posenc_status posenc_cl_enqueue_sinusoidal(posenc_context *ctx,
     posenc_cl_context *state = opencl_state(ctx, call);
     if (!state)
         return POSENC_INVALID_ARGUMENT;
-    cl_event done = NULL;
     posenc__mutex_lock(&state->lock);
     posenc__sinusoidal_op op;
-    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
     posenc_status status = check_wait_list(ctx, state, num_events_in_wait_list,
                                            event_wait_list);
     if (status == POSENC_OK)
         status = posenc__sinusoidal_prepare(ctx, desc, &op);
-    if (status == POSENC_OK) { /* enqueued work runs on device memory only (op_views.h) */
-        posenc__sinusoidal_given_views(&op, views);
-        status = posenc__check_device_views(ctx, views, posenc__sinusoidal_view_names,
-                                            POSENC__SINUSOIDAL_VIEWS, false, call);
-    }
-    if (status == POSENC_OK)
-        status = posenc_cl_sinusoidal_run(ctx, &op, num_events_in_wait_list, event_wait_list,
-                                          &done);
-    posenc__mutex_unlock(&state->lock);
     if (status == POSENC_OK) {
-        hand_out(state, done, event);
-        posenc__atomic64_add(&ctx->stats.sinusoidal_calls, 1);
+        const posenc__view *given[POSENC__SINUSOIDAL_VIEWS];
+        posenc__sinusoidal_given_views(&op, given);
+        posenc_cl_op run = posenc_cl_sinusoidal_op(ctx, &op);
+        status = enqueue(ctx, &run, given, call, num_events_in_wait_list, event_wait_list,
+                         event);
     }
+    posenc__mutex_unlock(&state->lock);
+    if (status == POSENC_OK)
+        posenc__atomic64_add(&ctx->stats.sinusoidal_calls, 1);
     return status;
 }
