@@ -202,12 +202,14 @@ typedef cl_int (*posenc_cl_enqueue_fn)(posenc_context *ctx, void *user, cl_uint 
 cl_int posenc_cl_enqueue_ordered(posenc_context *ctx, cl_uint wait_count,
                                  const cl_event *wait_list, posenc_cl_enqueue_fn enqueue,
                                  void *user, cl_event *event);
-/* Waits for one command and releases its event: CL_SUCCESS, or the error that ended it.
- * posenc never makes a blocking enqueue: some runtimes (PoCL) implement one as clFinish, which
- * on the caller's queue would also wait for the caller's own work. */
-cl_int posenc_cl_complete(const posenc_cl_api *cl, cl_event event);
-/* The same for `count` commands, waited for together; every event is released. */
+/* Waits for `count` commands together and releases their events: CL_SUCCESS, or the error that
+ * ended one. posenc never makes a blocking enqueue: some runtimes (PoCL) implement one as
+ * clFinish, which on the caller's queue would also wait for the caller's own work. */
 cl_int posenc_cl_complete_all(const posenc_cl_api *cl, uint32_t count, const cl_event *events);
+static inline cl_int posenc_cl_complete(const posenc_cl_api *cl, cl_event event)
+{
+    return posenc_cl_complete_all(cl, 1, &event);
+}
 /* Waits for every command posenc enqueued (state->last), never for the caller's other work.
  * `what` names the operation in the error message. */
 posenc_status posenc_cl_wait_all(posenc_context *ctx, const char *what);

@@ -49,19 +49,6 @@ cl_int posenc_cl_enqueue_ordered(posenc_context *ctx, cl_uint wait_count,
 
 /* ---- Waiting --------------------------------------------------------------------------------- */
 
-cl_int posenc_cl_complete(const posenc_cl_api *cl, cl_event event)
-{
-    cl_int err = cl->WaitForEvents(1, &event);
-    cl_int status = CL_COMPLETE;
-    if (err != CL_SUCCESS &&
-        cl->GetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
-                         NULL) == CL_SUCCESS &&
-        status < 0)
-        err = status; /* the command's own error says more than the wait's */
-    cl->ReleaseEvent(event);
-    return err;
-}
-
 cl_int posenc_cl_complete_all(const posenc_cl_api *cl, uint32_t count, const cl_event *events)
 {
     if (count == 0)
@@ -73,8 +60,8 @@ cl_int posenc_cl_complete_all(const posenc_cl_api *cl, uint32_t count, const cl_
         if (err != CL_SUCCESS &&
             cl->GetEventInfo(events[e], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
                              NULL) == CL_SUCCESS &&
-            status < 0 && err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
-            err = status; /* the first failed command's own error says more */
+            status < 0 && (count == 1 || err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST))
+            err = status; /* the (first) failed command's own error says more than the wait's */
         cl->ReleaseEvent(events[e]);
     }
     return err;

@@ -152,15 +152,7 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
     vk->fns.CmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     if (vk->CmdPushDescriptorSetKHR) {
         VkWriteDescriptorSet writes[POSENC_VK_BINDINGS];
-        for (uint32_t i = 0; i < POSENC_VK_BINDINGS; i++) {
-            writes[i] = (VkWriteDescriptorSet){
-                .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                .dstBinding = i,
-                .descriptorCount = 1,
-                .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                .pBufferInfo = &windows->infos[i],
-            };
-        }
+        posenc_vk_descriptor_writes(windows->infos, VK_NULL_HANDLE, writes);
         vk->CmdPushDescriptorSetKHR(commands, VK_PIPELINE_BIND_POINT_COMPUTE,
                                     vk->pipeline_layout, 0, POSENC_VK_BINDINGS, writes);
     } else {

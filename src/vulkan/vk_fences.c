@@ -10,19 +10,13 @@
 /* Submissions in flight at once; one more waits for the oldest. */
 #define MAX_SUBMISSIONS 16
 
-/* Marks a signalled submission free. */
-static void reap(posenc_vk_submission *submission)
-{
-    submission->serial = 0;
-}
-
 /* Waits for one submission, up to `timeout_ns`: OK once done, TIMEOUT, or the device error. */
 static posenc_status wait_submission(posenc_context *ctx, posenc_vk_submission *submission,
                                      uint64_t timeout_ns)
 {
     posenc_vk_context *vk = ctx->backend_state;
     if (posenc__is_lost(ctx)) { /* its fence may never signal: the work is over, with it */
-        reap(submission);
+        submission->serial = 0;
         return posenc__check_lost(ctx);
     }
     VkResult result =
@@ -31,7 +25,7 @@ static posenc_status wait_submission(posenc_context *ctx, posenc_vk_submission *
         return POSENC_TIMEOUT;
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkWaitForFences");
-    reap(submission);
+    submission->serial = 0; /* free */
     return POSENC_OK;
 }
 
@@ -58,7 +52,7 @@ posenc_status posenc_vk_acquire_submission(posenc_context *ctx, posenc_vk_submis
         posenc_vk_submission *submission = &vk->submissions[i];
         if (submission->serial &&
             vk->fns.GetFenceStatus(vk->device, submission->fence) == VK_SUCCESS)
-            reap(submission);
+            submission->serial = 0; /* signalled: free */
         if (!submission->serial) {
             *out = submission;
             return POSENC_OK;

@@ -401,8 +401,12 @@ static inline uint64_t posenc_vk_object_bits(const void *handle, size_t size)
 }
 #define POSENC_VK_OBJECT(handle) posenc_vk_object_bits(&(handle), sizeof(handle))
 
-/* vk_descriptors.c: the set for `infos` (the pool path), written at its first use and then kept
- * until one of its buffers is released, or the context goes. */
+/* vk_descriptors.c: the writes of the bindings `infos` (into `set`; VK_NULL_HANDLE for push
+ * descriptors). */
+void posenc_vk_descriptor_writes(const VkDescriptorBufferInfo *infos, VkDescriptorSet set,
+                                 VkWriteDescriptorSet writes[POSENC_VK_BINDINGS]);
+/* The set for `infos` (the pool path), written at its first use and then kept until one of its
+ * buffers is released, or the context goes. */
 posenc_status posenc_vk_descriptor_set(posenc_context *ctx, const VkDescriptorBufferInfo *infos,
                                        VkDescriptorSet *set);
 /* Forgets (and frees) the sets that bind `buffer`: called before the buffer is destroyed. */
