@@ -233,7 +233,8 @@ typedef struct posenc_vk_table_ring {
 typedef struct posenc_vk_cached_set posenc_vk_cached_set;
 
 /* One asynchronous submission: its command buffer and fence, recycled once the fence signals
- * (vk_submit.c). */
+ * (vk_submit.c); so many in flight at once, one more waits for the oldest. */
+#define POSENC_VK_MAX_SUBMISSIONS 16
 typedef struct posenc_vk_submission {
     VkCommandBuffer commands;
     VkFence fence;
@@ -297,7 +298,7 @@ typedef struct posenc_vk_context {
     posenc_vk_freq_table *table;  /* the cached table of the call being recorded, or NULL */
     VkDescriptorBufferInfo table_binding; /* where that call's table lies (its range unset) */
     posenc_vk_table_ring table_ring;
-    posenc_vk_submission *submissions;
+    posenc_vk_submission submissions[POSENC_VK_MAX_SUBMISSIONS];
     uint32_t submission_count;
     uint64_t serial;              /* of the last asynchronous submission */
     posenc_vk_allocation staging; /* host-visible: host data of operations, uploads, downloads */
