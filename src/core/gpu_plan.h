@@ -22,6 +22,12 @@ typedef struct posenc__gpu_op {
     uint64_t freqs_id;
 } posenc__gpu_op;
 
+/* The copy roofline of `posenc bench`: `bytes` of `buf` from `offset` as one packed view of
+ * 4-byte words (`*view`, so that wrapped host memory is staged like any view), read and
+ * written, or written only. */
+void posenc__gpu_roofline_op(posenc_buffer *buf, uint64_t offset, uint64_t bytes,
+                             bool write_only, posenc__view *view, posenc__gpu_op *gpu);
+
 /* Kernels index the elements of one binding with 32-bit words. */
 #define POSENC__GPU_ELEMENT_LIMIT (UINT64_C(1) << 32)
 

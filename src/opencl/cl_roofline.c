@@ -57,26 +57,9 @@ posenc_status posenc_cl_roofline(posenc_context *ctx, posenc_buffer *buf, uint64
                                  uint64_t bytes, bool write_only)
 {
     posenc_cl_context *state = ctx->backend_state;
-    /* The range as a packed f32 view: bound in place, or staged for wrapped memory (copied in
-     * unless only written). */
-    posenc__view view = {
-        .buffer = buf,
-        .offset = offset,
-        .dtype = POSENC_DTYPE_F32,
-        .shape = {1, 1, 1, (int64_t)(bytes / 4)},
-        .strides = {(int64_t)bytes, (int64_t)bytes, (int64_t)bytes, 4},
-    };
-    static const char *const names[1] = {"buffer"};
-    posenc_cl_op run = {
-        .gpu = {.views = {&view},
-                .access = {write_only ? POSENC__GPU_WRITE : POSENC__GPU_READ | POSENC__GPU_WRITE},
-                .names = names,
-                .view_count = 1,
-                .what = "roofline"},
-        .kernel = POSENC__CL_COPY_U32,
-        .launch = copy_launch,
-        .op = &bytes,
-    };
+    posenc__view view;
+    posenc_cl_op run = {.kernel = POSENC__CL_COPY_U32, .launch = copy_launch, .op = &bytes};
+    posenc__gpu_roofline_op(buf, offset, bytes, write_only, &view, &run.gpu);
     posenc__mutex_lock(&state->lock);
     posenc_status status = posenc_cl_run_op(ctx, &run, 0, NULL, NULL);
     posenc__mutex_unlock(&state->lock);
