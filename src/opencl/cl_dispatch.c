@@ -7,31 +7,6 @@
 /* Work-groups per compute unit launched at most; each work-item then loops. */
 #define GROUPS_PER_COMPUTE_UNIT 64
 
-/* Sets kernel arguments in order, stopping at the first error. */
-typedef struct kernel_args {
-    cl_kernel kernel;
-    cl_uint next;
-    cl_int error;
-} kernel_args;
-
-static void arg(kernel_args *args, size_t size, const void *value)
-{
-    if (args->error != CL_SUCCESS)
-        return;
-    args->error = posenc_cl_api_get()->SetKernelArg(args->kernel, args->next, size, value);
-    args->next++;
-}
-
-/* `bytes` of parameters as arguments of `size` bytes each: 4-byte words, or whole blocks for
- * struct arguments. Every parameter is a 4-byte uint, int or float, passed as its bytes
- * (cl_uint, cl_int and cl_float have the host's representation, and a struct of them no
- * padding). */
-static void arg_blocks(kernel_args *args, const void *params, size_t bytes, size_t size)
-{
-    for (size_t at = 0; at + size <= bytes; at += size)
-        arg(args, size, (const unsigned char *)params + at);
-}
-
 typedef struct launch {
     cl_kernel kernel;
     size_t global, local;
@@ -102,22 +77,29 @@ posenc_status posenc_cl_run(posenc_context *ctx, const posenc_cl_kernel *kernel,
                             const cl_event *wait_list, cl_event *event)
 {
     posenc_cl_context *state = ctx->backend_state;
-    kernel_args args = {.kernel = kernel->kernel};
-    for (uint32_t i = 0; i < count; i++)
-        arg(&args, sizeof(cl_mem), &bindings[i].mem);
-    if (freqs)
-        arg(&args, sizeof freqs, &freqs);
-    arg_blocks(&args, params, params_size, arg_size);
-    if (args.error != CL_SUCCESS) {
+    cl_uint next = 0; /* the arguments in order, up to the first error */
+    cl_int err = CL_SUCCESS;
+    for (uint32_t i = 0; i < count && err == CL_SUCCESS; i++)
+        err = state->cl->SetKernelArg(kernel->kernel, next++, sizeof(cl_mem), &bindings[i].mem);
+    if (err == CL_SUCCESS && freqs)
+        err = state->cl->SetKernelArg(kernel->kernel, next++, sizeof freqs, &freqs);
+    /* The parameters as arguments of `arg_size` bytes each: 4-byte words, or whole blocks for
+     * struct arguments. Every parameter is a 4-byte uint, int or float, passed as its bytes
+     * (cl_uint, cl_int and cl_float have the host's representation, and a struct of them no
+     * padding). */
+    for (size_t at = 0; err == CL_SUCCESS && at + arg_size <= params_size; at += arg_size)
+        err = state->cl->SetKernelArg(kernel->kernel, next++, arg_size,
+                                      (const unsigned char *)params + at);
+    if (err != CL_SUCCESS) {
         posenc_cl_stage_release(ctx, staging);
-        return posenc_cl_fail(ctx, args.error, what, "clSetKernelArg");
+        return posenc_cl_fail(ctx, err, what, "clSetKernelArg");
     }
     launch l = {.kernel = kernel->kernel,
                 .global = (size_t)posenc_cl_launch_size(ctx, kernel, units),
                 .local = kernel->local_size};
     cl_event done = NULL;
-    cl_int err = posenc_cl_enqueue_ordered(ctx, wait_count, wait_list, enqueue_launch, &l,
-                                           event ? event : &done);
+    err = posenc_cl_enqueue_ordered(ctx, wait_count, wait_list, enqueue_launch, &l,
+                                    event ? event : &done);
     posenc_status status =
         err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, what, "clEnqueueNDRangeKernel");
     if (event) /* left running: the caller waits for *event */
