@@ -94,24 +94,3 @@ posenc_status posenc_cl_prepare_sinusoidal(posenc_context *ctx, const posenc__si
     posenc_cl_op run = posenc_cl_sinusoidal_op(ctx, op);
     return prepare(ctx, &run);
 }
-
-posenc_status posenc_cl_submit_event_wait(posenc_context *ctx, void *event_state,
-                                          uint64_t timeout_ns)
-{
-    return posenc_cl_event_wait(ctx, (cl_event)event_state, timeout_ns, "event");
-}
-
-void posenc_cl_submit_event_release(posenc_context *ctx, void *event_state)
-{
-    posenc_cl_context *state = ctx->backend_state;
-    state->cl->ReleaseEvent((cl_event)event_state);
-}
-
-posenc_status posenc_cl_finish(posenc_context *ctx)
-{
-    posenc_cl_context *state = ctx->backend_state;
-    posenc__mutex_lock(&state->lock);
-    posenc_status status = posenc_cl_wait_all(ctx, "finish");
-    posenc__mutex_unlock(&state->lock);
-    return status;
-}

@@ -213,10 +213,6 @@ static inline cl_int posenc_cl_complete(const posenc_cl_api *cl, cl_event event)
 /* Waits for every command posenc enqueued (state->last), never for the caller's other work.
  * `what` names the operation in the error message. */
 posenc_status posenc_cl_wait_all(posenc_context *ctx, const char *what);
-/* Waits up to `timeout_ns` for `event`: POSENC_OK, POSENC_TIMEOUT, or the status of the error
- * that ended its command. */
-posenc_status posenc_cl_event_wait(posenc_context *ctx, cl_event event, uint64_t timeout_ns,
-                                   const char *what);
 
 /* Buffers (cl_buffer.c): device allocations, or the caller's memory used as host memory. */
 posenc_status posenc_cl_buffer_init(posenc_context *ctx, posenc_buffer *buf);
@@ -339,7 +335,7 @@ posenc_status posenc_cl_run(posenc_context *ctx, const posenc_cl_kernel *kernel,
 posenc_status posenc_cl_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                  uint64_t bytes, bool write_only);
 
-/* The backend entries of the operations (cl_async.c). */
+/* The backend entries of the operations (cl_async.c) and their waits (cl_sync.c). */
 posenc_status posenc_cl_rope(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_cl_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
 posenc_status posenc_cl_prepare_rope(posenc_context *ctx, const posenc__rope_op *op);
