@@ -4,6 +4,26 @@
 
 #include "core/gpu_staging.h"
 
+void posenc__gpu_roofline_op(posenc_buffer *buf, uint64_t offset, uint64_t bytes,
+                             bool write_only, posenc__view *view, posenc__gpu_op *gpu)
+{
+    static const char *const names[1] = {"buffer"};
+    *view = (posenc__view){
+        .buffer = buf,
+        .offset = offset,
+        .dtype = POSENC_DTYPE_F32,
+        .shape = {1, 1, 1, (int64_t)(bytes / 4)},
+        .strides = {(int64_t)bytes, (int64_t)bytes, (int64_t)bytes, 4},
+    };
+    *gpu = (posenc__gpu_op){
+        .views = {view},
+        .access = {write_only ? POSENC__GPU_WRITE : POSENC__GPU_READ | POSENC__GPU_WRITE},
+        .names = names,
+        .view_count = 1,
+        .what = "roofline",
+    };
+}
+
 posenc_status posenc__gpu_bind(posenc_context *ctx, const char *backend, const char *name,
                                const posenc__view *view, uint64_t byte_position,
                                uint64_t element_limit, posenc__gpu_binding *binding)

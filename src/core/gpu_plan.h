@@ -4,7 +4,29 @@
 #ifndef POSENC_CORE_GPU_PLAN_H
 #define POSENC_CORE_GPU_PLAN_H
 
+#include "core/gpu_staging.h"
 #include "core/internal.h"
+
+/* An operation as every GPU call path takes it (synchronous, submitted, recorded or enqueued for
+ * the caller, prepared): its views in the order of core/op_views.h's list (NULL: absent) with
+ * how the kernels use each, and the frequency table it reads. Filled by posenc__gpu_rope_op and
+ * posenc__gpu_sinusoidal_op. */
+typedef struct posenc__gpu_op {
+    const posenc__view *views[POSENC__GPU_MAX_VIEWS];
+    unsigned access[POSENC__GPU_MAX_VIEWS]; /* POSENC__GPU_READ, POSENC__GPU_WRITE */
+    const char *const *names;               /* of the views, in messages */
+    uint32_t view_count;
+    const char *what;          /* the operation, in messages: "rope" */
+    const posenc__freq *freqs; /* NULL: none */
+    uint32_t freq_count;
+    uint64_t freqs_id;
+} posenc__gpu_op;
+
+/* The copy roofline of `posenc bench`: `bytes` of `buf` from `offset` as one packed view of
+ * 4-byte words (`*view`, so that wrapped host memory is staged like any view), read and
+ * written, or written only. */
+void posenc__gpu_roofline_op(posenc_buffer *buf, uint64_t offset, uint64_t bytes,
+                             bool write_only, posenc__view *view, posenc__gpu_op *gpu);
 
 /* Kernels index the elements of one binding with 32-bit words. */
 #define POSENC__GPU_ELEMENT_LIMIT (UINT64_C(1) << 32)

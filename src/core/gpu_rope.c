@@ -22,6 +22,20 @@ static bool fast_style(const posenc__rope_op *op)
     return op->style == POSENC_ROPE_NEOX || op->style == POSENC_ROPE_GPTJ;
 }
 
+_Static_assert(POSENC__ROPE_VIEWS <= POSENC__GPU_MAX_VIEWS, "posenc__gpu_op's views");
+
+void posenc__gpu_rope_op(const posenc__rope_op *op, posenc__gpu_op *gpu)
+{
+    *gpu = (posenc__gpu_op){.names = posenc__rope_view_names,
+                            .view_count = POSENC__ROPE_VIEWS,
+                            .what = "rope",
+                            .freqs = op->freqs,
+                            .freq_count = op->rotary_dim / 2,
+                            .freqs_id = op->freqs_id};
+    posenc__rope_views(op, gpu->views);
+    posenc__rope_view_access(op, gpu->access);
+}
+
 uint32_t posenc__gpu_rope_flags(const posenc__rope_op *op)
 {
     uint32_t flags = ((uint32_t)op->style & POSENC_ROPE_FLAG_STYLE_MASK) |

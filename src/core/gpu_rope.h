@@ -14,6 +14,9 @@
 
 #include "posenc_kernel_params.h"
 
+/* The operation's views, their use and its table (rotary_dim / 2 frequencies). */
+void posenc__gpu_rope_op(const posenc__rope_op *op, posenc__gpu_op *gpu);
+
 /* ---- A pass at a time (rope.comp, rope_blocks.comp) --------------------------------------- */
 
 /* The kernels' bindings: the output, the input, positions, the frequency table (bound by the

@@ -15,6 +15,21 @@ _Static_assert(POSENC_SINUSOIDAL_FLAG_LAYOUT_INTERLEAVED == POSENC_SINUSOIDAL_IN
 /* The bytes of one block of the block kernels. */
 #define BLOCK_BYTES 16
 
+_Static_assert(POSENC__SINUSOIDAL_VIEWS <= POSENC__GPU_MAX_VIEWS, "posenc__gpu_op's views");
+
+void posenc__gpu_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op,
+                               posenc__gpu_op *gpu)
+{
+    *gpu = (posenc__gpu_op){.names = posenc__sinusoidal_view_names,
+                            .view_count = POSENC__SINUSOIDAL_VIEWS,
+                            .what = "sinusoidal",
+                            .freqs = op->freqs,
+                            .freq_count = op->half,
+                            .freqs_id = op->freqs_id};
+    posenc__sinusoidal_views(ctx, op, gpu->views);
+    posenc__sinusoidal_view_access(op, gpu->views, gpu->access);
+}
+
 bool posenc__gpu_sinusoidal_x_in_out(posenc_context *ctx, const posenc__sinusoidal_op *op)
 {
     return op->has_x && posenc__views_identical(ctx, &op->out, &op->x);

@@ -11,6 +11,10 @@
 
 #include "posenc_kernel_params.h"
 
+/* The operation's views, their use and its table. */
+void posenc__gpu_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op,
+                               posenc__gpu_op *gpu);
+
 /* Whether x is added from out itself: the kernels then read x through out's binding. */
 bool posenc__gpu_sinusoidal_x_in_out(posenc_context *ctx, const posenc__sinusoidal_op *op);
 

@@ -1,33 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The OpenCL backend's operation entries: synchronous calls, and submits left running on the
- * context's queue with their cl_event as the completion state (src/backend.h). */
+/* The OpenCL backend's operation entries, each running the operation's description
+ * (posenc_cl_op): synchronous calls, submits left running on the context's queue with their
+ * cl_event as the completion state (src/backend.h), and posenc_prepare's builds ahead. */
 #include "opencl/cl_internal.h"
 
-posenc_status posenc_cl_rope(posenc_context *ctx, const posenc__rope_op *op)
-{
-    posenc_cl_context *state = ctx->backend_state;
-    posenc__mutex_lock(&state->lock);
-    posenc_status status = posenc_cl_rope_run(ctx, op, 0, NULL, NULL);
-    posenc__mutex_unlock(&state->lock);
-    return status;
-}
-
-posenc_status posenc_cl_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
-{
-    posenc_cl_context *state = ctx->backend_state;
-    posenc__mutex_lock(&state->lock);
-    posenc_status status = posenc_cl_sinusoidal_run(ctx, op, 0, NULL, NULL);
-    posenc__mutex_unlock(&state->lock);
-    return status;
-}
-
 /* Hands the work's event out, or drops it: finish and context_fini wait through state->last. */
-static posenc_status submitted(posenc_context *ctx, posenc_status status, cl_event event,
-                               void **event_state)
+static posenc_status submitted(posenc_context *ctx, cl_event event, void **event_state)
 {
     posenc_cl_context *state = ctx->backend_state;
-    if (status != POSENC_OK)
-        return status;
     /* Submitted work starts without anyone waiting for it. A flush that fails does not undo
      * the enqueue: the work is on the queue and may still run, so the call cannot report it as
      * not done; whatever the runtime failed shows at the event's wait (which flushes again).
@@ -47,47 +27,70 @@ static posenc_status submitted(posenc_context *ctx, posenc_status status, cl_eve
     return POSENC_OK;
 }
 
+/* Runs `run` under the lock: synchronously, or with `submit` left running. */
+static posenc_status run_locked(posenc_context *ctx, const posenc_cl_op *run, bool submit,
+                                void **event_state)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    cl_event event = NULL; /* submits: the front end checked the views (op_views.h) */
+    posenc__mutex_lock(&state->lock);
+    posenc_status status = posenc_cl_run_op(ctx, run, 0, NULL, submit ? &event : NULL);
+    if (status == POSENC_OK && submit)
+        status = submitted(ctx, event, event_state);
+    posenc__mutex_unlock(&state->lock);
+    return status;
+}
+
+/* The operation's program (built, or loaded from the kernel cache) and the device copy of its
+ * frequency table, made before the first enqueue. */
+static posenc_status prepare(posenc_context *ctx, const posenc_cl_op *run)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    const posenc_cl_kernel *kernel = NULL;
+    cl_mem table = NULL;
+    posenc__mutex_lock(&state->lock);
+    posenc_status status = posenc_cl_kernel_get(ctx, run->kernel, &kernel);
+    if (status == POSENC_OK)
+        status = posenc_cl_freqs_get(ctx, run->gpu.freqs, run->gpu.freq_count, run->gpu.freqs_id,
+                                     run->gpu.what, &table);
+    posenc__mutex_unlock(&state->lock);
+    return status;
+}
+
+posenc_status posenc_cl_rope(posenc_context *ctx, const posenc__rope_op *op)
+{
+    posenc_cl_op run = posenc_cl_rope_op(ctx, op);
+    return run_locked(ctx, &run, false, NULL);
+}
+
+posenc_status posenc_cl_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
+{
+    posenc_cl_op run = posenc_cl_sinusoidal_op(ctx, op);
+    return run_locked(ctx, &run, false, NULL);
+}
+
 posenc_status posenc_cl_rope_submit(posenc_context *ctx, const posenc__rope_op *op,
                                     void **event_state)
 {
-    posenc_cl_context *state = ctx->backend_state;
-    cl_event event = NULL; /* the front end checked the views (op_views.h) */
-    posenc__mutex_lock(&state->lock);
-    posenc_status status = posenc_cl_rope_run(ctx, op, 0, NULL, &event);
-    status = submitted(ctx, status, event, event_state);
-    posenc__mutex_unlock(&state->lock);
-    return status;
+    posenc_cl_op run = posenc_cl_rope_op(ctx, op);
+    return run_locked(ctx, &run, true, event_state);
 }
 
 posenc_status posenc_cl_sinusoidal_submit(posenc_context *ctx, const posenc__sinusoidal_op *op,
                                           void **event_state)
 {
-    posenc_cl_context *state = ctx->backend_state;
-    cl_event event = NULL; /* the front end checked the views (op_views.h) */
-    posenc__mutex_lock(&state->lock);
-    posenc_status status = posenc_cl_sinusoidal_run(ctx, op, 0, NULL, &event);
-    status = submitted(ctx, status, event, event_state);
-    posenc__mutex_unlock(&state->lock);
-    return status;
+    posenc_cl_op run = posenc_cl_sinusoidal_op(ctx, op);
+    return run_locked(ctx, &run, true, event_state);
 }
 
-posenc_status posenc_cl_submit_event_wait(posenc_context *ctx, void *event_state,
-                                          uint64_t timeout_ns)
+posenc_status posenc_cl_prepare_rope(posenc_context *ctx, const posenc__rope_op *op)
 {
-    return posenc_cl_event_wait(ctx, (cl_event)event_state, timeout_ns, "event");
+    posenc_cl_op run = posenc_cl_rope_op(ctx, op);
+    return prepare(ctx, &run);
 }
 
-void posenc_cl_submit_event_release(posenc_context *ctx, void *event_state)
+posenc_status posenc_cl_prepare_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
 {
-    posenc_cl_context *state = ctx->backend_state;
-    state->cl->ReleaseEvent((cl_event)event_state);
-}
-
-posenc_status posenc_cl_finish(posenc_context *ctx)
-{
-    posenc_cl_context *state = ctx->backend_state;
-    posenc__mutex_lock(&state->lock);
-    posenc_status status = posenc_cl_wait_all(ctx, "finish");
-    posenc__mutex_unlock(&state->lock);
-    return status;
+    posenc_cl_op run = posenc_cl_sinusoidal_op(ctx, op);
+    return prepare(ctx, &run);
 }

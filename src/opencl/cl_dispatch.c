@@ -7,31 +7,6 @@
 /* Work-groups per compute unit launched at most; each work-item then loops. */
 #define GROUPS_PER_COMPUTE_UNIT 64
 
-/* Sets kernel arguments in order, stopping at the first error. */
-typedef struct kernel_args {
-    cl_kernel kernel;
-    cl_uint next;
-    cl_int error;
-} kernel_args;
-
-static void arg(kernel_args *args, size_t size, const void *value)
-{
-    if (args->error != CL_SUCCESS)
-        return;
-    args->error = posenc_cl_api_get()->SetKernelArg(args->kernel, args->next, size, value);
-    args->next++;
-}
-
-/* `bytes` of parameters as arguments of `size` bytes each: 4-byte words, or whole blocks for
- * struct arguments. Every parameter is a 4-byte uint, int or float, passed as its bytes
- * (cl_uint, cl_int and cl_float have the host's representation, and a struct of them no
- * padding). */
-static void arg_blocks(kernel_args *args, const void *params, size_t bytes, size_t size)
-{
-    for (size_t at = 0; at + size <= bytes; at += size)
-        arg(args, size, (const unsigned char *)params + at);
-}
-
 typedef struct launch {
     cl_kernel kernel;
     size_t global, local;
@@ -67,15 +42,32 @@ uint64_t posenc_cl_launch_size(const posenc_context *ctx, const posenc_cl_kernel
     return groups * local;
 }
 
-posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kernel,
-                               uint64_t units, const char *what, cl_uint wait_count,
+posenc_status posenc_cl_run_op(posenc_context *ctx, const posenc_cl_op *run, cl_uint wait_count,
                                const cl_event *wait_list, cl_event *event)
 {
-    launch l = {.kernel = kernel->kernel,
-                .global = (size_t)posenc_cl_launch_size(ctx, kernel, units),
-                .local = kernel->local_size};
-    cl_int err = posenc_cl_enqueue_ordered(ctx, wait_count, wait_list, enqueue_launch, &l, event);
-    return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, what, "clEnqueueNDRangeKernel");
+    const posenc_cl_kernel *kernel = NULL;
+    posenc_status status = posenc_cl_kernel_get(ctx, run->kernel, &kernel);
+    if (status != POSENC_OK)
+        return status;
+    return run->launch(ctx, run, kernel, wait_count, wait_list, event);
+}
+
+posenc_status posenc_cl_stage_op(posenc_context *ctx, const posenc_cl_op *run, bool left_running,
+                                 posenc_cl_binding *bindings, posenc_cl_staging *staging,
+                                 cl_mem *freqs)
+{
+    const posenc__gpu_op *op = &run->gpu;
+    posenc_cl_stage_views(staging, op->views, op->access, op->names, op->view_count, bindings);
+    posenc_status status = posenc_cl_stage_in(ctx, staging);
+    if (status == POSENC_OK && left_running && posenc__gpu_stage_has_host(&staging->plan))
+        status = posenc__fail(ctx, POSENC_INTERNAL, "%s: host memory in work left running",
+                              op->what);
+    if (status == POSENC_OK && op->freqs)
+        status = posenc_cl_freqs_get(ctx, op->freqs, op->freq_count, op->freqs_id, op->what,
+                                     freqs);
+    if (status != POSENC_OK)
+        posenc_cl_stage_release(ctx, staging);
+    return status;
 }
 
 posenc_status posenc_cl_run(posenc_context *ctx, const posenc_cl_kernel *kernel, uint64_t units,
@@ -85,20 +77,33 @@ posenc_status posenc_cl_run(posenc_context *ctx, const posenc_cl_kernel *kernel,
                             const cl_event *wait_list, cl_event *event)
 {
     posenc_cl_context *state = ctx->backend_state;
-    kernel_args args = {.kernel = kernel->kernel};
-    for (uint32_t i = 0; i < count; i++)
-        arg(&args, sizeof(cl_mem), &bindings[i].mem);
-    if (freqs)
-        arg(&args, sizeof freqs, &freqs);
-    arg_blocks(&args, params, params_size, arg_size);
-    if (args.error != CL_SUCCESS) {
+    cl_uint next = 0; /* the arguments in order, up to the first error */
+    cl_int err = CL_SUCCESS;
+    for (uint32_t i = 0; i < count && err == CL_SUCCESS; i++)
+        err = state->cl->SetKernelArg(kernel->kernel, next++, sizeof(cl_mem), &bindings[i].mem);
+    if (err == CL_SUCCESS && freqs)
+        err = state->cl->SetKernelArg(kernel->kernel, next++, sizeof freqs, &freqs);
+    /* The parameters as arguments of `arg_size` bytes each: 4-byte words, or whole blocks for
+     * struct arguments. Every parameter is a 4-byte uint, int or float, passed as its bytes
+     * (cl_uint, cl_int and cl_float have the host's representation, and a struct of them no
+     * padding). */
+    for (size_t at = 0; err == CL_SUCCESS && at + arg_size <= params_size; at += arg_size)
+        err = state->cl->SetKernelArg(kernel->kernel, next++, arg_size,
+                                      (const unsigned char *)params + at);
+    if (err != CL_SUCCESS) {
         posenc_cl_stage_release(ctx, staging);
-        return posenc_cl_fail(ctx, args.error, what, "clSetKernelArg");
+        return posenc_cl_fail(ctx, err, what, "clSetKernelArg");
     }
-    if (event) /* left running: the caller waits for *event */
-        return posenc_cl_launch(ctx, kernel, units, what, wait_count, wait_list, event);
+    launch l = {.kernel = kernel->kernel,
+                .global = (size_t)posenc_cl_launch_size(ctx, kernel, units),
+                .local = kernel->local_size};
     cl_event done = NULL;
-    posenc_status status = posenc_cl_launch(ctx, kernel, units, what, wait_count, wait_list, &done);
+    err = posenc_cl_enqueue_ordered(ctx, wait_count, wait_list, enqueue_launch, &l,
+                                    event ? event : &done);
+    posenc_status status =
+        err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, what, "clEnqueueNDRangeKernel");
+    if (event) /* left running: the caller waits for *event */
+        return status;
     if (status == POSENC_OK) {
         status = posenc_cl_stage_out(ctx, staging, done);
         state->cl->ReleaseEvent(done);

@@ -201,19 +201,17 @@ typedef cl_int (*posenc_cl_enqueue_fn)(posenc_context *ctx, void *user, cl_uint 
 cl_int posenc_cl_enqueue_ordered(posenc_context *ctx, cl_uint wait_count,
                                  const cl_event *wait_list, posenc_cl_enqueue_fn enqueue,
                                  void *user, cl_event *event);
-/* Waits for one command and releases its event: CL_SUCCESS, or the error that ended it.
- * posenc never makes a blocking enqueue: some runtimes (PoCL) implement one as clFinish, which
- * on the caller's queue would also wait for the caller's own work. */
-cl_int posenc_cl_complete(const posenc_cl_api *cl, cl_event event);
-/* The same for `count` commands, waited for together; every event is released. */
+/* Waits for `count` commands together and releases their events: CL_SUCCESS, or the error that
+ * ended one. posenc never makes a blocking enqueue: some runtimes (PoCL) implement one as
+ * clFinish, which on the caller's queue would also wait for the caller's own work. */
 cl_int posenc_cl_complete_all(const posenc_cl_api *cl, uint32_t count, const cl_event *events);
+static inline cl_int posenc_cl_complete(const posenc_cl_api *cl, cl_event event)
+{
+    return posenc_cl_complete_all(cl, 1, &event);
+}
 /* Waits for every command posenc enqueued (state->last), never for the caller's other work.
  * `what` names the operation in the error message. */
 posenc_status posenc_cl_wait_all(posenc_context *ctx, const char *what);
-/* Waits up to `timeout_ns` for `event`: POSENC_OK, POSENC_TIMEOUT, or the status of the error
- * that ended its command. */
-posenc_status posenc_cl_event_wait(posenc_context *ctx, cl_event event, uint64_t timeout_ns,
-                                   const char *what);
 
 /* Buffers (cl_buffer.c): device allocations, or the caller's memory used as host memory. */
 posenc_status posenc_cl_buffer_init(posenc_context *ctx, posenc_buffer *buf);
@@ -235,15 +233,10 @@ posenc_status posenc_cl_kernel_get(posenc_context *ctx, posenc__cl_id id,
 posenc_status posenc_cl_program_build(posenc_context *ctx, const char *label, const char *source,
                                       const char *options, cl_program *program);
 
-/* Launches `kernel` over `units` work-items' worth of work: a whole number of work-groups, at
- * most a few per compute unit (the kernels loop over the rest), after the events of
- * `wait_list` and posenc's previous command. `*event` (optional) receives the launch's event.
- * posenc_cl_launch_size is the global size such a launch uses. */
+/* The global size of a launch of `kernel` over `units` work-items' worth of work: a whole
+ * number of work-groups, at most a few per compute unit (the kernels loop over the rest). */
 uint64_t posenc_cl_launch_size(const posenc_context *ctx, const posenc_cl_kernel *kernel,
                                uint64_t units);
-posenc_status posenc_cl_launch(posenc_context *ctx, const posenc_cl_kernel *kernel,
-                               uint64_t units, const char *what, cl_uint wait_count,
-                               const cl_event *wait_list, cl_event *event);
 /* The device copy of a frequency table, encoded and cached as core/gpu_tables.h does it; a new
  * one is created with the words copied in at creation (no host memory outlives the call). The
  * cache owns `*mem`: evicting an entry releases it, which OpenCL defers until the commands
@@ -296,40 +289,52 @@ void posenc_cl_stage_release(posenc_context *ctx, posenc_cl_staging *staging);
  * is to be staged instead. */
 cl_mem posenc_cl_import(posenc_context *ctx, void *host, uint64_t size, const char *name);
 
-/* An operation's launch: sets the kernel's arguments (the `count` bindings' buffers in order,
- * the frequency table unless `freqs` is NULL, then the parameters, `arg_size` bytes an
- * argument: 4 for scalar words, a block's size for struct arguments) and launches `units`;
- * with `event` the work is left running, else it is waited for and its staged outputs copied
- * back. `staging` is released either way. `what` names the operation in messages. */
+/* One operation, as every call path takes it (cl_async.c's entries, the enqueues of
+ * cl_interop.c): its views and table (core/gpu_plan.h), its kernel, and its launch. */
+typedef struct posenc_cl_op {
+    posenc__gpu_op gpu;
+    posenc__cl_id kernel;
+    /* Checks what `kernel` (built) can take, stages (posenc_cl_stage_op) and runs
+     * (posenc_cl_run). */
+    posenc_status (*launch)(posenc_context *ctx, const struct posenc_cl_op *run,
+                            const posenc_cl_kernel *kernel, cl_uint wait_count,
+                            const cl_event *wait_list, cl_event *event);
+    const void *op; /* what `launch` takes */
+} posenc_cl_op;
+/* cl_rope.c, cl_sinusoidal.c: the description of `op`, which points into `op`. */
+posenc_cl_op posenc_cl_rope_op(const posenc_context *ctx, const posenc__rope_op *op);
+posenc_cl_op posenc_cl_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op);
+/* Runs `run` with state->lock held. With `event` NULL the call is synchronous (host views
+ * staged, results in place on return); otherwise every view is a device buffer, the work is
+ * left running after the events of `wait_list`, and `*event` receives the event of its last
+ * command. */
+posenc_status posenc_cl_run_op(posenc_context *ctx, const posenc_cl_op *run, cl_uint wait_count,
+                               const cl_event *wait_list, cl_event *event);
+/* Binds the views of `run` into `bindings` (in its order; absent ones untouched), staging host
+ * memory, and sets `*freqs` to the device copy of its table (when it has one); `left_running`
+ * work must bind no host memory. Releases the staging on failure. */
+posenc_status posenc_cl_stage_op(posenc_context *ctx, const posenc_cl_op *run, bool left_running,
+                                 posenc_cl_binding *bindings, posenc_cl_staging *staging,
+                                 cl_mem *freqs);
+/* Sets the kernel's arguments (the `count` bindings' buffers in order, the frequency table
+ * unless `freqs` is NULL, then the parameters, `arg_size` bytes an argument: 4 for scalar
+ * words, a block's size for struct arguments) and launches `units` after the events of
+ * `wait_list` and posenc's previous command; with `event` the work is left running, else it
+ * is waited for and its staged outputs copied back. `staging` is released either way. `what`
+ * names the operation in messages. */
 posenc_status posenc_cl_run(posenc_context *ctx, const posenc_cl_kernel *kernel, uint64_t units,
                             const char *what, const posenc_cl_binding *bindings, uint32_t count,
                             cl_mem freqs, const void *params, size_t params_size,
                             size_t arg_size, posenc_cl_staging *staging, cl_uint wait_count,
                             const cl_event *wait_list, cl_event *event);
-
-/* The operations (cl_rope.c, cl_sinusoidal.c, cl_roofline.c), with state->lock held. With
- * `event` NULL the call is synchronous (host views staged, results in place on return);
- * otherwise every view is a device buffer, the work is left running after the events of
- * `wait_list`, and `*event` receives the event of its last command. */
-posenc_status posenc_cl_rope_run(posenc_context *ctx, const posenc__rope_op *op,
-                                 cl_uint wait_count, const cl_event *wait_list, cl_event *event);
-posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinusoidal_op *op,
-                                       cl_uint wait_count, const cl_event *wait_list,
-                                       cl_event *event);
-/* The kernel an operation runs: by q's dtype (RoPE), out's (sinusoidal), and on CPU-type
- * devices the contiguous variant where the operation's layout allows it. */
-posenc__cl_id posenc_cl_rope_kernel_id(const posenc_context *ctx, const posenc__rope_op *op);
-posenc__cl_id posenc_cl_sinusoidal_kernel_id(posenc_context *ctx,
-                                             const posenc__sinusoidal_op *op);
-/* cl_prepare.c: posenc_prepare's entries (src/backend.h). */
-posenc_status posenc_cl_prepare_rope(posenc_context *ctx, const posenc__rope_op *op);
-posenc_status posenc_cl_prepare_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
 posenc_status posenc_cl_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                  uint64_t bytes, bool write_only);
 
-/* The backend entries of the operations, synchronous and asynchronous (cl_async.c). */
+/* The backend entries of the operations (cl_async.c) and their waits (cl_sync.c). */
 posenc_status posenc_cl_rope(posenc_context *ctx, const posenc__rope_op *op);
 posenc_status posenc_cl_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
+posenc_status posenc_cl_prepare_rope(posenc_context *ctx, const posenc__rope_op *op);
+posenc_status posenc_cl_prepare_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
 posenc_status posenc_cl_rope_submit(posenc_context *ctx, const posenc__rope_op *op,
                                     void **event_state);
 posenc_status posenc_cl_sinusoidal_submit(posenc_context *ctx, const posenc__sinusoidal_op *op,

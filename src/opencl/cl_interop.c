@@ -95,7 +95,8 @@ static posenc_status check_wait_list(posenc_context *ctx, const posenc_cl_contex
 }
 
 /* Both enqueue calls: the operation (`rope`, else sinusoidal; `desc` its descriptor) after the
- * caller's events, on device memory only. */
+ * caller's events, on device memory only (op_views.h); its event goes to the caller, or is
+ * dropped (state->last keeps posenc's own reference). */
 static posenc_status enqueue(posenc_context *ctx, const char *call, bool rope, const void *desc,
                              cl_uint wait_count, const cl_event *wait_list, cl_event *event)
 {
@@ -106,30 +107,32 @@ static posenc_status enqueue(posenc_context *ctx, const char *call, bool rope, c
     posenc__mutex_lock(&state->lock);
     posenc__rope_op rope_op;
     posenc__sinusoidal_op sinusoidal_op;
-    const posenc__view *views[POSENC__ROPE_VIEWS];
+    const posenc__view *given[POSENC__ROPE_VIEWS];
+    posenc_cl_op run = {0};
     posenc_status status = check_wait_list(ctx, state, wait_count, wait_list);
     if (status == POSENC_OK)
         status = rope ? posenc__rope_prepare(ctx, desc, &rope_op)
                       : posenc__sinusoidal_prepare(ctx, desc, &sinusoidal_op);
-    if (status == POSENC_OK) { /* enqueued work runs on device memory only (op_views.h) */
-        if (rope)
-            posenc__rope_given_views(&rope_op, views);
-        else
-            posenc__sinusoidal_given_views(&sinusoidal_op, views);
-        status = posenc__check_device_views(
-            ctx, views, rope ? posenc__rope_view_names : posenc__sinusoidal_view_names,
-            rope ? POSENC__ROPE_VIEWS : POSENC__SINUSOIDAL_VIEWS, false, call);
+    if (status == POSENC_OK) {
+        if (rope) {
+            posenc__rope_given_views(&rope_op, given);
+            run = posenc_cl_rope_op(ctx, &rope_op);
+        } else {
+            posenc__sinusoidal_given_views(&sinusoidal_op, given);
+            run = posenc_cl_sinusoidal_op(ctx, &sinusoidal_op);
+        }
+        status = posenc__check_device_views(ctx, given, run.gpu.names, run.gpu.view_count,
+                                            false, call);
     }
     if (status == POSENC_OK)
-        status = rope ? posenc_cl_rope_run(ctx, &rope_op, wait_count, wait_list, &done)
-                      : posenc_cl_sinusoidal_run(ctx, &sinusoidal_op, wait_count, wait_list, &done);
+        status = posenc_cl_run_op(ctx, &run, wait_count, wait_list, &done);
     posenc__mutex_unlock(&state->lock);
     if (status != POSENC_OK)
         return status;
     if (event)
         *event = done;
     else
-        state->cl->ReleaseEvent(done); /* state->last keeps posenc's own reference */
+        state->cl->ReleaseEvent(done);
     posenc__atomic64_add(rope ? &ctx->stats.rope_calls : &ctx->stats.sinusoidal_calls, 1);
     return POSENC_OK;
 }

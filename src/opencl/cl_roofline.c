@@ -26,55 +26,42 @@ static uint32_t copy_chunk(const posenc_context *ctx, const posenc_cl_kernel *ke
     return chunk ? (uint32_t)chunk : 1u;
 }
 
-static posenc_status roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
-                              uint64_t bytes, bool write_only)
+static posenc_status copy_launch(posenc_context *ctx, const posenc_cl_op *run,
+                                 const posenc_cl_kernel *kernel, cl_uint wait_count,
+                                 const cl_event *wait_list, cl_event *event)
 {
-    const posenc_cl_kernel *kernel = NULL;
-    posenc_status status = posenc_cl_kernel_get(ctx, POSENC__CL_COPY_U32, &kernel);
-    if (status != POSENC_OK)
-        return status;
+    uint64_t bytes = *(const uint64_t *)run->op;
     uint64_t words = bytes / 4;
     if (words > UINT32_MAX)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "bytes: %llu bytes is more than one OpenCL launch indexes (2^32 "
                             "words)",
                             (unsigned long long)bytes);
-
-    /* The range as a packed f32 view: bound in place, or staged for wrapped memory. */
-    posenc__view view = {
-        .buffer = buf,
-        .offset = offset,
-        .dtype = POSENC_DTYPE_F32,
-        .shape = {1, 1, 1, (int64_t)words},
-        .strides = {(int64_t)bytes, (int64_t)bytes, (int64_t)bytes, 4},
-    };
     posenc_cl_binding data;
     posenc_cl_staging staging = {0};
-    posenc_cl_stage_add(&staging, &view, "buffer", POSENC__GPU_WRITE, &data);
-    if (!write_only) /* read too: the region is copied in */
-        posenc_cl_stage_add(&staging, &view, "buffer", POSENC__GPU_READ, &data);
-    status = posenc_cl_stage_in(ctx, &staging);
-    if (status != POSENC_OK) {
-        posenc_cl_stage_release(ctx, &staging);
+    cl_mem none = NULL;
+    posenc_status status = posenc_cl_stage_op(ctx, run, false, &data, &staging, &none);
+    if (status != POSENC_OK)
         return status;
-    }
-
     posenc__copy_args params = {
         .offset = data.offset,
         .count = (uint32_t)words,
-        .flags = write_only ? POSENC_COPY_FLAG_WRITE_ONLY : 0u,
+        .flags = run->gpu.access[0] == POSENC__GPU_WRITE ? POSENC_COPY_FLAG_WRITE_ONLY : 0u,
         .chunk = copy_chunk(ctx, kernel, words),
     };
     return posenc_cl_run(ctx, kernel, copy_units(ctx, words), "roofline", &data, 1, NULL,
-                         &params, sizeof params, 4, &staging, 0, NULL, NULL);
+                         &params, sizeof params, 4, &staging, wait_count, wait_list, event);
 }
 
 posenc_status posenc_cl_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                  uint64_t bytes, bool write_only)
 {
     posenc_cl_context *state = ctx->backend_state;
+    posenc__view view;
+    posenc_cl_op run = {.kernel = POSENC__CL_COPY_U32, .launch = copy_launch, .op = &bytes};
+    posenc__gpu_roofline_op(buf, offset, bytes, write_only, &view, &run.gpu);
     posenc__mutex_lock(&state->lock);
-    posenc_status status = roofline(ctx, buf, offset, bytes, write_only);
+    posenc_status status = posenc_cl_run_op(ctx, &run, 0, NULL, NULL);
     posenc__mutex_unlock(&state->lock);
     return status;
 }

@@ -10,14 +10,51 @@
 
 /* Whether sinusoidal_contiguous.cl applies: a CPU-type device (GPUs keep sinusoidal.cl's one
  * frequency per work-item) and a layout it takes. */
-static bool contiguous_applies(posenc_context *ctx, const posenc__sinusoidal_op *op)
+static bool contiguous_applies(const posenc_context *ctx, const posenc__sinusoidal_op *op)
 {
     return ctx->device->info.type == POSENC_DEVICE_CPU &&
            posenc__gpu_sinusoidal_contiguous(op, CONTIGUOUS_FREQUENCIES);
 }
 
-posenc__cl_id posenc_cl_sinusoidal_kernel_id(posenc_context *ctx,
-                                             const posenc__sinusoidal_op *op)
+static posenc_status sinusoidal_launch(posenc_context *ctx, const posenc_cl_op *run,
+                                       const posenc_cl_kernel *kernel, cl_uint wait_count,
+                                       const cl_event *wait_list, cl_event *event)
+{
+    const posenc__sinusoidal_op *op = run->op;
+    /* The contiguous kernel takes a block of frequencies of a run of rows (of one row at given
+     * positions) a unit. */
+    uint64_t row_run = op->has_positions ? 1 : POSENC_SINUSOIDAL_ROW_RUN;
+    uint64_t runs = ((uint64_t)op->rows + row_run - 1) / row_run;
+    uint64_t launched = contiguous_applies(ctx, op)
+                            ? (uint64_t)op->half / CONTIGUOUS_FREQUENCIES * (uint64_t)op->batch *
+                                  runs
+                            : posenc__gpu_sinusoidal_units(op, op->batch * op->rows);
+    enum { OUT, X, POSITIONS };
+    posenc_cl_binding b[POSENC__SINUSOIDAL_VIEWS];
+    posenc_cl_staging staging = {0};
+    cl_mem freqs = NULL;
+    posenc_status status = posenc__gpu_sinusoidal_check_launch(ctx, "OpenCL", op);
+    if (status == POSENC_OK)
+        status = posenc_cl_stage_op(ctx, run, event != NULL, b, &staging, &freqs);
+    if (status != POSENC_OK)
+        return status;
+    /* x added into out itself is read through out; unused arguments still need a buffer. */
+    if (!run->gpu.views[X])
+        b[X] = b[OUT];
+    if (!op->has_positions)
+        b[POSITIONS] = (posenc_cl_binding){.mem = freqs};
+    posenc__gpu_box box = {.count = {op->batch, op->rows, 1}};
+    uint32_t first[POSENC__SINUSOIDAL_VIEWS] = {b[OUT].offset, b[X].offset, b[POSITIONS].offset};
+    posenc__sinusoidal_params params;
+    posenc__gpu_sinusoidal_params(op, op->has_x && !run->gpu.views[X], &box, first, &params);
+
+    return posenc_cl_run(ctx, kernel, launched, "sinusoidal", b, POSENC__SINUSOIDAL_VIEWS, freqs,
+                         &params, sizeof params, 4, &staging, wait_count, wait_list, event);
+}
+
+/* The kernel: by out's dtype, and on CPU-type devices the contiguous variant where the layout
+ * allows it. */
+static posenc__cl_id sinusoidal_kernel(const posenc_context *ctx, const posenc__sinusoidal_op *op)
 {
     bool contiguous = contiguous_applies(ctx, op);
     switch (op->out.dtype) {
@@ -29,59 +66,10 @@ posenc__cl_id posenc_cl_sinusoidal_kernel_id(posenc_context *ctx,
     }
 }
 
-posenc_status posenc_cl_sinusoidal_run(posenc_context *ctx, const posenc__sinusoidal_op *op,
-                                       cl_uint wait_count, const cl_event *wait_list,
-                                       cl_event *event)
+posenc_cl_op posenc_cl_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op)
 {
-    const posenc_cl_kernel *kernel = NULL;
-    bool contiguous = contiguous_applies(ctx, op);
-    posenc_status status =
-        posenc_cl_kernel_get(ctx, posenc_cl_sinusoidal_kernel_id(ctx, op), &kernel);
-    if (status != POSENC_OK)
-        return status;
-
-    /* The contiguous kernel takes a block of frequencies of a run of rows (of one row at given
-     * positions) a unit. */
-    uint64_t run = op->has_positions ? 1 : POSENC_SINUSOIDAL_ROW_RUN;
-    uint64_t runs = ((uint64_t)op->rows + run - 1) / run;
-    uint64_t launched = contiguous ? (uint64_t)op->half / CONTIGUOUS_FREQUENCIES *
-                                         (uint64_t)op->batch * runs
-                                   : posenc__gpu_sinusoidal_units(op, op->batch * op->rows);
-    status = posenc__gpu_sinusoidal_check_launch(ctx, "OpenCL", op);
-    if (status != POSENC_OK)
-        return status;
-
-    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
-    unsigned access[POSENC__SINUSOIDAL_VIEWS];
-    posenc__sinusoidal_views(ctx, op, views);
-    posenc__sinusoidal_view_access(op, views, access);
-    enum { OUT, X, POSITIONS };
-    posenc_cl_binding b[POSENC__SINUSOIDAL_VIEWS];
-    posenc_cl_staging staging = {0};
-    posenc_cl_stage_views(&staging, views, access, posenc__sinusoidal_view_names,
-                          POSENC__SINUSOIDAL_VIEWS, b);
-    status = posenc_cl_stage_in(ctx, &staging);
-    if (status == POSENC_OK && event && posenc__gpu_stage_has_host(&staging.plan))
-        status = posenc__fail(ctx, POSENC_INTERNAL,
-                              "sinusoidal: host memory in work left running");
-    cl_mem freqs = NULL;
-    if (status == POSENC_OK)
-        status = posenc_cl_freqs_get(ctx, op->freqs, op->half, op->freqs_id, "sinusoidal",
-                                     &freqs);
-    if (status != POSENC_OK) {
-        posenc_cl_stage_release(ctx, &staging);
-        return status;
-    }
-    /* x added into out itself is read through out; unused arguments still need a buffer. */
-    if (!views[X])
-        b[X] = b[OUT];
-    if (!op->has_positions)
-        b[POSITIONS] = (posenc_cl_binding){.mem = freqs};
-    posenc__gpu_box box = {.count = {op->batch, op->rows, 1}};
-    uint32_t first[POSENC__SINUSOIDAL_VIEWS] = {b[OUT].offset, b[X].offset, b[POSITIONS].offset};
-    posenc__sinusoidal_params params;
-    posenc__gpu_sinusoidal_params(op, op->has_x && !views[X], &box, first, &params);
-
-    return posenc_cl_run(ctx, kernel, launched, "sinusoidal", b, POSENC__SINUSOIDAL_VIEWS, freqs,
-                         &params, sizeof params, 4, &staging, wait_count, wait_list, event);
+    posenc_cl_op run = {
+        .kernel = sinusoidal_kernel(ctx, op), .launch = sinusoidal_launch, .op = op};
+    posenc__gpu_sinusoidal_op(ctx, op, &run.gpu);
+    return run;
 }

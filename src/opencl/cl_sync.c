@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Ordering and completion of posenc's OpenCL work: the chain of posenc's own
- * commands through events (so out-of-order queues work too), and waits that look at posenc's
- * events only, never at the rest of a queue that may be the caller's. */
+/* Ordering and completion of posenc's OpenCL work: the chain of posenc's own commands through
+ * events (so out-of-order queues work too), and waits (the backend's event and finish entries
+ * among them) that look at posenc's events only, never at the rest of a queue that may be the
+ * caller's. */
 #include "opencl/cl_internal.h"
 
 #include "core/platform.h"
@@ -49,19 +50,6 @@ cl_int posenc_cl_enqueue_ordered(posenc_context *ctx, cl_uint wait_count,
 
 /* ---- Waiting --------------------------------------------------------------------------------- */
 
-cl_int posenc_cl_complete(const posenc_cl_api *cl, cl_event event)
-{
-    cl_int err = cl->WaitForEvents(1, &event);
-    cl_int status = CL_COMPLETE;
-    if (err != CL_SUCCESS &&
-        cl->GetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
-                         NULL) == CL_SUCCESS &&
-        status < 0)
-        err = status; /* the command's own error says more than the wait's */
-    cl->ReleaseEvent(event);
-    return err;
-}
-
 cl_int posenc_cl_complete_all(const posenc_cl_api *cl, uint32_t count, const cl_event *events)
 {
     if (count == 0)
@@ -73,8 +61,8 @@ cl_int posenc_cl_complete_all(const posenc_cl_api *cl, uint32_t count, const cl_
         if (err != CL_SUCCESS &&
             cl->GetEventInfo(events[e], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
                              NULL) == CL_SUCCESS &&
-            status < 0 && err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
-            err = status; /* the first failed command's own error says more */
+            status < 0 && (count == 1 || err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST))
+            err = status; /* the (first) failed command's own error says more than the wait's */
         cl->ReleaseEvent(events[e]);
     }
     return err;
@@ -107,8 +95,10 @@ static posenc_status finished(posenc_context *ctx, cl_int status, const char *wh
                         posenc_cl_error_name(status), (int)status);
 }
 
-posenc_status posenc_cl_event_wait(posenc_context *ctx, cl_event event, uint64_t timeout_ns,
-                                   const char *what)
+/* Waits up to `timeout_ns` for `event`: POSENC_OK, POSENC_TIMEOUT, or the status of the error
+ * that ended its command. */
+static posenc_status event_wait(posenc_context *ctx, cl_event event, uint64_t timeout_ns,
+                                const char *what)
 {
     const posenc_cl_api *cl = ((posenc_cl_context *)ctx->backend_state)->cl;
     cl_int error = CL_SUCCESS;
@@ -143,12 +133,33 @@ posenc_status posenc_cl_wait_all(posenc_context *ctx, const char *what)
     posenc_cl_context *state = ctx->backend_state;
     if (!state->last)
         return POSENC_OK;
-    posenc_status status = posenc_cl_event_wait(ctx, state->last, UINT64_MAX, what);
+    posenc_status status = event_wait(ctx, state->last, UINT64_MAX, what);
     if (status != POSENC_OK) {
         /* Later work must not wait for a command that failed: a runtime fails the commands
          * waiting for it too, and the context would never recover. */
         state->cl->ReleaseEvent(state->last);
         state->last = NULL;
     }
+    return status;
+}
+
+posenc_status posenc_cl_submit_event_wait(posenc_context *ctx, void *event_state,
+                                          uint64_t timeout_ns)
+{
+    return event_wait(ctx, (cl_event)event_state, timeout_ns, "event");
+}
+
+void posenc_cl_submit_event_release(posenc_context *ctx, void *event_state)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    state->cl->ReleaseEvent((cl_event)event_state);
+}
+
+posenc_status posenc_cl_finish(posenc_context *ctx)
+{
+    posenc_cl_context *state = ctx->backend_state;
+    posenc__mutex_lock(&state->lock);
+    posenc_status status = posenc_cl_wait_all(ctx, "finish");
+    posenc__mutex_unlock(&state->lock);
     return status;
 }

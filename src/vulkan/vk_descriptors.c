@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(sizeof(VkDescriptorBufferInfo) == sizeof(VkBuffer) + 2 * sizeof(VkDeviceSize),
+               "binding sets are compared with memcmp: no padding");
+
 /* Descriptor sets per pool; more pools are added as distinct binding sets appear. */
 #define SETS_PER_POOL 64
 /* On posenc's own device, past this many sets the cache starts again (after the work that may
@@ -22,15 +25,6 @@ struct posenc_vk_cached_set {
     VkDescriptorSet set;
     VkDescriptorPool pool;
 };
-
-static bool same_infos(const VkDescriptorBufferInfo *a, const VkDescriptorBufferInfo *b)
-{
-    for (uint32_t i = 0; i < POSENC_VK_BINDINGS; i++) {
-        if (a[i].buffer != b[i].buffer || a[i].offset != b[i].offset || a[i].range != b[i].range)
-            return false;
-    }
-    return true;
-}
 
 static posenc_status add_pool(posenc_context *ctx, posenc_vk_context *vk)
 {
@@ -91,12 +85,27 @@ static void free_set(posenc_vk_context *vk, uint32_t index)
     vk->sets[index] = vk->sets[--vk->set_count];
 }
 
+void posenc_vk_descriptor_writes(const VkDescriptorBufferInfo *infos, VkDescriptorSet set,
+                                 VkWriteDescriptorSet writes[POSENC_VK_BINDINGS])
+{
+    for (uint32_t i = 0; i < POSENC_VK_BINDINGS; i++) {
+        writes[i] = (VkWriteDescriptorSet){
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+            .dstSet = set,
+            .dstBinding = i,
+            .descriptorCount = 1,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .pBufferInfo = &infos[i],
+        };
+    }
+}
+
 posenc_status posenc_vk_descriptor_set(posenc_context *ctx, const VkDescriptorBufferInfo *infos,
                                        VkDescriptorSet *set)
 {
     posenc_vk_context *vk = ctx->backend_state;
     for (uint32_t s = vk->set_count; s-- > 0;) {
-        if (same_infos(vk->sets[s].infos, infos)) {
+        if (memcmp(vk->sets[s].infos, infos, sizeof vk->sets[s].infos) == 0) {
             *set = vk->sets[s].set;
             return POSENC_OK;
         }
@@ -115,16 +124,7 @@ posenc_status posenc_vk_descriptor_set(posenc_context *ctx, const VkDescriptorBu
         return status;
     memcpy(entry->infos, infos, sizeof entry->infos);
     VkWriteDescriptorSet writes[POSENC_VK_BINDINGS];
-    for (uint32_t i = 0; i < POSENC_VK_BINDINGS; i++) {
-        writes[i] = (VkWriteDescriptorSet){
-            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-            .dstSet = entry->set,
-            .dstBinding = i,
-            .descriptorCount = 1,
-            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-            .pBufferInfo = &entry->infos[i],
-        };
-    }
+    posenc_vk_descriptor_writes(entry->infos, entry->set, writes);
     vk->fns.UpdateDescriptorSets(vk->device, POSENC_VK_BINDINGS, writes, 0, NULL);
     vk->set_count++;
     *set = entry->set;

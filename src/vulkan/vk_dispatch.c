@@ -86,19 +86,6 @@ posenc_status posenc_vk_split(posenc_context *ctx, const posenc__gpu_extent *ext
     return status;
 }
 
-/* Earlier dispatches' reads and writes before later ones' (write after read as well). */
-static void compute_barrier(posenc_vk_context *vk)
-{
-    VkMemoryBarrier barrier = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
-        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
-    };
-    vk->fns.CmdPipelineBarrier(vk->target, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, NULL, 0,
-                               NULL);
-}
-
 static bool ranges_overlap(const VkDescriptorBufferInfo *a, const VkDescriptorBufferInfo *b)
 {
     return a->buffer == b->buffer && a->offset < b->offset + b->range &&
@@ -144,7 +131,15 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
             return status;
     }
     if (needs_barrier(vk, windows->infos)) {
-        compute_barrier(vk);
+        /* Earlier dispatches' reads and writes before later ones' (write after read too). */
+        VkMemoryBarrier barrier = {
+            .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+            .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
+            .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+        };
+        vk->fns.CmdPipelineBarrier(commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, NULL,
+                                   0, NULL);
         vk->dispatches = 0;
     }
     memcpy(vk->previous[vk->dispatches++], windows->infos, sizeof vk->previous[0]);
@@ -152,15 +147,7 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
     vk->fns.CmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     if (vk->CmdPushDescriptorSetKHR) {
         VkWriteDescriptorSet writes[POSENC_VK_BINDINGS];
-        for (uint32_t i = 0; i < POSENC_VK_BINDINGS; i++) {
-            writes[i] = (VkWriteDescriptorSet){
-                .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                .dstBinding = i,
-                .descriptorCount = 1,
-                .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                .pBufferInfo = &windows->infos[i],
-            };
-        }
+        posenc_vk_descriptor_writes(windows->infos, VK_NULL_HANDLE, writes);
         vk->CmdPushDescriptorSetKHR(commands, VK_PIPELINE_BIND_POINT_COMPUTE,
                                     vk->pipeline_layout, 0, POSENC_VK_BINDINGS, writes);
     } else {

@@ -94,7 +94,7 @@ static posenc_status lock_for_recording(posenc_context *ctx, VkCommandBuffer com
 }
 
 /* Records `run` into the caller's command buffer: the views the caller gave (`given`, an output
- * in place included, in the order of run->views) must be device memory the caller submits
+ * in place included, in the order of run->gpu.views) must be device memory the caller submits
  * later (op_views.h), as for the other calls that outlive their work; its table stays for the
  * context's life. */
 static posenc_status record(posenc_context *ctx, VkCommandBuffer command_buffer,
@@ -102,15 +102,17 @@ static posenc_status record(posenc_context *ctx, VkCommandBuffer command_buffer,
                             const char *call)
 {
     posenc_vk_context *vk = ctx->backend_state;
-    posenc_status status = posenc__check_device_views(ctx, given, run->names, run->view_count,
-                                                      false, call);
+    posenc_status status = posenc__check_device_views(ctx, given, run->gpu.names,
+                                                      run->gpu.view_count, false, call);
     posenc_vk_place places[POSENC__GPU_MAX_VIEWS];
-    for (uint32_t i = 0; status == POSENC_OK && i < run->view_count; i++)
-        places[i] = run->views[i] ? posenc_vk_place_of(run->views[i]) : (posenc_vk_place){0};
+    for (uint32_t i = 0; status == POSENC_OK && i < run->gpu.view_count; i++)
+        places[i] = run->gpu.views[i] ? posenc_vk_place_of(run->gpu.views[i])
+                                      : (posenc_vk_place){0};
     if (status == POSENC_OK)
         status = run->pipelines(ctx, run->op);
     if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, run->freqs, run->freq_count, run->freqs_id, true);
+        status = posenc_vk_set_freqs(ctx, run->gpu.freqs, run->gpu.freq_count, run->gpu.freqs_id,
+                                     true);
     if (status == POSENC_OK) {
         vk->target = command_buffer;
         vk->dispatches = 0;

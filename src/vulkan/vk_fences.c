@@ -7,22 +7,13 @@
 
 #include <stdlib.h>
 
-/* Submissions in flight at once; one more waits for the oldest. */
-#define MAX_SUBMISSIONS 16
-
-/* Marks a signalled submission free. */
-static void reap(posenc_vk_submission *submission)
-{
-    submission->serial = 0;
-}
-
 /* Waits for one submission, up to `timeout_ns`: OK once done, TIMEOUT, or the device error. */
 static posenc_status wait_submission(posenc_context *ctx, posenc_vk_submission *submission,
                                      uint64_t timeout_ns)
 {
     posenc_vk_context *vk = ctx->backend_state;
     if (posenc__is_lost(ctx)) { /* its fence may never signal: the work is over, with it */
-        reap(submission);
+        submission->serial = 0;
         return posenc__check_lost(ctx);
     }
     VkResult result =
@@ -31,7 +22,7 @@ static posenc_status wait_submission(posenc_context *ctx, posenc_vk_submission *
         return POSENC_TIMEOUT;
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkWaitForFences");
-    reap(submission);
+    submission->serial = 0; /* free */
     return POSENC_OK;
 }
 
@@ -58,7 +49,7 @@ posenc_status posenc_vk_acquire_submission(posenc_context *ctx, posenc_vk_submis
         posenc_vk_submission *submission = &vk->submissions[i];
         if (submission->serial &&
             vk->fns.GetFenceStatus(vk->device, submission->fence) == VK_SUCCESS)
-            reap(submission);
+            submission->serial = 0; /* signalled: free */
         if (!submission->serial) {
             *out = submission;
             return POSENC_OK;
@@ -66,16 +57,11 @@ posenc_status posenc_vk_acquire_submission(posenc_context *ctx, posenc_vk_submis
         if (!oldest || submission->serial < oldest->serial)
             oldest = submission;
     }
-    if (vk->submission_count == MAX_SUBMISSIONS) {
+    if (vk->submission_count == POSENC_VK_MAX_SUBMISSIONS) {
         posenc_status status = wait_submission(ctx, oldest, UINT64_MAX);
         if (status == POSENC_OK)
             *out = oldest;
         return status;
-    }
-    if (!vk->submissions) {
-        vk->submissions = calloc(MAX_SUBMISSIONS, sizeof *vk->submissions);
-        if (!vk->submissions)
-            return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "submit: out of host memory");
     }
     posenc_vk_submission made = {0};
     VkCommandBufferAllocateInfo buffer_info = {
@@ -144,7 +130,5 @@ void posenc_vk_submissions_fini(posenc_context *ctx)
         vk->fns.DestroyFence(vk->device, submission->fence, vk->allocator);
         vk->fns.FreeCommandBuffers(vk->device, vk->command_pool, 1, &submission->commands);
     }
-    free(vk->submissions);
-    vk->submissions = NULL;
     vk->submission_count = 0;
 }

@@ -231,7 +231,8 @@ typedef struct posenc_vk_table_ring {
 typedef struct posenc_vk_cached_set posenc_vk_cached_set;
 
 /* One asynchronous submission: its command buffer and fence, recycled once the fence signals
- * (vk_submit.c). */
+ * (vk_submit.c); so many in flight at once, one more waits for the oldest. */
+#define POSENC_VK_MAX_SUBMISSIONS 16
 typedef struct posenc_vk_submission {
     VkCommandBuffer commands;
     VkFence fence;
@@ -295,7 +296,7 @@ typedef struct posenc_vk_context {
     posenc_vk_freq_table *table;  /* the cached table of the call being recorded, or NULL */
     VkDescriptorBufferInfo table_binding; /* where that call's table lies (its range unset) */
     posenc_vk_table_ring table_ring;
-    posenc_vk_submission *submissions;
+    posenc_vk_submission submissions[POSENC_VK_MAX_SUBMISSIONS];
     uint32_t submission_count;
     uint64_t serial;              /* of the last asynchronous submission */
     posenc_vk_allocation staging; /* host-visible: host data of operations, uploads, downloads */
@@ -402,8 +403,12 @@ static inline uint64_t posenc_vk_object_bits(const void *handle, size_t size)
 }
 #define POSENC_VK_OBJECT(handle) posenc_vk_object_bits(&(handle), sizeof(handle))
 
-/* vk_descriptors.c: the set for `infos` (the pool path), written at its first use and then kept
- * until one of its buffers is released, or the context goes. */
+/* vk_descriptors.c: the writes of the bindings `infos` (into `set`; VK_NULL_HANDLE for push
+ * descriptors). */
+void posenc_vk_descriptor_writes(const VkDescriptorBufferInfo *infos, VkDescriptorSet set,
+                                 VkWriteDescriptorSet writes[POSENC_VK_BINDINGS]);
+/* The set for `infos` (the pool path), written at its first use and then kept until one of its
+ * buffers is released, or the context goes. */
 posenc_status posenc_vk_descriptor_set(posenc_context *ctx, const VkDescriptorBufferInfo *infos,
                                        VkDescriptorSet *set);
 /* Forgets (and frees) the sets that bind `buffer`: called before the buffer is destroyed. */
@@ -527,21 +532,15 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
                                  uint32_t push_size, uint64_t invocations);
 
 /* One operation, as every call path takes it (posenc_vk_run, posenc_vk_run_async, vk_prepare.c
- * and the recording calls of vk_engine.c): the views it binds (NULL: absent), the frequency
- * table it reads (`freqs` NULL: none), and its kernels and recording. */
+ * and the recording calls of vk_engine.c): its views and table (core/gpu_plan.h), and its
+ * kernels and recording. */
 typedef struct posenc_vk_op {
-    const posenc__view *views[POSENC__GPU_MAX_VIEWS];
-    unsigned access[POSENC__GPU_MAX_VIEWS]; /* POSENC__GPU_READ, POSENC__GPU_WRITE */
-    const char *const *names;               /* of the views, in messages */
-    uint32_t view_count;
-    const posenc__freq *freqs;
-    uint32_t freq_count;
-    uint64_t freqs_id;
+    posenc__gpu_op gpu;
     /* Creates every kernel `record` may use, before anything is recorded, so that a failed
      * build leaves a caller's command buffer untouched (NULL: for posenc_vk_run only). */
     posenc_status (*pipelines)(posenc_context *ctx, const void *op);
     /* Records the dispatches into vk->target, with the views at `places` (in the order of
-     * `views`) and the table in vk->table. Nothing else is recorded except barriers between
+     * gpu.views) and the table in vk->table. Nothing else is recorded except barriers between
      * dispatches that touch the same bytes. */
     posenc_status (*record)(posenc_context *ctx, const void *op, const posenc_vk_place *places);
     const void *op; /* what `pipelines` and `record` take */

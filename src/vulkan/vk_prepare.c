@@ -9,7 +9,8 @@ static posenc_status prepare(posenc_context *ctx, const posenc_vk_op *run)
     posenc__mutex_lock(&vk->lock);
     posenc_status status = run->pipelines(ctx, run->op);
     if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, run->freqs, run->freq_count, run->freqs_id, false);
+        status = posenc_vk_set_freqs(ctx, run->gpu.freqs, run->gpu.freq_count, run->gpu.freqs_id,
+                                     false);
     /* No work binds it yet: the first call finds it again (or, past a cache of tables that
      * recorded work pins, writes it then). */
     vk->table = NULL;

@@ -46,23 +46,9 @@ static posenc_status record_range(posenc_context *ctx, const void *range,
 posenc_status posenc_vk_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                  uint64_t bytes, bool write_only)
 {
-    /* The range as a view of words, so that wrapped host memory is staged like any view. */
-    posenc__view view = {
-        .buffer = buf,
-        .offset = offset,
-        .dtype = POSENC_DTYPE_I32,
-        .shape = {1, 1, 1, (int64_t)(bytes / 4)},
-        .strides = {(int64_t)bytes, (int64_t)bytes, (int64_t)bytes, 4},
-    };
-    static const char *const names[1] = {"buffer"};
+    posenc__view view;
     copy_job job = {.bytes = bytes, .write_only = write_only};
-    posenc_vk_op run = {
-        .views = {&view},
-        .access = {write_only ? POSENC__GPU_WRITE : POSENC__GPU_READ | POSENC__GPU_WRITE},
-        .names = names,
-        .view_count = 1,
-        .record = record_range,
-        .op = &job,
-    };
+    posenc_vk_op run = {.record = record_range, .op = &job};
+    posenc__gpu_roofline_op(buf, offset, bytes, write_only, &view, &run.gpu);
     return posenc_vk_run(ctx, &run);
 }

@@ -19,7 +19,6 @@ _Static_assert(sizeof(posenc__rope_pass) <= POSENC_VK_PUSH_BYTES, "a RoPE pass's
 _Static_assert(POSENC__GPU_ROPE_BINDINGS == POSENC_VK_BINDINGS &&
                    POSENC__GPU_ROPE_BINDING_TABLE == POSENC_VK_TABLE_BINDING,
                "rope.comp's bindings");
-_Static_assert(POSENC__ROPE_VIEWS <= POSENC__GPU_MAX_VIEWS, "posenc_vk_op's views");
 
 typedef struct rope_job {
     const posenc__rope_op *op;
@@ -129,18 +128,8 @@ static posenc_status rope_record(posenc_context *ctx, const void *rope,
 
 posenc_vk_op posenc_vk_rope_op(const posenc__rope_op *op)
 {
-    posenc_vk_op run = {
-        .names = posenc__rope_view_names,
-        .view_count = POSENC__ROPE_VIEWS,
-        .freqs = op->freqs,
-        .freq_count = op->rotary_dim / 2,
-        .freqs_id = op->freqs_id,
-        .pipelines = rope_pipelines,
-        .record = rope_record,
-        .op = op,
-    };
-    posenc__rope_views(op, run.views);
-    posenc__rope_view_access(op, run.access);
+    posenc_vk_op run = {.pipelines = rope_pipelines, .record = rope_record, .op = op};
+    posenc__gpu_rope_op(op, &run.gpu);
     return run;
 }
 

@@ -9,7 +9,6 @@
 
 _Static_assert(sizeof(posenc__sinusoidal_params) <= POSENC_VK_PUSH_BYTES,
                "sinusoidal.comp's push constants");
-_Static_assert(POSENC__SINUSOIDAL_VIEWS <= POSENC__GPU_MAX_VIEWS, "posenc_vk_op's views");
 
 enum { BINDING_OUT = 0, BINDING_X = 1, BINDING_POSITIONS = 2 };
 
@@ -110,18 +109,8 @@ static posenc_status sinusoidal_record(posenc_context *ctx, const void *sinusoid
 
 posenc_vk_op posenc_vk_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op)
 {
-    posenc_vk_op run = {
-        .names = posenc__sinusoidal_view_names,
-        .view_count = POSENC__SINUSOIDAL_VIEWS,
-        .freqs = op->freqs,
-        .freq_count = op->half,
-        .freqs_id = op->freqs_id,
-        .pipelines = sinusoidal_pipelines,
-        .record = sinusoidal_record,
-        .op = op,
-    };
-    posenc__sinusoidal_views(ctx, op, run.views);
-    posenc__sinusoidal_view_access(op, run.views, run.access);
+    posenc_vk_op run = {.pipelines = sinusoidal_pipelines, .record = sinusoidal_record, .op = op};
+    posenc__gpu_sinusoidal_op(ctx, op, &run.gpu);
     return run;
 }
 

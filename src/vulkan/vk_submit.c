@@ -10,32 +10,30 @@
 
 #include <stdlib.h>
 
-static posenc_status submit(posenc_context *ctx, const posenc_vk_op *op, const char *call,
-                            void **event_state)
+posenc_status posenc_vk_run_async(posenc_context *ctx, const posenc_vk_op *op, const char *call,
+                                  void **event_state)
 {
     posenc_vk_context *vk = ctx->backend_state;
-    posenc_status lost = posenc__check_lost(ctx);
-    if (lost != POSENC_OK)
-        return lost;
-    if (!vk->queue)
-        return posenc__fail(ctx, POSENC_UNSUPPORTED,
-                            "vulkan.queue: this context records only (no queue was given); "
-                            "%s needs one", call);
-    posenc_status status;
     posenc_vk_event *event = NULL;
-    if (event_state) {
-        event = malloc(sizeof *event);
-        if (!event)
-            return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "event: out of host memory");
-    }
-    posenc_vk_place places[POSENC__GPU_MAX_VIEWS] = {{0}};
-    for (uint32_t i = 0; i < op->view_count; i++) {
-        if (op->views[i])
-            places[i] = posenc_vk_place_of(op->views[i]);
-    }
-    posenc_vk_descriptors_trim(ctx);
     posenc_vk_submission *submission = NULL;
-    status = posenc_vk_set_freqs(ctx, op->freqs, op->freq_count, op->freqs_id, false);
+    posenc_vk_place places[POSENC__GPU_MAX_VIEWS] = {{0}};
+    posenc__mutex_lock(&vk->lock);
+    posenc_status status = posenc__check_lost(ctx);
+    if (status == POSENC_OK && !vk->queue)
+        status = posenc__fail(ctx, POSENC_UNSUPPORTED,
+                              "vulkan.queue: this context records only (no queue was given); "
+                              "%s needs one", call);
+    if (status == POSENC_OK && event_state && !(event = malloc(sizeof *event)))
+        status = posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "event: out of host memory");
+    for (uint32_t i = 0; status == POSENC_OK && i < op->gpu.view_count; i++) {
+        if (op->gpu.views[i])
+            places[i] = posenc_vk_place_of(op->gpu.views[i]);
+    }
+    if (status == POSENC_OK) {
+        posenc_vk_descriptors_trim(ctx);
+        status = posenc_vk_set_freqs(ctx, op->gpu.freqs, op->gpu.freq_count, op->gpu.freqs_id,
+                                     false);
+    }
     if (status == POSENC_OK)
         status = posenc_vk_acquire_submission(ctx, &submission);
     if (status == POSENC_OK)
@@ -43,32 +41,23 @@ static posenc_status submit(posenc_context *ctx, const posenc_vk_op *op, const c
     if (status == POSENC_OK)
         status = posenc_vk_close(ctx, submission->commands, submission->fence,
                                  op->record(ctx, op->op, places));
-    if (status != POSENC_OK) {
-        free(event);
-        return status;
-    }
-    submission->serial = ++vk->serial;
-    if (vk->table)
-        vk->table->last_serial = submission->serial;
-    for (uint32_t i = 0; i < op->view_count; i++) {
-        if (op->views[i]) {
-            posenc_vk_buffer *state = op->views[i]->buffer->backend_state;
-            state->last_serial = submission->serial;
+    if (status == POSENC_OK) {
+        submission->serial = ++vk->serial;
+        if (vk->table)
+            vk->table->last_serial = submission->serial;
+        for (uint32_t i = 0; i < op->gpu.view_count; i++) {
+            if (op->gpu.views[i]) {
+                posenc_vk_buffer *state = op->gpu.views[i]->buffer->backend_state;
+                state->last_serial = submission->serial;
+            }
         }
     }
-    if (event) {
+    if (status == POSENC_OK && event) {
         event->serial = submission->serial;
         *event_state = event;
+    } else {
+        free(event);
     }
-    return POSENC_OK;
-}
-
-posenc_status posenc_vk_run_async(posenc_context *ctx, const posenc_vk_op *op, const char *call,
-                                  void **event_state)
-{
-    posenc_vk_context *vk = ctx->backend_state;
-    posenc__mutex_lock(&vk->lock);
-    posenc_status status = submit(ctx, op, call, event_state);
     posenc__mutex_unlock(&vk->lock);
     return status;
 }
