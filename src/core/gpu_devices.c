@@ -2,6 +2,7 @@
 /* What every GPU backend decides alike about its devices (gpu_devices.h). */
 #include "core/gpu_devices.h"
 
+#include "backend.h"
 #include "core/platform.h"
 
 #include <stdio.h>
@@ -32,6 +33,44 @@ void posenc__gpu_devices_free(posenc__device_list *list)
     for (uint32_t d = 0; d < list->count; d++)
         free(list->items[d].handle);
     list->count = 0;
+}
+
+posenc_status posenc__gpu_external_device(posenc_context *ctx, posenc__device *device,
+                                          posenc_status status,
+                                          const posenc__gpu_failure *failure, const char *field,
+                                          const char *lacks)
+{
+    if (failure->call)
+        return posenc__fail(ctx, status, "%s: %s failed: %s (%d)", field, failure->call,
+                            failure->error, (int)failure->code);
+    if (status == POSENC_OUT_OF_MEMORY)
+        return posenc__fail(ctx, status, "context: out of host memory");
+    if (status != POSENC_OK)
+        return posenc__fail(ctx, POSENC_UNSUPPORTED, "%s: %s", field, lacks);
+    device->backend = ctx->backend;
+    device->info.backend = ctx->backend->kind;
+    device->info.backend_index = 0; /* not one of the enumerated devices */
+    ctx->device = device;
+    return POSENC_OK;
+}
+
+posenc_status posenc__gpu_listing_add(posenc__gpu_listing *listing, posenc__device_list *list,
+                                      posenc_status status, const posenc__gpu_failure *failure,
+                                      const posenc__device *device)
+{
+    if (status == POSENC_OK)
+        status = posenc__device_list_append(list, device);
+    if (status == POSENC_OK)
+        return POSENC_OK;
+    free(device->handle);
+    if (!failure->call && status != POSENC_UNSUPPORTED)
+        return status; /* posenc's own shortage, describing or appending */
+    if (!failure->call)
+        listing->unusable++;
+    else if (listing->failed++ == 0)
+        snprintf(listing->failure, sizeof listing->failure, "%s failed: %s", failure->call,
+                 failure->error);
+    return POSENC_OK;
 }
 
 posenc_status posenc__gpu_listing_end(const posenc__gpu_listing *listing,

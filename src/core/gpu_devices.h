@@ -23,6 +23,24 @@ bool posenc__gpu_host_importable(bool unified, uint64_t alignment);
  * GPU backends make them) and empties the list: a listing abandoned or given back. */
 void posenc__gpu_devices_free(posenc__device_list *list);
 
+/* A runtime call that failed while a device was described (the description returns the
+ * error's status): the runtime's error, its out-of-memory included, not a lack of the device,
+ * which is then neither usable nor counted unusable. */
+typedef struct posenc__gpu_failure {
+    const char *call;  /* "clGetDeviceInfo (CL_DEVICE_EXTENSIONS)"; NULL: none failed */
+    const char *error; /* the error's name: "CL_OUT_OF_HOST_MEMORY" */
+    int32_t code;      /* its value */
+} posenc__gpu_failure;
+
+/* The end of describing a caller's device (`field` of the context descriptor, "opencl.device")
+ * into `device` with `status`: a usable one becomes the context's device, of ctx's backend;
+ * otherwise the context error names the failed call and its error, posenc's own shortage, or
+ * what the device `lacks`. */
+posenc_status posenc__gpu_external_device(posenc_context *ctx, posenc__device *device,
+                                          posenc_status status,
+                                          const posenc__gpu_failure *failure, const char *field,
+                                          const char *lacks);
+
 /* What a listing met besides the devices it listed, for the reason it gives when none is usable:
  * a backend fills in the first three fields, and counts the rest as it goes, describing the
  * first failure. */
@@ -34,6 +52,13 @@ typedef struct posenc__gpu_listing {
     uint32_t failed;   /* runtime calls that failed on a platform or a device */
     char failure[128]; /* the first of them: "<call> failed: <error>" */
 } posenc__gpu_listing;
+
+/* Takes a device described with `status`: a usable one joins `list`, which then owns its handle
+ * (freed otherwise), an unusable one and a failed call are counted. OK, or posenc's own
+ * OUT_OF_MEMORY, which ends the listing. */
+posenc_status posenc__gpu_listing_add(posenc__gpu_listing *listing, posenc__device_list *list,
+                                      posenc_status status, const posenc__gpu_failure *failure,
+                                      const posenc__device *device);
 
 /* The end of a listing that ran into `status`. Every failure of the runtime is the runtime's:
  * with nothing listed the backend is absent (BACKEND_UNAVAILABLE) with the first failure, or

@@ -72,10 +72,11 @@ posenc_status posenc_cl_context_init(posenc_context *ctx, const posenc__device *
 /* ---- The caller's objects -------------------------------------------------------------------- */
 
 /* The handles fit together: the device is one of the context's, the queue was created on both.
- * Sets *out_of_order from the queue's properties. */
+ * Sets *platform to the device's, *out_of_order from the queue's properties. */
 static posenc_status check_handles(posenc_context *ctx, const posenc_cl_api *cl,
                                    cl_context context, cl_device_id device,
-                                   cl_command_queue queue, bool *out_of_order)
+                                   cl_command_queue queue, cl_platform_id *platform,
+                                   bool *out_of_order)
 {
     cl_uint count = 0;
     cl_int err = cl->GetContextInfo(context, CL_CONTEXT_NUM_DEVICES, sizeof count, &count, NULL);
@@ -83,8 +84,7 @@ static posenc_status check_handles(posenc_context *ctx, const posenc_cl_api *cl,
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                             "opencl.context: is not a usable cl_context (clGetContextInfo: %s)",
                             posenc_cl_error_name(err));
-    cl_platform_id platform = NULL;
-    err = cl->GetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL);
+    err = cl->GetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof *platform, platform, NULL);
     if (err != CL_SUCCESS)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                             "opencl.device: is not a usable cl_device_id (clGetDeviceInfo: %s)",
@@ -130,39 +130,6 @@ static posenc_status check_handles(posenc_context *ctx, const posenc_cl_api *cl,
     return POSENC_OK;
 }
 
-/* The caller's device described like an enumerated one, in records the state owns. */
-static posenc_status describe(posenc_context *ctx, posenc_cl_context *state, cl_device_id device)
-{
-    const posenc_cl_api *cl = state->cl;
-    cl_platform_id platform = NULL;
-    char platform_name[128] = "";
-    cl->GetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL);
-    if (cl->GetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof platform_name - 1, platform_name,
-                            NULL) != CL_SUCCESS)
-        platform_name[0] = '\0';
-    platform_name[sizeof platform_name - 1] = '\0';
-
-    posenc__device *record = &state->external_record;
-    posenc_cl_query_failure failure = {CL_SUCCESS, ""};
-    posenc_cl_device_verdict verdict =
-        posenc_cl_describe_device(cl, platform, platform_name, device, record, &failure);
-    if (verdict == POSENC_CL_DEVICE_NO_MEMORY)
-        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
-    if (verdict == POSENC_CL_DEVICE_QUERY_FAILED)
-        return posenc__fail(ctx, posenc_cl_status(failure.error),
-                            "opencl.device: clGetDeviceInfo (%s) failed: %s (%d)", failure.query,
-                            posenc_cl_error_name(failure.error), (int)failure.error);
-    if (verdict != POSENC_CL_DEVICE_USABLE)
-        return posenc__fail(ctx, POSENC_UNSUPPORTED,
-                            "opencl.device: cannot run posenc's kernels (they need an available "
-                            "OpenCL 1.2 device with a compiler)");
-    record->backend = ctx->backend;
-    record->info.backend = POSENC_BACKEND_OPENCL;
-    record->info.backend_index = 0; /* not one of the enumerated devices */
-    state->device = record->handle;
-    return POSENC_OK;
-}
-
 posenc_status posenc_cl_context_init_external(posenc_context *ctx,
                                               const posenc_context_desc *desc)
 {
@@ -188,9 +155,19 @@ posenc_status posenc_cl_context_init_external(posenc_context *ctx,
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
     posenc__signal_stack stack;
     posenc__signal_stack_save(&stack);
-    posenc_status status = check_handles(ctx, cl, context, device, queue, &state->out_of_order);
-    if (status == POSENC_OK)
-        status = describe(ctx, state, device);
+    cl_platform_id platform = NULL;
+    posenc__gpu_failure failure = {0};
+    posenc_status status =
+        check_handles(ctx, cl, context, device, queue, &platform, &state->out_of_order);
+    if (status == POSENC_OK) {
+        /* The caller's device described like an enumerated one, in records the state owns. */
+        status = posenc_cl_describe_device(cl, platform, device, &state->external_record,
+                                           &failure);
+        status = posenc__gpu_external_device(ctx, &state->external_record, status, &failure,
+                                             "opencl.device",
+                                             "cannot run posenc's kernels (they need an "
+                                             "available OpenCL 1.2 device with a compiler)");
+    }
     posenc__signal_stack_restore(&stack);
     if (status != POSENC_OK) {
         posenc__mutex_destroy(&state->lock);
@@ -205,9 +182,9 @@ posenc_status posenc_cl_context_init_external(posenc_context *ctx,
     state->context = context;
     state->queue = queue;
     state->external = true;
+    state->device = state->external_record.handle;
     state->host_import = host_import(&state->external_record.info);
     ctx->backend_state = state;
-    ctx->device = &state->external_record;
     return POSENC_OK;
 }
 

@@ -22,7 +22,7 @@ typedef struct device_queries {
     const posenc_cl_api *cl;
     cl_device_id id;
     cl_int error;       /* CL_SUCCESS, or the first out-of-memory error */
-    const char *failed; /* the property whose query returned it */
+    const char *failed; /* the call that returned it: "clGetDeviceInfo (CL_DEVICE_NAME)" */
 } device_queries;
 
 static bool runtime_short(cl_int err)
@@ -63,8 +63,12 @@ static void device_value(device_queries *q, cl_device_info param, const char *na
     if (query(q, param, name, size, out, &returned) != CL_SUCCESS || returned != size)
         memset(out, 0, size);
 }
-#define DEVICE_VALUE_(q, param, out) device_value((q), (param), #param, (out), sizeof *(out))
-#define DEVICE_STRING_(q, param, out, size) device_string((q), (param), #param, (out), (size))
+/* The call as messages name it, "clGetDeviceInfo (CL_DEVICE_NAME)" (`param` not expanded). */
+#define QUERY_NAME_(param) "clGetDeviceInfo (" #param ")"
+#define DEVICE_VALUE_(q, param, out)                                                              \
+    device_value((q), (param), "clGetDeviceInfo (" #param ")", (out), sizeof *(out))
+#define DEVICE_STRING_(q, param, out, size)                                                       \
+    device_string((q), (param), "clGetDeviceInfo (" #param ")", (out), (size))
 
 /* Leading and trailing blanks removed in place (some drivers pad their names). */
 static void trim(char *text)
@@ -112,12 +116,11 @@ static posenc_device_type device_type(cl_device_type type, cl_bool unified)
     return POSENC_DEVICE_OTHER;
 }
 
-posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
-                                                   cl_platform_id platform,
-                                                   const char *platform_name, cl_device_id id,
-                                                   posenc__device *out,
-                                                   posenc_cl_query_failure *failure)
+posenc_status posenc_cl_describe_device(const posenc_cl_api *cl, cl_platform_id platform,
+                                        cl_device_id id, posenc__device *out,
+                                        posenc__gpu_failure *failure)
 {
+    memset(out, 0, sizeof *out);
     device_queries q = {.cl = cl, .id = id, .error = CL_SUCCESS, .failed = ""};
     cl_bool available = CL_FALSE, compiler = CL_FALSE;
     DEVICE_VALUE_(&q, CL_DEVICE_AVAILABLE, &available);
@@ -126,14 +129,17 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     DEVICE_STRING_(&q, CL_DEVICE_VERSION, version, sizeof version);
     /* After a failed query the later ones are no-ops (query): it is reported after the last. */
     if (q.error == CL_SUCCESS && (!available || !compiler || parse_version(version) < 102))
-        return POSENC_CL_DEVICE_SKIPPED;
+        return POSENC_UNSUPPORTED;
 
     posenc_cl_device *device = calloc(1, sizeof *device);
     if (!device)
-        return POSENC_CL_DEVICE_NO_MEMORY;
+        return POSENC_OUT_OF_MEMORY;
     device->platform = platform;
     device->device = id;
-    posenc__copy_string(device->platform_name, sizeof device->platform_name, platform_name);
+    if (cl->GetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof device->platform_name - 1,
+                            device->platform_name, NULL) != CL_SUCCESS)
+        device->platform_name[0] = '\0';
+    trim(device->platform_name);
     posenc__copy_string(device->device_version, sizeof device->device_version, version);
     DEVICE_STRING_(&q, CL_DRIVER_VERSION, device->driver_version, sizeof device->driver_version);
     trim(device->driver_version);
@@ -155,33 +161,30 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     DEVICE_VALUE_(&q, CL_DEVICE_MAX_WORK_GROUP_SIZE, &work_group);
     /* The first dimension's limit; a device of more than 3 dimensions fails this query, and
      * the work-group limit stands in. */
-    if (query(&q, CL_DEVICE_MAX_WORK_ITEM_SIZES, "CL_DEVICE_MAX_WORK_ITEM_SIZES",
+    if (query(&q, CL_DEVICE_MAX_WORK_ITEM_SIZES, QUERY_NAME_(CL_DEVICE_MAX_WORK_ITEM_SIZES),
               sizeof item_sizes, item_sizes, NULL) != CL_SUCCESS)
         item_sizes[0] = 0;
 
     size_t extensions_size = 0;
-    if (query(&q, CL_DEVICE_EXTENSIONS, "CL_DEVICE_EXTENSIONS", 0, NULL, &extensions_size) !=
-        CL_SUCCESS)
+    if (query(&q, CL_DEVICE_EXTENSIONS, QUERY_NAME_(CL_DEVICE_EXTENSIONS), 0, NULL,
+              &extensions_size) != CL_SUCCESS)
         extensions_size = 0;
     /* Without the list the device would be described without its extensions: a shortage. */
     char *extensions = calloc(extensions_size + 1, 1);
     if (!extensions) {
         free(device);
-        return POSENC_CL_DEVICE_NO_MEMORY;
+        return POSENC_OUT_OF_MEMORY;
     }
-    if (extensions_size && query(&q, CL_DEVICE_EXTENSIONS, "CL_DEVICE_EXTENSIONS",
+    if (extensions_size && query(&q, CL_DEVICE_EXTENSIONS, QUERY_NAME_(CL_DEVICE_EXTENSIONS),
                                  extensions_size, extensions, NULL) != CL_SUCCESS)
         extensions[0] = '\0';
 
-    device->max_work_group_size = work_group ? work_group : 1;
-    device->max_work_item_size0 = item_sizes[0] ? item_sizes[0] : device->max_work_group_size;
-    device->compute_units = compute_units ? compute_units : 1;
-    device->max_alloc_bytes = max_alloc;
+    work_group = work_group ? work_group : 1;
+    device->max_local_size = item_sizes[0] && item_sizes[0] < work_group ? item_sizes[0]
+                                                                          : work_group;
     device->base_alignment = base_align_bits / 8 ? base_align_bits / 8 : 128;
 
     posenc_device_info *info = &out->info;
-    memset(out, 0, sizeof *out);
-    out->handle = device;
     info->type = device_type(type, unified);
     DEVICE_STRING_(&q, CL_DEVICE_NAME, info->name, sizeof info->name);
     trim(info->name);
@@ -192,15 +195,15 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     if (q.error != CL_SUCCESS) {
         free(extensions);
         free(device);
-        memset(out, 0, sizeof *out);
-        *failure = (posenc_cl_query_failure){q.error, q.failed};
-        return POSENC_CL_DEVICE_QUERY_FAILED;
+        *failure = (posenc__gpu_failure){q.failed, posenc_cl_error_name(q.error), q.error};
+        return posenc_cl_status(q.error);
     }
     int v = parse_version(version);
-    char driver[sizeof device->driver_version + 128 + 64];
+    char driver[sizeof device->driver_version + sizeof device->platform_name + 64];
     snprintf(driver, sizeof driver, "%s (%s, OpenCL %d.%d)",
              device->driver_version[0] ? device->driver_version : "unknown version",
-             platform_name[0] ? platform_name : "unknown platform", v / 100, v % 100);
+             device->platform_name[0] ? device->platform_name : "unknown platform", v / 100,
+             v % 100);
     posenc__copy_string(info->driver, sizeof info->driver, driver);
     info->memory_bytes = memory;
     info->unified_memory = unified != CL_FALSE;
@@ -212,16 +215,15 @@ posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
     info->fp16_arithmetic = has_extension(extensions, "cl_khr_fp16");
     info->bf16 = has_extension(extensions, "cl_intel_bfloat16_conversions");
     info->fp64 = fp64 != 0 || has_extension(extensions, "cl_khr_fp64");
-    info->compute_units = device->compute_units;
-    info->max_workgroup_size =
-        device->max_work_group_size > UINT32_MAX ? UINT32_MAX
-                                                 : (uint32_t)device->max_work_group_size;
+    info->compute_units = compute_units ? compute_units : 1;
+    info->max_workgroup_size = work_group > UINT32_MAX ? UINT32_MAX : (uint32_t)work_group;
     info->max_buffer_bytes = max_alloc ? max_alloc : 1;
     info->max_binding_bytes = info->max_buffer_bytes < MAX_BINDING_BYTES
                                   ? info->max_buffer_bytes
                                   : MAX_BINDING_BYTES;
     free(extensions);
-    return POSENC_CL_DEVICE_USABLE;
+    out->handle = device;
+    return POSENC_OK;
 }
 
 /* Every failure of the runtime while listing (its own CL_OUT_OF_HOST_MEMORY included) is the
@@ -260,11 +262,6 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
     };
     posenc_status status = POSENC_OK;
     for (cl_uint p = 0; p < platform_count && status == POSENC_OK; p++) {
-        char platform_name[128] = "";
-        if (cl->GetPlatformInfo(platforms[p], CL_PLATFORM_NAME, sizeof platform_name - 1,
-                                platform_name, NULL) != CL_SUCCESS)
-            platform_name[0] = '\0';
-        trim(platform_name);
         cl_uint device_count = 0;
         err = cl->GetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &device_count);
         cl_device_id *ids = NULL;
@@ -285,20 +282,9 @@ static posenc_status enumerate_devices(const posenc_cl_api *cl, posenc__device_l
             device_count = 0;
         for (cl_uint d = 0; d < device_count && status == POSENC_OK; d++) {
             posenc__device device;
-            posenc_cl_query_failure query_failure = {CL_SUCCESS, ""};
-            posenc_cl_device_verdict verdict = posenc_cl_describe_device(
-                cl, platforms[p], platform_name, ids[d], &device, &query_failure);
-            if (verdict == POSENC_CL_DEVICE_SKIPPED)
-                listing.unusable++;
-            else if (verdict == POSENC_CL_DEVICE_QUERY_FAILED) {
-                if (listing.failed++ == 0)
-                    snprintf(listing.failure, sizeof listing.failure,
-                             "clGetDeviceInfo (%s) failed: %s", query_failure.query,
-                             posenc_cl_error_name(query_failure.error));
-            } else if (verdict == POSENC_CL_DEVICE_NO_MEMORY)
-                status = POSENC_OUT_OF_MEMORY;
-            else if ((status = posenc__device_list_append(list, &device)) != POSENC_OK)
-                free(device.handle);
+            posenc__gpu_failure failure = {0};
+            status = posenc_cl_describe_device(cl, platforms[p], ids[d], &device, &failure);
+            status = posenc__gpu_listing_add(&listing, list, status, &failure, &device);
         }
         free(ids);
     }

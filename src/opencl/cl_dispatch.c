@@ -24,7 +24,6 @@ static cl_int enqueue_launch(posenc_context *ctx, void *user, cl_uint count, con
 uint64_t posenc_cl_launch_size(const posenc_context *ctx, const posenc_cl_kernel *kernel,
                                uint64_t units)
 {
-    const posenc_cl_context *state = ctx->backend_state;
     size_t local = kernel->local_size;
     uint64_t groups = (units + local - 1) / local;
     /* GPUs: a few groups per compute unit, each work-item looping over the rest. CPU devices
@@ -34,7 +33,7 @@ uint64_t posenc_cl_launch_size(const posenc_context *ctx, const posenc_cl_kernel
      * kernels' 32-bit indexing allows. */
     uint64_t max_groups = ctx->device->info.type == POSENC_DEVICE_CPU
                               ? (UINT64_C(1) << 31) / local
-                              : (uint64_t)state->device->compute_units * GROUPS_PER_COMPUTE_UNIT;
+                              : (uint64_t)ctx->device->info.compute_units * GROUPS_PER_COMPUTE_UNIT;
     if (groups > max_groups)
         groups = max_groups;
     if (groups == 0)

@@ -11,7 +11,7 @@ cl_mem posenc_cl_import(posenc_context *ctx, void *host, uint64_t size, const ch
     cl_mem mem = NULL;
     if ((uintptr_t)host % state->device->base_alignment != 0)
         why = "its address is not a multiple of CL_DEVICE_MEM_BASE_ADDR_ALIGN";
-    else if (size > state->device->max_alloc_bytes || size > SIZE_MAX)
+    else if (size > ctx->device->info.max_buffer_bytes || size > SIZE_MAX)
         why = "larger than one allocation";
     if (!why) {
         mem = state->cl->CreateBuffer(state->context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,

@@ -112,17 +112,16 @@ posenc_status posenc_cl_status(cl_int error);
 posenc_status posenc_cl_fail(posenc_context *ctx, cl_int error, const char *what,
                              const char *call);
 
-/* One enumerated device (cl_devices.c), owned by the backend until the process exits. */
+/* One enumerated device (cl_devices.c), owned by the backend until the process exits: what
+ * posenc_device_info (the posenc__device holding this record) does not say. */
 typedef struct posenc_cl_device {
     cl_platform_id platform;
     cl_device_id device;
     char platform_name[128];
     char device_version[128]; /* "OpenCL 3.0 PoCL ..." */
     char driver_version[128];
-    size_t max_work_group_size;
-    size_t max_work_item_size0;
-    uint32_t compute_units;
-    uint64_t max_alloc_bytes;
+    size_t max_local_size;   /* of a 1-D work-group: CL_DEVICE_MAX_WORK_GROUP_SIZE, within
+                              * CL_DEVICE_MAX_WORK_ITEM_SIZES[0] */
     uint64_t base_alignment; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes: where an imported
                               * (CL_MEM_USE_HOST_PTR) buffer may start */
 } posenc_cl_device;
@@ -130,26 +129,13 @@ typedef struct posenc_cl_device {
 /* Appends every usable OpenCL device of every platform (cl_devices.c). */
 posenc_status posenc_cl_enumerate(posenc__device_list *list, const char **reason);
 
-typedef enum posenc_cl_device_verdict {
-    POSENC_CL_DEVICE_USABLE,
-    POSENC_CL_DEVICE_SKIPPED, /* present but not usable: not available, no compiler, before 1.2 */
-    POSENC_CL_DEVICE_NO_MEMORY, /* posenc ran out of host memory */
-    POSENC_CL_DEVICE_QUERY_FAILED, /* the runtime ran out of memory answering a query */
-} posenc_cl_device_verdict;
-
-/* The query that failed, with a QUERY_FAILED verdict. */
-typedef struct posenc_cl_query_failure {
-    cl_int error;      /* CL_OUT_OF_HOST_MEMORY or CL_OUT_OF_RESOURCES */
-    const char *query; /* the property, "CL_DEVICE_EXTENSIONS" */
-} posenc_cl_query_failure;
-
-/* Describes one device into `out` (info, and a posenc_cl_device in out->handle that the caller
- * frees when the verdict is USABLE); with QUERY_FAILED, what failed is in `*failure`. */
-posenc_cl_device_verdict posenc_cl_describe_device(const posenc_cl_api *cl,
-                                                   cl_platform_id platform,
-                                                   const char *platform_name, cl_device_id id,
-                                                   posenc__device *out,
-                                                   posenc_cl_query_failure *failure);
+/* Describes one device of `platform` into `out`, whose handle is then a posenc_cl_device the
+ * caller frees: UNSUPPORTED when it is not usable (not available, no compiler, before 1.2),
+ * OUT_OF_MEMORY when posenc ran out of host memory; a query the runtime failed for want of
+ * memory in `*failure`, with its status. */
+posenc_status posenc_cl_describe_device(const posenc_cl_api *cl, cl_platform_id platform,
+                                        cl_device_id id, posenc__device *out,
+                                        posenc__gpu_failure *failure);
 
 /* The embedded kernels a context builds, each on first use (cl_program.c): the OpenCL C
  * variants of shaders/variants.cmake, by id (POSENC__CL_ROPE_F32, ...). */

@@ -216,10 +216,8 @@ static size_t choose_local_size(const posenc_cl_context *state, cl_kernel kernel
     size_t local = PREFERRED_LOCAL_SIZE;
     if (local > kernel_max)
         local = kernel_max;
-    if (local > state->device->max_work_group_size)
-        local = state->device->max_work_group_size;
-    if (local > state->device->max_work_item_size0)
-        local = state->device->max_work_item_size0;
+    if (local > state->device->max_local_size)
+        local = state->device->max_local_size;
     if (multiple > 1 && local >= multiple)
         local -= local % multiple;
     return local ? local : 1;

@@ -27,12 +27,11 @@ static posenc_status rope_launch(posenc_context *ctx, const posenc_cl_op *run,
                                  const cl_event *wait_list, cl_event *event)
 {
     const posenc__rope_op *op = run->op;
-    posenc_cl_context *state = ctx->backend_state;
     uint64_t half = op->rotary_dim / 2;
     uint64_t lanes = posenc__gpu_rope_fused_lanes(op);
     uint64_t heads = posenc__gpu_rope_fused_heads(op);
     uint64_t rows = (uint64_t)op->batch * (uint64_t)op->tokens;
-    uint64_t target = (uint64_t)state->device->compute_units * kernel->local_size *
+    uint64_t target = (uint64_t)ctx->device->info.compute_units * kernel->local_size *
                       UNITS_PER_COMPUTE_UNIT_GROUPS;
     posenc__gpu_head_split split = posenc__gpu_split_heads(rows, lanes, heads, target);
     uint64_t units = split.units;
@@ -44,7 +43,7 @@ static posenc_status rope_launch(posenc_context *ctx, const posenc_cl_op *run,
      * posenc__gpu_bind refuses it, naming it too.) */
     if (status == POSENC_OK)
         status = posenc__gpu_rope_check_caches(ctx, op, false, true, 0,
-                                               state->device->max_alloc_bytes,
+                                               ctx->device->info.max_buffer_bytes,
                                                "the largest allocation of this OpenCL device");
     enum { Q, Q_OUT, K, K_OUT, POSITIONS, SLOTS, K_CACHE, V, V_CACHE };
     posenc_cl_binding b[POSENC__ROPE_VIEWS];

@@ -93,7 +93,7 @@ static posenc_status bind_view(posenc_context *ctx, void *user, uint32_t view,
 static posenc_status reserve(posenc_context *ctx, void *user, uint64_t bytes, const char *name)
 {
     posenc_cl_context *state = ctx->backend_state;
-    uint64_t max = state->device->max_alloc_bytes;
+    uint64_t max = ctx->device->info.max_buffer_bytes;
     if (state->staging.capacity >= bytes)
         return POSENC_OK;
     if (bytes > max || bytes > SIZE_MAX)

@@ -12,26 +12,20 @@
 
 static posenc_status find_physical(posenc_context *ctx, posenc_vk_context *vk)
 {
-    const posenc_vk_instance_fns *fns = &vk->instance.fns;
     uint32_t count = 0;
-    VkResult result = fns->EnumeratePhysicalDevices(vk->instance.handle, &count, NULL);
+    VkPhysicalDevice *physicals = NULL;
+    VkResult result = posenc_vk_physical_devices(&vk->instance, &physicals, &count);
     if (result != VK_SUCCESS)
         return posenc_vk_fail(ctx, result, "vkEnumeratePhysicalDevices");
-    VkPhysicalDevice *physicals = calloc(count + 1, sizeof *physicals);
     if (!physicals)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
-    result = fns->EnumeratePhysicalDevices(vk->instance.handle, &count, physicals);
-    if (result < 0) {
-        free(physicals);
-        return posenc_vk_fail(ctx, result, "vkEnumeratePhysicalDevices");
-    }
     const posenc_vk_physical *want = vk->physical;
     for (uint32_t i = 0; i < count && !vk->physical_handle; i++) {
         VkPhysicalDeviceIDProperties id = {
             .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
         VkPhysicalDeviceProperties2 properties = {
             .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &id};
-        fns->GetPhysicalDeviceProperties2(physicals[i], &properties);
+        vk->instance.fns.GetPhysicalDeviceProperties2(physicals[i], &properties);
         if (want->has_uuid ? memcmp(id.deviceUUID, want->uuid, VK_UUID_SIZE) == 0
                            : i == want->enumeration_index)
             vk->physical_handle = physicals[i];
@@ -53,7 +47,7 @@ posenc_status posenc_vk_create_device(posenc_context *ctx, posenc_vk_context *vk
         .queueCount = 1,
         .pQueuePriorities = &priority,
     };
-    vk->storage16 = physical->storage16 && !posenc_vk_disabled("16bit_storage");
+    vk->storage16 = ctx->device->info.fp16_storage && !posenc_vk_disabled("16bit_storage");
     VkPhysicalDevice16BitStorageFeatures storage16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
         .storageBuffer16BitAccess = vk->storage16 ? VK_TRUE : VK_FALSE,
@@ -65,7 +59,7 @@ posenc_status posenc_vk_create_device(posenc_context *ctx, posenc_vk_context *vk
     bool push_descriptor = physical->push_descriptor && !posenc_vk_disabled("push_descriptor");
     if (push_descriptor)
         extensions[extension_count++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
-    bool host_import = physical->host_import && !posenc_vk_disabled("host_import");
+    bool host_import = ctx->device->info.host_memory_import && !posenc_vk_disabled("host_import");
     if (host_import)
         extensions[extension_count++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
     VkDeviceCreateInfo info = {
@@ -127,7 +121,7 @@ static posenc_status choose_memory(posenc_context *ctx, posenc_vk_context *vk)
     if (vk->host_memory_type == UINT32_MAX)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "vulkan: no host-visible coherent memory for storage buffers");
-    vk->unified = vk->physical->unified && !posenc_vk_disabled("unified_memory");
+    vk->unified = ctx->device->info.unified_memory && !posenc_vk_disabled("unified_memory");
     if (vk->unified) {
         vk->device_memory_type =
             posenc_vk_memory_type(&memory, bits, host | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
@@ -285,7 +279,7 @@ posenc_status posenc_vk_context_finish_init(posenc_context *ctx, bool debug_util
     if (status != POSENC_OK)
         return status;
     /* Windows of at most 2^31 bytes keep every element index of a kernel in 31 bits. */
-    uint64_t limit = vk->physical->max_binding;
+    uint64_t limit = ctx->device->info.max_binding_bytes;
     vk->binding_limit = (limit < (UINT64_C(1) << 31) ? limit : (UINT64_C(1) << 31)) & ~(uint64_t)15;
     posenc__log(ctx, POSENC_LOG_DEBUG,
                 "vulkan: %s%s; f16/bf16 %s; descriptors %s; validation %s; debug names %s",

@@ -108,9 +108,9 @@ static void chain(VkBaseOutStructure **tail, bool present, void *next)
 
 posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalDevice physical,
                                  uint32_t index, posenc__device *device,
-                                 posenc_vk_physical *record, VkResult *runtime_result)
+                                 posenc__gpu_failure *failure)
 {
-    *runtime_result = VK_SUCCESS;
+    posenc_vk_physical *record = device->handle;
     const posenc_vk_instance_fns *vk = &instance->fns;
     VkPhysicalDeviceProperties basic;
     vk->GetPhysicalDeviceProperties(physical, &basic);
@@ -141,7 +141,8 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
     }
     if (result < 0) {
         free(extensions);
-        *runtime_result = result;
+        *failure = (posenc__gpu_failure){"vkEnumerateDeviceExtensionProperties",
+                                         posenc_vk_result_name(result), result};
         return posenc_vk_status_of(result);
     }
 #define HAS_(name) posenc_vk_has_extension(extensions, extension_count, name)
@@ -221,13 +222,11 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
                  properties.properties.driverVersion, VK_API_VERSION_MAJOR(api),
                  VK_API_VERSION_MINOR(api), VK_API_VERSION_PATCH(api));
     describe_memory(&memory, info->type == POSENC_DEVICE_DISCRETE_GPU, &info->memory_bytes,
-                    &record->unified);
-    info->unified_memory = record->unified;
+                    &info->unified_memory);
     uint64_t import_alignment = host_import.minImportedHostPointerAlignment;
-    record->host_import =
-        has_host_import && posenc__gpu_host_importable(record->unified, import_alignment);
-    record->import_alignment = record->host_import ? import_alignment : 0;
-    info->host_memory_import = record->host_import;
+    info->host_memory_import =
+        has_host_import && posenc__gpu_host_importable(info->unified_memory, import_alignment);
+    record->import_alignment = info->host_memory_import ? import_alignment : 0;
     info->fp16_storage = storage16.storageBuffer16BitAccess == VK_TRUE;
     info->fp16_arithmetic = has_float16 && float16.shaderFloat16 == VK_TRUE;
     info->fp64 = features.features.shaderFloat64 == VK_TRUE;
@@ -254,11 +253,8 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
     record->vendor_id = properties.properties.vendorID;
     record->device_id = properties.properties.deviceID;
     memcpy(record->pipeline_cache_uuid, properties.properties.pipelineCacheUUID, VK_UUID_SIZE);
-    record->storage16 = info->fp16_storage;
-    record->max_binding = limits->maxStorageBufferRange;
     record->binding_alignment = limits->minStorageBufferOffsetAlignment;
     record->max_group_count = limits->maxComputeWorkGroupCount[0];
-    record->cpu = properties.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     return POSENC_OK;
 }
 
@@ -272,6 +268,25 @@ static bool seen_before(const posenc__device_list *list, const posenc_vk_physica
             return true;
     }
     return false;
+}
+
+VkResult posenc_vk_physical_devices(const posenc_vk_instance *instance,
+                                    VkPhysicalDevice **physicals, uint32_t *count)
+{
+    *physicals = NULL;
+    *count = 0;
+    VkResult result = instance->fns.EnumeratePhysicalDevices(instance->handle, count, NULL);
+    if (result == VK_SUCCESS)
+        *physicals = calloc(*count + 1, sizeof **physicals);
+    if (*physicals && *count)
+        result = instance->fns.EnumeratePhysicalDevices(instance->handle, count, *physicals);
+    if (result == VK_INCOMPLETE) /* devices appeared since the count: those are enough */
+        result = VK_SUCCESS;
+    if (result != VK_SUCCESS) {
+        free(*physicals);
+        *physicals = NULL;
+    }
+    return result;
 }
 
 /* Every failure of the runtime while listing (its own VK_ERROR_OUT_OF_HOST_MEMORY included: the
@@ -295,24 +310,16 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
     }
 
     uint32_t count = 0;
-    VkResult result = instance.fns.EnumeratePhysicalDevices(instance.handle, &count, NULL);
     VkPhysicalDevice *physicals = NULL;
-    if (result == VK_SUCCESS && count) {
-        physicals = calloc(count, sizeof *physicals);
-        if (physicals)
-            result = instance.fns.EnumeratePhysicalDevices(instance.handle, &count, physicals);
-        status = physicals ? POSENC_OK : POSENC_OUT_OF_MEMORY;
-        if (result == VK_INCOMPLETE)
-            result = VK_SUCCESS;
-    }
+    VkResult result = posenc_vk_physical_devices(&instance, &physicals, &count);
     if (result != VK_SUCCESS) {
         snprintf(absent_reason, sizeof absent_reason, "vkEnumeratePhysicalDevices failed: %s",
                  posenc_vk_result_name(result));
-        free(physicals);
         posenc_vk_instance_destroy(&instance);
         *reason = absent_reason;
         return POSENC_BACKEND_UNAVAILABLE;
     }
+    status = physicals ? POSENC_OK : POSENC_OUT_OF_MEMORY;
 
     /* A device whose description the runtime fails is left out, the others listed. */
     posenc__gpu_listing listing = {
@@ -322,27 +329,14 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
     };
     for (uint32_t i = 0; i < count && status == POSENC_OK; i++) {
         /* Records live as long as the device list: for the rest of the process. */
-        posenc_vk_physical *record = calloc(1, sizeof *record);
-        posenc__device device = {.handle = record};
-        runtime_result = VK_SUCCESS;
-        status = record ? posenc_vk_describe(&instance, physicals[i], i, &device, record,
-                                             &runtime_result)
-                        : POSENC_OUT_OF_MEMORY;
-        if (runtime_result != VK_SUCCESS) {
-            if (listing.failed++ == 0)
-                snprintf(listing.failure, sizeof listing.failure,
-                         "vkEnumerateDeviceExtensionProperties failed: %s",
-                         posenc_vk_result_name(runtime_result));
-            status = POSENC_OK;
-        } else if (status == POSENC_UNSUPPORTED) {
-            listing.unusable++;
-            status = POSENC_OK;
-        } else if (status == POSENC_OK && !seen_before(list, record)) {
-            status = posenc__device_list_append(list, &device);
-            if (status == POSENC_OK)
-                continue; /* the list owns the record */
-        }
-        free(record);
+        posenc__device device = {.handle = calloc(1, sizeof(posenc_vk_physical))};
+        posenc__gpu_failure failure = {0};
+        status = device.handle ? posenc_vk_describe(&instance, physicals[i], i, &device, &failure)
+                               : POSENC_OUT_OF_MEMORY;
+        if (status == POSENC_OK && seen_before(list, device.handle))
+            free(device.handle);
+        else
+            status = posenc__gpu_listing_add(&listing, list, status, &failure, &device);
     }
     free(physicals);
     status = posenc__gpu_listing_end(&listing, list, status, absent_reason, sizeof absent_reason,

@@ -82,7 +82,7 @@ static posenc_status borrow_device(posenc_context *ctx, posenc_vk_context *vk,
     if (status != POSENC_OK)
         return status;
     bool storage16 = (ext->enabled_features & POSENC_VULKAN_FEATURE_16BIT_STORAGE) != 0;
-    if (storage16 && !vk->physical_record.storage16)
+    if (storage16 && !vk->device_record.info.fp16_storage)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                             "vulkan.enabled_features: POSENC_VULKAN_FEATURE_16BIT_STORAGE is set "
                             "but the physical device has no storageBuffer16BitAccess");
@@ -106,7 +106,7 @@ static posenc_status borrow_device(posenc_context *ctx, posenc_vk_context *vk,
                                 "VK_KHR_push_descriptor at vkCreateDevice)");
     }
     if (ext->enabled_features & POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT) {
-        if (!vk->physical_record.host_import)
+        if (!vk->device_record.info.host_memory_import)
             return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                                 "vulkan.enabled_features: POSENC_VULKAN_FEATURE_HOST_MEMORY_IMPORT "
                                 "is set but the physical device has no "
@@ -158,35 +158,24 @@ posenc_status posenc_vk_context_init_external(posenc_context *ctx,
                               "(posenc needs a Vulkan 1.1 instance)",
                               missing);
     } else {
-        VkResult runtime_result;
-        status = posenc_vk_describe(&vk->instance, vk->physical_handle, 0, &vk->device_record,
-                                    &vk->physical_record, &runtime_result);
-        if (status != POSENC_OK && runtime_result != VK_SUCCESS)
-            status = posenc_vk_fail(ctx, runtime_result,
-                                    "vulkan.physical_device: vkEnumerateDeviceExtensionProperties");
-        else if (status == POSENC_OUT_OF_MEMORY)
-            posenc__fail(ctx, status, "context: out of host memory");
-        else if (status != POSENC_OK)
-            status = posenc__fail(ctx, POSENC_UNSUPPORTED,
-                                  "vulkan.physical_device: posenc needs Vulkan 1.1 and a "
-                                  "compute queue, which this device lacks");
-    }
-    if (status == POSENC_OK) {
-        vk->device_record.info.backend = POSENC_BACKEND_VULKAN;
-        vk->device_record.backend = &posenc_vk_backend;
+        posenc__gpu_failure failure = {0};
         vk->device_record.handle = &vk->physical_record;
-        if (ext->device)
-            status = borrow_device(ctx, vk, ext);
-        else
-            status = posenc_vk_create_device(ctx, vk);
+        status = posenc_vk_describe(&vk->instance, vk->physical_handle, 0, &vk->device_record,
+                                    &failure);
+        status = posenc__gpu_external_device(ctx, &vk->device_record, status, &failure,
+                                             "vulkan.physical_device",
+                                             "posenc needs Vulkan 1.1 and a compute queue, which "
+                                             "this device lacks");
     }
+    if (status == POSENC_OK && ext->device)
+        status = borrow_device(ctx, vk, ext);
+    else if (status == POSENC_OK)
+        status = posenc_vk_create_device(ctx, vk);
     if (status == POSENC_OK)
         status = posenc_vk_context_finish_init(
             ctx, (ext->enabled_features & POSENC_VULKAN_FEATURE_DEBUG_UTILS) != 0,
             "vulkan.enabled_features");
-    if (status == POSENC_OK)
-        ctx->device = &vk->device_record;
-    else
+    if (status != POSENC_OK)
         posenc_vk_context_fini(ctx);
     return status;
 }

@@ -153,7 +153,8 @@ bool posenc_vk_has_extension(const VkExtensionProperties *extensions, uint32_t c
                              const char *name);
 
 /* ---------------------------------------------------------------------------------------------
- * Enumerated devices (vk_devices.c)
+ * Enumerated devices (vk_devices.c): what posenc_device_info (the posenc__device holding this
+ * record) does not say.
  */
 typedef struct posenc_vk_physical {
     uint8_t uuid[VK_UUID_SIZE];
@@ -162,18 +163,12 @@ typedef struct posenc_vk_physical {
     uint32_t vendor_id, device_id;
     uint8_t pipeline_cache_uuid[VK_UUID_SIZE];
     uint32_t queue_family;        /* a compute queue family */
-    bool storage16;               /* storageBuffer16BitAccess */
     bool push_descriptor;         /* VK_KHR_push_descriptor */
     bool portability_subset;      /* VK_KHR_portability_subset must be enabled */
-    bool unified;                 /* device-local memory is host-visible (not discrete) */
-    bool host_import;             /* VK_EXT_external_memory_host, on unified memory */
     uint64_t import_alignment;    /* minImportedHostPointerAlignment (a power of two) */
     uint64_t max_allocation;      /* bytes of one allocation */
-    uint64_t max_binding;         /* maxStorageBufferRange */
     uint64_t binding_alignment;   /* minStorageBufferOffsetAlignment */
     uint32_t max_group_count;     /* maxComputeWorkGroupCount[0] */
-    bool cpu;                     /* VK_PHYSICAL_DEVICE_TYPE_CPU (lavapipe, SwiftShader): a few
-                                   * threads of SIMD lanes, filled by far fewer invocations */
 } posenc_vk_physical;
 
 /* ---------------------------------------------------------------------------------------------
@@ -581,13 +576,17 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
 void posenc_vk_release_devices(posenc__device_list *list);
 posenc_status posenc_vk_context_init(posenc_context *ctx, const posenc__device *device);
 void posenc_vk_context_fini(posenc_context *ctx);
-/* Describes a physical device (vk_devices.c): UNSUPPORTED when posenc cannot use it,
- * OUT_OF_MEMORY when posenc ran out of host memory. When a query of the runtime fails
- * (vkEnumerateDeviceExtensionProperties, whose list the description needs), returns that
- * VkResult's status with the VkResult in `*runtime_result`, which is VK_SUCCESS otherwise. */
+/* Describes a physical device into `device` and the posenc_vk_physical its handle points to
+ * (vk_devices.c): UNSUPPORTED when posenc cannot use it, OUT_OF_MEMORY when posenc ran out of
+ * host memory; a failed query of the runtime (vkEnumerateDeviceExtensionProperties, whose list
+ * the description needs) in `*failure`, with its status. */
 posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalDevice physical,
                                  uint32_t index, posenc__device *device,
-                                 posenc_vk_physical *record, VkResult *runtime_result);
+                                 posenc__gpu_failure *failure);
+/* vkEnumeratePhysicalDevices into `*physicals` (freed by the caller; NULL when posenc ran out
+ * of host memory) and `*count`: VK_SUCCESS, or the VkResult of the call that failed. */
+VkResult posenc_vk_physical_devices(const posenc_vk_instance *instance,
+                                    VkPhysicalDevice **physicals, uint32_t *count);
 /* vk_external.c: a context on the caller's instance and device. */
 posenc_status posenc_vk_context_init_external(posenc_context *ctx,
                                               const posenc_context_desc *desc);

@@ -53,9 +53,9 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
     const rope_job *job = user;
     const posenc__gpu_rope_pass *pass = job->pass;
     bool blocks = job->blocks && posenc__gpu_rope_box_in_blocks(pass, windows->first);
-    posenc_vk_context *vk = ctx->backend_state;
     uint64_t rows = (uint64_t)(box->count[0] * box->count[1]);
-    uint64_t target = vk->physical->cpu ? CPU_TARGET_INVOCATIONS : TARGET_INVOCATIONS;
+    uint64_t target = ctx->device->info.type == POSENC_DEVICE_SOFTWARE ? CPU_TARGET_INVOCATIONS
+                                                                        : TARGET_INVOCATIONS;
     posenc__gpu_head_split split =
         posenc__gpu_split_heads(rows, posenc__gpu_rope_row_units(job->op, pass, blocks),
                                 (uint64_t)box->count[2], target);

@@ -41,7 +41,6 @@ static posenc_status record_sinusoidal(posenc_context *ctx, const posenc_vk_box 
 {
     const sinusoidal_job *job = user;
     const posenc__sinusoidal_op *op = job->op;
-    posenc_vk_context *vk = ctx->backend_state;
     /* Windows start on 16 bytes: a window's first element is on a block where its view's
      * element 0 is. A view off the grid takes sinusoidal.comp. */
     uint32_t block_elements = BLOCK_BYTES / (uint32_t)posenc_dtype_size(op->out.dtype);
@@ -53,8 +52,9 @@ static posenc_status record_sinusoidal(posenc_context *ctx, const posenc_vk_box 
     if (blocks) {
         /* Units of E frequencies, each over runs of rows: as many runs as fill the target. */
         uint64_t units = op->half / block_elements;
-        uint64_t target = vk->physical->cpu ? BLOCKS_CPU_TARGET_INVOCATIONS
-                                            : BLOCKS_TARGET_INVOCATIONS;
+        uint64_t target = ctx->device->info.type == POSENC_DEVICE_SOFTWARE
+                              ? BLOCKS_CPU_TARGET_INVOCATIONS
+                              : BLOCKS_TARGET_INVOCATIONS;
         uint64_t runs = (target + units - 1) / units;
         runs = runs < all_rows ? runs : all_rows;
         return posenc_vk_dispatch(ctx, sinusoidal_blocks_kernel(op->out.dtype), windows, &push,
