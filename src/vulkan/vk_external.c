@@ -142,7 +142,6 @@ posenc_status posenc_vk_context_init_external(posenc_context *ctx,
     ctx->backend_state = vk;
     vk->allocator = ext->allocation_callbacks;
     vk->loader.GetInstanceProcAddr = (PFN_vkGetInstanceProcAddr)ext->get_instance_proc_addr;
-    vk->loader.instance_version = VK_API_VERSION_1_1;
     vk->instance.loader = &vk->loader;
     vk->instance.handle = (VkInstance)ext->instance;
     vk->instance.api_version = VK_API_VERSION_1_1; /* what posenc requires of the instance */
