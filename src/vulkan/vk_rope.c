@@ -132,16 +132,3 @@ posenc_vk_op posenc_vk_rope_op(const posenc__rope_op *op)
     posenc__gpu_rope_op(op, &run.gpu);
     return run;
 }
-
-posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op)
-{
-    posenc_vk_op run = posenc_vk_rope_op(op);
-    return posenc_vk_run(ctx, &run);
-}
-
-posenc_status posenc_vk_rope_submit(posenc_context *ctx, const posenc__rope_op *op,
-                                    void **event_state)
-{
-    posenc_vk_op run = posenc_vk_rope_op(op);
-    return posenc_vk_run_async(ctx, &run, "posenc_rope_submit", event_state);
-}

@@ -113,16 +113,3 @@ posenc_vk_op posenc_vk_sinusoidal_op(posenc_context *ctx, const posenc__sinusoid
     posenc__gpu_sinusoidal_op(ctx, op, &run.gpu);
     return run;
 }
-
-posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
-{
-    posenc_vk_op run = posenc_vk_sinusoidal_op(ctx, op);
-    return posenc_vk_run(ctx, &run);
-}
-
-posenc_status posenc_vk_sinusoidal_submit(posenc_context *ctx, const posenc__sinusoidal_op *op,
-                                          void **event_state)
-{
-    posenc_vk_op run = posenc_vk_sinusoidal_op(ctx, op);
-    return posenc_vk_run_async(ctx, &run, "posenc_sinusoidal_submit", event_state);
-}
