@@ -89,7 +89,7 @@ static posenc_status record(posenc_context *ctx, VkCommandBuffer command_buffer,
         for (uint32_t i = 0; i < run.gpu.view_count; i++)
             places[i] = run.gpu.views[i] ? posenc_vk_place_of(run.gpu.views[i])
                                          : (posenc_vk_place){0};
-        status = run.pipelines(ctx, run.op);
+        status = posenc_vk_op_pipelines(ctx, &run);
     }
     if (status == POSENC_OK)
         status = posenc_vk_set_freqs(ctx, run.gpu.freqs, run.gpu.freq_count, run.gpu.freqs_id,

@@ -530,20 +530,23 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
  * calls of vk_engine.c): its views and table (core/gpu_plan.h), and its kernels and recording. */
 typedef struct posenc_vk_op {
     posenc__gpu_op gpu;
-    /* Creates every kernel `record` may use, before anything is recorded, so that a failed
-     * build leaves a caller's command buffer untouched (NULL: for posenc_vk_run only). */
-    posenc_status (*pipelines)(posenc_context *ctx, const void *op);
+    /* Every kernel `record` may use, whose pipelines are made before anything is recorded, so
+     * that a failed build leaves a caller's command buffer untouched (posenc_vk_run makes
+     * them as it records, and takes descriptions without them). */
+    posenc_vk_kernel kernels[2];
     /* Records the dispatches into vk->target, with the views at `places` (in the order of
      * gpu.views) and the table in vk->table. Nothing else is recorded except barriers between
      * dispatches that touch the same bytes. */
     posenc_status (*record)(posenc_context *ctx, const void *op, const posenc_vk_place *places);
-    const void *op; /* what `pipelines` and `record` take */
+    const void *op; /* what `record` takes */
 } posenc_vk_op;
 /* vk_rope.c, vk_sinusoidal.c: the description of `op`, which points into `op`; and
  * vk_submit.c's, of either kind. */
-posenc_vk_op posenc_vk_rope_op(const posenc__rope_op *op);
+posenc_vk_op posenc_vk_rope_op(posenc_context *ctx, const posenc__rope_op *op);
 posenc_vk_op posenc_vk_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op);
 posenc_vk_op posenc_vk_op_of(posenc_context *ctx, const posenc__op *op);
+/* vk_submit.c: the pipelines of run->kernels. */
+posenc_status posenc_vk_op_pipelines(posenc_context *ctx, const posenc_vk_op *run);
 /* vk_commands.c: runs `op` on the context's own command buffer, under the context's lock:
  * sets its table, places its views (host memory staged), records, submits and waits, then
  * copies the outputs back to host memory. */

@@ -14,7 +14,17 @@
 
 posenc_vk_op posenc_vk_op_of(posenc_context *ctx, const posenc__op *op)
 {
-    return op->rope ? posenc_vk_rope_op(op->rope) : posenc_vk_sinusoidal_op(ctx, op->sinusoidal);
+    return op->rope ? posenc_vk_rope_op(ctx, op->rope)
+                    : posenc_vk_sinusoidal_op(ctx, op->sinusoidal);
+}
+
+posenc_status posenc_vk_op_pipelines(posenc_context *ctx, const posenc_vk_op *run)
+{
+    VkPipeline pipeline;
+    posenc_status status = POSENC_OK;
+    for (int i = 0; i < 2 && status == POSENC_OK; i++)
+        status = posenc_vk_pipeline(ctx, run->kernels[i], &pipeline);
+    return status;
 }
 
 posenc_status posenc_vk_op_run(posenc_context *ctx, const posenc__op *op)
@@ -28,7 +38,7 @@ posenc_status posenc_vk_op_prepare(posenc_context *ctx, const posenc__op *op)
     posenc_vk_context *vk = ctx->backend_state;
     posenc_vk_op run = posenc_vk_op_of(ctx, op);
     posenc__mutex_lock(&vk->lock);
-    posenc_status status = run.pipelines(ctx, run.op);
+    posenc_status status = posenc_vk_op_pipelines(ctx, &run);
     if (status == POSENC_OK)
         status = posenc_vk_set_freqs(ctx, run.gpu.freqs, run.gpu.freq_count, run.gpu.freqs_id,
                                      false);
