@@ -7,40 +7,6 @@
 
 #include <stdlib.h>
 
-/* The event is allocated before the work is submitted, so that a failed allocation submits
- * nothing. */
-static posenc_status create_event(posenc_context *ctx, posenc_event **event,
-                                  posenc_event **created)
-{
-    *created = NULL;
-    if (!event)
-        return POSENC_OK;
-    *created = calloc(1, sizeof **created);
-    if (!*created)
-        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "event: out of host memory");
-    (*created)->ctx = ctx;
-    return POSENC_OK;
-}
-
-/* Hands the event out once the work is submitted, or frees it when the submit failed. */
-static posenc_status publish_event(posenc_context *ctx, posenc_status status,
-                                   posenc_event *created, posenc_event **event)
-{
-    if (!created)
-        return status;
-    if (status != POSENC_OK) {
-        free(created);
-        return status;
-    }
-    created->result = POSENC_OK;
-    created->next = ctx->events;
-    if (ctx->events)
-        ctx->events->prev = created;
-    ctx->events = created;
-    *event = created;
-    return POSENC_OK;
-}
-
 posenc_status posenc__op_resolve(posenc_context *ctx, bool rope, const void *desc,
                                  posenc__op_storage *storage, posenc__op *op)
 {
@@ -90,18 +56,32 @@ static posenc_status submit(posenc_context *ctx, bool rope, const void *desc, co
     posenc__op_storage storage;
     posenc__op op;
     posenc_status status = posenc__op_resolve_device(ctx, rope, desc, call, &storage, &op);
-    posenc_event *created;
-    if (status == POSENC_OK)
-        status = create_event(ctx, event, &created);
     if (status != POSENC_OK)
         return status;
+    /* The event is allocated before the work is submitted, so that a failed allocation submits
+     * nothing. */
+    posenc_event *created = event ? calloc(1, sizeof *created) : NULL;
+    if (event && !created)
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "event: out of host memory");
     if (ctx->backend->submit)
         status = ctx->backend->submit(ctx, &op, created ? &created->backend_state : NULL);
     else
         status = ctx->backend->run(ctx, &op);
-    if (status == POSENC_OK)
-        posenc__atomic64_add(rope ? &ctx->stats.rope_calls : &ctx->stats.sinusoidal_calls, 1);
-    return publish_event(ctx, status, created, event);
+    if (status != POSENC_OK) {
+        free(created);
+        return status;
+    }
+    posenc__atomic64_add(rope ? &ctx->stats.rope_calls : &ctx->stats.sinusoidal_calls, 1);
+    if (created) { /* handed out once the work is submitted */
+        created->ctx = ctx;
+        created->result = POSENC_OK;
+        created->next = ctx->events;
+        if (ctx->events)
+            ctx->events->prev = created;
+        ctx->events = created;
+        *event = created;
+    }
+    return POSENC_OK;
 }
 
 posenc_status posenc_rope_submit(posenc_context *ctx, const posenc_rope_desc *desc,
