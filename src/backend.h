@@ -9,6 +9,13 @@
 
 #include "core/internal.h"
 
+/* An operation as the backends take it: the validated and resolved description of one kind,
+ * the other NULL. */
+typedef struct posenc__op {
+    const posenc__rope_op *rope;
+    const posenc__sinusoidal_op *sinusoidal;
+} posenc__op;
+
 typedef struct posenc__backend {
     posenc_backend kind; /* its name: posenc_backend_name (POSENC_BACKEND_LIST) */
 
@@ -65,30 +72,25 @@ typedef struct posenc__backend {
      * mapped coherent memory, host memory). */
     posenc_status (*buffer_unmap)(posenc_context *ctx, posenc_buffer *buf, void *data);
 
-    /* The operations, on validated and resolved descriptions. Required. */
-    posenc_status (*rope)(posenc_context *ctx, const posenc__rope_op *op);
-    posenc_status (*sinusoidal)(posenc_context *ctx, const posenc__sinusoidal_op *op);
+    /* Runs `op` (posenc_rope, posenc_sinusoidal) and waits for it. Required. */
+    posenc_status (*run)(posenc_context *ctx, const posenc__op *op);
 
-    /* Builds ahead what `rope` / `sinusoidal`, their submits and the interop calls will use for
-     * `op` (posenc_prepare): its kernel and the device copy of its frequency table, so that the
+    /* Builds ahead what `run`, `submit` and the interop calls will use for `op`
+     * (posenc_prepare): its kernel and the device copy of its frequency table, so that the
      * first such call builds nothing. Runs nothing on the device; what it builds stays in the
-     * context, freed by context_fini, also when it fails half-way. Optional, both together:
-     * NULL when the backend has nothing to build (the native CPU path). */
-    posenc_status (*prepare_rope)(posenc_context *ctx, const posenc__rope_op *op);
-    posenc_status (*prepare_sinusoidal)(posenc_context *ctx, const posenc__sinusoidal_op *op);
+     * context, freed by context_fini, also when it fails half-way. Optional: NULL when the
+     * backend has nothing to build (the native CPU path). */
+    posenc_status (*prepare)(posenc_context *ctx, const posenc__op *op);
 
-    /* Asynchronous forms of `rope` and `sinusoidal` (posenc_*_submit): submit the work and
-     * return without waiting. With `event_state` non-NULL, store there the state that
-     * event_wait / event_release take; with NULL the caller wants no event (finish and
-     * context_fini still wait for the work). The backend keeps what the work needs alive (the
-     * frequency table: see posenc__rope_prepare), runs work of one context in submission order
-     * and orders buffer_upload/download after it; buffer_fini waits for the work that uses the
-     * buffer. Every view is a buffer view (the front end refuses host views). Optional, all five
+    /* The asynchronous form of `run` (posenc_*_submit): submits the work and returns without
+     * waiting. With `event_state` non-NULL, store there the state that event_wait /
+     * event_release take; with NULL the caller wants no event (finish and context_fini still
+     * wait for the work). The backend keeps what the work needs alive (the frequency table:
+     * see posenc__rope_prepare), runs work of one context in submission order and orders
+     * buffer_upload/download after it; buffer_fini waits for the work that uses the buffer.
+     * Every view is a buffer view (the front end refuses host views). Optional, all four
      * together: NULL entries make posenc_*_submit run the synchronous operation. */
-    posenc_status (*rope_submit)(posenc_context *ctx, const posenc__rope_op *op,
-                                 void **event_state);
-    posenc_status (*sinusoidal_submit)(posenc_context *ctx, const posenc__sinusoidal_op *op,
-                                       void **event_state);
+    posenc_status (*submit)(posenc_context *ctx, const posenc__op *op, void **event_state);
     /* Waits up to `timeout_ns` for the work behind `event_state`: POSENC_OK when done,
      * POSENC_TIMEOUT while running, or the device error that ended it (the state stays valid
      * either way). */
@@ -135,5 +137,31 @@ typedef struct posenc__backend_diagnostics {
      * "avx2"). NULL when the backend has no such choice. */
     const char *(*kernel_variant)(const posenc_context *ctx);
 } posenc__backend_diagnostics;
+
+/* ---- The front end's share with the interop calls (core/event.c) ---------------------------- */
+
+/* Storage for an operation a call resolves from its descriptor. */
+typedef union posenc__op_storage {
+    posenc__rope_op rope;
+    posenc__sinusoidal_op sinusoidal;
+} posenc__op_storage;
+
+/* Validates and resolves `desc`, a posenc_rope_desc when `rope`, else a posenc_sinusoidal_desc
+ * (posenc__rope_prepare, posenc__sinusoidal_prepare), into `storage`, and points `*op` there. */
+posenc_status posenc__op_resolve(posenc_context *ctx, bool rope, const void *desc,
+                                 posenc__op_storage *storage, posenc__op *op);
+/* The same for work that outlives `call` (posenc_*_submit, work recorded or enqueued for the
+ * caller), whose views the caller gave, outputs in place included, must then be device memory
+ * (posenc__check_device_views; wrapped host memory only on a backend without `submit`, which
+ * runs all work at once). */
+posenc_status posenc__op_resolve_device(posenc_context *ctx, bool rope, const void *desc,
+                                        const char *call, posenc__op_storage *storage,
+                                        posenc__op *op);
+
+/* The state of `ctx` for `call`, an entry point of the `kind` backend's interop header; NULL,
+ * with the error set, when ctx is NULL or of another backend ("context: is a cpu context;
+ * posenc_cl_enqueue_rope needs an OpenCL one": `api` is "an OpenCL"). */
+void *posenc__backend_state(posenc_context *ctx, posenc_backend kind, const char *api,
+                            const char *call);
 
 #endif

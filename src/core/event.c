@@ -1,97 +1,99 @@
 /* SPDX-License-Identifier: MIT */
 /* posenc_rope_submit, posenc_sinusoidal_submit and their events: the front end of asynchronous
- * work. Backends without submit entries run the work synchronously and return a done event. */
+ * work, and what the interop calls' work left running shares with it (src/backend.h). Backends
+ * without submit entries run the work synchronously and return a done event. */
 #include "backend.h"
 #include "core/op_views.h"
 
 #include <stdlib.h>
 
-/* The event is allocated before the work is submitted, so that a failed allocation submits
- * nothing. */
-static posenc_status create_event(posenc_context *ctx, posenc_event **event,
-                                  posenc_event **created)
+posenc_status posenc__op_resolve(posenc_context *ctx, bool rope, const void *desc,
+                                 posenc__op_storage *storage, posenc__op *op)
 {
-    *created = NULL;
-    if (!event)
-        return POSENC_OK;
-    *created = calloc(1, sizeof **created);
-    if (!*created)
-        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "event: out of host memory");
-    (*created)->ctx = ctx;
-    return POSENC_OK;
+    *op = rope ? (posenc__op){.rope = &storage->rope}
+               : (posenc__op){.sinusoidal = &storage->sinusoidal};
+    return rope ? posenc__rope_prepare(ctx, desc, &storage->rope)
+                : posenc__sinusoidal_prepare(ctx, desc, &storage->sinusoidal);
 }
 
-/* Hands the event out once the work is submitted, or frees it when the submit failed. */
-static posenc_status publish_event(posenc_context *ctx, posenc_status status,
-                                   posenc_event *created, posenc_event **event)
+posenc_status posenc__op_resolve_device(posenc_context *ctx, bool rope, const void *desc,
+                                        const char *call, posenc__op_storage *storage,
+                                        posenc__op *op)
 {
-    if (!created)
+    posenc_status status = posenc__op_resolve(ctx, rope, desc, storage, op);
+    if (status != POSENC_OK)
         return status;
+    const posenc__view *given[POSENC__ROPE_VIEWS];
+    if (rope)
+        posenc__rope_given_views(op->rope, given);
+    else
+        posenc__sinusoidal_given_views(op->sinusoidal, given);
+    /* Backends without submits run the work now, so wrapped host memory is fine there; host
+     * views are refused everywhere, so that code written on one device runs on all. */
+    return posenc__check_device_views(
+        ctx, given, rope ? posenc__rope_view_names : posenc__sinusoidal_view_names,
+        rope ? POSENC__ROPE_VIEWS : POSENC__SINUSOIDAL_VIEWS, !ctx->backend->submit, call);
+}
+
+void *posenc__backend_state(posenc_context *ctx, posenc_backend kind, const char *api,
+                            const char *call)
+{
+    if (!ctx) {
+        posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
+        return NULL;
+    }
+    if (ctx->backend->kind != kind) {
+        posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "context: is a %s context; %s needs %s one",
+                     posenc_backend_name(ctx->backend->kind), call, api);
+        return NULL;
+    }
+    return ctx->backend_state;
+}
+
+static posenc_status submit(posenc_context *ctx, bool rope, const void *desc, const char *call,
+                            posenc_event **event)
+{
+    posenc__op_storage storage;
+    posenc__op op;
+    posenc_status status = posenc__op_resolve_device(ctx, rope, desc, call, &storage, &op);
+    if (status != POSENC_OK)
+        return status;
+    /* The event is allocated before the work is submitted, so that a failed allocation submits
+     * nothing. */
+    posenc_event *created = event ? calloc(1, sizeof *created) : NULL;
+    if (event && !created)
+        return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "event: out of host memory");
+    if (ctx->backend->submit)
+        status = ctx->backend->submit(ctx, &op, created ? &created->backend_state : NULL);
+    else
+        status = ctx->backend->run(ctx, &op);
     if (status != POSENC_OK) {
         free(created);
         return status;
     }
-    created->result = POSENC_OK;
-    created->next = ctx->events;
-    if (ctx->events)
-        ctx->events->prev = created;
-    ctx->events = created;
-    *event = created;
+    posenc__atomic64_add(rope ? &ctx->stats.rope_calls : &ctx->stats.sinusoidal_calls, 1);
+    if (created) { /* handed out once the work is submitted */
+        created->ctx = ctx;
+        created->result = POSENC_OK;
+        created->next = ctx->events;
+        if (ctx->events)
+            ctx->events->prev = created;
+        ctx->events = created;
+        *event = created;
+    }
     return POSENC_OK;
 }
 
 posenc_status posenc_rope_submit(posenc_context *ctx, const posenc_rope_desc *desc,
                                  posenc_event **event)
 {
-    posenc__rope_op op;
-    posenc_status status = posenc__rope_prepare(ctx, desc, &op);
-    if (status != POSENC_OK)
-        return status;
-    /* Backends without submit entries run the work now, so wrapped host memory is fine there;
-     * host views are refused everywhere, so that code written on one device runs on all. */
-    const posenc__view *views[POSENC__ROPE_VIEWS];
-    posenc__rope_given_views(&op, views);
-    status = posenc__check_device_views(ctx, views, posenc__rope_view_names, POSENC__ROPE_VIEWS,
-                                        !ctx->backend->rope_submit, "posenc_rope_submit");
-    posenc_event *created;
-    if (status == POSENC_OK)
-        status = create_event(ctx, event, &created);
-    if (status != POSENC_OK)
-        return status;
-    if (ctx->backend->rope_submit)
-        status = ctx->backend->rope_submit(ctx, &op, created ? &created->backend_state : NULL);
-    else
-        status = ctx->backend->rope(ctx, &op);
-    if (status == POSENC_OK)
-        posenc__atomic64_add(&ctx->stats.rope_calls, 1);
-    return publish_event(ctx, status, created, event);
+    return submit(ctx, true, desc, "posenc_rope_submit", event);
 }
 
 posenc_status posenc_sinusoidal_submit(posenc_context *ctx, const posenc_sinusoidal_desc *desc,
                                        posenc_event **event)
 {
-    posenc__sinusoidal_op op;
-    posenc_status status = posenc__sinusoidal_prepare(ctx, desc, &op);
-    if (status != POSENC_OK)
-        return status;
-    const posenc__view *views[POSENC__SINUSOIDAL_VIEWS];
-    posenc__sinusoidal_given_views(&op, views);
-    status = posenc__check_device_views(ctx, views, posenc__sinusoidal_view_names,
-                                        POSENC__SINUSOIDAL_VIEWS, !ctx->backend->sinusoidal_submit,
-                                        "posenc_sinusoidal_submit");
-    posenc_event *created;
-    if (status == POSENC_OK)
-        status = create_event(ctx, event, &created);
-    if (status != POSENC_OK)
-        return status;
-    if (ctx->backend->sinusoidal_submit)
-        status = ctx->backend->sinusoidal_submit(ctx, &op,
-                                                 created ? &created->backend_state : NULL);
-    else
-        status = ctx->backend->sinusoidal(ctx, &op);
-    if (status == POSENC_OK)
-        posenc__atomic64_add(&ctx->stats.sinusoidal_calls, 1);
-    return publish_event(ctx, status, created, event);
+    return submit(ctx, false, desc, "posenc_sinusoidal_submit", event);
 }
 
 posenc_status posenc_event_wait(posenc_event *event, uint64_t timeout_ns)

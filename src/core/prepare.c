@@ -13,35 +13,24 @@ static posenc_status fail_at(posenc_context *ctx, posenc_status status, const ch
     return posenc__fail(ctx, status, "%s[%zu]%s%s", list, index, field ? "." : ": ", message);
 }
 
-/* Validates every descriptor (build == false), or builds for each (build == true). */
-static posenc_status each_rope(posenc_context *ctx, const posenc_prepare_desc *desc, bool build)
+/* Validates every descriptor of one list, `count` of them at `descs` (posenc_rope_desc when
+ * `rope`), with build == false, or builds for each with build == true. */
+static posenc_status each(posenc_context *ctx, bool rope, const void *descs, size_t count,
+                          bool build)
 {
-    for (size_t i = 0; i < desc->rope_count; i++) {
-        posenc__rope_op op;
-        posenc_status status = posenc__rope_prepare(ctx, &desc->rope[i], &op);
+    const char *list = rope ? "rope" : "sinusoidal";
+    for (size_t i = 0; i < count; i++) {
+        const void *desc = rope ? (const void *)&((const posenc_rope_desc *)descs)[i]
+                                : (const void *)&((const posenc_sinusoidal_desc *)descs)[i];
+        posenc__op_storage storage;
+        posenc__op op;
+        posenc_status status = posenc__op_resolve(ctx, rope, desc, &storage, &op);
         if (status != POSENC_OK)
-            return fail_at(ctx, status, "rope", i, true);
-        if (build && ctx->backend->prepare_rope) {
-            status = ctx->backend->prepare_rope(ctx, &op);
+            return fail_at(ctx, status, list, i, true);
+        if (build && ctx->backend->prepare) {
+            status = ctx->backend->prepare(ctx, &op);
             if (status != POSENC_OK)
-                return fail_at(ctx, status, "rope", i, false);
-        }
-    }
-    return POSENC_OK;
-}
-
-static posenc_status each_sinusoidal(posenc_context *ctx, const posenc_prepare_desc *desc,
-                                     bool build)
-{
-    for (size_t i = 0; i < desc->sinusoidal_count; i++) {
-        posenc__sinusoidal_op op;
-        posenc_status status = posenc__sinusoidal_prepare(ctx, &desc->sinusoidal[i], &op);
-        if (status != POSENC_OK)
-            return fail_at(ctx, status, "sinusoidal", i, true);
-        if (build && ctx->backend->prepare_sinusoidal) {
-            status = ctx->backend->prepare_sinusoidal(ctx, &op);
-            if (status != POSENC_OK)
-                return fail_at(ctx, status, "sinusoidal", i, false);
+                return fail_at(ctx, status, list, i, false);
         }
     }
     return POSENC_OK;
@@ -63,12 +52,11 @@ posenc_status posenc_prepare(posenc_context *ctx, const posenc_prepare_desc *des
     /* All validated first, so that a bad descriptor anywhere builds nothing. The second pass
      * resolves each again: an operation's frequencies live in the context's one-entry cache,
      * valid only until the next descriptor is resolved. */
-    posenc_status status = each_rope(ctx, desc, false);
-    if (status == POSENC_OK)
-        status = each_sinusoidal(ctx, desc, false);
-    if (status == POSENC_OK)
-        status = each_rope(ctx, desc, true);
-    if (status == POSENC_OK)
-        status = each_sinusoidal(ctx, desc, true);
+    posenc_status status = POSENC_OK;
+    for (int build = 0; build < 2 && status == POSENC_OK; build++) {
+        status = each(ctx, true, desc->rope, desc->rope_count, build);
+        if (status == POSENC_OK)
+            status = each(ctx, false, desc->sinusoidal, desc->sinusoidal_count, build);
+    }
     return status;
 }

@@ -358,7 +358,7 @@ posenc_status posenc_rope(posenc_context *ctx, const posenc_rope_desc *desc)
     const posenc__rope_op *op = &storage;
     posenc_status status = prepare(ctx, desc, &storage, &op);
     if (status == POSENC_OK)
-        status = ctx->backend->rope(ctx, op);
+        status = ctx->backend->run(ctx, &(posenc__op){.rope = op});
     if (status == POSENC_OK)
         posenc__atomic64_add(&ctx->stats.rope_calls, 1);
     return status;

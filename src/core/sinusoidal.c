@@ -123,7 +123,7 @@ posenc_status posenc_sinusoidal(posenc_context *ctx, const posenc_sinusoidal_des
     posenc__sinusoidal_op op;
     posenc_status status = posenc__sinusoidal_prepare(ctx, desc, &op);
     if (status == POSENC_OK)
-        status = ctx->backend->sinusoidal(ctx, &op);
+        status = ctx->backend->run(ctx, &(posenc__op){.sinusoidal = &op});
     if (status == POSENC_OK)
         posenc__atomic64_add(&ctx->stats.sinusoidal_calls, 1);
     return status;

@@ -381,6 +381,11 @@ void posenc_cpu_sincos_row(const posenc_cpu_kernels *kernels, const posenc_cpu_f
     kernels->sincos(turns_hi, count, sin_scale, cos_scale, sin_out, cos_out);
 }
 
+static posenc_status cpu_run(posenc_context *ctx, const posenc__op *op)
+{
+    return op->rope ? posenc_cpu_rope(ctx, op->rope) : posenc_cpu_sinusoidal(ctx, op->sinusoidal);
+}
+
 static const posenc__backend_diagnostics cpu_diagnostics = {
     .roofline = cpu_roofline,
     .rope_roofline = posenc_cpu_rope_roofline,
@@ -400,7 +405,6 @@ const posenc__backend posenc_cpu_backend = {
     .buffer_download = cpu_buffer_download,
     .buffer_host_address = cpu_buffer_host_address,
     .buffer_map = cpu_buffer_map,
-    .rope = posenc_cpu_rope,
-    .sinusoidal = posenc_cpu_sinusoidal,
+    .run = cpu_run,
     .diagnostics = &cpu_diagnostics,
 };

@@ -27,70 +27,50 @@ static posenc_status submitted(posenc_context *ctx, cl_event event, void **event
     return POSENC_OK;
 }
 
-/* Runs `run` under the lock: synchronously, or with `submit` left running. */
-static posenc_status run_locked(posenc_context *ctx, const posenc_cl_op *run, bool submit,
+posenc_cl_op posenc_cl_op_of(posenc_context *ctx, const posenc__op *op)
+{
+    return op->rope ? posenc_cl_rope_op(ctx, op->rope)
+                    : posenc_cl_sinusoidal_op(ctx, op->sinusoidal);
+}
+
+/* Runs `op` under the lock: synchronously, or with `submit` left running. */
+static posenc_status run_locked(posenc_context *ctx, const posenc__op *op, bool submit,
                                 void **event_state)
 {
     posenc_cl_context *state = ctx->backend_state;
+    posenc_cl_op run = posenc_cl_op_of(ctx, op);
     cl_event event = NULL; /* submits: the front end checked the views (op_views.h) */
     posenc__mutex_lock(&state->lock);
-    posenc_status status = posenc_cl_run_op(ctx, run, 0, NULL, submit ? &event : NULL);
+    posenc_status status = posenc_cl_run_op(ctx, &run, 0, NULL, submit ? &event : NULL);
     if (status == POSENC_OK && submit)
         status = submitted(ctx, event, event_state);
     posenc__mutex_unlock(&state->lock);
     return status;
 }
 
+posenc_status posenc_cl_op_run(posenc_context *ctx, const posenc__op *op)
+{
+    return run_locked(ctx, op, false, NULL);
+}
+
+posenc_status posenc_cl_op_submit(posenc_context *ctx, const posenc__op *op, void **event_state)
+{
+    return run_locked(ctx, op, true, event_state);
+}
+
 /* The operation's program (built, or loaded from the kernel cache) and the device copy of its
  * frequency table, made before the first enqueue. */
-static posenc_status prepare(posenc_context *ctx, const posenc_cl_op *run)
+posenc_status posenc_cl_op_prepare(posenc_context *ctx, const posenc__op *op)
 {
     posenc_cl_context *state = ctx->backend_state;
+    posenc_cl_op run = posenc_cl_op_of(ctx, op);
     const posenc_cl_kernel *kernel = NULL;
     cl_mem table = NULL;
     posenc__mutex_lock(&state->lock);
-    posenc_status status = posenc_cl_kernel_get(ctx, run->kernel, &kernel);
+    posenc_status status = posenc_cl_kernel_get(ctx, run.kernel, &kernel);
     if (status == POSENC_OK)
-        status = posenc_cl_freqs_get(ctx, run->gpu.freqs, run->gpu.freq_count, run->gpu.freqs_id,
-                                     run->gpu.what, &table);
+        status = posenc_cl_freqs_get(ctx, run.gpu.freqs, run.gpu.freq_count, run.gpu.freqs_id,
+                                     run.gpu.what, &table);
     posenc__mutex_unlock(&state->lock);
     return status;
-}
-
-posenc_status posenc_cl_rope(posenc_context *ctx, const posenc__rope_op *op)
-{
-    posenc_cl_op run = posenc_cl_rope_op(ctx, op);
-    return run_locked(ctx, &run, false, NULL);
-}
-
-posenc_status posenc_cl_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
-{
-    posenc_cl_op run = posenc_cl_sinusoidal_op(ctx, op);
-    return run_locked(ctx, &run, false, NULL);
-}
-
-posenc_status posenc_cl_rope_submit(posenc_context *ctx, const posenc__rope_op *op,
-                                    void **event_state)
-{
-    posenc_cl_op run = posenc_cl_rope_op(ctx, op);
-    return run_locked(ctx, &run, true, event_state);
-}
-
-posenc_status posenc_cl_sinusoidal_submit(posenc_context *ctx, const posenc__sinusoidal_op *op,
-                                          void **event_state)
-{
-    posenc_cl_op run = posenc_cl_sinusoidal_op(ctx, op);
-    return run_locked(ctx, &run, true, event_state);
-}
-
-posenc_status posenc_cl_prepare_rope(posenc_context *ctx, const posenc__rope_op *op)
-{
-    posenc_cl_op run = posenc_cl_rope_op(ctx, op);
-    return prepare(ctx, &run);
-}
-
-posenc_status posenc_cl_prepare_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
-{
-    posenc_cl_op run = posenc_cl_sinusoidal_op(ctx, op);
-    return prepare(ctx, &run);
 }

@@ -7,6 +7,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include "backend.h"
 #include "core/gpu_devices.h"
 #include "core/gpu_plan.h"
 #include "core/gpu_staging.h"
@@ -287,9 +288,11 @@ typedef struct posenc_cl_op {
                             const cl_event *wait_list, cl_event *event);
     const void *op; /* what `launch` takes */
 } posenc_cl_op;
-/* cl_rope.c, cl_sinusoidal.c: the description of `op`, which points into `op`. */
+/* cl_rope.c, cl_sinusoidal.c: the description of `op`, which points into `op`; and
+ * cl_async.c's, of either kind. */
 posenc_cl_op posenc_cl_rope_op(const posenc_context *ctx, const posenc__rope_op *op);
 posenc_cl_op posenc_cl_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op);
+posenc_cl_op posenc_cl_op_of(posenc_context *ctx, const posenc__op *op);
 /* Runs `run` with state->lock held. With `event` NULL the call is synchronous (host views
  * staged, results in place on return); otherwise every view is a device buffer, the work is
  * left running after the events of `wait_list`, and `*event` receives the event of its last
@@ -316,15 +319,10 @@ posenc_status posenc_cl_run(posenc_context *ctx, const posenc_cl_kernel *kernel,
 posenc_status posenc_cl_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                  uint64_t bytes, bool write_only);
 
-/* The backend entries of the operations (cl_async.c) and their waits (cl_sync.c). */
-posenc_status posenc_cl_rope(posenc_context *ctx, const posenc__rope_op *op);
-posenc_status posenc_cl_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
-posenc_status posenc_cl_prepare_rope(posenc_context *ctx, const posenc__rope_op *op);
-posenc_status posenc_cl_prepare_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
-posenc_status posenc_cl_rope_submit(posenc_context *ctx, const posenc__rope_op *op,
-                                    void **event_state);
-posenc_status posenc_cl_sinusoidal_submit(posenc_context *ctx, const posenc__sinusoidal_op *op,
-                                          void **event_state);
+/* The backend entries run, submit and prepare (cl_async.c) and their waits (cl_sync.c). */
+posenc_status posenc_cl_op_run(posenc_context *ctx, const posenc__op *op);
+posenc_status posenc_cl_op_submit(posenc_context *ctx, const posenc__op *op, void **event_state);
+posenc_status posenc_cl_op_prepare(posenc_context *ctx, const posenc__op *op);
 posenc_status posenc_cl_submit_event_wait(posenc_context *ctx, void *event_state,
                                           uint64_t timeout_ns);
 void posenc_cl_submit_event_release(posenc_context *ctx, void *event_state);

@@ -1,31 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* posenc_opencl.h: an engine's cl_mem as a posenc buffer, and operations enqueued on the
  * context's queue after the caller's events, validated by the same front end as posenc_rope. */
-#include "backend.h"
-#include "core/op_views.h"
 #include "opencl/cl_internal.h"
 
 #include <posenc/posenc_opencl.h>
 
-/* The OpenCL state of `ctx`, or NULL (the error set) when it is not an OpenCL context. */
-static posenc_cl_context *opencl_state(posenc_context *ctx, const char *call)
-{
-    if (!ctx) {
-        posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
-        return NULL;
-    }
-    if (ctx->backend->kind != POSENC_BACKEND_OPENCL) {
-        posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                     "context: is a %s context; %s needs an OpenCL one",
-                     posenc_backend_name(ctx->backend->kind), call);
-        return NULL;
-    }
-    return ctx->backend_state;
-}
-
 posenc_status posenc_cl_buffer_wrap(posenc_context *ctx, cl_mem mem, posenc_buffer **buffer)
 {
-    posenc_cl_context *state = opencl_state(ctx, "posenc_cl_buffer_wrap");
+    posenc_cl_context *state =
+        posenc__backend_state(ctx, POSENC_BACKEND_OPENCL, "an OpenCL", "posenc_cl_buffer_wrap");
     if (!state)
         return POSENC_INVALID_ARGUMENT;
     if (!buffer)
@@ -100,32 +83,20 @@ static posenc_status check_wait_list(posenc_context *ctx, const posenc_cl_contex
 static posenc_status enqueue(posenc_context *ctx, const char *call, bool rope, const void *desc,
                              cl_uint wait_count, const cl_event *wait_list, cl_event *event)
 {
-    posenc_cl_context *state = opencl_state(ctx, call);
+    posenc_cl_context *state = posenc__backend_state(ctx, POSENC_BACKEND_OPENCL, "an OpenCL", call);
     if (!state)
         return POSENC_INVALID_ARGUMENT;
     cl_event done = NULL;
+    posenc__op_storage storage;
+    posenc__op op;
     posenc__mutex_lock(&state->lock);
-    posenc__rope_op rope_op;
-    posenc__sinusoidal_op sinusoidal_op;
-    const posenc__view *given[POSENC__ROPE_VIEWS];
-    posenc_cl_op run = {0};
     posenc_status status = check_wait_list(ctx, state, wait_count, wait_list);
     if (status == POSENC_OK)
-        status = rope ? posenc__rope_prepare(ctx, desc, &rope_op)
-                      : posenc__sinusoidal_prepare(ctx, desc, &sinusoidal_op);
+        status = posenc__op_resolve_device(ctx, rope, desc, call, &storage, &op);
     if (status == POSENC_OK) {
-        if (rope) {
-            posenc__rope_given_views(&rope_op, given);
-            run = posenc_cl_rope_op(ctx, &rope_op);
-        } else {
-            posenc__sinusoidal_given_views(&sinusoidal_op, given);
-            run = posenc_cl_sinusoidal_op(ctx, &sinusoidal_op);
-        }
-        status = posenc__check_device_views(ctx, given, run.gpu.names, run.gpu.view_count,
-                                            false, call);
-    }
-    if (status == POSENC_OK)
+        posenc_cl_op run = posenc_cl_op_of(ctx, &op);
         status = posenc_cl_run_op(ctx, &run, wait_count, wait_list, &done);
+    }
     posenc__mutex_unlock(&state->lock);
     if (status != POSENC_OK)
         return status;

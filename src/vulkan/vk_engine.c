@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The typed entry points of posenc_vulkan.h: the caller's VkBuffers as posenc buffers, and RoPE
  * and sinusoidal encodings recorded into the caller's command buffers. */
-#include "backend.h"
 #include "vulkan/vk_internal.h"
-
-#include "core/op_views.h"
 
 #include <posenc/posenc_vulkan.h>
 
@@ -13,14 +10,8 @@
 /* The Vulkan state of a context on the caller's device, or NULL with the context error set. */
 static posenc_vk_context *external_state(posenc_context *ctx, const char *call)
 {
-    if (ctx->backend != &posenc_vk_backend) {
-        posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                     "context: is a %s context; %s needs a Vulkan one",
-                     posenc_backend_name(ctx->backend->kind), call);
-        return NULL;
-    }
-    posenc_vk_context *vk = ctx->backend_state;
-    if (!vk->external) {
+    posenc_vk_context *vk = posenc__backend_state(ctx, POSENC_BACKEND_VULKAN, "a Vulkan", call);
+    if (vk && !vk->external) {
         posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                      "context: runs on posenc's own Vulkan device; %s needs a context on the "
                      "caller's device (posenc_context_desc.vulkan.device)",
@@ -72,95 +63,56 @@ posenc_status posenc_vk_buffer_wrap(posenc_context *ctx, VkBuffer buffer, VkDevi
     return status;
 }
 
-/* The start of both recording calls: a context on the caller's device and a command buffer.
- * On success the context lock is held (the front end writes the context's error and frequency
- * cache, so validation runs under it too); the caller unlocks. */
-static posenc_status lock_for_recording(posenc_context *ctx, VkCommandBuffer command_buffer,
-                                        const char *call, posenc_vk_context **locked)
+/* Both recording calls: the operation (`rope`, else sinusoidal; `desc` its descriptor) recorded
+ * into the caller's command buffer, on device memory the caller submits later (op_views.h), as
+ * for the other calls that outlive their work; its table stays for the context's life. The
+ * front end writes the context's error and frequency cache, so validation runs under the
+ * context lock too. */
+static posenc_status record(posenc_context *ctx, VkCommandBuffer command_buffer, bool rope,
+                            const void *desc, const char *call)
 {
-    if (!ctx)
-        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
     posenc_vk_context *vk = external_state(ctx, call);
     if (!vk)
         return POSENC_INVALID_ARGUMENT;
-    posenc__mutex_lock(&vk->lock);
-    if (!command_buffer) {
-        posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "command_buffer: is NULL");
-        posenc__mutex_unlock(&vk->lock);
-        return POSENC_INVALID_ARGUMENT;
-    }
-    *locked = vk;
-    return POSENC_OK;
-}
-
-/* Records `run` into the caller's command buffer: the views the caller gave (`given`, an output
- * in place included, in the order of run->gpu.views) must be device memory the caller submits
- * later (op_views.h), as for the other calls that outlive their work; its table stays for the
- * context's life. */
-static posenc_status record(posenc_context *ctx, VkCommandBuffer command_buffer,
-                            const posenc_vk_op *run, const posenc__view *const *given,
-                            const char *call)
-{
-    posenc_vk_context *vk = ctx->backend_state;
-    posenc_status status = posenc__check_device_views(ctx, given, run->gpu.names,
-                                                      run->gpu.view_count, false, call);
+    posenc__op_storage storage;
+    posenc__op op;
+    posenc_vk_op run;
     posenc_vk_place places[POSENC__GPU_MAX_VIEWS];
-    for (uint32_t i = 0; status == POSENC_OK && i < run->gpu.view_count; i++)
-        places[i] = run->gpu.views[i] ? posenc_vk_place_of(run->gpu.views[i])
-                                      : (posenc_vk_place){0};
+    posenc__mutex_lock(&vk->lock);
+    posenc_status status = command_buffer ? POSENC_OK
+                                          : posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                                                         "command_buffer: is NULL");
     if (status == POSENC_OK)
-        status = run->pipelines(ctx, run->op);
+        status = posenc__op_resolve_device(ctx, rope, desc, call, &storage, &op);
+    if (status == POSENC_OK) {
+        run = posenc_vk_op_of(ctx, &op);
+        for (uint32_t i = 0; i < run.gpu.view_count; i++)
+            places[i] = run.gpu.views[i] ? posenc_vk_place_of(run.gpu.views[i])
+                                         : (posenc_vk_place){0};
+        status = posenc_vk_op_pipelines(ctx, &run);
+    }
     if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, run->gpu.freqs, run->gpu.freq_count, run->gpu.freqs_id,
+        status = posenc_vk_set_freqs(ctx, run.gpu.freqs, run.gpu.freq_count, run.gpu.freqs_id,
                                      true);
     if (status == POSENC_OK) {
         vk->target = command_buffer;
         vk->dispatches = 0;
-        status = run->record(ctx, run->op, places);
+        status = run.record(ctx, run.op, places);
     }
+    if (status == POSENC_OK)
+        posenc__atomic64_add(rope ? &ctx->stats.rope_calls : &ctx->stats.sinusoidal_calls, 1);
+    posenc__mutex_unlock(&vk->lock);
     return status;
 }
 
 posenc_status posenc_vk_cmd_rope(posenc_context *ctx, VkCommandBuffer command_buffer,
                                  const posenc_rope_desc *desc)
 {
-    static const char call[] = "posenc_vk_cmd_rope";
-    posenc_vk_context *vk = NULL;
-    posenc_status status = lock_for_recording(ctx, command_buffer, call, &vk);
-    if (status != POSENC_OK)
-        return status;
-    posenc__rope_op op = {0};
-    status = posenc__rope_prepare(ctx, desc, &op);
-    if (status == POSENC_OK) {
-        posenc_vk_op run = posenc_vk_rope_op(&op);
-        const posenc__view *given[POSENC__ROPE_VIEWS];
-        posenc__rope_given_views(&op, given);
-        status = record(ctx, command_buffer, &run, given, call);
-    }
-    if (status == POSENC_OK)
-        posenc__atomic64_add(&ctx->stats.rope_calls, 1);
-    posenc__mutex_unlock(&vk->lock);
-    return status;
+    return record(ctx, command_buffer, true, desc, "posenc_vk_cmd_rope");
 }
 
 posenc_status posenc_vk_cmd_sinusoidal(posenc_context *ctx, VkCommandBuffer command_buffer,
                                        const posenc_sinusoidal_desc *desc)
 {
-    static const char call[] = "posenc_vk_cmd_sinusoidal";
-    posenc_vk_context *vk = NULL;
-    posenc_status status = lock_for_recording(ctx, command_buffer, call, &vk);
-    if (status != POSENC_OK)
-        return status;
-    posenc__sinusoidal_op op = {0};
-    status = posenc__sinusoidal_prepare(ctx, desc, &op);
-    if (status == POSENC_OK) {
-        posenc_vk_op run = posenc_vk_sinusoidal_op(ctx, &op);
-        const posenc__view *given[POSENC__SINUSOIDAL_VIEWS];
-        posenc__sinusoidal_given_views(&op, given);
-        status = record(ctx, command_buffer, &run, given, call);
-    }
-    if (status == POSENC_OK)
-        posenc__atomic64_add(&ctx->stats.sinusoidal_calls, 1);
-    posenc__mutex_unlock(&vk->lock);
-    return status;
+    return record(ctx, command_buffer, false, desc, "posenc_vk_cmd_sinusoidal");
 }

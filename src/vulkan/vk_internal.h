@@ -10,6 +10,7 @@
 #endif
 #include <vulkan/vulkan.h>
 
+#include "backend.h"
 #include "core/gpu_devices.h"
 #include "core/gpu_plan.h"
 #include "core/gpu_split.h"
@@ -413,12 +414,6 @@ void posenc_vk_forget_sets(posenc_context *ctx, VkBuffer buffer);
 void posenc_vk_descriptors_trim(posenc_context *ctx);
 void posenc_vk_descriptors_fini(posenc_context *ctx);
 
-/* Asynchronous submits on posenc's queue (vk_rope.c, vk_sinusoidal.c). */
-posenc_status posenc_vk_rope_submit(posenc_context *ctx, const posenc__rope_op *op,
-                                    void **event_state);
-posenc_status posenc_vk_sinusoidal_submit(posenc_context *ctx, const posenc__sinusoidal_op *op,
-                                          void **event_state);
-
 /* vk_fences.c: the submissions in flight. An event of posenc_*_submit is the serial of its
  * submission. */
 typedef struct posenc_vk_event {
@@ -526,40 +521,38 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
                                  const posenc_vk_windows *windows, const void *push,
                                  uint32_t push_size, uint64_t invocations);
 
-/* One operation, as every call path takes it (posenc_vk_run, posenc_vk_run_async, vk_prepare.c
- * and the recording calls of vk_engine.c): its views and table (core/gpu_plan.h), and its
- * kernels and recording. */
+/* One operation, as every call path takes it (the entries of vk_submit.c and the recording
+ * calls of vk_engine.c): its views and table (core/gpu_plan.h), and its kernels and recording. */
 typedef struct posenc_vk_op {
     posenc__gpu_op gpu;
-    /* Creates every kernel `record` may use, before anything is recorded, so that a failed
-     * build leaves a caller's command buffer untouched (NULL: for posenc_vk_run only). */
-    posenc_status (*pipelines)(posenc_context *ctx, const void *op);
+    /* Every kernel `record` may use, whose pipelines are made before anything is recorded, so
+     * that a failed build leaves a caller's command buffer untouched (posenc_vk_run makes
+     * them as it records, and takes descriptions without them). */
+    posenc_vk_kernel kernels[2];
     /* Records the dispatches into vk->target, with the views at `places` (in the order of
      * gpu.views) and the table in vk->table. Nothing else is recorded except barriers between
      * dispatches that touch the same bytes. */
     posenc_status (*record)(posenc_context *ctx, const void *op, const posenc_vk_place *places);
-    const void *op; /* what `pipelines` and `record` take */
+    const void *op; /* what `record` takes */
 } posenc_vk_op;
-/* vk_rope.c, vk_sinusoidal.c: the description of `op`, which points into `op`. */
-posenc_vk_op posenc_vk_rope_op(const posenc__rope_op *op);
+/* vk_rope.c, vk_sinusoidal.c: the description of `op`, which points into `op`; and
+ * vk_submit.c's, of either kind. */
+posenc_vk_op posenc_vk_rope_op(posenc_context *ctx, const posenc__rope_op *op);
 posenc_vk_op posenc_vk_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op);
+posenc_vk_op posenc_vk_op_of(posenc_context *ctx, const posenc__op *op);
+/* vk_submit.c: the pipelines of run->kernels. */
+posenc_status posenc_vk_op_pipelines(posenc_context *ctx, const posenc_vk_op *run);
 /* vk_commands.c: runs `op` on the context's own command buffer, under the context's lock:
  * sets its table, places its views (host memory staged), records, submits and waits, then
  * copies the outputs back to host memory. */
 posenc_status posenc_vk_run(posenc_context *ctx, const posenc_vk_op *op);
-/* vk_submit.c: submits `op`, whose views are all device buffers (the front end checked them,
- * see op_views.h), in a command buffer of its own, under the context's lock, and returns with
- * the work in flight; with `event_state`, stores there an event of it. `call` names the API
- * call in messages. */
-posenc_status posenc_vk_run_async(posenc_context *ctx, const posenc_vk_op *op, const char *call,
-                                  void **event_state);
+/* vk_submit.c: the entries run, prepare and submit of src/backend.h (a submit's views are all
+ * device buffers: the front end checked them, see op_views.h). */
+posenc_status posenc_vk_op_run(posenc_context *ctx, const posenc__op *op);
+posenc_status posenc_vk_op_prepare(posenc_context *ctx, const posenc__op *op);
+posenc_status posenc_vk_op_submit(posenc_context *ctx, const posenc__op *op, void **event_state);
 
-/* The operations (vk_rope.c, vk_sinusoidal.c, vk_roofline.c) and buffers (vk_buffer.c). */
-posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op);
-posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
-/* vk_prepare.c: posenc_prepare's entries (src/backend.h). */
-posenc_status posenc_vk_prepare_rope(posenc_context *ctx, const posenc__rope_op *op);
-posenc_status posenc_vk_prepare_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op);
+/* The roofline (vk_roofline.c) and buffers (vk_buffer.c). */
 posenc_status posenc_vk_roofline(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
                                  uint64_t bytes, bool write_only);
 posenc_status posenc_vk_buffer_init(posenc_context *ctx, posenc_buffer *buf);

@@ -91,18 +91,6 @@ static posenc_status rope_pass_record(posenc_context *ctx, const posenc__rope_op
                            record_rope, &job);
 }
 
-/* Both kernels, as a call may take either for a pass (by where its views lie in memory). */
-static posenc_status rope_pipelines(posenc_context *ctx, const void *rope)
-{
-    const posenc__rope_op *op = rope;
-    VkPipeline pipeline;
-    posenc_status status =
-        posenc_vk_pipeline(ctx, rope_kernel(ctx->backend_state, op->q.dtype), &pipeline);
-    if (status == POSENC_OK)
-        status = posenc_vk_pipeline(ctx, rope_blocks_kernel(op->q.dtype), &pipeline);
-    return status;
-}
-
 static posenc_status rope_record(posenc_context *ctx, const void *rope,
                                  const posenc_vk_place *places)
 {
@@ -126,22 +114,13 @@ static posenc_status rope_record(posenc_context *ctx, const void *rope,
     return status;
 }
 
-posenc_vk_op posenc_vk_rope_op(const posenc__rope_op *op)
+posenc_vk_op posenc_vk_rope_op(posenc_context *ctx, const posenc__rope_op *op)
 {
-    posenc_vk_op run = {.pipelines = rope_pipelines, .record = rope_record, .op = op};
+    /* Both kernels, as a call may take either for a pass (by where its views lie in memory). */
+    posenc_vk_op run = {
+        .kernels = {rope_kernel(ctx->backend_state, op->q.dtype), rope_blocks_kernel(op->q.dtype)},
+        .record = rope_record,
+        .op = op};
     posenc__gpu_rope_op(op, &run.gpu);
     return run;
-}
-
-posenc_status posenc_vk_rope(posenc_context *ctx, const posenc__rope_op *op)
-{
-    posenc_vk_op run = posenc_vk_rope_op(op);
-    return posenc_vk_run(ctx, &run);
-}
-
-posenc_status posenc_vk_rope_submit(posenc_context *ctx, const posenc__rope_op *op,
-                                    void **event_state)
-{
-    posenc_vk_op run = posenc_vk_rope_op(op);
-    return posenc_vk_run_async(ctx, &run, "posenc_rope_submit", event_state);
 }

@@ -75,18 +75,6 @@ static posenc_vk_kernel sinusoidal_kernel(const posenc_vk_context *vk, posenc_dt
     }
 }
 
-/* Both kernels, as a call may take either (by where its views lie in memory). */
-static posenc_status sinusoidal_pipelines(posenc_context *ctx, const void *sinusoidal)
-{
-    const posenc__sinusoidal_op *op = sinusoidal;
-    VkPipeline pipeline;
-    posenc_status status =
-        posenc_vk_pipeline(ctx, sinusoidal_kernel(ctx->backend_state, op->out.dtype), &pipeline);
-    if (status == POSENC_OK)
-        status = posenc_vk_pipeline(ctx, sinusoidal_blocks_kernel(op->out.dtype), &pipeline);
-    return status;
-}
-
 static posenc_status sinusoidal_record(posenc_context *ctx, const void *sinusoidal,
                                        const posenc_vk_place *places)
 {
@@ -109,20 +97,11 @@ static posenc_status sinusoidal_record(posenc_context *ctx, const void *sinusoid
 
 posenc_vk_op posenc_vk_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op)
 {
-    posenc_vk_op run = {.pipelines = sinusoidal_pipelines, .record = sinusoidal_record, .op = op};
+    /* Both kernels, as a call may take either (by where its views lie in memory). */
+    posenc_vk_op run = {.kernels = {sinusoidal_kernel(ctx->backend_state, op->out.dtype),
+                                    sinusoidal_blocks_kernel(op->out.dtype)},
+                        .record = sinusoidal_record,
+                        .op = op};
     posenc__gpu_sinusoidal_op(ctx, op, &run.gpu);
     return run;
-}
-
-posenc_status posenc_vk_sinusoidal(posenc_context *ctx, const posenc__sinusoidal_op *op)
-{
-    posenc_vk_op run = posenc_vk_sinusoidal_op(ctx, op);
-    return posenc_vk_run(ctx, &run);
-}
-
-posenc_status posenc_vk_sinusoidal_submit(posenc_context *ctx, const posenc__sinusoidal_op *op,
-                                          void **event_state)
-{
-    posenc_vk_op run = posenc_vk_sinusoidal_op(ctx, op);
-    return posenc_vk_run_async(ctx, &run, "posenc_sinusoidal_submit", event_state);
 }
