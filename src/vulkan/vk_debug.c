@@ -15,16 +15,9 @@ posenc_status posenc_vk_debug_init(posenc_context *ctx, bool wanted, const char 
     posenc_vk_debug *debug = &vk->debug; /* zero: the state is calloc'ed */
     if (!wanted)
         return POSENC_OK;
-    /* Instance-level functions of the extension: the loader, and any layer that implements it,
-     * dispatch them to the device the call names. */
-    PFN_vkGetInstanceProcAddr get = vk->instance.loader->GetInstanceProcAddr;
-    VkInstance instance = vk->instance.handle;
-    PFN_vkSetDebugUtilsObjectNameEXT name =
-        (PFN_vkSetDebugUtilsObjectNameEXT)get(instance, "vkSetDebugUtilsObjectNameEXT");
-    PFN_vkCmdBeginDebugUtilsLabelEXT begin =
-        (PFN_vkCmdBeginDebugUtilsLabelEXT)get(instance, "vkCmdBeginDebugUtilsLabelEXT");
-    PFN_vkCmdEndDebugUtilsLabelEXT end =
-        (PFN_vkCmdEndDebugUtilsLabelEXT)get(instance, "vkCmdEndDebugUtilsLabelEXT");
+    PFN_vkSetDebugUtilsObjectNameEXT name = vk->instance.fns.SetDebugUtilsObjectNameEXT;
+    PFN_vkCmdBeginDebugUtilsLabelEXT begin = vk->instance.fns.CmdBeginDebugUtilsLabelEXT;
+    PFN_vkCmdEndDebugUtilsLabelEXT end = vk->instance.fns.CmdEndDebugUtilsLabelEXT;
     if (!name || !begin || !end) {
         if (!field)
             return POSENC_OK; /* posenc's own instance: names are a nicety */
@@ -36,9 +29,7 @@ posenc_status posenc_vk_debug_init(posenc_context *ctx, bool wanted, const char 
                             : !begin ? "vkCmdBeginDebugUtilsLabelEXT"
                                      : "vkCmdEndDebugUtilsLabelEXT");
     }
-    debug->SetDebugUtilsObjectNameEXT = name;
-    debug->CmdBeginDebugUtilsLabelEXT = begin;
-    debug->CmdEndDebugUtilsLabelEXT = end;
+    debug->on = true;
     /* "rope_f16_s16" -> "posenc rope f16 s16": each pipeline's name and its dispatches' label,
      * made here once for all, so that a dispatch formats nothing. */
     for (int kernel = 0; kernel < POSENC__SPIRV_VARIANT_COUNT; kernel++) {
@@ -57,7 +48,7 @@ posenc_status posenc_vk_debug_init(posenc_context *ctx, bool wanted, const char 
 void posenc_vk_debug_name(const posenc_vk_context *vk, VkObjectType type, uint64_t handle,
                           const char *name)
 {
-    if (!vk->debug.SetDebugUtilsObjectNameEXT || !handle)
+    if (!vk->debug.on || !handle)
         return;
     VkDebugUtilsObjectNameInfoEXT info = {
         .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_OBJECT_NAME_INFO_EXT,
@@ -66,7 +57,7 @@ void posenc_vk_debug_name(const posenc_vk_context *vk, VkObjectType type, uint64
         .pObjectName = name,
     };
     /* A name is a nicety: a failure (out of host memory) leaves the object unnamed. */
-    (void)vk->debug.SetDebugUtilsObjectNameEXT(vk->device, &info);
+    (void)vk->instance.fns.SetDebugUtilsObjectNameEXT(vk->device, &info);
 }
 
 void posenc_vk_debug_name_allocation(const posenc_vk_context *vk,
@@ -80,17 +71,17 @@ void posenc_vk_debug_name_allocation(const posenc_vk_context *vk,
 void posenc_vk_debug_label_begin(const posenc_vk_context *vk, VkCommandBuffer commands,
                                  const char *label)
 {
-    if (!vk->debug.CmdBeginDebugUtilsLabelEXT)
+    if (!vk->debug.on)
         return;
     VkDebugUtilsLabelEXT info = {
         .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT,
         .pLabelName = label,
     };
-    vk->debug.CmdBeginDebugUtilsLabelEXT(commands, &info);
+    vk->instance.fns.CmdBeginDebugUtilsLabelEXT(commands, &info);
 }
 
 void posenc_vk_debug_label_end(const posenc_vk_context *vk, VkCommandBuffer commands)
 {
-    if (vk->debug.CmdEndDebugUtilsLabelEXT)
-        vk->debug.CmdEndDebugUtilsLabelEXT(commands);
+    if (vk->debug.on)
+        vk->instance.fns.CmdEndDebugUtilsLabelEXT(commands);
 }

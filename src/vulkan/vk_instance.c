@@ -56,35 +56,21 @@ bool posenc_vk_has_extension(const VkExtensionProperties *extensions, uint32_t c
     return false;
 }
 
-/* Whether the layer is installed, in `*found`; false when out of host memory (not knowing must
- * not turn validation off quietly). */
-static bool has_layer(const posenc_vk_loader *loader, const char *name, bool *found)
-{
-    *found = false;
-    uint32_t count = 0;
-    if (loader->EnumerateInstanceLayerProperties(&count, NULL) != VK_SUCCESS || count == 0)
-        return true;
-    VkLayerProperties *layers = calloc(count, sizeof *layers);
-    if (!layers)
-        return false;
-    if (loader->EnumerateInstanceLayerProperties(&count, layers) >= 0) {
-        for (uint32_t i = 0; i < count && !*found; i++)
-            *found = strcmp(layers[i].layerName, name) == 0;
-    }
-    free(layers);
-    return true;
-}
-
 /* The instance extensions of the implementation and the implicit layers, plus those of `layer`
- * when it is not NULL. */
+ * when it is not NULL and installed (`*with_layer`: asking for its extensions tells, with
+ * VK_ERROR_LAYER_NOT_PRESENT). NULL when out of host memory: not knowing must not turn
+ * validation off quietly. */
 static VkExtensionProperties *instance_extensions(const posenc_vk_loader *loader,
-                                                  const char *layer, uint32_t *count)
+                                                  const char *layer, uint32_t *count,
+                                                  bool *with_layer)
 {
     uint32_t base = 0, extra = 0;
     *count = 0;
     if (loader->EnumerateInstanceExtensionProperties(NULL, &base, NULL) != VK_SUCCESS)
         base = 0;
-    if (layer && loader->EnumerateInstanceExtensionProperties(layer, &extra, NULL) != VK_SUCCESS)
+    *with_layer =
+        layer && loader->EnumerateInstanceExtensionProperties(layer, &extra, NULL) == VK_SUCCESS;
+    if (!*with_layer)
         extra = 0;
     VkExtensionProperties *extensions = calloc(base + extra + 1, sizeof *extensions);
     if (!extensions)
@@ -110,14 +96,12 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
         posenc__copy_string(message, message_size, reason);
         return POSENC_BACKEND_UNAVAILABLE;
     }
-    instance->loader = loader;
+    instance->get_proc_addr = loader->GetInstanceProcAddr;
 
     bool with_layer = false;
     uint32_t extension_count = 0;
-    VkExtensionProperties *extensions = NULL;
-    if (!validation || !log_ctx || has_layer(loader, VALIDATION_LAYER, &with_layer))
-        extensions =
-            instance_extensions(loader, with_layer ? VALIDATION_LAYER : NULL, &extension_count);
+    VkExtensionProperties *extensions = instance_extensions(
+        loader, validation && log_ctx ? VALIDATION_LAYER : NULL, &extension_count, &with_layer);
     if (!extensions) {
         posenc__copy_string(message, message_size, "out of host memory");
         return POSENC_OUT_OF_MEMORY;
@@ -205,7 +189,7 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
                                                       : posenc_vk_status_of(result);
     }
     const char *missing = "";
-    if (!posenc_vk_load_instance_fns(loader, instance->handle, &instance->fns, &missing)) {
+    if (!posenc_vk_load_instance_fns(loader->GetInstanceProcAddr, instance->handle, &instance->fns, &missing)) {
         if (instance->fns.DestroyInstance) /* loaded first, unless it is the one missing */
             instance->fns.DestroyInstance(instance->handle, NULL);
         instance->handle = VK_NULL_HANDLE;

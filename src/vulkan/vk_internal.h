@@ -39,10 +39,15 @@
     X(CreateDevice)                                                                               \
     X(GetDeviceProcAddr)
 
-/* Present only with VK_EXT_debug_utils. */
+/* Present only with VK_EXT_debug_utils. Instance-level functions, the object names and labels
+ * too: the loader, and any layer that implements them, dispatch them to the device the call
+ * names. */
 #define POSENC_VK_DEBUG_FUNCTIONS(X)                                                              \
     X(CreateDebugUtilsMessengerEXT)                                                               \
-    X(DestroyDebugUtilsMessengerEXT)
+    X(DestroyDebugUtilsMessengerEXT)                                                              \
+    X(SetDebugUtilsObjectNameEXT)                                                                 \
+    X(CmdBeginDebugUtilsLabelEXT)                                                                 \
+    X(CmdEndDebugUtilsLabelEXT)
 
 #define POSENC_VK_DEVICE_FUNCTIONS(X)                                                             \
     X(DestroyDevice)                                                                              \
@@ -68,7 +73,6 @@
     X(DestroyPipelineLayout)                                                                      \
     X(CreateDescriptorPool)                                                                       \
     X(DestroyDescriptorPool)                                                                      \
-    X(ResetDescriptorPool)                                                                        \
     X(AllocateDescriptorSets)                                                                     \
     X(UpdateDescriptorSets)                                                                       \
     X(CreateCommandPool)                                                                          \
@@ -100,7 +104,6 @@ typedef struct posenc_vk_loader {
     PFN_vkGetInstanceProcAddr GetInstanceProcAddr;
     PFN_vkCreateInstance CreateInstance;
     PFN_vkEnumerateInstanceExtensionProperties EnumerateInstanceExtensionProperties;
-    PFN_vkEnumerateInstanceLayerProperties EnumerateInstanceLayerProperties;
     uint32_t instance_version; /* what the loader supports: VK_API_VERSION_1_0 and up */
 } posenc_vk_loader;
 
@@ -118,7 +121,7 @@ typedef struct posenc_vk_device_fns {
 
 /* Fill the tables; false names the first missing function in `missing`. The debug functions
  * are optional (NULL when absent). */
-bool posenc_vk_load_instance_fns(const posenc_vk_loader *loader, VkInstance instance,
+bool posenc_vk_load_instance_fns(PFN_vkGetInstanceProcAddr get, VkInstance instance,
                                  posenc_vk_instance_fns *fns, const char **missing);
 bool posenc_vk_load_device_fns(const posenc_vk_instance_fns *instance_fns, VkDevice device,
                                posenc_vk_device_fns *fns, const char **missing);
@@ -127,7 +130,7 @@ bool posenc_vk_load_device_fns(const posenc_vk_instance_fns *instance_fns, VkDev
  * Instances (vk_instance.c)
  */
 typedef struct posenc_vk_instance {
-    const posenc_vk_loader *loader;
+    PFN_vkGetInstanceProcAddr get_proc_addr; /* the loader's, or the caller's */
     VkInstance handle;
     uint32_t api_version;                /* requested in VkApplicationInfo */
     VkDebugUtilsMessengerEXT messenger;  /* VK_NULL_HANDLE when none */
@@ -235,12 +238,9 @@ typedef struct posenc_vk_submission {
     uint64_t serial; /* 0: free */
 } posenc_vk_submission;
 
-/* Debug names and labels (vk_debug.c): the functions of VK_EXT_debug_utils, NULL when the
- * instance has no such extension enabled (or the caller did not say it has). */
+/* Debug names and labels (vk_debug.c), through the instance's VK_EXT_debug_utils functions. */
 typedef struct posenc_vk_debug {
-    PFN_vkSetDebugUtilsObjectNameEXT SetDebugUtilsObjectNameEXT;
-    PFN_vkCmdBeginDebugUtilsLabelEXT CmdBeginDebugUtilsLabelEXT;
-    PFN_vkCmdEndDebugUtilsLabelEXT CmdEndDebugUtilsLabelEXT;
+    bool on; /* the instance has the extension enabled (or the caller says it has) */
     /* "posenc rope f16": each pipeline's name and its dispatches' label, built once by
      * posenc_vk_debug_init. */
     char kernel_labels[POSENC__SPIRV_VARIANT_COUNT][40];
@@ -299,7 +299,6 @@ typedef struct posenc_vk_context {
     uint64_t binding_limit;       /* bytes one binding may span (aligned down) */
     posenc__device device_record; /* a caller's device: what posenc_context_device reports */
     posenc_vk_physical physical_record;
-    posenc_vk_loader loader;      /* a caller's device: its vkGetInstanceProcAddr */
     posenc_vk_debug debug;
 } posenc_vk_context;
 
@@ -353,23 +352,6 @@ posenc_status posenc_vk_close(posenc_context *ctx, VkCommandBuffer commands, VkF
  * closes, submits and waits. */
 posenc_status posenc_vk_begin(posenc_context *ctx);
 posenc_status posenc_vk_submit(posenc_context *ctx);
-/* The shared part of context creation (vk_context.c), for posenc's devices and the caller's:
- * debug names (posenc_vk_debug_init's `wanted` and `field`), memory types, layouts, the command
- * pool and fence (when there is a queue), the placeholder and the pipeline cache. A failure is
- * torn down with posenc_vk_context_fini, which frees whatever exists. */
-posenc_status posenc_vk_context_finish_init(posenc_context *ctx, bool debug_utils,
-                                            const char *debug_field);
-/* posenc's own logical device on vk->physical_handle, with one queue of its compute family. */
-posenc_status posenc_vk_create_device(posenc_context *ctx, posenc_vk_context *vk);
-/* Whether POSENC_VULKAN_DISABLE lists `feature`, to exercise the code paths of devices
- * without it: "16bit_storage" (f16/bf16 packed two per word), "unified_memory" (device buffers
- * with staging copies, as on discrete GPUs), "push_descriptor" (descriptor sets from pools),
- * "host_import" (caller host memory staged instead of imported). */
-static inline bool posenc_vk_disabled(const char *feature)
-{
-    return posenc__gpu_feature_disabled("POSENC_VULKAN_DISABLE", feature);
-}
-
 /* vk_debug.c: debug names and labels. posenc_vk_debug_init loads the functions when `wanted`
  * (the instance has VK_EXT_debug_utils enabled); where they are missing, a caller's instance
  * (`field`: the field that claimed the extension) is INVALID_ARGUMENT, posenc's own (`field`
@@ -580,7 +562,7 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
  * of host memory) and `*count`: VK_SUCCESS, or the VkResult of the call that failed. */
 VkResult posenc_vk_physical_devices(const posenc_vk_instance *instance,
                                     VkPhysicalDevice **physicals, uint32_t *count);
-/* vk_external.c: a context on the caller's instance and device. */
+/* A context on the caller's instance and device (vk_context.c). */
 posenc_status posenc_vk_context_init_external(posenc_context *ctx,
                                               const posenc_context_desc *desc);
 extern const posenc__backend posenc_vk_backend;

@@ -58,14 +58,10 @@ static void load(void)
     loader->EnumerateInstanceExtensionProperties =
         (PFN_vkEnumerateInstanceExtensionProperties)loader->GetInstanceProcAddr(
             VK_NULL_HANDLE, "vkEnumerateInstanceExtensionProperties");
-    loader->EnumerateInstanceLayerProperties =
-        (PFN_vkEnumerateInstanceLayerProperties)loader->GetInstanceProcAddr(
-            VK_NULL_HANDLE, "vkEnumerateInstanceLayerProperties");
     PFN_vkEnumerateInstanceVersion enumerate_version =
         (PFN_vkEnumerateInstanceVersion)loader->GetInstanceProcAddr(VK_NULL_HANDLE,
                                                                     "vkEnumerateInstanceVersion");
-    if (!loader->CreateInstance || !loader->EnumerateInstanceExtensionProperties ||
-        !loader->EnumerateInstanceLayerProperties) {
+    if (!loader->CreateInstance || !loader->EnumerateInstanceExtensionProperties) {
         posenc__library_close(library);
         state.reason = "the Vulkan loader lacks its global functions";
         return;
@@ -101,15 +97,15 @@ const posenc_vk_loader *posenc_vk_loader_get(const char **reason)
         return false;                                                                             \
     }
 
-bool posenc_vk_load_instance_fns(const posenc_vk_loader *loader, VkInstance instance,
+bool posenc_vk_load_instance_fns(PFN_vkGetInstanceProcAddr get, VkInstance instance,
                                  posenc_vk_instance_fns *fns, const char **missing)
 {
     memset(fns, 0, sizeof *fns);
-#define LOAD_INSTANCE_(name) LOAD_(loader->GetInstanceProcAddr, instance, name)
+#define LOAD_INSTANCE_(name) LOAD_(get, instance, name)
     POSENC_VK_INSTANCE_FUNCTIONS(LOAD_INSTANCE_)
 #undef LOAD_INSTANCE_
 #define LOAD_OPTIONAL_(name)                                                                      \
-    fns->name = (PFN_vk##name)loader->GetInstanceProcAddr(instance, "vk" #name);
+    fns->name = (PFN_vk##name)get(instance, "vk" #name);
     POSENC_VK_DEBUG_FUNCTIONS(LOAD_OPTIONAL_)
 #undef LOAD_OPTIONAL_
     return true;
