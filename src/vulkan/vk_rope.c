@@ -23,28 +23,21 @@ _Static_assert(POSENC__GPU_ROPE_BINDINGS == POSENC_VK_BINDINGS &&
 typedef struct rope_job {
     const posenc__rope_op *op;
     const posenc__gpu_rope_pass *pass;
-    posenc_vk_kernel kernel;
     bool blocks; /* rope_blocks.comp where a dispatch's windows start on a block */
 } rope_job;
 
-static posenc_vk_kernel rope_kernel(const posenc_vk_context *vk, posenc_dtype dtype)
+/* rope.comp for `dtype` (16-bit elements packed in words, or in 16-bit storage), or
+ * rope_blocks.comp. */
+static posenc_vk_kernel rope_kernel(const posenc_vk_context *vk, posenc_dtype dtype, bool blocks)
 {
-    switch (dtype) {
-    case POSENC_DTYPE_F16:
-        return vk->storage16 ? POSENC__SPIRV_ROPE_F16_S16 : POSENC__SPIRV_ROPE_F16;
-    case POSENC_DTYPE_BF16:
-        return vk->storage16 ? POSENC__SPIRV_ROPE_BF16_S16 : POSENC__SPIRV_ROPE_BF16;
-    default: return POSENC__SPIRV_ROPE_F32;
-    }
-}
-
-static posenc_vk_kernel rope_blocks_kernel(posenc_dtype dtype)
-{
-    switch (dtype) {
-    case POSENC_DTYPE_F16: return POSENC__SPIRV_ROPE_F16_BLOCKS;
-    case POSENC_DTYPE_BF16: return POSENC__SPIRV_ROPE_BF16_BLOCKS;
-    default: return POSENC__SPIRV_ROPE_F32_BLOCKS;
-    }
+    static const posenc_vk_kernel kernels[3][3] = {
+        {POSENC__SPIRV_ROPE_F32, POSENC__SPIRV_ROPE_F16, POSENC__SPIRV_ROPE_BF16},
+        {POSENC__SPIRV_ROPE_F32, POSENC__SPIRV_ROPE_F16_S16, POSENC__SPIRV_ROPE_BF16_S16},
+        {POSENC__SPIRV_ROPE_F32_BLOCKS, POSENC__SPIRV_ROPE_F16_BLOCKS,
+         POSENC__SPIRV_ROPE_BF16_BLOCKS},
+    };
+    int column = dtype == POSENC_DTYPE_F16 ? 1 : dtype == POSENC_DTYPE_BF16 ? 2 : 0;
+    return kernels[blocks ? 2 : vk->storage16][column];
 }
 
 static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
@@ -62,7 +55,7 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
     posenc__rope_pass push;
     posenc__gpu_rope_pass_params(job->op, pass, box, windows->first,
                                  (uint32_t)split.heads_per_unit, &push);
-    return posenc_vk_dispatch(ctx, blocks ? rope_blocks_kernel(pass->out->dtype) : job->kernel,
+    return posenc_vk_dispatch(ctx, rope_kernel(ctx->backend_state, pass->out->dtype, blocks),
                               windows, &push, sizeof push, split.units);
 }
 
@@ -82,7 +75,6 @@ static posenc_status rope_pass_record(posenc_context *ctx, const posenc__rope_op
     rope_job job = {
         .op = op,
         .pass = pass,
-        .kernel = rope_kernel(ctx->backend_state, pass->out->dtype),
         .blocks = posenc__gpu_rope_pass_in_blocks(op, pass),
     };
     int64_t shape[3] = {op->batch, op->tokens, pass->out->shape[2]};
@@ -118,7 +110,8 @@ posenc_vk_op posenc_vk_rope_op(posenc_context *ctx, const posenc__rope_op *op)
 {
     /* Both kernels, as a call may take either for a pass (by where its views lie in memory). */
     posenc_vk_op run = {
-        .kernels = {rope_kernel(ctx->backend_state, op->q.dtype), rope_blocks_kernel(op->q.dtype)},
+        .kernels = {rope_kernel(ctx->backend_state, op->q.dtype, false),
+                    rope_kernel(ctx->backend_state, op->q.dtype, true)},
         .record = rope_record,
         .op = op};
     posenc__gpu_rope_op(op, &run.gpu);

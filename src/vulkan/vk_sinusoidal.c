@@ -23,17 +23,24 @@ enum { BINDING_OUT = 0, BINDING_X = 1, BINDING_POSITIONS = 2 };
 typedef struct sinusoidal_job {
     const posenc__sinusoidal_op *op;
     bool x_in_out;
-    posenc_vk_kernel kernel;
     bool blocks; /* sinusoidal_blocks.comp where a dispatch's windows start on a block */
 } sinusoidal_job;
 
-static posenc_vk_kernel sinusoidal_blocks_kernel(posenc_dtype dtype)
+/* sinusoidal.comp for `dtype` (16-bit elements packed in words, or in 16-bit storage), or
+ * sinusoidal_blocks.comp. */
+static posenc_vk_kernel sinusoidal_kernel(const posenc_vk_context *vk, posenc_dtype dtype,
+                                          bool blocks)
 {
-    switch (dtype) {
-    case POSENC_DTYPE_F16: return POSENC__SPIRV_SINUSOIDAL_F16_BLOCKS;
-    case POSENC_DTYPE_BF16: return POSENC__SPIRV_SINUSOIDAL_BF16_BLOCKS;
-    default: return POSENC__SPIRV_SINUSOIDAL_F32_BLOCKS;
-    }
+    static const posenc_vk_kernel kernels[3][3] = {
+        {POSENC__SPIRV_SINUSOIDAL_F32, POSENC__SPIRV_SINUSOIDAL_F16,
+         POSENC__SPIRV_SINUSOIDAL_BF16},
+        {POSENC__SPIRV_SINUSOIDAL_F32, POSENC__SPIRV_SINUSOIDAL_F16_S16,
+         POSENC__SPIRV_SINUSOIDAL_BF16_S16},
+        {POSENC__SPIRV_SINUSOIDAL_F32_BLOCKS, POSENC__SPIRV_SINUSOIDAL_F16_BLOCKS,
+         POSENC__SPIRV_SINUSOIDAL_BF16_BLOCKS},
+    };
+    int column = dtype == POSENC_DTYPE_F16 ? 1 : dtype == POSENC_DTYPE_BF16 ? 2 : 0;
+    return kernels[blocks ? 2 : vk->storage16][column];
 }
 
 static posenc_status record_sinusoidal(posenc_context *ctx, const posenc_vk_box *box,
@@ -49,6 +56,7 @@ static posenc_status record_sinusoidal(posenc_context *ctx, const posenc_vk_box 
     posenc__sinusoidal_params push;
     posenc__gpu_sinusoidal_params(op, job->x_in_out, box, windows->first, &push);
     uint64_t all_rows = (uint64_t)(box->count[0] * box->count[1]);
+    uint64_t invocations = posenc__gpu_sinusoidal_units(op, (int64_t)all_rows);
     if (blocks) {
         /* Units of E frequencies, each over runs of rows: as many runs as fill the target. */
         uint64_t units = op->half / block_elements;
@@ -56,37 +64,22 @@ static posenc_status record_sinusoidal(posenc_context *ctx, const posenc_vk_box 
                               ? BLOCKS_CPU_TARGET_INVOCATIONS
                               : BLOCKS_TARGET_INVOCATIONS;
         uint64_t runs = (target + units - 1) / units;
-        runs = runs < all_rows ? runs : all_rows;
-        return posenc_vk_dispatch(ctx, sinusoidal_blocks_kernel(op->out.dtype), windows, &push,
-                                  sizeof push, units * runs);
+        invocations = units * (runs < all_rows ? runs : all_rows);
     }
-    return posenc_vk_dispatch(ctx, job->kernel, windows, &push, sizeof push,
-                              posenc__gpu_sinusoidal_units(op, (int64_t)all_rows));
-}
-
-static posenc_vk_kernel sinusoidal_kernel(const posenc_vk_context *vk, posenc_dtype dtype)
-{
-    switch (dtype) {
-    case POSENC_DTYPE_F16:
-        return vk->storage16 ? POSENC__SPIRV_SINUSOIDAL_F16_S16 : POSENC__SPIRV_SINUSOIDAL_F16;
-    case POSENC_DTYPE_BF16:
-        return vk->storage16 ? POSENC__SPIRV_SINUSOIDAL_BF16_S16 : POSENC__SPIRV_SINUSOIDAL_BF16;
-    default: return POSENC__SPIRV_SINUSOIDAL_F32;
-    }
+    return posenc_vk_dispatch(ctx, sinusoidal_kernel(ctx->backend_state, op->out.dtype, blocks),
+                              windows, &push, sizeof push, invocations);
 }
 
 static posenc_status sinusoidal_record(posenc_context *ctx, const void *sinusoidal,
                                        const posenc_vk_place *places)
 {
     const posenc__sinusoidal_op *op = sinusoidal;
-    posenc_vk_context *vk = ctx->backend_state;
     bool x_in_out = posenc__gpu_sinusoidal_x_in_out(ctx, op);
     posenc__gpu_extent extents[POSENC__SINUSOIDAL_VIEWS];
     posenc__gpu_sinusoidal_extents(op, x_in_out, extents);
     sinusoidal_job job = {
         .op = op,
         .x_in_out = x_in_out,
-        .kernel = sinusoidal_kernel(vk, op->out.dtype),
         .blocks = posenc__gpu_sinusoidal_in_blocks(op, x_in_out),
     };
     int64_t shape[3] = {op->batch, op->rows, 1};
@@ -98,8 +91,8 @@ static posenc_status sinusoidal_record(posenc_context *ctx, const void *sinusoid
 posenc_vk_op posenc_vk_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op)
 {
     /* Both kernels, as a call may take either (by where its views lie in memory). */
-    posenc_vk_op run = {.kernels = {sinusoidal_kernel(ctx->backend_state, op->out.dtype),
-                                    sinusoidal_blocks_kernel(op->out.dtype)},
+    posenc_vk_op run = {.kernels = {sinusoidal_kernel(ctx->backend_state, op->out.dtype, false),
+                                    sinusoidal_kernel(ctx->backend_state, op->out.dtype, true)},
                         .record = sinusoidal_record,
                         .op = op};
     posenc__gpu_sinusoidal_op(ctx, op, &run.gpu);
