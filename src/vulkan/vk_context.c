@@ -111,14 +111,13 @@ static posenc_status create_instance(posenc_context *ctx, posenc_vk_context *vk)
 static posenc_status borrow_instance(posenc_context *ctx, posenc_vk_context *vk,
                                      const posenc_vulkan_external *ext)
 {
-    vk->instance.get_proc_addr = (PFN_vkGetInstanceProcAddr)ext->get_instance_proc_addr;
     vk->instance.handle = (VkInstance)ext->instance;
     vk->instance.api_version = VK_API_VERSION_1_1; /* what posenc requires of the instance */
     vk->instance.borrowed = true;
     vk->physical_handle = (VkPhysicalDevice)ext->physical_device;
     const char *missing = "";
-    if (!posenc_vk_load_instance_fns(vk->instance.get_proc_addr, vk->instance.handle,
-                                     &vk->instance.fns, &missing))
+    if (!posenc_vk_load_instance_fns((PFN_vkGetInstanceProcAddr)ext->get_instance_proc_addr,
+                                     vk->instance.handle, &vk->instance.fns, &missing))
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                             "vulkan.get_instance_proc_addr: returns no %s for vulkan.instance "
                             "(posenc needs a Vulkan 1.1 instance)",

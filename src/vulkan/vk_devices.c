@@ -250,9 +250,6 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
     static const uint8_t zero[VK_UUID_SIZE];
     record->has_uuid = memcmp(record->uuid, zero, VK_UUID_SIZE) != 0;
     record->enumeration_index = index;
-    record->vendor_id = properties.properties.vendorID;
-    record->device_id = properties.properties.deviceID;
-    memcpy(record->pipeline_cache_uuid, properties.properties.pipelineCacheUUID, VK_UUID_SIZE);
     record->binding_alignment = limits->minStorageBufferOffsetAlignment;
     record->max_group_count = limits->maxComputeWorkGroupCount[0];
     return POSENC_OK;

@@ -96,7 +96,6 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
         posenc__copy_string(message, message_size, reason);
         return POSENC_BACKEND_UNAVAILABLE;
     }
-    instance->get_proc_addr = loader->GetInstanceProcAddr;
 
     bool with_layer = false;
     uint32_t extension_count = 0;
@@ -189,7 +188,8 @@ posenc_status posenc_vk_instance_create(posenc_context *log_ctx, bool validation
                                                       : posenc_vk_status_of(result);
     }
     const char *missing = "";
-    if (!posenc_vk_load_instance_fns(loader->GetInstanceProcAddr, instance->handle, &instance->fns, &missing)) {
+    if (!posenc_vk_load_instance_fns(loader->GetInstanceProcAddr, instance->handle,
+                                     &instance->fns, &missing)) {
         if (instance->fns.DestroyInstance) /* loaded first, unless it is the one missing */
             instance->fns.DestroyInstance(instance->handle, NULL);
         instance->handle = VK_NULL_HANDLE;

@@ -130,7 +130,6 @@ bool posenc_vk_load_device_fns(const posenc_vk_instance_fns *instance_fns, VkDev
  * Instances (vk_instance.c)
  */
 typedef struct posenc_vk_instance {
-    PFN_vkGetInstanceProcAddr get_proc_addr; /* the loader's, or the caller's */
     VkInstance handle;
     uint32_t api_version;                /* requested in VkApplicationInfo */
     VkDebugUtilsMessengerEXT messenger;  /* VK_NULL_HANDLE when none */
@@ -164,8 +163,6 @@ typedef struct posenc_vk_physical {
     uint8_t uuid[VK_UUID_SIZE];
     bool has_uuid;                /* the driver reported a non-zero deviceUUID */
     uint32_t enumeration_index;   /* among the physical devices, for devices without a UUID */
-    uint32_t vendor_id, device_id;
-    uint8_t pipeline_cache_uuid[VK_UUID_SIZE];
     uint32_t queue_family;        /* a compute queue family */
     bool push_descriptor;         /* VK_KHR_push_descriptor */
     bool portability_subset;      /* VK_KHR_portability_subset must be enabled */

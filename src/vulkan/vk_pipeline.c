@@ -89,16 +89,18 @@ static void *read_file(const char *path, size_t *size)
 /* Whether `data` is a cache of this very device and driver (the header of
  * VK_PIPELINE_CACHE_HEADER_VERSION_ONE). Drivers check this too; checking first keeps a cache
  * from another GPU away from drivers that check less. */
-static bool cache_matches(const posenc_vk_physical *physical, const uint8_t *data, size_t size)
+static bool cache_matches(const posenc_vk_context *vk, const uint8_t *data, size_t size)
 {
+    VkPhysicalDeviceProperties device;
+    vk->instance.fns.GetPhysicalDeviceProperties(vk->physical_handle, &device);
     uint32_t words[4];
     if (size < 16 + VK_UUID_SIZE)
         return false;
     memcpy(words, data, sizeof words);
     return words[0] >= 16 + VK_UUID_SIZE && words[0] <= size &&
-           words[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE && words[2] == physical->vendor_id &&
-           words[3] == physical->device_id &&
-           memcmp(data + 16, physical->pipeline_cache_uuid, VK_UUID_SIZE) == 0;
+           words[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE && words[2] == device.vendorID &&
+           words[3] == device.deviceID &&
+           memcmp(data + 16, device.pipelineCacheUUID, VK_UUID_SIZE) == 0;
 }
 
 posenc_status posenc_vk_pipeline_cache_create(posenc_context *ctx)
@@ -110,7 +112,7 @@ posenc_status posenc_vk_pipeline_cache_create(posenc_context *ctx)
     void *data = NULL;
     if (ctx->pipeline_cache_path) {
         data = read_file(ctx->pipeline_cache_path, &size);
-        if (data && !cache_matches(vk->physical, data, size)) {
+        if (data && !cache_matches(vk, data, size)) {
             posenc__log(ctx, POSENC_LOG_INFO,
                         "vulkan: pipeline cache %s is not for this device and driver; starting "
                         "an empty one",
