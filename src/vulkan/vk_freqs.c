@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Device copies of the frequency tables that core/gpu_tables.h caches: one small host-visible
- * buffer per table, written once and never changed, so that a command buffer recorded with it
- * stays valid however many other tables later calls use. Tables past the cache are written by
- * the command buffers themselves, into a ring (posenc_vk_table_ring). */
+/* Device copies of the frequency tables that core/gpu_tables.h caches, one small host-visible
+ * buffer each (posenc_vk_freq_table), and the ring of the tables past the cache. */
 #include "vulkan/vk_internal.h"
 
 #include <string.h>
