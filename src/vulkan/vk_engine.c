@@ -76,8 +76,6 @@ static posenc_status record(posenc_context *ctx, VkCommandBuffer command_buffer,
         return POSENC_INVALID_ARGUMENT;
     posenc__op_storage storage;
     posenc__op op;
-    posenc_vk_op run;
-    posenc_vk_place places[POSENC__GPU_MAX_VIEWS];
     posenc__mutex_lock(&vk->lock);
     posenc_status status = command_buffer ? POSENC_OK
                                           : posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
@@ -85,19 +83,10 @@ static posenc_status record(posenc_context *ctx, VkCommandBuffer command_buffer,
     if (status == POSENC_OK)
         status = posenc__op_resolve_device(ctx, rope, desc, call, &storage, &op);
     if (status == POSENC_OK) {
-        run = posenc_vk_op_of(ctx, &op);
-        for (uint32_t i = 0; i < run.gpu.view_count; i++)
-            places[i] = run.gpu.views[i] ? posenc_vk_place_of(run.gpu.views[i])
-                                         : (posenc_vk_place){0};
-        status = posenc_vk_op_pipelines(ctx, &run);
-    }
-    if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, run.gpu.freqs, run.gpu.freq_count, run.gpu.freqs_id,
-                                     true);
-    if (status == POSENC_OK) {
+        posenc_vk_op run = posenc_vk_op_of(ctx, &op);
         vk->target = command_buffer;
         vk->dispatches = 0;
-        status = run.record(ctx, run.op, places);
+        status = posenc_vk_record_device(ctx, &run, true);
     }
     if (status == POSENC_OK)
         posenc__atomic64_add(rope ? &ctx->stats.rope_calls : &ctx->stats.sinusoidal_calls, 1);

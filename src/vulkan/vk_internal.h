@@ -540,8 +540,10 @@ typedef struct posenc_vk_op {
 posenc_vk_op posenc_vk_rope_op(posenc_context *ctx, const posenc__rope_op *op);
 posenc_vk_op posenc_vk_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op);
 posenc_vk_op posenc_vk_op_of(posenc_context *ctx, const posenc__op *op);
-/* vk_submit.c: the pipelines of run->kernels. */
-posenc_status posenc_vk_op_pipelines(posenc_context *ctx, const posenc_vk_op *run);
+/* vk_submit.c: records `run`, every view a device buffer (the front end checked them:
+ * op_views.h), into vk->target, with its table set (`pinned` for the caller's command buffers,
+ * so that it stays for the context's life) and its pipelines made before anything is recorded. */
+posenc_status posenc_vk_record_device(posenc_context *ctx, const posenc_vk_op *run, bool pinned);
 /* vk_commands.c: runs `op` on the context's own command buffer, under the context's lock:
  * sets its table, places its views (host memory staged), records, submits and waits, then
  * copies the outputs back to host memory. */
