@@ -279,7 +279,6 @@ typedef struct posenc_vk_context {
     PFN_vkGetMemoryHostPointerPropertiesEXT GetMemoryHostPointerPropertiesEXT;
     bool host_import;
     bool storage16;               /* 16-bit storage enabled: the "_s16" kernels */
-    bool recording;               /* between posenc_vk_begin and posenc_vk_submit */
     /* The command buffer dispatches go into, and the ranges of the dispatches of the same call
      * since its start or its last barrier: a barrier comes before a dispatch that binds what
      * one of them writes, or writes what one of them binds. */
@@ -350,7 +349,8 @@ posenc_status posenc_vk_open(posenc_context *ctx, VkCommandBuffer commands);
 posenc_status posenc_vk_close(posenc_context *ctx, VkCommandBuffer commands, VkFence fence,
                               posenc_status recorded);
 /* The context's own command buffer, recorded and submitted synchronously: posenc_vk_submit
- * closes, submits and waits. */
+ * closes, submits and waits. Whatever fails after a begin still closes (posenc_vk_run closes a
+ * failed recording), so that a begin always finds the command buffer ready. */
 posenc_status posenc_vk_begin(posenc_context *ctx);
 posenc_status posenc_vk_submit(posenc_context *ctx);
 /* The shared part of context creation (vk_context.c), for posenc's devices and the caller's:
