@@ -24,14 +24,11 @@ static posenc_vk_context *external_state(posenc_context *ctx, const char *call)
 posenc_status posenc_vk_buffer_wrap(posenc_context *ctx, VkBuffer buffer, VkDeviceSize offset,
                                     VkDeviceSize range, posenc_buffer **wrapped)
 {
-    static const char call[] = "posenc_vk_buffer_wrap";
-    if (!ctx)
-        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
-    if (!wrapped)
-        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "wrapped: is NULL");
-    posenc_vk_context *vk = external_state(ctx, call);
+    posenc_vk_context *vk = external_state(ctx, "posenc_vk_buffer_wrap");
     if (!vk)
         return POSENC_INVALID_ARGUMENT;
+    if (!wrapped)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "wrapped: is NULL");
     if (buffer == VK_NULL_HANDLE)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "buffer: is VK_NULL_HANDLE");
     uint64_t alignment = vk->physical->binding_alignment > 16 ? vk->physical->binding_alignment

@@ -18,13 +18,16 @@ posenc_vk_op posenc_vk_op_of(posenc_context *ctx, const posenc__op *op)
                     : posenc_vk_sinusoidal_op(ctx, op->sinusoidal);
 }
 
-/* The pipelines of run->kernels. */
-static posenc_status make_pipelines(posenc_context *ctx, const posenc_vk_op *run)
+/* The pipelines of run->kernels and its table (`pinned`: see posenc_vk_record_device). */
+static posenc_status make_ready(posenc_context *ctx, const posenc_vk_op *run, bool pinned)
 {
     VkPipeline pipeline;
     posenc_status status = POSENC_OK;
     for (int i = 0; i < 2 && status == POSENC_OK; i++)
         status = posenc_vk_pipeline(ctx, run->kernels[i], &pipeline);
+    if (status == POSENC_OK)
+        status = posenc_vk_set_freqs(ctx, run->gpu.freqs, run->gpu.freq_count, run->gpu.freqs_id,
+                                     pinned);
     return status;
 }
 
@@ -34,10 +37,7 @@ posenc_status posenc_vk_record_device(posenc_context *ctx, const posenc_vk_op *r
     for (uint32_t i = 0; i < run->gpu.view_count; i++)
         places[i] = run->gpu.views[i] ? posenc_vk_place_of(run->gpu.views[i])
                                       : (posenc_vk_place){0};
-    posenc_status status = make_pipelines(ctx, run);
-    if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, run->gpu.freqs, run->gpu.freq_count, run->gpu.freqs_id,
-                                     pinned);
+    posenc_status status = make_ready(ctx, run, pinned);
     return status == POSENC_OK ? run->record(ctx, run->op, places) : status;
 }
 
@@ -52,10 +52,7 @@ posenc_status posenc_vk_op_prepare(posenc_context *ctx, const posenc__op *op)
     posenc_vk_context *vk = ctx->backend_state;
     posenc_vk_op run = posenc_vk_op_of(ctx, op);
     posenc__mutex_lock(&vk->lock);
-    posenc_status status = make_pipelines(ctx, &run);
-    if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, run.gpu.freqs, run.gpu.freq_count, run.gpu.freqs_id,
-                                     false);
+    posenc_status status = make_ready(ctx, &run, false);
     /* No work binds it yet: the first call finds it again (or, past a cache of tables that
      * recorded work pins, writes it then). */
     vk->table = NULL;
