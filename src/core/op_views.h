@@ -28,7 +28,9 @@ extern const char *const posenc__sinusoidal_view_names[POSENC__SINUSOIDAL_VIEWS]
 
 /* Fills `views` with the operation's views; NULL where a view is absent or is its own input
  * (an output rotated in place, x added into out itself) or is not written (k_out standing for k
- * when only k_cache takes the rotated k), so each memory appears once. */
+ * when only k_cache takes the rotated k), so each memory appears once. Each of those stands
+ * right after the view it is (q_out after q, k_out after k, x after out): a backend that must
+ * bind every entry binds a NULL one as the one before it. */
 void posenc__rope_views(const posenc__rope_op *op, const posenc__view *views[POSENC__ROPE_VIEWS]);
 void posenc__sinusoidal_views(posenc_context *ctx, const posenc__sinusoidal_op *op,
                               const posenc__view *views[POSENC__SINUSOIDAL_VIEWS]);

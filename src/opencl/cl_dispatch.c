@@ -58,6 +58,13 @@ posenc_status posenc_cl_stage_op(posenc_context *ctx, const posenc_cl_op *run, b
     const posenc__gpu_op *op = &run->gpu;
     posenc_cl_stage_views(staging, op->views, op->access, op->names, op->view_count, bindings);
     posenc_status status = posenc_cl_stage_in(ctx, staging);
+    /* Every view is a kernel argument. One absent from the list is bound as the one before it:
+     * an output in place, or x added into out itself, is then its input (core/op_views.h),
+     * and an argument the kernel never touches still needs a buffer. */
+    for (uint32_t i = 1; status == POSENC_OK && i < op->view_count; i++) {
+        if (!op->views[i])
+            bindings[i] = bindings[i - 1];
+    }
     if (status == POSENC_OK && left_running && posenc__gpu_stage_has_host(&staging->plan))
         status = posenc__fail(ctx, POSENC_INTERNAL, "%s: host memory in work left running",
                               op->what);

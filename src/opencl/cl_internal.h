@@ -299,9 +299,9 @@ posenc_cl_op posenc_cl_op_of(posenc_context *ctx, const posenc__op *op);
  * command. */
 posenc_status posenc_cl_run_op(posenc_context *ctx, const posenc_cl_op *run, cl_uint wait_count,
                                const cl_event *wait_list, cl_event *event);
-/* Binds the views of `run` into `bindings` (in its order; absent ones untouched), staging host
- * memory, and sets `*freqs` to the device copy of its table (when it has one); `left_running`
- * work must bind no host memory. Releases the staging on failure. */
+/* Binds the views of `run` into `bindings` (in its order; an absent one as the one before it),
+ * staging host memory, and sets `*freqs` to the device copy of its table (when it has one);
+ * `left_running` work must bind no host memory. Releases the staging on failure. */
 posenc_status posenc_cl_stage_op(posenc_context *ctx, const posenc_cl_op *run, bool left_running,
                                  posenc_cl_binding *bindings, posenc_cl_staging *staging,
                                  cl_mem *freqs);

@@ -45,7 +45,6 @@ static posenc_status rope_launch(posenc_context *ctx, const posenc_cl_op *run,
         status = posenc__gpu_rope_check_caches(ctx, op, false, true, 0,
                                                ctx->device->info.max_buffer_bytes,
                                                "the largest allocation of this OpenCL device");
-    enum { Q, Q_OUT, K, K_OUT, POSITIONS, SLOTS, K_CACHE, V, V_CACHE };
     posenc_cl_binding b[POSENC__ROPE_VIEWS];
     posenc_cl_staging staging = {0};
     cl_mem freqs = NULL;
@@ -53,25 +52,6 @@ static posenc_status rope_launch(posenc_context *ctx, const posenc_cl_op *run,
         status = posenc_cl_stage_op(ctx, run, event != NULL, b, &staging, &freqs);
     if (status != POSENC_OK)
         return status;
-    /* Outputs in place are their inputs; unused arguments still need a buffer: q for the
-     * writable ones (never written), the table for the others. */
-    if (op->q_in_place)
-        b[Q_OUT] = b[Q];
-    if (!op->has_k)
-        b[K] = b[K_OUT] = b[Q];
-    else if (op->k_in_place || !op->k_out_written)
-        b[K_OUT] = b[K];
-    if (!op->has_positions)
-        b[POSITIONS] = (posenc_cl_binding){.mem = freqs};
-    if (!op->has_k_cache) {
-        b[SLOTS] = (posenc_cl_binding){.mem = freqs};
-        b[K_CACHE] = (posenc_cl_binding){.mem = b[Q].mem};
-    }
-    if (!op->has_v) {
-        b[V] = (posenc_cl_binding){.mem = freqs};
-        b[V_CACHE] = (posenc_cl_binding){.mem = b[Q].mem};
-    }
-
     uint32_t offsets[POSENC__ROPE_VIEWS];
     for (int i = 0; i < POSENC__ROPE_VIEWS; i++)
         offsets[i] = b[i].offset;

@@ -38,11 +38,6 @@ static posenc_status sinusoidal_launch(posenc_context *ctx, const posenc_cl_op *
         status = posenc_cl_stage_op(ctx, run, event != NULL, b, &staging, &freqs);
     if (status != POSENC_OK)
         return status;
-    /* x added into out itself is read through out; unused arguments still need a buffer. */
-    if (!run->gpu.views[X])
-        b[X] = b[OUT];
-    if (!op->has_positions)
-        b[POSITIONS] = (posenc_cl_binding){.mem = freqs};
     posenc__gpu_box box = {.count = {op->batch, op->rows, 1}};
     uint32_t first[POSENC__SINUSOIDAL_VIEWS] = {b[OUT].offset, b[X].offset, b[POSITIONS].offset};
     posenc__sinusoidal_params params;

@@ -69,31 +69,29 @@ posenc_status posenc_vk_begin(posenc_context *ctx)
     posenc_status lost = posenc__check_lost(ctx);
     if (lost != POSENC_OK)
         return lost;
-    if (vk->recording) { /* a call that failed while recording */
-        VkResult result = vk->fns.ResetCommandBuffer(vk->commands, 0);
-        if (result != VK_SUCCESS)
-            return posenc_vk_fail(ctx, result, "vkResetCommandBuffer");
-        vk->recording = false;
-    }
     if (!vk->queue)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "vulkan.queue: this context records only (no queue was given), and "
                             "this call needs to submit work");
     posenc_vk_descriptors_trim(ctx);
-    posenc_status status = posenc_vk_open(ctx, vk->commands);
-    vk->recording = status == POSENC_OK;
-    return status;
+    return posenc_vk_open(ctx, vk->commands);
+}
+
+/* Ends the context's own command buffer (every call ends what it began, so that the next
+ * begin finds it ready), and when `recorded` is OK submits it and waits. */
+static posenc_status end(posenc_context *ctx, posenc_status recorded)
+{
+    posenc_vk_context *vk = ctx->backend_state;
+    posenc_status status = posenc_vk_close(ctx, vk->commands, vk->fence, recorded);
+    if (status != POSENC_OK)
+        return status;
+    VkResult result = vk->fns.WaitForFences(vk->device, 1, &vk->fence, VK_TRUE, UINT64_MAX);
+    return result == VK_SUCCESS ? POSENC_OK : posenc_vk_fail(ctx, result, "vkWaitForFences");
 }
 
 posenc_status posenc_vk_submit(posenc_context *ctx)
 {
-    posenc_vk_context *vk = ctx->backend_state;
-    posenc_status status = posenc_vk_close(ctx, vk->commands, vk->fence, POSENC_OK);
-    if (status != POSENC_OK)
-        return status;
-    vk->recording = false;
-    VkResult result = vk->fns.WaitForFences(vk->device, 1, &vk->fence, VK_TRUE, UINT64_MAX);
-    return result == VK_SUCCESS ? POSENC_OK : posenc_vk_fail(ctx, result, "vkWaitForFences");
+    return end(ctx, POSENC_OK);
 }
 
 posenc_status posenc_vk_run(posenc_context *ctx, const posenc_vk_op *op)
@@ -112,9 +110,7 @@ posenc_status posenc_vk_run(posenc_context *ctx, const posenc_vk_op *op)
     if (status == POSENC_OK)
         status = posenc_vk_begin(ctx);
     if (status == POSENC_OK)
-        status = op->record(ctx, op->op, places);
-    if (status == POSENC_OK)
-        status = posenc_vk_submit(ctx);
+        status = end(ctx, op->record(ctx, op->op, places));
     posenc_vk_unstage(ctx, &staging, status == POSENC_OK);
     posenc__mutex_unlock(&vk->lock);
     return status;

@@ -24,14 +24,11 @@ static posenc_vk_context *external_state(posenc_context *ctx, const char *call)
 posenc_status posenc_vk_buffer_wrap(posenc_context *ctx, VkBuffer buffer, VkDeviceSize offset,
                                     VkDeviceSize range, posenc_buffer **wrapped)
 {
-    static const char call[] = "posenc_vk_buffer_wrap";
-    if (!ctx)
-        return posenc__fail(NULL, POSENC_INVALID_ARGUMENT, "context: is NULL");
-    if (!wrapped)
-        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "wrapped: is NULL");
-    posenc_vk_context *vk = external_state(ctx, call);
+    posenc_vk_context *vk = external_state(ctx, "posenc_vk_buffer_wrap");
     if (!vk)
         return POSENC_INVALID_ARGUMENT;
+    if (!wrapped)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "wrapped: is NULL");
     if (buffer == VK_NULL_HANDLE)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "buffer: is VK_NULL_HANDLE");
     uint64_t alignment = vk->physical->binding_alignment > 16 ? vk->physical->binding_alignment
@@ -76,8 +73,6 @@ static posenc_status record(posenc_context *ctx, VkCommandBuffer command_buffer,
         return POSENC_INVALID_ARGUMENT;
     posenc__op_storage storage;
     posenc__op op;
-    posenc_vk_op run;
-    posenc_vk_place places[POSENC__GPU_MAX_VIEWS];
     posenc__mutex_lock(&vk->lock);
     posenc_status status = command_buffer ? POSENC_OK
                                           : posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
@@ -85,19 +80,10 @@ static posenc_status record(posenc_context *ctx, VkCommandBuffer command_buffer,
     if (status == POSENC_OK)
         status = posenc__op_resolve_device(ctx, rope, desc, call, &storage, &op);
     if (status == POSENC_OK) {
-        run = posenc_vk_op_of(ctx, &op);
-        for (uint32_t i = 0; i < run.gpu.view_count; i++)
-            places[i] = run.gpu.views[i] ? posenc_vk_place_of(run.gpu.views[i])
-                                         : (posenc_vk_place){0};
-        status = posenc_vk_op_pipelines(ctx, &run);
-    }
-    if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, run.gpu.freqs, run.gpu.freq_count, run.gpu.freqs_id,
-                                     true);
-    if (status == POSENC_OK) {
+        posenc_vk_op run = posenc_vk_op_of(ctx, &op);
         vk->target = command_buffer;
         vk->dispatches = 0;
-        status = run.record(ctx, run.op, places);
+        status = posenc_vk_record_device(ctx, &run, true);
     }
     if (status == POSENC_OK)
         posenc__atomic64_add(rope ? &ctx->stats.rope_calls : &ctx->stats.sinusoidal_calls, 1);

@@ -276,7 +276,6 @@ typedef struct posenc_vk_context {
     PFN_vkGetMemoryHostPointerPropertiesEXT GetMemoryHostPointerPropertiesEXT;
     bool host_import;
     bool storage16;               /* 16-bit storage enabled: the "_s16" kernels */
-    bool recording;               /* between posenc_vk_begin and posenc_vk_submit */
     /* The command buffer dispatches go into, and the ranges of the dispatches of the same call
      * since its start or its last barrier: a barrier comes before a dispatch that binds what
      * one of them writes, or writes what one of them binds. */
@@ -346,7 +345,8 @@ posenc_status posenc_vk_open(posenc_context *ctx, VkCommandBuffer commands);
 posenc_status posenc_vk_close(posenc_context *ctx, VkCommandBuffer commands, VkFence fence,
                               posenc_status recorded);
 /* The context's own command buffer, recorded and submitted synchronously: posenc_vk_submit
- * closes, submits and waits. */
+ * closes, submits and waits. Whatever fails after a begin still closes (posenc_vk_run closes a
+ * failed recording), so that a begin always finds the command buffer ready. */
 posenc_status posenc_vk_begin(posenc_context *ctx);
 posenc_status posenc_vk_submit(posenc_context *ctx);
 /* vk_debug.c: debug names and labels. posenc_vk_debug_init loads the functions when `wanted`
@@ -519,8 +519,10 @@ typedef struct posenc_vk_op {
 posenc_vk_op posenc_vk_rope_op(posenc_context *ctx, const posenc__rope_op *op);
 posenc_vk_op posenc_vk_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op *op);
 posenc_vk_op posenc_vk_op_of(posenc_context *ctx, const posenc__op *op);
-/* vk_submit.c: the pipelines of run->kernels. */
-posenc_status posenc_vk_op_pipelines(posenc_context *ctx, const posenc_vk_op *run);
+/* vk_submit.c: records `run`, every view a device buffer (the front end checked them:
+ * op_views.h), into vk->target, with its table set (`pinned` for the caller's command buffers,
+ * so that it stays for the context's life) and its pipelines made before anything is recorded. */
+posenc_status posenc_vk_record_device(posenc_context *ctx, const posenc_vk_op *run, bool pinned);
 /* vk_commands.c: runs `op` on the context's own command buffer, under the context's lock:
  * sets its table, places its views (host memory staged), records, submits and waits, then
  * copies the outputs back to host memory. */

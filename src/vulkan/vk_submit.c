@@ -18,13 +18,27 @@ posenc_vk_op posenc_vk_op_of(posenc_context *ctx, const posenc__op *op)
                     : posenc_vk_sinusoidal_op(ctx, op->sinusoidal);
 }
 
-posenc_status posenc_vk_op_pipelines(posenc_context *ctx, const posenc_vk_op *run)
+/* The pipelines of run->kernels and its table (`pinned`: see posenc_vk_record_device). */
+static posenc_status make_ready(posenc_context *ctx, const posenc_vk_op *run, bool pinned)
 {
     VkPipeline pipeline;
     posenc_status status = POSENC_OK;
     for (int i = 0; i < 2 && status == POSENC_OK; i++)
         status = posenc_vk_pipeline(ctx, run->kernels[i], &pipeline);
+    if (status == POSENC_OK)
+        status = posenc_vk_set_freqs(ctx, run->gpu.freqs, run->gpu.freq_count, run->gpu.freqs_id,
+                                     pinned);
     return status;
+}
+
+posenc_status posenc_vk_record_device(posenc_context *ctx, const posenc_vk_op *run, bool pinned)
+{
+    posenc_vk_place places[POSENC__GPU_MAX_VIEWS];
+    for (uint32_t i = 0; i < run->gpu.view_count; i++)
+        places[i] = run->gpu.views[i] ? posenc_vk_place_of(run->gpu.views[i])
+                                      : (posenc_vk_place){0};
+    posenc_status status = make_ready(ctx, run, pinned);
+    return status == POSENC_OK ? run->record(ctx, run->op, places) : status;
 }
 
 posenc_status posenc_vk_op_run(posenc_context *ctx, const posenc__op *op)
@@ -38,10 +52,7 @@ posenc_status posenc_vk_op_prepare(posenc_context *ctx, const posenc__op *op)
     posenc_vk_context *vk = ctx->backend_state;
     posenc_vk_op run = posenc_vk_op_of(ctx, op);
     posenc__mutex_lock(&vk->lock);
-    posenc_status status = posenc_vk_op_pipelines(ctx, &run);
-    if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, run.gpu.freqs, run.gpu.freq_count, run.gpu.freqs_id,
-                                     false);
+    posenc_status status = make_ready(ctx, &run, false);
     /* No work binds it yet: the first call finds it again (or, past a cache of tables that
      * recorded work pins, writes it then). */
     vk->table = NULL;
@@ -56,7 +67,6 @@ posenc_status posenc_vk_op_submit(posenc_context *ctx, const posenc__op *op, voi
     posenc_vk_op run = posenc_vk_op_of(ctx, op);
     posenc_vk_event *event = NULL;
     posenc_vk_submission *submission = NULL;
-    posenc_vk_place places[POSENC__GPU_MAX_VIEWS] = {{0}};
     posenc__mutex_lock(&vk->lock);
     posenc_status status = posenc__check_lost(ctx);
     if (status == POSENC_OK && !vk->queue)
@@ -66,22 +76,15 @@ posenc_status posenc_vk_op_submit(posenc_context *ctx, const posenc__op *op, voi
                               op->rope ? "posenc_rope_submit" : "posenc_sinusoidal_submit");
     if (status == POSENC_OK && event_state && !(event = malloc(sizeof *event)))
         status = posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "event: out of host memory");
-    for (uint32_t i = 0; status == POSENC_OK && i < run.gpu.view_count; i++) {
-        if (run.gpu.views[i])
-            places[i] = posenc_vk_place_of(run.gpu.views[i]);
-    }
     if (status == POSENC_OK) {
         posenc_vk_descriptors_trim(ctx);
-        status = posenc_vk_set_freqs(ctx, run.gpu.freqs, run.gpu.freq_count, run.gpu.freqs_id,
-                                     false);
-    }
-    if (status == POSENC_OK)
         status = posenc_vk_acquire_submission(ctx, &submission);
+    }
     if (status == POSENC_OK)
         status = posenc_vk_open(ctx, submission->commands);
     if (status == POSENC_OK)
         status = posenc_vk_close(ctx, submission->commands, submission->fence,
-                                 run.record(ctx, run.op, places));
+                                 posenc_vk_record_device(ctx, &run, false));
     if (status == POSENC_OK) {
         submission->serial = ++vk->serial;
         if (vk->table)
