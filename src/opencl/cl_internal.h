@@ -158,9 +158,10 @@ typedef struct posenc_cl_context {
     const posenc_cl_device *device;
     cl_context context;
     cl_command_queue queue;
-    bool external;     /* context, device and queue are the caller's (retained, then released) */
     bool out_of_order; /* the queue runs commands out of order: posenc orders its own by events */
-    posenc__device external_record; /* the caller's device, described (its handle owned) */
+    /* The caller's device, described (its handle owned), when context, device and queue are
+     * the caller's (retained, then released); zero for posenc's own. */
+    posenc__device external_record;
     posenc__mutex lock; /* serialises the state for posenc_cl_enqueue_* on several threads */
     cl_event last;     /* posenc's latest command on the queue (retained), or NULL */
     posenc_cl_kernel kernels[POSENC_CL_KERNEL_COUNT];
