@@ -19,27 +19,26 @@
 
 static double now_ms(void) { return posenc__seconds_now() * 1e3; }
 
-/* The cache key: everything that makes a binary valid for this build. A key longer than `size`
- * (never with the build's options) goes uncached. */
-static bool cache_key(const posenc_context *ctx, const char *source, const char *options,
-                      char *key, size_t size)
+/* The cache entry of a build: its key is everything that makes a binary valid for it. */
+static bool cache_open(posenc_context *ctx, posenc__kernel_cache_entry *entry,
+                       const char *source, const char *options)
 {
     const posenc_cl_device *dev = ((const posenc_cl_context *)ctx->backend_state)->device;
     size_t length = strlen(source);
-    int n = snprintf(key, size,
-                     "posenc OpenCL program binary\n"
-                     "source %016llx %zu\n"
-                     "options %s\n"
-                     "device %s\n"
-                     "vendor %s\n"
-                     "device version %s\n"
-                     "driver %s\n"
-                     "platform %s\n",
-                     (unsigned long long)posenc__kernel_cache_hash(POSENC__KERNEL_CACHE_HASH_SEED,
-                                                                   source, length),
-                     length, options, ctx->device->info.name, ctx->device->info.vendor,
-                     dev->device_version, dev->driver_version, dev->platform_name);
-    return n > 0 && (size_t)n < size;
+    return posenc__kernel_cache_open(
+        ctx, entry,
+        "posenc OpenCL program binary\n"
+        "source %016llx %zu\n"
+        "options %s\n"
+        "device %s\n"
+        "vendor %s\n"
+        "device version %s\n"
+        "driver %s\n"
+        "platform %s\n",
+        (unsigned long long)posenc__kernel_cache_hash(POSENC__KERNEL_CACHE_HASH_SEED, source,
+                                                      length),
+        length, options, ctx->device->info.name, ctx->device->info.vendor, dev->device_version,
+        dev->driver_version, dev->platform_name);
 }
 
 /* The start of the build log, for the error message. */
@@ -94,8 +93,8 @@ static cl_program program_from_binary(posenc_context *ctx, const char *label,
     return NULL;
 }
 
-static void cache_store(posenc_context *ctx, const char *label, cl_program program,
-                        const char *dir, const char *path, const char *key)
+static void cache_store(posenc_context *ctx, cl_program program,
+                        const posenc__kernel_cache_entry *entry)
 {
     posenc_cl_context *state = ctx->backend_state;
     size_t size = 0;
@@ -103,22 +102,18 @@ static void cache_store(posenc_context *ctx, const char *label, cl_program progr
             CL_SUCCESS ||
         size == 0) {
         posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: the driver gives no program binary; "
-                    "not cached", label);
+                    "not cached", entry->label);
         return;
     }
     unsigned char *binary = malloc(size);
     if (!binary)
         return;
-    char why[POSENC__KERNEL_CACHE_PATH_MAX + 128];
     if (state->cl->GetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) !=
         CL_SUCCESS)
         posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: the program binary cannot be read; "
-                    "not cached", label);
-    else if (posenc__kernel_cache_write(dir, path, key, binary, size, why, sizeof why))
-        posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: cached in %s", label, path);
+                    "not cached", entry->label);
     else
-        posenc__log(ctx, POSENC_LOG_INFO, "opencl: %s: binary cache not written: %s", label,
-                    why);
+        posenc__kernel_cache_write(ctx, entry, binary, size);
     free(binary);
 }
 
@@ -129,36 +124,20 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
     const posenc_cl_api *cl = state->cl;
     double start = now_ms();
 
-    char dir[POSENC__KERNEL_CACHE_PATH_MAX], path[POSENC__KERNEL_CACHE_PATH_MAX], key[2048];
-    bool cached = posenc__kernel_cache_dir(ctx->cache_dir, dir, sizeof dir) &&
-                  cache_key(ctx, source, options, key, sizeof key) &&
-                  posenc__kernel_cache_path(dir, "opencl", key, path, sizeof path);
-    if (!cached)
-        posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: no binary cache directory", label);
-
-    if (cached) {
-        unsigned char *binary = NULL;
-        size_t size = 0;
-        const char *why = "";
-        posenc__kernel_cache_result result =
-            posenc__kernel_cache_read(path, key, &binary, &size, &why);
-        if (result == POSENC__KERNEL_CACHE_HIT) {
-            cl_program program = program_from_binary(ctx, label, binary, size, options, path);
-            free(binary);
-            if (program) {
-                posenc__log(ctx, POSENC_LOG_DEBUG,
-                            "opencl: %s: loaded from the binary cache %s in %.1f ms", label,
-                            path, now_ms() - start);
-                posenc__atomic64_add(&ctx->stats.kernels_loaded, 1);
-                *out = program;
-                return POSENC_OK;
-            }
-        } else if (result == POSENC__KERNEL_CACHE_INVALID) {
-            posenc__log(ctx, POSENC_LOG_INFO,
-                        "opencl: %s: ignoring the cache entry %s: %s; rebuilding", label, path,
-                        why);
-        } else {
-            posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: %s in %s", label, why, dir);
+    posenc__kernel_cache_entry entry = {.backend = "opencl", .label = label};
+    bool cached = cache_open(ctx, &entry, source, options);
+    unsigned char *binary = NULL;
+    size_t size = 0;
+    if (cached && posenc__kernel_cache_read(ctx, &entry, &binary, &size)) {
+        cl_program program = program_from_binary(ctx, label, binary, size, options, entry.path);
+        free(binary);
+        if (program) {
+            posenc__log(ctx, POSENC_LOG_DEBUG,
+                        "opencl: %s: loaded from the binary cache %s in %.1f ms", label,
+                        entry.path, now_ms() - start);
+            posenc__atomic64_add(&ctx->stats.kernels_loaded, 1);
+            *out = program;
+            return POSENC_OK;
         }
     }
 
@@ -187,7 +166,7 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
                 now_ms() - start);
     posenc__atomic64_add(&ctx->stats.kernels_built, 1);
     if (cached)
-        cache_store(ctx, label, program, dir, path, key);
+        cache_store(ctx, program, &entry);
     *out = program;
     return POSENC_OK;
 }
