@@ -58,12 +58,13 @@ bool posenc__kernel_cache_open(posenc_context *ctx, posenc__kernel_cache_entry *
     va_start(args, format);
     int n = vsnprintf(entry->key, sizeof entry->key, format, args);
     va_end(args);
-    char name[64];
-    snprintf(name, sizeof name, "%.32s-%016llx.bin", entry->backend,
-             (unsigned long long)posenc__kernel_cache_hash(POSENC__KERNEL_CACHE_HASH_SEED,
-                                                           entry->key, strlen(entry->key)));
-    if (n > 0 && (size_t)n < sizeof entry->key &&
-        cache_dir(ctx->cache_dir, entry->dir, sizeof entry->dir) &&
+    bool keyed = n > 0 && (size_t)n < sizeof entry->key;
+    char name[64] = "";
+    if (keyed)
+        snprintf(name, sizeof name, "%.32s-%016llx.bin", entry->backend,
+                 (unsigned long long)posenc__kernel_cache_hash(POSENC__KERNEL_CACHE_HASH_SEED,
+                                                               entry->key, (size_t)n));
+    if (keyed && cache_dir(ctx->cache_dir, entry->dir, sizeof entry->dir) &&
         join(entry->path, sizeof entry->path, entry->dir, name))
         return true;
     posenc__log(ctx, POSENC_LOG_DEBUG, "%s: %s: no binary cache directory", entry->backend,
