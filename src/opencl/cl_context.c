@@ -20,7 +20,7 @@ static posenc_cl_context *new_state(const posenc_cl_api *cl)
     return state;
 }
 
-/* The end of both kinds of init: the state on ctx->device, or freed after `status` failed. */
+/* The end of both kinds of init: the state of ctx->device, or freed after `status` failed. */
 static posenc_status init_end(posenc_context *ctx, posenc_cl_context *state, posenc_status status)
 {
     if (status != POSENC_OK) {
@@ -28,7 +28,6 @@ static posenc_status init_end(posenc_context *ctx, posenc_cl_context *state, pos
         free(state);
         return status;
     }
-    state->device = ctx->device->handle;
     /* Host memory is imported where the device can, unless POSENC_OPENCL_DISABLE names
      * "host_import", to exercise the staging path on such devices. */
     state->host_import = ctx->device->info.host_memory_import &&
@@ -210,7 +209,7 @@ void posenc_cl_context_fini(posenc_context *ctx)
     cl->ReleaseCommandQueue(state->queue);
     cl->ReleaseContext(state->context);
     if (state->external_record.handle) { /* the caller's device */
-        cl->ReleaseDevice(state->device->device);
+        cl->ReleaseDevice(((const posenc_cl_device *)state->external_record.handle)->device);
         free(state->external_record.handle);
     }
     posenc__mutex_destroy(&state->lock);

@@ -155,8 +155,7 @@ typedef struct posenc_cl_slot {
 
 typedef struct posenc_cl_context {
     const posenc_cl_api *cl;
-    const posenc_cl_device *device;
-    cl_context context;
+    cl_context context; /* on ctx->device, whose handle is a posenc_cl_device */
     cl_command_queue queue;
     bool out_of_order; /* the queue runs commands out of order: posenc orders its own by events */
     /* The caller's device, described (its handle owned), when context, device and queue are

@@ -23,7 +23,7 @@ static double now_ms(void) { return posenc__seconds_now() * 1e3; }
 static bool cache_open(posenc_context *ctx, posenc__kernel_cache_entry *entry,
                        const char *source, const char *options)
 {
-    const posenc_cl_device *dev = ((const posenc_cl_context *)ctx->backend_state)->device;
+    const posenc_cl_device *dev = ctx->device->handle;
     size_t length = strlen(source);
     return posenc__kernel_cache_open(
         ctx, entry,
@@ -42,19 +42,20 @@ static bool cache_open(posenc_context *ctx, posenc__kernel_cache_entry *entry,
 }
 
 /* The start of the build log, for the error message. */
-static void build_log(const posenc_cl_context *state, cl_program program, char *out, size_t size)
+static void build_log(const posenc_cl_api *cl, cl_device_id device, cl_program program,
+                      char *out, size_t size)
 {
     out[0] = '\0';
     size_t length = 0;
-    if (state->cl->GetProgramBuildInfo(program, state->device->device, CL_PROGRAM_BUILD_LOG, 0,
-                                       NULL, &length) != CL_SUCCESS ||
+    if (cl->GetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, NULL, &length) !=
+            CL_SUCCESS ||
         length == 0)
         return;
     char *log = malloc(length + 1);
     if (!log)
         return;
-    if (state->cl->GetProgramBuildInfo(program, state->device->device, CL_PROGRAM_BUILD_LOG,
-                                       length, log, NULL) == CL_SUCCESS) {
+    if (cl->GetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, length, log, NULL) ==
+        CL_SUCCESS) {
         log[length] = '\0';
         /* One line: runs of blanks and line breaks become one space. */
         size_t n = 0;
@@ -79,10 +80,11 @@ static cl_program program_from_binary(posenc_context *ctx, const char *label,
     posenc_cl_context *state = ctx->backend_state;
     const posenc_cl_api *cl = state->cl;
     cl_int err = CL_SUCCESS, binary_status = CL_SUCCESS;
-    cl_program program = cl->CreateProgramWithBinary(state->context, 1, &state->device->device,
-                                                     &size, &binary, &binary_status, &err);
+    const posenc_cl_device *dev = ctx->device->handle;
+    cl_program program = cl->CreateProgramWithBinary(state->context, 1, &dev->device, &size,
+                                                     &binary, &binary_status, &err);
     if (err == CL_SUCCESS && binary_status == CL_SUCCESS && program)
-        err = cl->BuildProgram(program, 1, &state->device->device, options, NULL, NULL);
+        err = cl->BuildProgram(program, 1, &dev->device, options, NULL, NULL);
     if (err == CL_SUCCESS && binary_status == CL_SUCCESS && program)
         return program;
     if (program)
@@ -150,10 +152,11 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
                                               label, "clCreateProgramWithSource");
         return status == POSENC_DEVICE_ERROR ? POSENC_KERNEL_BUILD_FAILED : status;
     }
-    err = cl->BuildProgram(program, 1, &state->device->device, options, NULL, NULL);
+    cl_device_id device = ((const posenc_cl_device *)ctx->device->handle)->device;
+    err = cl->BuildProgram(program, 1, &device, options, NULL, NULL);
     if (err != CL_SUCCESS) {
         char log[384];
-        build_log(state, program, log, sizeof log);
+        build_log(cl, device, program, log, sizeof log);
         cl->ReleaseProgram(program);
         posenc_status status = posenc_cl_status(err);
         if (status == POSENC_DEVICE_ERROR)
@@ -181,22 +184,22 @@ posenc_status posenc_cl_program_build(posenc_context *ctx, const char *label, co
     return status;
 }
 
-static size_t choose_local_size(const posenc_cl_context *state, cl_kernel kernel)
+static size_t choose_local_size(const posenc_cl_api *cl, const posenc_cl_device *dev,
+                                cl_kernel kernel)
 {
-    const posenc_cl_api *cl = state->cl;
     size_t kernel_max = 0, multiple = 0;
-    if (cl->GetKernelWorkGroupInfo(kernel, state->device->device, CL_KERNEL_WORK_GROUP_SIZE,
+    if (cl->GetKernelWorkGroupInfo(kernel, dev->device, CL_KERNEL_WORK_GROUP_SIZE,
                                    sizeof kernel_max, &kernel_max, NULL) != CL_SUCCESS)
         kernel_max = 1;
-    if (cl->GetKernelWorkGroupInfo(kernel, state->device->device,
+    if (cl->GetKernelWorkGroupInfo(kernel, dev->device,
                                    CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof multiple,
                                    &multiple, NULL) != CL_SUCCESS)
         multiple = 1;
     size_t local = PREFERRED_LOCAL_SIZE;
     if (local > kernel_max)
         local = kernel_max;
-    if (local > state->device->max_local_size)
-        local = state->device->max_local_size;
+    if (local > dev->max_local_size)
+        local = dev->max_local_size;
     if (multiple > 1 && local >= multiple)
         local -= local % multiple;
     return local ? local : 1;
@@ -232,7 +235,7 @@ posenc_status posenc_cl_kernel_get(posenc_context *ctx, posenc__cl_id id,
     }
     entry->program = program;
     entry->kernel = created;
-    entry->local_size = choose_local_size(state, created);
+    entry->local_size = choose_local_size(state->cl, ctx->device->handle, created);
     *kernel = entry;
     return POSENC_OK;
 }

@@ -37,9 +37,9 @@ static void drop_staging(posenc_context *ctx)
 static bool import_region(posenc_context *ctx, void *user, uint32_t r, uint8_t *lo,
                           uint64_t size, const char *name)
 {
-    posenc_cl_context *state = ctx->backend_state;
+    const posenc_cl_device *dev = ctx->device->handle;
     posenc_cl_staging *staging = user;
-    uint64_t base = (uint64_t)((uintptr_t)lo % state->device->base_alignment);
+    uint64_t base = (uint64_t)((uintptr_t)lo % dev->base_alignment);
     staging->imports[r] = posenc_cl_import(ctx, lo - base, base + size, name);
     staging->import_base[r] = base;
     return staging->imports[r] != NULL;
