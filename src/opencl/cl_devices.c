@@ -69,18 +69,17 @@ static cl_int query_extensions(const posenc_cl_api *cl, cl_device_id id, char **
                                posenc__gpu_failure *failure)
 {
     device_query q = {CL_DEVICE_EXTENSIONS, "clGetDeviceInfo (CL_DEVICE_EXTENSIONS)", NULL, 0,
-                      false};
+                      true};
     size_t length = 0;
     cl_int err = query(cl, id, &q, &length, failure);
     if (runtime_short(err))
         return err;
-    q.size = err == CL_SUCCESS ? length : 0;
-    q.out = *list = calloc(q.size + 1, 1);
+    q.size = (err == CL_SUCCESS ? length : 0) + 1;
+    q.out = *list = calloc(q.size, 1);
     if (!*list)
         return CL_OUT_OF_HOST_MEMORY;
-    if (q.size && (err = query(cl, id, &q, NULL, failure)) != CL_SUCCESS)
-        (*list)[0] = '\0';
-    if (!runtime_short(err))
+    err = q.size > 1 ? query_all(cl, id, &q, 1, failure) : CL_SUCCESS;
+    if (err == CL_SUCCESS)
         return CL_SUCCESS;
     free(*list);
     *list = NULL;
