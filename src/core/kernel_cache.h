@@ -22,39 +22,42 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/platform.h"
+#include <posenc/posenc.h>
+
 #define POSENC__KERNEL_CACHE_PATH_MAX 4096
 
 /* FNV-1a 64 of `size` bytes, continuing from `hash` (start with POSENC__KERNEL_CACHE_HASH_SEED). */
 #define POSENC__KERNEL_CACHE_HASH_SEED UINT64_C(0xcbf29ce484222325)
 uint64_t posenc__kernel_cache_hash(uint64_t hash, const void *data, size_t size);
 
-/* The cache directory: `configured` when set and non-empty, else $XDG_CACHE_HOME/posenc, else
- * ~/.cache/posenc (%LOCALAPPDATA%\posenc on Windows, ~/Library/Caches/posenc on macOS). False
- * when there is none (no home directory) or the path is too long. */
-bool posenc__kernel_cache_dir(const char *configured, char *out, size_t size);
+/* One entry as a backend's build uses it, its outcomes logged as "<backend>: <label>: ...": a
+ * cache that cannot be read or written never fails a build, which then compiles from source. */
+typedef struct posenc__kernel_cache_entry {
+    const char *backend; /* "opencl": names the entry's file and starts the logs */
+    const char *label;   /* the program, in logs */
+    char key[2048];      /* everything that makes a binary valid for this build */
+    char dir[POSENC__KERNEL_CACHE_PATH_MAX];
+    char path[POSENC__KERNEL_CACHE_PATH_MAX];
+} posenc__kernel_cache_entry;
 
-/* The entry's file path for `key` in `dir`, named after `backend` ("opencl"); false when too
- * long. */
-bool posenc__kernel_cache_path(const char *dir, const char *backend, const char *key, char *out,
-                               size_t size);
+/* Names the entry of the key `format` writes in ctx's cache directory: its cache_dir when set
+ * and non-empty, else $XDG_CACHE_HOME/posenc, else ~/.cache/posenc (%LOCALAPPDATA%\posenc on
+ * Windows, ~/Library/Caches/posenc on macOS). False, logged, when there is none (no home
+ * directory) or the key or a path is too long. */
+bool posenc__kernel_cache_open(posenc_context *ctx, posenc__kernel_cache_entry *entry,
+                               const char *format, ...) POSENC__PRINTF_LIKE(3, 4);
 
-typedef enum posenc__kernel_cache_result {
-    POSENC__KERNEL_CACHE_HIT,
-    POSENC__KERNEL_CACHE_MISSING,   /* no file */
-    POSENC__KERNEL_CACHE_INVALID,   /* a file, but corrupt, truncated or for another key */
-    POSENC__KERNEL_CACHE_NO_MEMORY,
-} posenc__kernel_cache_result;
+/* Reads the entry: true on a hit, `*binary` (malloc'ed, the caller frees) and `*size` holding
+ * the bytes; otherwise false, with what was wrong logged (a corrupt, truncated or foreign
+ * file is then rebuilt and replaced). */
+bool posenc__kernel_cache_read(posenc_context *ctx, const posenc__kernel_cache_entry *entry,
+                               unsigned char **binary, size_t *size);
 
-/* Reads the entry at `path` for `key`. On a hit, `*binary` (malloc'ed, the caller frees) and
- * `*size` hold the bytes; otherwise `*why` says what was wrong (a static string). */
-posenc__kernel_cache_result posenc__kernel_cache_read(const char *path, const char *key,
-                                            unsigned char **binary, size_t *size,
-                                            const char **why);
-
-/* Writes the entry atomically, creating `dir` (and its parents) if needed. False on failure,
- * with the reason in `why`. */
-bool posenc__kernel_cache_write(const char *dir, const char *path, const char *key,
-                           const unsigned char *binary, size_t size, char *why, size_t why_size);
+/* Writes the entry atomically, creating its directory (and parents) if needed; the outcome
+ * logged. */
+void posenc__kernel_cache_write(posenc_context *ctx, const posenc__kernel_cache_entry *entry,
+                                const unsigned char *binary, size_t size);
 
 /* Writes the file at `path` whole from `count` pieces, beside it first and then renamed over it
  * (core/platform.h), so that a reader never sees half a file and a failed write leaves the old

@@ -100,7 +100,7 @@ static posenc_status run(posenc_context *ctx, command *c)
     posenc__mutex_unlock(&state->lock);
     if (err != CL_SUCCESS)
         return posenc_cl_fail(ctx, err, "buffer", command_calls[c->kind]);
-    err = posenc_cl_complete(state->cl, done);
+    err = posenc_cl_complete_all(state->cl, 1, &done);
     return err == CL_SUCCESS ? POSENC_OK : posenc_cl_fail(ctx, err, "buffer", "clWaitForEvents");
 }
 

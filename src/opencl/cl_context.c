@@ -6,14 +6,6 @@
 
 #include <stdlib.h>
 
-/* Whether host memory is imported: where the device can, unless POSENC_OPENCL_DISABLE names
- * "host_import", to exercise the staging path on such devices. */
-static bool host_import(const posenc_device_info *info)
-{
-    return info->host_memory_import &&
-           !posenc__gpu_feature_disabled("POSENC_OPENCL_DISABLE", "host_import");
-}
-
 /* The state both kinds of context start from. */
 static posenc_cl_context *new_state(const posenc_cl_api *cl)
 {
@@ -28,15 +20,29 @@ static posenc_cl_context *new_state(const posenc_cl_api *cl)
     return state;
 }
 
+/* The end of both kinds of init: the state of ctx->device, or freed after `status` failed. */
+static posenc_status init_end(posenc_context *ctx, posenc_cl_context *state, posenc_status status)
+{
+    if (status != POSENC_OK) {
+        posenc__mutex_destroy(&state->lock);
+        free(state);
+        return status;
+    }
+    /* Host memory is imported where the device can, unless POSENC_OPENCL_DISABLE names
+     * "host_import", to exercise the staging path on such devices. */
+    state->host_import = ctx->device->info.host_memory_import &&
+                         !posenc__gpu_feature_disabled("POSENC_OPENCL_DISABLE", "host_import");
+    ctx->backend_state = state;
+    return POSENC_OK;
+}
+
 posenc_status posenc_cl_context_init(posenc_context *ctx, const posenc__device *device)
 {
-    const posenc_cl_api *cl = posenc_cl_api_get();
     const posenc_cl_device *dev = device->handle;
-    posenc_cl_context *state = new_state(cl);
+    posenc_cl_context *state = new_state(posenc_cl_api_get());
     if (!state)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "context: out of host memory");
-    state->device = dev;
-
+    const posenc_cl_api *cl = state->cl;
     cl_context_properties properties[] = {CL_CONTEXT_PLATFORM,
                                           (cl_context_properties)dev->platform, 0};
     cl_int err = CL_SUCCESS;
@@ -53,20 +59,17 @@ posenc_status posenc_cl_context_init(posenc_context *ctx, const posenc__device *
     } else if (err == CL_SUCCESS) {
         err = CL_INVALID_CONTEXT;
     }
+    posenc_status status = POSENC_OK;
     if (err != CL_SUCCESS) {
         if (state->context)
             cl->ReleaseContext(state->context);
-        posenc__mutex_destroy(&state->lock);
-        free(state);
-        posenc_status status = posenc_cl_status(err);
+        status = posenc_cl_status(err);
         if (status != POSENC_OUT_OF_MEMORY && status != POSENC_OUT_OF_DEVICE_MEMORY)
             status = POSENC_DEVICE_INIT_FAILED;
-        return posenc__fail(ctx, status, "device: %s failed: %s (%d)", call,
-                            posenc_cl_error_name(err), (int)err);
+        status = posenc__fail(ctx, status, "device: %s failed: %s (%d)", call,
+                              posenc_cl_error_name(err), (int)err);
     }
-    state->host_import = host_import(&device->info);
-    ctx->backend_state = state;
-    return POSENC_OK;
+    return init_end(ctx, state, status);
 }
 
 /* ---- The caller's objects -------------------------------------------------------------------- */
@@ -169,23 +172,15 @@ posenc_status posenc_cl_context_init_external(posenc_context *ctx,
                                              "available OpenCL 1.2 device with a compiler)");
     }
     posenc__signal_stack_restore(&stack);
-    if (status != POSENC_OK) {
-        posenc__mutex_destroy(&state->lock);
-        free(state);
-        return status;
+    if (status == POSENC_OK) {
+        /* Borrowed: retained here, released once at context destroy. */
+        cl->RetainContext(context);
+        cl->RetainDevice(device);
+        cl->RetainCommandQueue(queue);
+        state->context = context;
+        state->queue = queue;
     }
-
-    /* Borrowed: retained here, released once at context destroy. */
-    cl->RetainContext(context);
-    cl->RetainDevice(device);
-    cl->RetainCommandQueue(queue);
-    state->context = context;
-    state->queue = queue;
-    state->external = true;
-    state->device = state->external_record.handle;
-    state->host_import = host_import(&state->external_record.info);
-    ctx->backend_state = state;
-    return POSENC_OK;
+    return init_end(ctx, state, status);
 }
 
 void posenc_cl_context_fini(posenc_context *ctx)
@@ -213,8 +208,8 @@ void posenc_cl_context_fini(posenc_context *ctx)
     posenc__gpu_tables_fini(ctx, &state->freq_cache);
     cl->ReleaseCommandQueue(state->queue);
     cl->ReleaseContext(state->context);
-    if (state->external) {
-        cl->ReleaseDevice(state->device->device);
+    if (state->external_record.handle) { /* the caller's device */
+        cl->ReleaseDevice(((const posenc_cl_device *)state->external_record.handle)->device);
         free(state->external_record.handle);
     }
     posenc__mutex_destroy(&state->lock);

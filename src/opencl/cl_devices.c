@@ -14,61 +14,77 @@
  * narrowest (16-bit) elements. */
 #define MAX_BINDING_BYTES (UINT64_C(1) << 33)
 
-/* The queries of one device. A query the runtime fails for want of memory
- * (CL_OUT_OF_HOST_MEMORY, CL_OUT_OF_RESOURCES) is its error, kept in `error` and `failed`: read
- * as "no value" it would describe the device as lacking what it has. Other failures (a property
- * an older runtime does not know) are read as no value. Once one failed, no more are made. */
-typedef struct device_queries {
-    const posenc_cl_api *cl;
-    cl_device_id id;
-    cl_int error;       /* CL_SUCCESS, or the first out-of-memory error */
-    const char *failed; /* the call that returned it: "clGetDeviceInfo (CL_DEVICE_NAME)" */
-} device_queries;
+/* One clGetDeviceInfo query: a property read into `out`. */
+typedef struct device_query {
+    cl_device_info param;
+    const char *call; /* as messages name it: "clGetDeviceInfo (CL_DEVICE_NAME)" */
+    void *out;
+    size_t size;
+    bool text; /* a string, always terminated; else a value of exactly `size` bytes */
+} device_query;
+#define VALUE_(param, value)                                                                      \
+    {(param), "clGetDeviceInfo (" #param ")", &(value), sizeof(value), false}
+#define TEXT_(param, text) {(param), "clGetDeviceInfo (" #param ")", (text), sizeof(text), true}
 
 static bool runtime_short(cl_int err)
 {
     return err == CL_OUT_OF_HOST_MEMORY || err == CL_OUT_OF_RESOURCES;
 }
 
-/* clGetDeviceInfo, with an out-of-memory error kept; the query's own error code. */
-static cl_int query(device_queries *q, cl_device_info param, const char *name, size_t size,
-                    void *out, size_t *returned)
+/* clGetDeviceInfo. A query the runtime fails for want of memory (CL_OUT_OF_HOST_MEMORY,
+ * CL_OUT_OF_RESOURCES) is its error, described in `*failure`: read as "no value" it would
+ * describe the device as lacking what it has. */
+static cl_int query(const posenc_cl_api *cl, cl_device_id id, const device_query *q,
+                    size_t *returned, posenc__gpu_failure *failure)
 {
-    if (q->error != CL_SUCCESS)
-        return q->error;
-    cl_int err = q->cl->GetDeviceInfo(q->id, param, size, out, returned);
-    if (runtime_short(err)) {
-        q->error = err;
-        q->failed = name;
-    }
+    cl_int err = cl->GetDeviceInfo(id, q->param, q->size, q->out, returned);
+    if (runtime_short(err))
+        *failure = (posenc__gpu_failure){q->call, posenc_cl_error_name(err), err};
     return err;
 }
 
-/* A string property, always terminated; "" when the query fails. */
-static void device_string(device_queries *q, cl_device_info param, const char *name, char *out,
-                          size_t size)
+/* Runs `count` queries, up to the first out-of-memory error, which it returns. Other failures
+ * (a property an older runtime does not know) are read as no value: zero, or "". */
+static cl_int query_all(const posenc_cl_api *cl, cl_device_id id, const device_query *queries,
+                        size_t count, posenc__gpu_failure *failure)
 {
-    out[0] = '\0';
-    if (query(q, param, name, size - 1, out, NULL) != CL_SUCCESS)
-        out[0] = '\0';
-    out[size - 1] = '\0';
+    for (size_t i = 0; i < count; i++) {
+        device_query q = queries[i];
+        memset(q.out, 0, q.size);
+        q.size -= q.text; /* the last byte stays the terminator */
+        size_t returned = 0;
+        cl_int err = query(cl, id, &q, &returned, failure);
+        if (runtime_short(err))
+            return err;
+        if (err != CL_SUCCESS || (!q.text && returned != q.size))
+            memset(q.out, 0, queries[i].size);
+    }
+    return CL_SUCCESS;
 }
 
-/* A fixed-size property (cl_uint, cl_ulong, size_t, cl_bool...), zero when the query fails. */
-static void device_value(device_queries *q, cl_device_info param, const char *name, void *out,
-                         size_t size)
+/* The device's extension list in `*list` (malloc'ed; "" when the runtime gives none). An
+ * out-of-memory error is the runtime's (in `*failure`) or posenc's own (CL_OUT_OF_HOST_MEMORY
+ * with no failure: its status, OUT_OF_MEMORY, with no call named, is posenc's shortage). */
+static cl_int query_extensions(const posenc_cl_api *cl, cl_device_id id, char **list,
+                               posenc__gpu_failure *failure)
 {
-    memset(out, 0, size);
-    size_t returned = 0;
-    if (query(q, param, name, size, out, &returned) != CL_SUCCESS || returned != size)
-        memset(out, 0, size);
+    device_query q = {CL_DEVICE_EXTENSIONS, "clGetDeviceInfo (CL_DEVICE_EXTENSIONS)", NULL, 0,
+                      true};
+    size_t length = 0;
+    cl_int err = query(cl, id, &q, &length, failure);
+    if (runtime_short(err))
+        return err;
+    q.size = (err == CL_SUCCESS ? length : 0) + 1;
+    q.out = *list = calloc(q.size, 1);
+    if (!*list)
+        return CL_OUT_OF_HOST_MEMORY;
+    err = q.size > 1 ? query_all(cl, id, &q, 1, failure) : CL_SUCCESS;
+    if (err == CL_SUCCESS)
+        return CL_SUCCESS;
+    free(*list);
+    *list = NULL;
+    return err;
 }
-/* The call as messages name it, "clGetDeviceInfo (CL_DEVICE_NAME)" (`param` not expanded). */
-#define QUERY_NAME_(param) "clGetDeviceInfo (" #param ")"
-#define DEVICE_VALUE_(q, param, out)                                                              \
-    device_value((q), (param), "clGetDeviceInfo (" #param ")", (out), sizeof *(out))
-#define DEVICE_STRING_(q, param, out, size)                                                       \
-    device_string((q), (param), "clGetDeviceInfo (" #param ")", (out), (size))
 
 /* Leading and trailing blanks removed in place (some drivers pad their names). */
 static void trim(char *text)
@@ -121,83 +137,68 @@ posenc_status posenc_cl_describe_device(const posenc_cl_api *cl, cl_platform_id 
                                         posenc__gpu_failure *failure)
 {
     memset(out, 0, sizeof *out);
-    device_queries q = {.cl = cl, .id = id, .error = CL_SUCCESS, .failed = ""};
-    cl_bool available = CL_FALSE, compiler = CL_FALSE;
-    DEVICE_VALUE_(&q, CL_DEVICE_AVAILABLE, &available);
-    DEVICE_VALUE_(&q, CL_DEVICE_COMPILER_AVAILABLE, &compiler);
+    cl_bool available, compiler, unified;
     char version[128];
-    DEVICE_STRING_(&q, CL_DEVICE_VERSION, version, sizeof version);
-    /* After a failed query the later ones are no-ops (query): it is reported after the last. */
-    if (q.error == CL_SUCCESS && (!available || !compiler || parse_version(version) < 102))
+    /* Whether the device is usable, asked first: an unusable one is asked nothing more. */
+    const device_query usable[] = {
+        VALUE_(CL_DEVICE_AVAILABLE, available),
+        VALUE_(CL_DEVICE_COMPILER_AVAILABLE, compiler),
+        TEXT_(CL_DEVICE_VERSION, version),
+    };
+    cl_int err = query_all(cl, id, usable, sizeof usable / sizeof usable[0], failure);
+    if (err == CL_SUCCESS && (!available || !compiler || parse_version(version) < 102))
         return POSENC_UNSUPPORTED;
-
-    posenc_cl_device *device = calloc(1, sizeof *device);
+    posenc_cl_device *device = err == CL_SUCCESS ? calloc(1, sizeof *device) : NULL;
     if (!device)
-        return POSENC_OUT_OF_MEMORY;
+        return err == CL_SUCCESS ? POSENC_OUT_OF_MEMORY : posenc_cl_status(err);
+
+    posenc_device_info *info = &out->info;
+    cl_device_type type;
+    cl_uint base_align_bits, compute_units;
+    cl_ulong memory, max_alloc;
+    cl_device_fp_config fp64;
+    size_t work_group, item_sizes[3];
+    const device_query properties[] = {
+        TEXT_(CL_DRIVER_VERSION, device->driver_version),
+        VALUE_(CL_DEVICE_TYPE, type),
+        VALUE_(CL_DEVICE_HOST_UNIFIED_MEMORY, unified),
+        VALUE_(CL_DEVICE_GLOBAL_MEM_SIZE, memory),
+        VALUE_(CL_DEVICE_MEM_BASE_ADDR_ALIGN, base_align_bits),
+        VALUE_(CL_DEVICE_MAX_MEM_ALLOC_SIZE, max_alloc),
+        VALUE_(CL_DEVICE_MAX_COMPUTE_UNITS, compute_units),
+        VALUE_(CL_DEVICE_DOUBLE_FP_CONFIG, fp64),
+        VALUE_(CL_DEVICE_MAX_WORK_GROUP_SIZE, work_group),
+        /* The first dimension's limit; a device of more than 3 dimensions fails this query,
+         * and the work-group limit stands in. */
+        VALUE_(CL_DEVICE_MAX_WORK_ITEM_SIZES, item_sizes),
+        TEXT_(CL_DEVICE_NAME, info->name),
+        TEXT_(CL_DEVICE_VENDOR, info->vendor),
+    };
+    err = query_all(cl, id, properties, sizeof properties / sizeof properties[0], failure);
+    char *extensions = NULL;
+    if (err == CL_SUCCESS)
+        err = query_extensions(cl, id, &extensions, failure);
+    if (err != CL_SUCCESS) {
+        free(device);
+        return posenc_cl_status(err);
+    }
     device->platform = platform;
     device->device = id;
     if (cl->GetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof device->platform_name - 1,
                             device->platform_name, NULL) != CL_SUCCESS)
         device->platform_name[0] = '\0';
     trim(device->platform_name);
-    posenc__copy_string(device->device_version, sizeof device->device_version, version);
-    DEVICE_STRING_(&q, CL_DRIVER_VERSION, device->driver_version, sizeof device->driver_version);
     trim(device->driver_version);
-
-    cl_device_type type = 0;
-    cl_bool unified = CL_FALSE;
-    cl_uint base_align_bits = 0;
-    cl_ulong memory = 0, max_alloc = 0;
-    cl_uint compute_units = 0;
-    cl_device_fp_config fp64 = 0;
-    size_t work_group = 0, item_sizes[3] = {0, 0, 0};
-    DEVICE_VALUE_(&q, CL_DEVICE_TYPE, &type);
-    DEVICE_VALUE_(&q, CL_DEVICE_HOST_UNIFIED_MEMORY, &unified);
-    DEVICE_VALUE_(&q, CL_DEVICE_GLOBAL_MEM_SIZE, &memory);
-    DEVICE_VALUE_(&q, CL_DEVICE_MEM_BASE_ADDR_ALIGN, &base_align_bits);
-    DEVICE_VALUE_(&q, CL_DEVICE_MAX_MEM_ALLOC_SIZE, &max_alloc);
-    DEVICE_VALUE_(&q, CL_DEVICE_MAX_COMPUTE_UNITS, &compute_units);
-    DEVICE_VALUE_(&q, CL_DEVICE_DOUBLE_FP_CONFIG, &fp64);
-    DEVICE_VALUE_(&q, CL_DEVICE_MAX_WORK_GROUP_SIZE, &work_group);
-    /* The first dimension's limit; a device of more than 3 dimensions fails this query, and
-     * the work-group limit stands in. */
-    if (query(&q, CL_DEVICE_MAX_WORK_ITEM_SIZES, QUERY_NAME_(CL_DEVICE_MAX_WORK_ITEM_SIZES),
-              sizeof item_sizes, item_sizes, NULL) != CL_SUCCESS)
-        item_sizes[0] = 0;
-
-    size_t extensions_size = 0;
-    if (query(&q, CL_DEVICE_EXTENSIONS, QUERY_NAME_(CL_DEVICE_EXTENSIONS), 0, NULL,
-              &extensions_size) != CL_SUCCESS)
-        extensions_size = 0;
-    /* Without the list the device would be described without its extensions: a shortage. */
-    char *extensions = calloc(extensions_size + 1, 1);
-    if (!extensions) {
-        free(device);
-        return POSENC_OUT_OF_MEMORY;
-    }
-    if (extensions_size && query(&q, CL_DEVICE_EXTENSIONS, QUERY_NAME_(CL_DEVICE_EXTENSIONS),
-                                 extensions_size, extensions, NULL) != CL_SUCCESS)
-        extensions[0] = '\0';
-
+    trim(info->name);
+    trim(info->vendor);
+    if (!info->name[0])
+        posenc__copy_string(info->name, sizeof info->name, "OpenCL device");
+    posenc__copy_string(device->device_version, sizeof device->device_version, version);
     work_group = work_group ? work_group : 1;
     device->max_local_size = item_sizes[0] && item_sizes[0] < work_group ? item_sizes[0]
                                                                           : work_group;
     device->base_alignment = base_align_bits / 8 ? base_align_bits / 8 : 128;
 
-    posenc_device_info *info = &out->info;
-    info->type = device_type(type, unified);
-    DEVICE_STRING_(&q, CL_DEVICE_NAME, info->name, sizeof info->name);
-    trim(info->name);
-    if (!info->name[0])
-        posenc__copy_string(info->name, sizeof info->name, "OpenCL device");
-    DEVICE_STRING_(&q, CL_DEVICE_VENDOR, info->vendor, sizeof info->vendor);
-    trim(info->vendor);
-    if (q.error != CL_SUCCESS) {
-        free(extensions);
-        free(device);
-        *failure = (posenc__gpu_failure){q.failed, posenc_cl_error_name(q.error), q.error};
-        return posenc_cl_status(q.error);
-    }
     int v = parse_version(version);
     char driver[sizeof device->driver_version + sizeof device->platform_name + 64];
     snprintf(driver, sizeof driver, "%s (%s, OpenCL %d.%d)",
@@ -205,6 +206,7 @@ posenc_status posenc_cl_describe_device(const posenc_cl_api *cl, cl_platform_id 
              device->platform_name[0] ? device->platform_name : "unknown platform", v / 100,
              v % 100);
     posenc__copy_string(info->driver, sizeof info->driver, driver);
+    info->type = device_type(type, unified);
     info->memory_bytes = memory;
     info->unified_memory = unified != CL_FALSE;
     /* CL_MEM_USE_HOST_PTR is in place only where the device shares host memory; elsewhere the

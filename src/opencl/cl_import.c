@@ -6,10 +6,11 @@
 cl_mem posenc_cl_import(posenc_context *ctx, void *host, uint64_t size, const char *name)
 {
     posenc_cl_context *state = ctx->backend_state;
+    uint64_t alignment = ((const posenc_cl_device *)ctx->device->handle)->base_alignment;
     const char *why = NULL;
     cl_int err = CL_SUCCESS;
     cl_mem mem = NULL;
-    if ((uintptr_t)host % state->device->base_alignment != 0)
+    if ((uintptr_t)host % alignment != 0)
         why = "its address is not a multiple of CL_DEVICE_MEM_BASE_ADDR_ALIGN";
     else if (size > ctx->device->info.max_buffer_bytes || size > SIZE_MAX)
         why = "larger than one allocation";
@@ -31,7 +32,7 @@ cl_mem posenc_cl_import(posenc_context *ctx, void *host, uint64_t size, const ch
                     "opencl: %s: host memory at %p (%llu bytes, alignment %llu) is staged, not "
                     "imported: %s%s%s",
                     name, host, (unsigned long long)size,
-                    (unsigned long long)state->device->base_alignment, why,
+                    (unsigned long long)alignment, why,
                     err != CL_SUCCESS ? ": " : "",
                     err != CL_SUCCESS ? posenc_cl_error_name(err) : "");
     return mem;

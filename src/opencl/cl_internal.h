@@ -155,12 +155,12 @@ typedef struct posenc_cl_slot {
 
 typedef struct posenc_cl_context {
     const posenc_cl_api *cl;
-    const posenc_cl_device *device;
-    cl_context context;
+    cl_context context; /* on ctx->device, whose handle is a posenc_cl_device */
     cl_command_queue queue;
-    bool external;     /* context, device and queue are the caller's (retained, then released) */
     bool out_of_order; /* the queue runs commands out of order: posenc orders its own by events */
-    posenc__device external_record; /* the caller's device, described (its handle owned) */
+    /* The caller's device, described (its handle owned), when context, device and queue are
+     * the caller's (retained, then released); zero for posenc's own. */
+    posenc__device external_record;
     posenc__mutex lock; /* serialises the state for posenc_cl_enqueue_* on several threads */
     cl_event last;     /* posenc's latest command on the queue (retained), or NULL */
     posenc_cl_kernel kernels[POSENC_CL_KERNEL_COUNT];
@@ -192,10 +192,6 @@ cl_int posenc_cl_enqueue_ordered(posenc_context *ctx, cl_uint wait_count,
  * ended one. posenc never makes a blocking enqueue: some runtimes (PoCL) implement one as
  * clFinish, which on the caller's queue would also wait for the caller's own work. */
 cl_int posenc_cl_complete_all(const posenc_cl_api *cl, uint32_t count, const cl_event *events);
-static inline cl_int posenc_cl_complete(const posenc_cl_api *cl, cl_event event)
-{
-    return posenc_cl_complete_all(cl, 1, &event);
-}
 /* Waits for every command posenc enqueued (state->last), never for the caller's other work.
  * `what` names the operation in the error message. */
 posenc_status posenc_cl_wait_all(posenc_context *ctx, const char *what);
@@ -252,11 +248,9 @@ typedef struct posenc_cl_staging {
     cl_event kernel_done; /* posenc_cl_stage_out's `after`: what copying back waits for */
 } posenc_cl_staging;
 
-/* Registers a view the kernel uses as `access` (POSENC__GPU_READ, POSENC__GPU_WRITE);
- * `binding` is filled by posenc_cl_stage_in. Identical views may be added twice (in place). */
-void posenc_cl_stage_add(posenc_cl_staging *staging, const posenc__view *view, const char *name,
-                         unsigned access, posenc_cl_binding *binding);
-/* Registers an operation's views (core/op_views.h lists), skipping absent (NULL) ones. */
+/* Registers an operation's views (core/op_views.h lists), skipping absent (NULL) ones, each
+ * used by the kernel as `access` (POSENC__GPU_READ, POSENC__GPU_WRITE); `bindings` are filled
+ * by posenc_cl_stage_in. Identical views may be added twice (in place). */
 void posenc_cl_stage_views(posenc_cl_staging *staging, const posenc__view *const *views,
                            const unsigned *access, const char *const *names, uint32_t count,
                            posenc_cl_binding *bindings);

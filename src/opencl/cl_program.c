@@ -19,43 +19,43 @@
 
 static double now_ms(void) { return posenc__seconds_now() * 1e3; }
 
-/* The cache key: everything that makes a binary valid for this build. A key longer than `size`
- * (never with the build's options) goes uncached. */
-static bool cache_key(const posenc_context *ctx, const char *source, const char *options,
-                      char *key, size_t size)
+/* The cache entry of a build: its key is everything that makes a binary valid for it. */
+static bool cache_open(posenc_context *ctx, posenc__kernel_cache_entry *entry,
+                       const char *source, const char *options)
 {
-    const posenc_cl_device *dev = ((const posenc_cl_context *)ctx->backend_state)->device;
+    const posenc_cl_device *dev = ctx->device->handle;
     size_t length = strlen(source);
-    int n = snprintf(key, size,
-                     "posenc OpenCL program binary\n"
-                     "source %016llx %zu\n"
-                     "options %s\n"
-                     "device %s\n"
-                     "vendor %s\n"
-                     "device version %s\n"
-                     "driver %s\n"
-                     "platform %s\n",
-                     (unsigned long long)posenc__kernel_cache_hash(POSENC__KERNEL_CACHE_HASH_SEED,
-                                                                   source, length),
-                     length, options, ctx->device->info.name, ctx->device->info.vendor,
-                     dev->device_version, dev->driver_version, dev->platform_name);
-    return n > 0 && (size_t)n < size;
+    return posenc__kernel_cache_open(
+        ctx, entry,
+        "posenc OpenCL program binary\n"
+        "source %016llx %zu\n"
+        "options %s\n"
+        "device %s\n"
+        "vendor %s\n"
+        "device version %s\n"
+        "driver %s\n"
+        "platform %s\n",
+        (unsigned long long)posenc__kernel_cache_hash(POSENC__KERNEL_CACHE_HASH_SEED, source,
+                                                      length),
+        length, options, ctx->device->info.name, ctx->device->info.vendor, dev->device_version,
+        dev->driver_version, dev->platform_name);
 }
 
 /* The start of the build log, for the error message. */
-static void build_log(const posenc_cl_context *state, cl_program program, char *out, size_t size)
+static void build_log(const posenc_cl_api *cl, cl_device_id device, cl_program program,
+                      char *out, size_t size)
 {
     out[0] = '\0';
     size_t length = 0;
-    if (state->cl->GetProgramBuildInfo(program, state->device->device, CL_PROGRAM_BUILD_LOG, 0,
-                                       NULL, &length) != CL_SUCCESS ||
+    if (cl->GetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, NULL, &length) !=
+            CL_SUCCESS ||
         length == 0)
         return;
     char *log = malloc(length + 1);
     if (!log)
         return;
-    if (state->cl->GetProgramBuildInfo(program, state->device->device, CL_PROGRAM_BUILD_LOG,
-                                       length, log, NULL) == CL_SUCCESS) {
+    if (cl->GetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, length, log, NULL) ==
+        CL_SUCCESS) {
         log[length] = '\0';
         /* One line: runs of blanks and line breaks become one space. */
         size_t n = 0;
@@ -80,10 +80,11 @@ static cl_program program_from_binary(posenc_context *ctx, const char *label,
     posenc_cl_context *state = ctx->backend_state;
     const posenc_cl_api *cl = state->cl;
     cl_int err = CL_SUCCESS, binary_status = CL_SUCCESS;
-    cl_program program = cl->CreateProgramWithBinary(state->context, 1, &state->device->device,
-                                                     &size, &binary, &binary_status, &err);
+    const posenc_cl_device *dev = ctx->device->handle;
+    cl_program program = cl->CreateProgramWithBinary(state->context, 1, &dev->device, &size,
+                                                     &binary, &binary_status, &err);
     if (err == CL_SUCCESS && binary_status == CL_SUCCESS && program)
-        err = cl->BuildProgram(program, 1, &state->device->device, options, NULL, NULL);
+        err = cl->BuildProgram(program, 1, &dev->device, options, NULL, NULL);
     if (err == CL_SUCCESS && binary_status == CL_SUCCESS && program)
         return program;
     if (program)
@@ -94,8 +95,8 @@ static cl_program program_from_binary(posenc_context *ctx, const char *label,
     return NULL;
 }
 
-static void cache_store(posenc_context *ctx, const char *label, cl_program program,
-                        const char *dir, const char *path, const char *key)
+static void cache_store(posenc_context *ctx, cl_program program,
+                        const posenc__kernel_cache_entry *entry)
 {
     posenc_cl_context *state = ctx->backend_state;
     size_t size = 0;
@@ -103,22 +104,18 @@ static void cache_store(posenc_context *ctx, const char *label, cl_program progr
             CL_SUCCESS ||
         size == 0) {
         posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: the driver gives no program binary; "
-                    "not cached", label);
+                    "not cached", entry->label);
         return;
     }
     unsigned char *binary = malloc(size);
     if (!binary)
         return;
-    char why[POSENC__KERNEL_CACHE_PATH_MAX + 128];
     if (state->cl->GetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) !=
         CL_SUCCESS)
         posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: the program binary cannot be read; "
-                    "not cached", label);
-    else if (posenc__kernel_cache_write(dir, path, key, binary, size, why, sizeof why))
-        posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: cached in %s", label, path);
+                    "not cached", entry->label);
     else
-        posenc__log(ctx, POSENC_LOG_INFO, "opencl: %s: binary cache not written: %s", label,
-                    why);
+        posenc__kernel_cache_write(ctx, entry, binary, size);
     free(binary);
 }
 
@@ -129,36 +126,20 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
     const posenc_cl_api *cl = state->cl;
     double start = now_ms();
 
-    char dir[POSENC__KERNEL_CACHE_PATH_MAX], path[POSENC__KERNEL_CACHE_PATH_MAX], key[2048];
-    bool cached = posenc__kernel_cache_dir(ctx->cache_dir, dir, sizeof dir) &&
-                  cache_key(ctx, source, options, key, sizeof key) &&
-                  posenc__kernel_cache_path(dir, "opencl", key, path, sizeof path);
-    if (!cached)
-        posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: no binary cache directory", label);
-
-    if (cached) {
-        unsigned char *binary = NULL;
-        size_t size = 0;
-        const char *why = "";
-        posenc__kernel_cache_result result =
-            posenc__kernel_cache_read(path, key, &binary, &size, &why);
-        if (result == POSENC__KERNEL_CACHE_HIT) {
-            cl_program program = program_from_binary(ctx, label, binary, size, options, path);
-            free(binary);
-            if (program) {
-                posenc__log(ctx, POSENC_LOG_DEBUG,
-                            "opencl: %s: loaded from the binary cache %s in %.1f ms", label,
-                            path, now_ms() - start);
-                posenc__atomic64_add(&ctx->stats.kernels_loaded, 1);
-                *out = program;
-                return POSENC_OK;
-            }
-        } else if (result == POSENC__KERNEL_CACHE_INVALID) {
-            posenc__log(ctx, POSENC_LOG_INFO,
-                        "opencl: %s: ignoring the cache entry %s: %s; rebuilding", label, path,
-                        why);
-        } else {
-            posenc__log(ctx, POSENC_LOG_DEBUG, "opencl: %s: %s in %s", label, why, dir);
+    posenc__kernel_cache_entry entry = {.backend = "opencl", .label = label};
+    bool cached = cache_open(ctx, &entry, source, options);
+    unsigned char *binary = NULL;
+    size_t size = 0;
+    if (cached && posenc__kernel_cache_read(ctx, &entry, &binary, &size)) {
+        cl_program program = program_from_binary(ctx, label, binary, size, options, entry.path);
+        free(binary);
+        if (program) {
+            posenc__log(ctx, POSENC_LOG_DEBUG,
+                        "opencl: %s: loaded from the binary cache %s in %.1f ms", label,
+                        entry.path, now_ms() - start);
+            posenc__atomic64_add(&ctx->stats.kernels_loaded, 1);
+            *out = program;
+            return POSENC_OK;
         }
     }
 
@@ -171,10 +152,11 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
                                               label, "clCreateProgramWithSource");
         return status == POSENC_DEVICE_ERROR ? POSENC_KERNEL_BUILD_FAILED : status;
     }
-    err = cl->BuildProgram(program, 1, &state->device->device, options, NULL, NULL);
+    cl_device_id device = ((const posenc_cl_device *)ctx->device->handle)->device;
+    err = cl->BuildProgram(program, 1, &device, options, NULL, NULL);
     if (err != CL_SUCCESS) {
         char log[384];
-        build_log(state, program, log, sizeof log);
+        build_log(cl, device, program, log, sizeof log);
         cl->ReleaseProgram(program);
         posenc_status status = posenc_cl_status(err);
         if (status == POSENC_DEVICE_ERROR)
@@ -187,7 +169,7 @@ static posenc_status program_build(posenc_context *ctx, const char *label, const
                 now_ms() - start);
     posenc__atomic64_add(&ctx->stats.kernels_built, 1);
     if (cached)
-        cache_store(ctx, label, program, dir, path, key);
+        cache_store(ctx, program, &entry);
     *out = program;
     return POSENC_OK;
 }
@@ -202,22 +184,22 @@ posenc_status posenc_cl_program_build(posenc_context *ctx, const char *label, co
     return status;
 }
 
-static size_t choose_local_size(const posenc_cl_context *state, cl_kernel kernel)
+static size_t choose_local_size(const posenc_cl_api *cl, const posenc_cl_device *dev,
+                                cl_kernel kernel)
 {
-    const posenc_cl_api *cl = state->cl;
     size_t kernel_max = 0, multiple = 0;
-    if (cl->GetKernelWorkGroupInfo(kernel, state->device->device, CL_KERNEL_WORK_GROUP_SIZE,
+    if (cl->GetKernelWorkGroupInfo(kernel, dev->device, CL_KERNEL_WORK_GROUP_SIZE,
                                    sizeof kernel_max, &kernel_max, NULL) != CL_SUCCESS)
         kernel_max = 1;
-    if (cl->GetKernelWorkGroupInfo(kernel, state->device->device,
+    if (cl->GetKernelWorkGroupInfo(kernel, dev->device,
                                    CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof multiple,
                                    &multiple, NULL) != CL_SUCCESS)
         multiple = 1;
     size_t local = PREFERRED_LOCAL_SIZE;
     if (local > kernel_max)
         local = kernel_max;
-    if (local > state->device->max_local_size)
-        local = state->device->max_local_size;
+    if (local > dev->max_local_size)
+        local = dev->max_local_size;
     if (multiple > 1 && local >= multiple)
         local -= local % multiple;
     return local ? local : 1;
@@ -253,7 +235,7 @@ posenc_status posenc_cl_kernel_get(posenc_context *ctx, posenc__cl_id id,
     }
     entry->program = program;
     entry->kernel = created;
-    entry->local_size = choose_local_size(state, created);
+    entry->local_size = choose_local_size(state->cl, ctx->device->handle, created);
     *kernel = entry;
     return POSENC_OK;
 }

@@ -11,20 +11,14 @@
  * both faster imported (see docs/benchmarks.md). */
 #define IMPORT_MIN_BYTES (UINT64_C(4) << 10)
 
-void posenc_cl_stage_add(posenc_cl_staging *staging, const posenc__view *view, const char *name,
-                         unsigned access, posenc_cl_binding *binding)
-{
-    uint32_t index = posenc__gpu_stage_add(&staging->plan, view, name, access, NULL);
-    staging->bindings[index] = binding;
-}
-
 void posenc_cl_stage_views(posenc_cl_staging *staging, const posenc__view *const *views,
                            const unsigned *access, const char *const *names, uint32_t count,
                            posenc_cl_binding *bindings)
 {
     for (uint32_t i = 0; i < count; i++) {
         if (views[i])
-            posenc_cl_stage_add(staging, views[i], names[i], access[i], &bindings[i]);
+            staging->bindings[posenc__gpu_stage_add(&staging->plan, views[i], names[i],
+                                                    access[i], NULL)] = &bindings[i];
     }
 }
 
@@ -43,9 +37,9 @@ static void drop_staging(posenc_context *ctx)
 static bool import_region(posenc_context *ctx, void *user, uint32_t r, uint8_t *lo,
                           uint64_t size, const char *name)
 {
-    posenc_cl_context *state = ctx->backend_state;
+    const posenc_cl_device *dev = ctx->device->handle;
     posenc_cl_staging *staging = user;
-    uint64_t base = (uint64_t)((uintptr_t)lo % state->device->base_alignment);
+    uint64_t base = (uint64_t)((uintptr_t)lo % dev->base_alignment);
     staging->imports[r] = posenc_cl_import(ctx, lo - base, base + size, name);
     staging->import_base[r] = base;
     return staging->imports[r] != NULL;
@@ -63,21 +57,29 @@ void posenc_cl_stage_release(posenc_context *ctx, posenc_cl_staging *staging)
         drop_staging(ctx);
 }
 
+/* Where a view or a read lies: in view `index`'s buffer, in region `index`'s import (`*offset`
+ * moved from the region's lo to the import's start), or in the staging area. */
+static cl_mem memory_of(const posenc_context *ctx, const posenc_cl_staging *staging,
+                        posenc__gpu_memory memory, uint32_t index, uint64_t *offset)
+{
+    if (memory == POSENC__GPU_IN_DEVICE)
+        return posenc_cl_buffer_mem(staging->plan.views[index].view->buffer);
+    if (memory == POSENC__GPU_IN_STAGING)
+        return ((const posenc_cl_context *)ctx->backend_state)->staging.mem;
+    *offset += staging->import_base[index];
+    return staging->imports[index];
+}
+
 /* Binds a view of the plan (posenc__gpu_stage_in's hook). */
 static posenc_status bind_view(posenc_context *ctx, void *user, uint32_t view,
                                posenc__gpu_memory memory, uint32_t region, uint64_t position)
 {
-    const posenc_cl_context *state = ctx->backend_state;
     posenc_cl_staging *staging = user;
     const posenc__gpu_staged_view *v = &staging->plan.views[view];
-    cl_mem mem = state->staging.mem;
-    if (memory == POSENC__GPU_IN_DEVICE) {
-        mem = posenc_cl_buffer_mem(v->view->buffer);
+    bool in_device = memory == POSENC__GPU_IN_DEVICE;
+    if (in_device)
         position = v->view->offset;
-    } else if (memory == POSENC__GPU_IN_IMPORT) {
-        mem = staging->imports[region];
-        position += staging->import_base[region];
-    }
+    cl_mem mem = memory_of(ctx, staging, memory, in_device ? view : region, &position);
     posenc__gpu_binding b;
     posenc_status status = posenc__gpu_bind(ctx, "OpenCL", v->name, v->view, position,
                                             POSENC__GPU_ELEMENT_LIMIT, &b);
@@ -130,7 +132,7 @@ static posenc_status upload(posenc_context *ctx, void *user, uint32_t r, const c
                                                NULL, &written);
     if (err != CL_SUCCESS)
         return posenc_cl_fail(ctx, err, name, "clEnqueueWriteBuffer (staging)");
-    if ((err = posenc_cl_complete(state->cl, written)) != CL_SUCCESS)
+    if ((err = posenc_cl_complete_all(state->cl, 1, &written)) != CL_SUCCESS)
         return posenc_cl_fail(ctx, err, name, "clWaitForEvents (staging write)");
     return POSENC_OK;
 }
@@ -166,14 +168,8 @@ static posenc_status read_in_place(posenc_context *ctx, void *user, const posenc
     const char *what = "staging";
     for (uint32_t i = 0; i < count && err == CL_SUCCESS; i++) {
         const posenc__gpu_read *r = &reads[i];
-        cl_mem mem = state->staging.mem;
         uint64_t offset = r->offset;
-        if (r->memory == POSENC__GPU_IN_DEVICE) {
-            mem = posenc_cl_buffer_mem(staging->plan.views[r->index].view->buffer);
-        } else if (r->memory == POSENC__GPU_IN_IMPORT) {
-            mem = staging->imports[r->index];
-            offset += staging->import_base[r->index];
-        }
+        cl_mem mem = memory_of(ctx, staging, r->memory, r->index, &offset);
         what = r->memory == POSENC__GPU_IN_STAGING ? "staging" : "imported host memory";
         cl_event read = NULL;
         err = state->cl->EnqueueReadBuffer(state->queue, mem, CL_FALSE, (size_t)offset,
@@ -213,7 +209,7 @@ static posenc_status map_region(posenc_context *ctx, void *user, uint32_t r,
                               "clEnqueueMapBuffer (staging)");
     }
     *bytes = mapped; /* unmapped by unmap_all, also when the wait fails */
-    if ((err = posenc_cl_complete(cl, map)) != CL_SUCCESS)
+    if ((err = posenc_cl_complete_all(cl, 1, &map)) != CL_SUCCESS)
         return posenc_cl_fail(ctx, err, "output", "clWaitForEvents (staging map)");
     return POSENC_OK;
 }
@@ -234,7 +230,7 @@ static void unmap_all(posenc_context *ctx, void *user, const uint8_t *const *map
         cl_int err = cl->EnqueueUnmapMemObject(state->queue, state->staging.mem,
                                                (void *)(uintptr_t)mapped[r], 0, NULL, &unmapped);
         if (err == CL_SUCCESS)
-            err = posenc_cl_complete(cl, unmapped);
+            err = posenc_cl_complete_all(cl, 1, &unmapped);
         if (err != CL_SUCCESS && failed == CL_SUCCESS)
             failed = err;
     }
