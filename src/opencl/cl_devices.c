@@ -146,11 +146,13 @@ posenc_status posenc_cl_describe_device(const posenc_cl_api *cl, cl_platform_id 
         TEXT_(CL_DEVICE_VERSION, version),
     };
     cl_int err = query_all(cl, id, usable, sizeof usable / sizeof usable[0], failure);
-    if (err == CL_SUCCESS && (!available || !compiler || parse_version(version) < 102))
+    if (err != CL_SUCCESS)
+        return posenc_cl_status(err);
+    if (!available || !compiler || parse_version(version) < 102)
         return POSENC_UNSUPPORTED;
-    posenc_cl_device *device = err == CL_SUCCESS ? calloc(1, sizeof *device) : NULL;
+    posenc_cl_device *device = calloc(1, sizeof *device);
     if (!device)
-        return err == CL_SUCCESS ? POSENC_OUT_OF_MEMORY : posenc_cl_status(err);
+        return POSENC_OUT_OF_MEMORY;
 
     posenc_device_info *info = &out->info;
     cl_device_type type;
