@@ -671,6 +671,15 @@ typedef struct posenc_rope_desc {
                                  * k_cache */
     posenc_tensor v;            /* optional, needs v_cache: k's shape and dtype, any strides */
     posenc_tensor v_cache;      /* with v: k_cache's shape and dtype, any strides */
+
+    /* Caller cos/sin tables (HF, ONNX, vLLM, flash-attn: docs/engines.md): pair j is rotated by
+     * the values given, as they are: (x_a c - x_b s, x_a s + x_b c), -s when inverse. Both or
+     * neither; theta, inv_freq, scaling, attention_factor, multimodal then stay 0. f32, f16 or
+     * bf16, any strides, one shape: [rows, width], row = the token's position (i32 positions or
+     * position_offset + token) in [0, rows); or rows gathered per token, [batch or 1, tokens,
+     * width] (or HF's [batch or 1, 1, tokens, width]). width: rotary_dim/2 (pair j at column
+     * j), or rotary_dim (at the column of pair j's first dim: HF's duplicated halves). */
+    posenc_tensor cos, sin;
 } posenc_rope_desc;
 
 POSENC_API posenc_status posenc_rope(posenc_context *context, const posenc_rope_desc *desc);

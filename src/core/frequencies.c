@@ -283,6 +283,26 @@ static posenc_status check_unused_scaling_fields(posenc_context *ctx,
                         scaling_name(scaling->type));
 }
 
+const char *posenc__rope_angle_field(const posenc_rope_desc *desc, char *name, size_t size)
+{
+    const posenc_rope_scaling *scaling = &desc->scaling;
+    const char *field = unused_scaling_field(scaling, 0);
+    if (desc->theta != 0.0)
+        return "theta";
+    if (desc->inv_freq || desc->inv_freq_count)
+        return desc->inv_freq ? "inv_freq" : "inv_freq_count";
+    if (desc->attention_factor != 0.0)
+        return "attention_factor";
+    if (scaling->type != POSENC_ROPE_SCALING_NONE)
+        return "scaling.type";
+    if (!field && (scaling->freq_factors || scaling->factor_count))
+        field = scaling->freq_factors ? "freq_factors" : "factor_count";
+    if (!field)
+        return NULL;
+    snprintf(name, size, "scaling.%s", field);
+    return name;
+}
+
 /* Caller frequencies replace theta and the scaling: a value given there would have no effect,
  * and a call that looks scaled (ggml's vision mode with freq_scale != 1) would rotate by the
  * unscaled table and return OK. Only freq_factors (and attention_factor) still apply. */

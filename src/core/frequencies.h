@@ -16,6 +16,11 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
                                        uint32_t rotary_dim, uint32_t sequence_length,
                                        float *attention_factor);
 
+/* The first of the fields that shape the angles posenc computes (theta, inv_freq and its count,
+ * attention_factor, the scaling's) that is set, written into `name` ("scaling.factor"); NULL
+ * when none is: caller cos/sin tables replace them all. */
+const char *posenc__rope_angle_field(const posenc_rope_desc *desc, char *name, size_t size);
+
 /* Whether ctx->rope_freqs still holds table `id` and it is still the table of `desc`, when
  * `desc` equals field for field a descriptor posenc__rope_frequencies gave table `id` (with
  * this rotary_dim and a sequence length not taken from the positions): the caller's arrays

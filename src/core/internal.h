@@ -215,6 +215,15 @@ typedef struct posenc__rope_op {
     posenc__view slots;      /* i32 [1, 1, batch, tokens] (batch 1: [1, 1, 1, tokens]) */
     posenc__view k_cache, v, v_cache;
     int64_t num_slots;       /* blocks * block_size */
+    /* Caller cos/sin tables (core/rope_tables.h): pair j of a token takes its row's values at
+     * posenc__rope_table_column instead of angles from freqs (which stay the default table,
+     * unused). Views [1, batch or 1, rows, width]. */
+    bool has_tables;
+    bool tables_by_token;    /* rows gathered per token ([batch or 1, tokens, width]); else the
+                              * row is the token's position, in [0, table_rows) */
+    bool tables_full_width;  /* width rotary_dim (a value per rotated dim), else rotary_dim/2 */
+    int64_t table_rows;
+    posenc__view cos, sin;
 } posenc__rope_op;
 
 typedef struct posenc__sinusoidal_op {

@@ -5,6 +5,7 @@
 #include "core/frequencies.h"
 #include "core/rope_cache.h"
 #include "core/rope_memo.h"
+#include "core/rope_tables.h"
 #include "core/scaling.h"
 #include "core/tensor.h"
 
@@ -296,6 +297,8 @@ static posenc_status prepare_in_full(posenc_context *ctx, const posenc_rope_desc
     }
     if (status == POSENC_OK)
         status = posenc__rope_resolve_cache(ctx, desc, &op);
+    if (status == POSENC_OK)
+        status = posenc__rope_resolve_tables(ctx, desc, &op);
     if (status != POSENC_OK)
         return status;
 
@@ -336,10 +339,12 @@ static posenc_status prepare(posenc_context *ctx, const posenc_rope_desc *desc,
     if (status != POSENC_OK)
         return status;
     *op = posenc__rope_memo_use(ctx, desc);
-    if (*op)
-        return POSENC_OK;
-    *op = storage;
-    return prepare_in_full(ctx, desc, storage);
+    if (!*op) {
+        *op = storage;
+        status = prepare_in_full(ctx, desc, storage);
+    }
+    /* The positions' contents change between calls of one descriptor. */
+    return status == POSENC_OK ? posenc__rope_check_table_rows(ctx, *op) : status;
 }
 
 posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *desc,

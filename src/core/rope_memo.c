@@ -27,7 +27,7 @@ struct posenc__rope_memo {
     posenc__rope_op op;
     uint64_t freqs_id;
     uint32_t buffer_count;
-    memo_buffer buffers[9]; /* one per tensor of the descriptor (9) that names a buffer */
+    memo_buffer buffers[11]; /* one per tensor of the descriptor (11) that names a buffer */
 };
 
 static bool same_desc(const posenc_rope_desc *a, const posenc_rope_desc *b)
@@ -50,6 +50,8 @@ const posenc__rope_op *posenc__rope_memo_use(posenc_context *ctx, const posenc_r
     } else if (desc->position_offset != 0) {
         return NULL;
     }
+    if (memo->op.tables_by_token && desc->position_offset != 0)
+        return NULL; /* gathered cos/sin rows take no position_offset */
     for (uint32_t i = 0; i < memo->buffer_count; i++) {
         const memo_buffer *b = &memo->buffers[i];
         if (b->buffer->ctx != ctx || posenc__atomic_load_acquire(&b->buffer->mapped) ||
@@ -100,6 +102,8 @@ void posenc__rope_memo_keep(posenc_context *ctx, const posenc_rope_desc *desc,
     note_buffer(ctx, memo, &desc->slot_mapping, &op->slots);
     note_buffer(ctx, memo, &desc->v, &op->v);
     note_buffer(ctx, memo, &desc->v_cache, &op->v_cache);
+    note_buffer(ctx, memo, &desc->cos, &op->cos);
+    note_buffer(ctx, memo, &desc->sin, &op->sin);
     memo->valid = true;
 }
 

@@ -2,12 +2,9 @@
 /* RoPE context-extension scalings (linear, NTK, dynamic NTK, YaRN, Llama 3, LongRoPE, ggml's
  * YaRN): the published formulas in float64, see scaling.h. */
 #include "core/scaling.h"
-
-#include "backend.h"
+#include "core/tensor.h"
 
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 #define TWO_PI 6.283185307179586476925286766559
 
@@ -229,51 +226,11 @@ posenc_status posenc__sequence_length(posenc_context *ctx, const posenc__view *p
                                       bool has_positions, int64_t rows, int64_t tokens,
                                       int32_t position_offset, uint32_t *length)
 {
-    if (!has_positions) {
-        int64_t end = (int64_t)position_offset + tokens;
-        *length = end > 0 ? (uint32_t)end : 0;
-        return POSENC_OK;
-    }
-    /* Host-visible positions are read in place; others are downloaded once (they are small:
-     * one value per token). */
-    int64_t components = positions->shape[1]; /* several for the multimodal kinds */
-    int64_t extent = 4 + (components - 1) * positions->strides[1] +
-                     (rows - 1) * positions->strides[2] + (tokens - 1) * positions->strides[3];
-    const uint8_t *base = posenc__view_host_base(ctx, positions);
-    uint8_t *copy = NULL;
-    if (!base) {
-        copy = malloc((size_t)extent);
-        if (!copy)
-            return posenc__fail(ctx, POSENC_OUT_OF_MEMORY,
-                                "positions: cannot allocate %lld bytes to read them",
-                                (long long)extent);
-        posenc_status status = ctx->backend->buffer_download(ctx, positions->buffer,
-                                                             positions->offset, copy,
-                                                             (uint64_t)extent);
-        if (status != POSENC_OK) {
-            free(copy);
-            return status;
-        }
-        base = copy;
-    }
-    double largest = -1.0;
-    for (int64_t i = 0; i < components * rows * tokens; i++) {
-        int64_t c = i / (rows * tokens), r = i / tokens % rows, t = i % tokens;
-        const uint8_t *p = base + c * positions->strides[1] + r * positions->strides[2] +
-                           t * positions->strides[3];
-        double value;
-        if (positions->dtype == POSENC_DTYPE_I32) {
-            int32_t v;
-            memcpy(&v, p, sizeof v);
-            value = v;
-        } else {
-            float f;
-            memcpy(&f, p, sizeof f);
-            value = f == f ? floor(f) : -1.0;
-        }
-        largest = fmax(largest, value);
-    }
-    free(copy);
+    double smallest, largest;
+    posenc_status status = posenc__positions_range(ctx, positions, has_positions, rows, tokens,
+                                                   position_offset, &smallest, &largest);
+    if (status != POSENC_OK)
+        return status;
     *length = largest < 0.0 ? 0 : largest >= 4294967294.0 ? UINT32_MAX : (uint32_t)largest + 1;
     return POSENC_OK;
 }

@@ -4,6 +4,10 @@
 
 #include "backend.h"
 
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 /* Extents above this are rejected, so sums of two extents never overflow int64. */
 #define MAX_EXTENT (INT64_C(1) << 61)
 
@@ -174,5 +178,59 @@ posenc_status posenc__check_same_dims(posenc_context *ctx, const posenc__view *v
                             name, caller_index < 0 ? 0 : caller_index, (long long)view->shape[k],
                             like_name, (long long)like->shape[k]);
     }
+    return POSENC_OK;
+}
+
+posenc_status posenc__positions_range(posenc_context *ctx, const posenc__view *positions,
+                                      bool has_positions, int64_t rows, int64_t tokens,
+                                      int32_t position_offset, double *smallest, double *largest)
+{
+    if (!has_positions) {
+        *smallest = position_offset;
+        *largest = (double)position_offset + (double)(tokens - 1);
+        return POSENC_OK;
+    }
+    /* Host-visible positions are read in place; others are downloaded once (they are small:
+     * one value per token). */
+    int64_t components = positions->shape[1]; /* several for the multimodal kinds */
+    int64_t extent = 4 + (components - 1) * positions->strides[1] +
+                     (rows - 1) * positions->strides[2] + (tokens - 1) * positions->strides[3];
+    const uint8_t *base = posenc__view_host_base(ctx, positions);
+    uint8_t *copy = NULL;
+    if (!base) {
+        copy = malloc((size_t)extent);
+        if (!copy)
+            return posenc__fail(ctx, POSENC_OUT_OF_MEMORY,
+                                "positions: cannot allocate %lld bytes to read them",
+                                (long long)extent);
+        posenc_status status = ctx->backend->buffer_download(ctx, positions->buffer,
+                                                             positions->offset, copy,
+                                                             (uint64_t)extent);
+        if (status != POSENC_OK) {
+            free(copy);
+            return status;
+        }
+        base = copy;
+    }
+    *smallest = INFINITY;
+    *largest = -INFINITY;
+    for (int64_t i = 0; i < components * rows * tokens; i++) {
+        int64_t c = i / (rows * tokens), r = i / tokens % rows, t = i % tokens;
+        const uint8_t *p = base + c * positions->strides[1] + r * positions->strides[2] +
+                           t * positions->strides[3];
+        double value;
+        if (positions->dtype == POSENC_DTYPE_I32) {
+            int32_t v;
+            memcpy(&v, p, sizeof v);
+            value = v;
+        } else {
+            float f;
+            memcpy(&f, p, sizeof f);
+            value = f == f ? floor(f) : -1.0;
+        }
+        *smallest = fmin(*smallest, value);
+        *largest = fmax(*largest, value);
+    }
+    free(copy);
     return POSENC_OK;
 }

@@ -58,6 +58,14 @@ posenc_status posenc__resolve_positions(posenc_context *ctx, const posenc_tensor
                                         const char *tokens_name, posenc__view *view,
                                         bool *has_positions, bool *per_batch);
 
+/* The smallest and largest position of `rows` x `tokens` tokens over every component of
+ * `positions` (a view as posenc__resolve_positions gives it), reading them (downloading them
+ * from a device buffer), or of position_offset + token index without positions. A NaN float
+ * position counts as -1. */
+posenc_status posenc__positions_range(posenc_context *ctx, const posenc__view *positions,
+                                      bool has_positions, int64_t rows, int64_t tokens,
+                                      int32_t position_offset, double *smallest, double *largest);
+
 /* An output must not share a byte with another view of the same call. */
 posenc_status posenc__check_disjoint(posenc_context *ctx, const posenc__view *out,
                                      const char *out_name, const posenc__view *other,

@@ -7,6 +7,7 @@
  * rotated straight into the row, or copied there from k_out while still in L1. */
 #include "cpu/cpu_internal.h"
 #include "core/rope_cache.h"
+#include "core/rope_tables.h"
 
 #include "posenc_kernel_params.h"
 
@@ -25,6 +26,7 @@ typedef struct rope_job {
     const posenc_cpu_context *state;
     posenc_cpu_freq_parts freqs; /* op->freqs split (NULLs for the yardsticks) */
     const uint8_t *q_in, *k_in, *positions, *slots, *v_in;
+    const uint8_t *cos, *sin; /* caller tables, or NULL */
     uint8_t *q_out, *k_out, *k_cache, *v_cache;
     int64_t rows;   /* batch * tokens */
     int64_t heads;  /* q heads, then k heads */
@@ -58,6 +60,29 @@ _Static_assert(sizeof rope_styles / sizeof rope_styles[0] ==
  * software prefetch pays there and only costs instructions in L1 and L2 (a decode step). */
 #define STREAMING_BYTES ((uint64_t)4 << 20)
 
+/* The caller's cos and sin of every pair of token (b, t), from its row of the tables, with
+ * the direction folded in (sin_scale is -1 for the inverse). */
+static void token_table_row(const rope_job *job, int64_t b, int64_t t, float *sin_out,
+                            float *cos_out)
+{
+    const posenc__rope_op *op = job->op;
+    int64_t position = 0;
+    if (!op->tables_by_token) {
+        posenc_cpu_position(job->positions, &op->positions, op->has_positions,
+                            op->positions_per_batch, op->position_offset, b, t, &position);
+        position >>= 32; /* an i32 position, checked within the tables by the core */
+    }
+    for (uint32_t j = 0; j < op->rotary_dim / 2; j++) {
+        uint32_t column = posenc__rope_table_column(op, j);
+        const uint8_t *c = job->cos + posenc__rope_table_offset(op, &op->cos, b, t, position,
+                                                                column);
+        const uint8_t *s = job->sin + posenc__rope_table_offset(op, &op->sin, b, t, position,
+                                                                column);
+        cos_out[j] = posenc_cpu_load(c, op->cos.dtype) * job->cos_scale;
+        sin_out[j] = posenc_cpu_load(s, op->sin.dtype) * job->sin_scale;
+    }
+}
+
 /* sin and cos of every frequency at token (b, t), each frequency at the position component
  * it uses (freqs[j].component); a frequency whose component is an invalid float position gets
  * NaN, as the plain path gives a whole row of them. */
@@ -66,6 +91,10 @@ static void token_sincos(const rope_job *job, int64_t b, int64_t t, uint32_t *tu
 {
     const posenc__rope_op *op = job->op;
     const uint32_t pairs = op->rotary_dim / 2;
+    if (job->cos) {
+        token_table_row(job, b, t, sin_out, cos_out);
+        return;
+    }
     int64_t position[POSENC__MAX_COMPONENTS] = {0};
     bool valid[POSENC__MAX_COMPONENTS] = {false};
     bool same = true; /* every component equal: the plain row (text tokens of M-RoPE) */
@@ -345,7 +374,7 @@ static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, ro
     /* Table (2 rotary_dim), sin and cos (rotary_dim), turns (rotary_dim / 2). */
     posenc_status status = posenc_cpu_reserve_scratch(ctx, 4 * (size_t)op->rotary_dim + 16);
     posenc_cpu_freq_parts freqs = {NULL, NULL}; /* the yardsticks compute no angle */
-    if (status == POSENC_OK && run == ROPE_ROTATE)
+    if (status == POSENC_OK && run == ROPE_ROTATE && !op->has_tables)
         status = posenc_cpu_split_freqs(ctx, op->freqs, op->rotary_dim / 2, op->freqs_id,
                                         &freqs);
     if (status != POSENC_OK)
@@ -366,6 +395,8 @@ static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, ro
     job.k_cache = op->has_k_cache ? posenc__view_host_base(ctx, &op->k_cache) : NULL;
     job.v_in = op->has_v ? posenc__view_host_base(ctx, &op->v) : NULL;
     job.v_cache = op->has_v ? posenc__view_host_base(ctx, &op->v_cache) : NULL;
+    job.cos = op->has_tables ? posenc__view_host_base(ctx, &op->cos) : NULL;
+    job.sin = op->has_tables ? posenc__view_host_base(ctx, &op->sin) : NULL;
     job.rows = op->batch * op->tokens;
     job.heads = op->q_heads + (op->has_k ? op->k_heads : 0);
     job.sin_scale = op->inverse ? -op->attention_factor : op->attention_factor;
