@@ -205,6 +205,16 @@ typedef struct posenc_rope_desc {
      * width] (or HF's [batch or 1, 1, tokens, width]). width: rotary_dim/2 (pair j at column
      * j), or rotary_dim (at the column of pair j's first dim: HF's duplicated halves). */
     posenc_tensor cos, sin;
+
+    /* QK RMSNorm fused into the rotation (Qwen3 and Gemma 3 per head, OLMo 2 per token): q and
+     * k are normalized on read, x (w + norm_weight_offset) / sqrt(mean(x^2) + norm_eps), the
+     * mean over what the weights span, then rotated, in the same pass; k_cache takes the
+     * normalized k, v is copied as it is. Each optional; f32, f16 or bf16, any stride:
+     * [head_dim] for a norm over each head, or [heads * head_dim] (q_heads or k_heads) for one
+     * over the token's whole q or k. The sum of squares accumulates in float64 on the CPU. */
+    posenc_tensor q_norm_weight, k_norm_weight;
+    double norm_eps;           /* finite, > 0; default 1e-6 */
+    double norm_weight_offset; /* added to every weight, finite: 1 gives Gemma's x (1 + w) */
 } posenc_rope_desc;
 
 POSENC_API posenc_status posenc_rope(posenc_context *context, const posenc_rope_desc *desc);

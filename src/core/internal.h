@@ -224,6 +224,12 @@ typedef struct posenc__rope_op {
     bool tables_full_width;  /* width rotary_dim (a value per rotated dim), else rotary_dim/2 */
     int64_t table_rows;
     posenc__view cos, sin;
+    /* QK RMSNorm before the rotation (core/rope_norm.c): weights [1, 1, 1, head_dim] per head
+     * or [1, 1, 1, heads * head_dim] per token (the *_per_token flags). */
+    bool has_q_norm, has_k_norm;
+    bool q_norm_per_token, k_norm_per_token;
+    double norm_eps, norm_weight_offset;
+    posenc__view q_norm_weight, k_norm_weight;
 } posenc__rope_op;
 
 typedef struct posenc__sinusoidal_op {

@@ -5,6 +5,7 @@
 #include "core/frequencies.h"
 #include "core/rope_cache.h"
 #include "core/rope_memo.h"
+#include "core/rope_norm.h"
 #include "core/rope_tables.h"
 #include "core/scaling.h"
 #include "core/tensor.h"
@@ -299,6 +300,8 @@ static posenc_status prepare_in_full(posenc_context *ctx, const posenc_rope_desc
         status = posenc__rope_resolve_cache(ctx, desc, &op);
     if (status == POSENC_OK)
         status = posenc__rope_resolve_tables(ctx, desc, &op);
+    if (status == POSENC_OK)
+        status = posenc__rope_resolve_norm(ctx, desc, &op);
     if (status != POSENC_OK)
         return status;
 

@@ -27,7 +27,7 @@ struct posenc__rope_memo {
     posenc__rope_op op;
     uint64_t freqs_id;
     uint32_t buffer_count;
-    memo_buffer buffers[11]; /* one per tensor of the descriptor (11) that names a buffer */
+    memo_buffer buffers[13]; /* one per tensor of the descriptor (13) that names a buffer */
 };
 
 static bool same_desc(const posenc_rope_desc *a, const posenc_rope_desc *b)
@@ -104,6 +104,8 @@ void posenc__rope_memo_keep(posenc_context *ctx, const posenc_rope_desc *desc,
     note_buffer(ctx, memo, &desc->v_cache, &op->v_cache);
     note_buffer(ctx, memo, &desc->cos, &op->cos);
     note_buffer(ctx, memo, &desc->sin, &op->sin);
+    note_buffer(ctx, memo, &desc->q_norm_weight, &op->q_norm_weight);
+    note_buffer(ctx, memo, &desc->k_norm_weight, &op->k_norm_weight);
     memo->valid = true;
 }
 

@@ -144,6 +144,27 @@ bool posenc_cpu_position(const uint8_t *positions_base, const posenc__view *posi
                          bool has_positions, bool per_batch, int32_t offset, int64_t batch,
                          int64_t row, int64_t *fixed);
 
+/* The QK RMSNorm of one head (cpu_rope_norm.c): its weights from the head's dim 0, and the
+ * factor 1 / sqrt(mean(x^2) + eps) of the head or of its token's whole tensor. */
+typedef struct posenc_cpu_norm {
+    const uint8_t *weights;
+    int64_t weight_stride; /* bytes */
+    posenc_dtype weight_dtype;
+    double offset; /* added to every weight */
+    double factor;
+} posenc_cpu_norm;
+
+/* 1 / sqrt(mean(x^2) + eps) over `heads` heads of `dims` elements (strides in bytes), the sum
+ * accumulated in float64. */
+double posenc_cpu_rms_factor(const uint8_t *x, posenc_dtype dtype, int64_t head_stride,
+                             int64_t dim_stride, int64_t heads, int64_t dims, double eps);
+
+/* One head of `op` normalized by `norm` and rotated by the token's `table` (the GPT-J layout
+ * when `interleaved_table`), element by element, every dim written; in and out may be one. */
+void posenc_cpu_rope_head_normed(const posenc__rope_op *op, bool interleaved_table,
+                                 const float *table, const uint8_t *in, int64_t in_stride,
+                                 uint8_t *out, int64_t out_stride, const posenc_cpu_norm *norm);
+
 /* The `count` frequencies of the table `freqs_id` (0: not kept) split into their parts, kept in
  * the context until another table is split: a decode step or the next table finds them ready. */
 posenc_status posenc_cpu_split_freqs(posenc_context *ctx, const posenc__freq *freqs,

@@ -21,12 +21,21 @@ typedef enum rope_run {
     ROPE_CONVERT, /* the 16-bit floor: the copy with each element widened to f32 and back */
 } rope_run;
 
+/* The QK norm of one tensor of the call (q or k): its weights, or NULL for none. */
+typedef struct tensor_norm {
+    const uint8_t *weights;
+    const posenc__view *view;
+    bool per_token; /* one factor over the token's `heads` heads */
+    int64_t heads;
+} tensor_norm;
+
 typedef struct rope_job {
     const posenc__rope_op *op;
     const posenc_cpu_context *state;
     posenc_cpu_freq_parts freqs; /* op->freqs split (NULLs for the yardsticks) */
     const uint8_t *q_in, *k_in, *positions, *slots, *v_in;
     const uint8_t *cos, *sin; /* caller tables, or NULL */
+    tensor_norm q_norm, k_norm;
     uint8_t *q_out, *k_out, *k_cache, *v_cache;
     int64_t rows;   /* batch * tokens */
     int64_t heads;  /* q heads, then k heads */
@@ -177,6 +186,36 @@ static void rotate_head_strided(const posenc__rope_op *op, const float *table, c
         memcpy(out + d * out_stride, in + d * in_stride, element);
 }
 
+/* Heads [first, end) of one token with the tensor's norm: `in` and `out` at the token's head 0. A
+ * per-token factor reads every head of the token before any is written (its heads are never
+ * split between units of work: run_rope). */
+static void rotate_heads_normed(const rope_job *job, const float *table, const tensor_norm *norm,
+                                const posenc__view *in_view, const uint8_t *in,
+                                const posenc__view *out_view, uint8_t *out, int64_t first,
+                                int64_t end)
+{
+    const posenc__rope_op *op = job->op;
+    posenc_cpu_norm n = {
+        .weight_stride = norm->view->strides[3],
+        .weight_dtype = norm->view->dtype,
+        .offset = op->norm_weight_offset,
+    };
+    if (norm->per_token)
+        n.factor = posenc_cpu_rms_factor(in, in_view->dtype, in_view->strides[2],
+                                         in_view->strides[3], norm->heads, op->head_dim,
+                                         op->norm_eps);
+    for (int64_t h = first; h < end; h++) {
+        const uint8_t *x = in + h * in_view->strides[2];
+        if (!norm->per_token)
+            n.factor = posenc_cpu_rms_factor(x, in_view->dtype, 0, in_view->strides[3], 1,
+                                             op->head_dim, op->norm_eps);
+        n.weights = norm->weights + (norm->per_token ? h * op->head_dim : 0) * n.weight_stride;
+        posenc_cpu_rope_head_normed(op, rope_styles[op->style].interleaved_table, table, x,
+                                    in_view->strides[3], out + h * out_view->strides[2],
+                                    out_view->strides[3], &n);
+    }
+}
+
 /* `heads` heads from `in` (its head `first` at token (b, t)) to `out`, laid out as the views
  * say in their dims 2 and 3. */
 static void rotate_heads_at(const rope_job *job, const float *table, const posenc__view *in_view,
@@ -218,12 +257,19 @@ static void rotate_heads_at(const rope_job *job, const float *table, const posen
 }
 
 /* Heads [first, end) of one tensor at one token. */
-static void rotate_heads(const rope_job *job, const float *table, const posenc__view *in_view,
-                         const uint8_t *in_base, const posenc__view *out_view, uint8_t *out_base,
-                         bool in_place, int64_t row, int64_t first, int64_t end)
+static void rotate_heads(const rope_job *job, const float *table, const tensor_norm *norm,
+                         const posenc__view *in_view, const uint8_t *in_base,
+                         const posenc__view *out_view, uint8_t *out_base, bool in_place,
+                         int64_t row, int64_t first, int64_t end)
 {
     const posenc__rope_op *op = job->op;
     int64_t b = row / op->tokens, t = row % op->tokens;
+    if (norm->weights) {
+        rotate_heads_normed(job, table, norm, in_view,
+                            posenc_cpu_element((uint8_t *)in_base, in_view, b, t, 0, 0), out_view,
+                            posenc_cpu_element(out_base, out_view, b, t, 0, 0), first, end);
+        return;
+    }
     rotate_heads_at(job, table, in_view,
                     posenc_cpu_element((uint8_t *)in_base, in_view, b, t, first, 0), out_view,
                     posenc_cpu_element(out_base, out_view, b, t, first, 0), in_place,
@@ -265,6 +311,12 @@ static void write_cache(const rope_job *job, const float *table, int64_t row, in
         copy_heads_at(op, &op->k_out,
                       posenc_cpu_element(job->k_out, &op->k_out, b, t, first, 0), &op->k_cache,
                       k_row, end - first);
+    else if (job->k_norm.weights)
+        rotate_heads_normed(job, table, &job->k_norm, &op->k,
+                            posenc_cpu_element((uint8_t *)job->k_in, &op->k, b, t, 0, 0),
+                            &op->k_cache,
+                            posenc_cpu_element(job->k_cache, &op->k_cache, block, slot_row, 0, 0),
+                            first, end);
     else
         rotate_heads_at(job, table, &op->k,
                         posenc_cpu_element((uint8_t *)job->k_in, &op->k, b, t, first, 0),
@@ -355,13 +407,13 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
             built = row;
         }
         if (h0 < op->q_heads)
-            rotate_heads(job, table, &op->q, job->q_in, &op->q_out, job->q_out, op->q_in_place,
-                         row, h0, h1 < op->q_heads ? h1 : op->q_heads);
+            rotate_heads(job, table, &job->q_norm, &op->q, job->q_in, &op->q_out, job->q_out,
+                         op->q_in_place, row, h0, h1 < op->q_heads ? h1 : op->q_heads);
         if (h1 > op->q_heads) {
             int64_t k0 = (h0 > op->q_heads ? h0 : op->q_heads) - op->q_heads;
             if (op->k_out_written)
-                rotate_heads(job, table, &op->k, job->k_in, &op->k_out, job->k_out,
-                             op->k_in_place, row, k0, h1 - op->q_heads);
+                rotate_heads(job, table, &job->k_norm, &op->k, job->k_in, &op->k_out,
+                             job->k_out, op->k_in_place, row, k0, h1 - op->q_heads);
             if (op->has_k_cache)
                 write_cache(job, table, row, k0, h1 - op->q_heads);
         }
@@ -397,6 +449,12 @@ static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, ro
     job.v_cache = op->has_v ? posenc__view_host_base(ctx, &op->v_cache) : NULL;
     job.cos = op->has_tables ? posenc__view_host_base(ctx, &op->cos) : NULL;
     job.sin = op->has_tables ? posenc__view_host_base(ctx, &op->sin) : NULL;
+    job.q_norm = (tensor_norm){
+        op->has_q_norm ? posenc__view_host_base(ctx, &op->q_norm_weight) : NULL,
+        &op->q_norm_weight, op->q_norm_per_token, op->q_heads};
+    job.k_norm = (tensor_norm){
+        op->has_k_norm ? posenc__view_host_base(ctx, &op->k_norm_weight) : NULL,
+        &op->k_norm_weight, op->k_norm_per_token, op->k_heads};
     job.rows = op->batch * op->tokens;
     job.heads = op->q_heads + (op->has_k ? op->k_heads : 0);
     job.sin_scale = op->inverse ? -op->attention_factor : op->attention_factor;
@@ -411,7 +469,8 @@ static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, ro
      * no division). */
     job.chunk = job.heads;
     job.chunks = 1;
-    if (parts > 1 && job.rows < 4 * (int64_t)parts) {
+    bool per_token_norm = op->q_norm_per_token || op->k_norm_per_token;
+    if (parts > 1 && job.rows < 4 * (int64_t)parts && !per_token_norm) {
         int64_t chunks = (4 * (int64_t)parts + job.rows - 1) / job.rows;
         if (chunks > job.heads)
             chunks = job.heads;

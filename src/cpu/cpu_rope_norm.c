@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* The QK RMSNorm fused into RoPE on the CPU: a head (or a token's whole q or k) is normalized on
+ * read, x (w + offset) / sqrt(mean(x^2) + eps), its sum of squares accumulated in float64, and
+ * rotated by the token's table in the same pass, element by element. */
+#include "cpu/cpu_internal.h"
+
+#include "posenc_kernel_params.h"
+
+#include <math.h>
+
+double posenc_cpu_rms_factor(const uint8_t *x, posenc_dtype dtype, int64_t head_stride,
+                             int64_t dim_stride, int64_t heads, int64_t dims, double eps)
+{
+    double sum = 0.0;
+    for (int64_t h = 0; h < heads; h++) {
+        for (int64_t d = 0; d < dims; d++) {
+            double v = posenc_cpu_load(x + h * head_stride + d * dim_stride, dtype);
+            sum += v * v;
+        }
+    }
+    return 1.0 / sqrt(sum / (double)(heads * dims) + eps);
+}
+
+/* Element `d` of the head normalized, rounded once to f32. */
+static float normalized(const uint8_t *in, int64_t in_stride, posenc_dtype dtype,
+                        const posenc_cpu_norm *norm, int64_t d)
+{
+    double w = posenc_cpu_load(norm->weights + d * norm->weight_stride, norm->weight_dtype);
+    return (float)(posenc_cpu_load(in + d * in_stride, dtype) * norm->factor *
+                   (w + norm->offset));
+}
+
+void posenc_cpu_rope_head_normed(const posenc__rope_op *op, bool interleaved_table,
+                                 const float *table, const uint8_t *in, int64_t in_stride,
+                                 uint8_t *out, int64_t out_stride, const posenc_cpu_norm *norm)
+{
+    const uint32_t rot = op->rotary_dim, pairs = rot / 2, first = op->rotary_offset;
+    const posenc_dtype dtype = op->q.dtype;
+    /* The dims outside the rotated ones are normalized too: they are part of the head. */
+    for (int64_t d = 0; d < op->head_dim; d++) {
+        if (d < first || d >= first + rot)
+            posenc_cpu_store(out + d * out_stride, dtype,
+                             normalized(in, in_stride, dtype, norm, d));
+    }
+    for (uint32_t j = 0; j < pairs; j++) {
+        /* The pair's factors where the style's table holds them (cpu_rope.c's build_table). */
+        int64_t ia = first + POSENC_ROPE_PAIR_FIRST((uint32_t)op->style, j, pairs);
+        int64_t ib = first + POSENC_ROPE_PAIR_SECOND((uint32_t)op->style, j, pairs);
+        float c = interleaved_table ? table[2 * j] : table[j];
+        float s = interleaved_table ? table[rot + 2 * j + 1] : table[pairs + j];
+        float a = normalized(in, in_stride, dtype, norm, ia);
+        float b = normalized(in, in_stride, dtype, norm, ib);
+        posenc_cpu_store(out + ia * out_stride, dtype, a * c - b * s);
+        posenc_cpu_store(out + ib * out_stride, dtype, a * s + b * c);
+    }
+}
