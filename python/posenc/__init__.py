@@ -251,9 +251,11 @@ def _integer(name, value, minimum, maximum):
 def _resolve_rope(config=None, *, head_dim=None, theta=None, style="neox", rotary_dim=None,
                   rotary_offset=0, inverse=False, scaling=None, multimodal=None,
                   mrope_section=None, components=None, component_map=None, layout="bthd",
-                  attention_factor=None, layer_type=None, max_position_embeddings=None):
+                  attention_factor=None, layer_type=None, max_position_embeddings=None,
+                  num_heads=None):
     """What a Rope resolves once (posenc.Rope's and posenc.rope's options): _rope_resolved's
-    option keywords, every name turned into its value and every number checked."""
+    option keywords, every name turned into its value and every number checked. theta left
+    unset stays 0, the library's default (10000), which caller cos/sin tables need."""
     if config is not None:
         if scaling is not None:
             raise _error("INVALID_ARGUMENT",
@@ -285,14 +287,14 @@ def _resolve_rope(config=None, *, head_dim=None, theta=None, style="neox", rotar
         raise _error("INVALID_ARGUMENT",
                      f"layout: {layout!r} is not 'bthd' or 'bhtd'")
     return dict(
-        theta=10000.0 if theta is None else float(theta), style=_name("rope_style", style, "style"),
+        theta=0.0 if theta is None else float(theta), style=_name("rope_style", style, "style"),
         rotary_dim=_unsigned("rotary_dim", rotary_dim),
         rotary_offset=_unsigned("rotary_offset", rotary_offset), inverse=bool(inverse),
         attention_factor=float(attention_factor or 0.0),
         scaling=None if form is None else dict(form),
         multimodal=_name("rope_multimodal", multimodal, "multimodal"), mrope_section=mrope_section,
         components=_unsigned("components", components), component_map=component_map,
-        layout=layout)
+        layout=layout, num_heads=_unsigned("num_heads", num_heads))
 
 
 def _resolve_rope_named(*args, **options):
@@ -327,14 +329,15 @@ def _cache_key(value):
 _CALL_KEYWORDS = ("k", "positions", "position_ids", "offset", "theta", "style", "rotary_dim",
                   "rotary_offset", "inverse", "scaling", "multimodal", "mrope_section",
                   "components", "component_map", "layout", "out", "k_out", "k_cache",
-                  "slot_mapping", "v", "v_cache", "attention_factor", "context")
+                  "slot_mapping", "v", "v_cache", "attention_factor", "cos", "sin", "num_heads",
+                  "context")
 
 
 def _bad_keyword(call, name):
     """Raises the TypeError of an unknown keyword, with the closest known one."""
     known = _CALL_KEYWORDS if call == "rope()" else (
         "k", "positions", "position_ids", "offset", "out", "k_out", "k_cache", "slot_mapping",
-        "v", "v_cache", "context")
+        "v", "v_cache", "cos", "sin", "context")
     close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise TypeError(f"{call} got an unexpected keyword argument {name!r}{hint}")
@@ -394,7 +397,7 @@ def _rope_arguments(q, k=None, *, positions=None, position_ids=None, offset=0, t
                     style="neox", rotary_dim=None, rotary_offset=0, inverse=False, scaling=None,
                     multimodal=None, mrope_section=None, components=None, component_map=None,
                     layout="bthd", out=None, k_out=None, k_cache=None, slot_mapping=None, v=None,
-                    v_cache=None, attention_factor=None):
+                    v_cache=None, attention_factor=None, cos=None, sin=None, num_heads=None):
     """posenc.rope's arguments (context aside) as _posenc._rope_resolved's keywords: options
     resolved as a Rope resolves them, then the arrays converted (_rope_arrays)."""
     head_dim = q.shape[-1] if scaling is not None and hasattr(q, "shape") and len(q.shape) \
@@ -403,14 +406,15 @@ def _rope_arguments(q, k=None, *, positions=None, position_ids=None, offset=0, t
         head_dim=head_dim, theta=theta, style=style, rotary_dim=rotary_dim,
         rotary_offset=rotary_offset, inverse=inverse, scaling=scaling, multimodal=multimodal,
         mrope_section=mrope_section, components=components, component_map=component_map,
-        layout=layout, attention_factor=attention_factor)
+        layout=layout, attention_factor=attention_factor, num_heads=num_heads)
     return _rope_arrays(settings, q, k, positions=positions, position_ids=position_ids,
                         offset=offset, out=out, k_out=k_out, k_cache=k_cache,
-                        slot_mapping=slot_mapping, v=v, v_cache=v_cache)
+                        slot_mapping=slot_mapping, v=v, v_cache=v_cache, cos=cos, sin=sin)
 
 
 def _rope_arrays(settings, q, k=None, *, positions=None, position_ids=None, offset=0, out=None,
-                 k_out=None, k_cache=None, slot_mapping=None, v=None, v_cache=None):
+                 k_out=None, k_cache=None, slot_mapping=None, v=None, v_cache=None, cos=None,
+                 sin=None):
     """A call's arrays in the form C takes, with the resolved options `settings` (a Rope's):
     _posenc._rope_resolved's keywords. bf16 and torch arrays become buffers, positions and
     slots int32; a conversion that cannot be made raises. posenc.rope and a posenc.Rope's call
@@ -429,13 +433,15 @@ def _rope_arrays(settings, q, k=None, *, positions=None, position_ids=None, offs
     bk_cache, bf16_k_cache = _buffer(k_cache, "k_cache", written=True)
     bv, bf16_v = _buffer(v, "v")
     bv_cache, bf16_v_cache = _buffer(v_cache, "v_cache", written=True)
+    bcos, bf16_cos = _buffer(cos, "cos")
+    bsin, bf16_sin = _buffer(sin, "sin")
     bf16 = (bf16_q or bf16_k or bf16_q_out or bf16_k_out or bf16_k_cache or bf16_v
-            or bf16_v_cache)
+            or bf16_v_cache or bf16_cos or bf16_sin)
     return dict(
         settings, q=bq, k=bk, q_out=bq_out, k_out=bk_out,
         positions=positions if position_ids is not None else _positions(positions),
         offset=_integer("offset", offset, -2**31, 2**31 - 1), bf16=bf16, k_cache=bk_cache,
-        slot_mapping=_slots(slot_mapping), v=bv, v_cache=bv_cache)
+        slot_mapping=_slots(slot_mapping), v=bv, v_cache=bv_cache, cos=bcos, sin=bsin)
 
 
 # A config dict's cache key is made of the fields posenc.hf reads from it, and a dict is a

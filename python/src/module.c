@@ -69,8 +69,8 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
     "rotary_dim=None, rotary_offset=0, inverse=False, scaling=None, multimodal=None, "             \
     "mrope_section=None, "                                                                         \
     "components=None, component_map=None, layout='bthd', out=None, k_out=None, "                   \
-    "k_cache=None, slot_mapping=None, v=None, v_cache=None, attention_factor=None, "               \
-    "context=None)\n"                                                                              \
+    "k_cache=None, slot_mapping=None, v=None, v_cache=None, attention_factor=None, cos=None, "     \
+    "sin=None, num_heads=None, context=None)\n"                                                    \
     "--\n"                                                                                         \
     "\n"                                                                                           \
     "Rotary position embedding of q (and k) of one attention layer.\n"                             \
@@ -78,7 +78,9 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
     "q: [batch, tokens, heads, head_dim] (\"bthd\"), [batch, heads, tokens, head_dim]\n"           \
     "(\"bhtd\", HF's), [tokens, heads, head_dim] (or [heads, tokens, head_dim] with \"bhtd\"),\n"  \
     "[tokens, head_dim] or [head_dim]; any strides (a slice of a fused qkv array works); f32,\n"   \
-    "f16 or bf16. k likewise, with its own head count (grouped-query attention).\n"                \
+    "f16 or bf16. k likewise, with its own head count (grouped-query attention). num_heads:\n"     \
+    "q's head count, reading q, out, k, k_out and v given without a heads dim ([batch,\n"         \
+    "tokens, hidden] or [tokens, hidden]: ONNX's, vLLM's) as views of heads of q's size.\n"        \
     "Rotated in place unless out (for q) / k_out (for k) are given.\n"                             \
     "\n"                                                                                           \
     "positions: int32 or float32 [tokens] or [batch, tokens] (multimodal kinds: a component\n"     \
@@ -98,6 +100,14 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
     "uses component component_map[j].\n"                                                           \
     "attention_factor: scales cos and sin (default 1 or the scaling's own).\n"                     \
     "\n"                                                                                           \
+    "cos, sin: the caller's own tables (HF, ONNX RotaryEmbedding, vLLM's cos_sin_cache halves),\n" \
+    "f32, f16 or bf16, any strides, used as given: pair (x_a, x_b) of a token becomes\n"          \
+    "(x_a c - x_b s, x_a s + x_b c). [rows, width], the row a token's position (positions or\n"   \
+    "offset + index); or rows gathered per token, [batch or 1, tokens, width] (or HF's\n"        \
+    "[batch, 1, tokens, width]), with no positions. width: rotary_dim/2, or rotary_dim (HF's\n"  \
+    "duplicated halves, GPT-J's repeat_interleave). theta, scaling, multimodal and\n"            \
+    "attention_factor are then left unset.\n"                                                     \
+    "\n"                                                                                           \
     "Paged KV cache (vLLM's slot_mapping): k_cache [num_slots, kv_heads, head_dim] or\n"           \
     "[num_blocks, block_size, kv_heads, head_dim] (slot s is row s % block_size of block\n"        \
     "s // block_size); with layout \"bhtd\" heads come first: [kv_heads, num_slots, head_dim]\n"   \
@@ -114,7 +124,7 @@ const char pyposenc_rope_doc[] =
     "Rope(config=None, *, theta=None, head_dim=None, rotary_dim=None, rotary_offset=0,\n"
     "     style='neox', scaling=None, layout='bthd', multimodal=None, mrope_section=None,\n"
     "     components=None, component_map=None, attention_factor=None, inverse=False,\n"
-    "     layer_type=None, max_position_embeddings=None, context=None)\n"
+    "     layer_type=None, max_position_embeddings=None, num_heads=None, context=None)\n"
     "\n"
     "A RoPE resolved once, applied by calls that run in C. config: an HF config (object,\n"
     "dict, or a config.json path or model folder) or rope dict, as posenc.rope's scaling=\n"
@@ -122,7 +132,8 @@ const char pyposenc_rope_doc[] =
     "size, for configs that derive the rotary dims from it (partial_rotary_factor).\n"
     "\n"
     "rope(q, k=None, *, positions=None, position_ids=None, offset=0, out=None, k_out=None,\n"
-    "     k_cache=None, slot_mapping=None, v=None, v_cache=None, context=None)\n"
+    "     k_cache=None, slot_mapping=None, v=None, v_cache=None, cos=None, sin=None,\n"
+    "     context=None)\n"
     "applies it as posenc.rope does, and returns what posenc.rope returns.";
 
 #define DEFAULT_CONTEXT_DOC                                                                       \

@@ -10,7 +10,8 @@
 #include <string.h>
 
 static const char *const view_names[PYPOSENC_ROPE_VIEWS] = {
-    "q", "q_out", "k", "k_out", "positions", "k_cache", "slot_mapping", "v", "v_cache"};
+    "q", "q_out", "k", "k_out", "positions", "k_cache", "slot_mapping", "v", "v_cache", "cos",
+    "sin"};
 
 /* [b, h, t, d] or [h, t, d] to posenc's [b, t, h, d] / [t, h, d], by strides. A cache given
  * heads first ([blocks, heads, block_size, d] or [heads, slots, d]) becomes posenc's
@@ -22,6 +23,69 @@ static void heads_first(posenc_tensor *tensor)
     } else if (tensor->ndim == 3) {
         pyposenc_tensor_swap(tensor, 0, 1);
     }
+}
+
+/* The hidden dim (the last) of `tensor` as [hidden / head_dim, head_dim], by strides. */
+static int split_hidden(posenc_tensor *tensor, const char *name, int64_t head_dim)
+{
+    uint32_t last = tensor->ndim - 1;
+    if (tensor->shape[last] % head_dim != 0) {
+        pyposenc_raisef(POSENC_INVALID_SHAPE,
+                        "%s.shape[%u]: %lld is not a whole number of heads of %lld dims (q's "
+                        "hidden size / num_heads)",
+                        name, last, (long long)tensor->shape[last], (long long)head_dim);
+        return -1;
+    }
+    tensor->shape[last + 1] = head_dim;
+    tensor->strides[last + 1] = tensor->strides[last];
+    tensor->shape[last] /= head_dim;
+    tensor->strides[last] *= head_dim;
+    tensor->ndim++;
+    return 0;
+}
+
+/* num_heads: arrays without a heads dim ([batch, tokens, hidden] or [tokens, hidden]) as views
+ * with one. q's hidden size is num_heads heads; k, k_out and v (their own head count, GQA) are
+ * split into heads of the same size. A 4-D q must have num_heads heads. */
+static int split_heads(const pyposenc_rope_options *options, posenc_rope_desc *desc)
+{
+    const posenc_tensor *q = &desc->q;
+    int64_t heads = options->num_heads;
+    int64_t head_dim = q->shape[q->ndim - 1];
+    if (q->ndim == 2 || q->ndim == 3) {
+        if (head_dim % heads != 0) {
+            pyposenc_raisef(POSENC_INVALID_SHAPE,
+                            "num_heads: q's hidden size %lld is not a multiple of %lld heads",
+                            (long long)head_dim, (long long)heads);
+            return -1;
+        }
+        head_dim /= heads;
+    } else if (q->ndim == 4 && q->shape[options->heads_first ? 1 : 2] != heads) {
+        pyposenc_raisef(POSENC_INVALID_SHAPE, "num_heads: %lld, but q has %lld heads (q.shape[%d])",
+                        (long long)heads, (long long)q->shape[options->heads_first ? 1 : 2],
+                        options->heads_first ? 1 : 2);
+        return -1;
+    }
+    posenc_tensor *tensors[] = {&desc->q, &desc->q_out, &desc->k, &desc->k_out, &desc->v};
+    const char *names[] = {"q", "q_out", "k", "k_out", "v"};
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+        if (tensors[i]->ndim != 2 && tensors[i]->ndim != 3) {
+            continue;
+        }
+        if (options->heads_first) {
+            /* [batch, tokens, hidden] has its tokens before its heads. */
+            pyposenc_raisef(POSENC_INVALID_ARGUMENT,
+                            "layout: 'bhtd' reads 4-D arrays [batch, heads, tokens, head_dim], "
+                            "but %s has %u dims, split into heads by num_heads; pass "
+                            "layout='bthd'",
+                            names[i], tensors[i]->ndim);
+            return -1;
+        }
+        if (split_hidden(tensors[i], names[i], head_dim) < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static int parse_section(PyObject *object, uint32_t section[3])
@@ -215,6 +279,9 @@ static int parse_option(const char *name, PyObject *value, pyposenc_rope_options
           : name[7] == 'd' ? &desc->rotary_dim : &desc->rotary_offset) = u32;
         return 1;
     }
+    if (strcmp(name, "num_heads") == 0) {
+        return value == Py_None || pyposenc_u32(value, name, &options->num_heads) == 0 ? 1 : -1;
+    }
     if (strcmp(name, "inverse") == 0) {
         int truth = PyObject_IsTrue(value);
         if (truth < 0) {
@@ -281,13 +348,19 @@ void pyposenc_rope_args_free(pyposenc_rope_args *args)
     pyposenc_rope_options_free(&args->options);
 }
 
-void pyposenc_rope_heads_first(posenc_rope_desc *desc)
+int pyposenc_rope_layout(const pyposenc_rope_options *options, posenc_rope_desc *desc)
 {
-    posenc_tensor *tensors[] = {&desc->q,     &desc->q_out,   &desc->k,      &desc->k_out,
-                                &desc->k_cache, &desc->v,     &desc->v_cache};
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
-        heads_first(tensors[i]);
+    if (options->num_heads && split_heads(options, desc) < 0) {
+        return -1;
     }
+    if (options->heads_first) {
+        posenc_tensor *tensors[] = {&desc->q,       &desc->q_out, &desc->k,      &desc->k_out,
+                                    &desc->k_cache, &desc->v,     &desc->v_cache};
+        for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+            heads_first(tensors[i]);
+        }
+    }
+    return 0;
 }
 
 int pyposenc_rope_args_parse(PyObject *positional, PyObject *kwargs, pyposenc_rope_args *args)
@@ -358,11 +431,11 @@ int pyposenc_rope_args_parse(PyObject *positional, PyObject *kwargs, pyposenc_ro
     desc->position_offset = offset;
     posenc_tensor *tensors[PYPOSENC_ROPE_VIEWS] = {
         &desc->q, &desc->q_out, &desc->k, &desc->k_out, &desc->positions,
-        &desc->k_cache, &desc->slot_mapping, &desc->v, &desc->v_cache};
+        &desc->k_cache, &desc->slot_mapping, &desc->v, &desc->v_cache, &desc->cos, &desc->sin};
     /* q and k are written unless an out array is given; with a cache, k is only read. */
     int written[PYPOSENC_ROPE_VIEWS] = {
         objects[1] == Py_None, 1, objects[3] == Py_None && objects[5] == Py_None, 1, 0, 1, 0, 0,
-        1};
+        1, 0, 0};
     for (int i = 0; i < PYPOSENC_ROPE_VIEWS; i++) {
         int positions = i == 4 || i == 6;
         if (pyposenc_view_get(objects[i], view_names[i],
@@ -375,8 +448,8 @@ int pyposenc_rope_args_parse(PyObject *positional, PyObject *kwargs, pyposenc_ro
         pyposenc_raisef(POSENC_INVALID_ARGUMENT, "k_out: given without k");
         goto fail;
     }
-    if (args->options.heads_first) {
-        pyposenc_rope_heads_first(desc);
+    if (pyposenc_rope_layout(&args->options, desc) < 0) {
+        goto fail;
     }
     if (pyposenc_rope_component_map_check(&args->options, &desc->q) < 0) {
         goto fail;

@@ -110,8 +110,9 @@ PyObject *pyposenc_rope_resolved(PyObject *module, PyObject *args, PyObject *kwa
 
 void pyposenc_rope_plain_desc(posenc_rope_desc *desc, int offset)
 {
-    /* What posenc.rope sends for the defaults: theta 10000, the rest zero. */
-    *desc = (posenc_rope_desc){.position_offset = offset, .theta = 10000.0};
+    /* What posenc.rope sends for the defaults: every field zero (theta 0 is the library's
+     * 10000). */
+    *desc = (posenc_rope_desc){.position_offset = offset};
 }
 
 int pyposenc_rope_plain_run(PyObject *context, PyObject *q, PyObject *k, PyObject *offset)

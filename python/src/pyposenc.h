@@ -118,10 +118,12 @@ void pyposenc_scaling_free(pyposenc_scaling_storage *storage);
 
 /* op_args.c: a RoPE call's options (everything but the arrays, positions and offset), as a
  * descriptor with the arrays it points to. The layout "bhtd" reads q, k, their outs, v and the
- * caches heads before tokens. */
+ * caches heads before tokens; num_heads reads q, k, their outs and v given without a heads dim
+ * ([batch, tokens, hidden] or [tokens, hidden], ONNX's and vLLM's) as views with one. */
 typedef struct pyposenc_rope_options {
     posenc_rope_desc desc; /* no tensors, no position_offset */
     int heads_first;       /* layout "bhtd" */
+    uint32_t num_heads;    /* q's heads, splitting the hidden dim; 0 when not given */
     pyposenc_scaling_storage storage;
     uint8_t *component_map;
     Py_ssize_t component_count;
@@ -129,15 +131,18 @@ typedef struct pyposenc_rope_options {
 
 /* Fills `options` from a dict of _rope_resolved's option keywords (theta, style, rotary_dim,
  * rotary_offset, inverse, attention_factor, scaling, multimodal, mrope_section, components,
- * component_map, layout; style and multimodal as their enum values). 0, or -1 with the error
- * raised and nothing to free. */
+ * component_map, layout, num_heads; style and multimodal as their enum values). 0, or -1 with
+ * the error raised and nothing to free. */
 int pyposenc_rope_options_parse(PyObject *dict, pyposenc_rope_options *options);
 void pyposenc_rope_options_free(pyposenc_rope_options *options);
 /* Refuses a component_map whose length does not fit the pairs q's call rotates. 0 or -1. */
 int pyposenc_rope_component_map_check(const pyposenc_rope_options *options,
                                       const posenc_tensor *q);
-/* Swaps the heads and tokens of every data tensor of `desc` (layout "bhtd"). */
-void pyposenc_rope_heads_first(posenc_rope_desc *desc);
+/* The layout of `options` applied to the arrays of `desc` as the caller gave them: with
+ * num_heads, q, q_out, k, k_out and v without a heads dim split into heads of q's head size;
+ * with "bhtd", heads and tokens swapped. 0, or -1 with the posenc error raised, naming the
+ * array, num_heads or layout. */
+int pyposenc_rope_layout(const pyposenc_rope_options *options, posenc_rope_desc *desc);
 
 /* An integer argument (int, or anything with __index__: numpy and torch integer scalars) in
  * [minimum, maximum]: a TypeError for a float or a non-integer, a posenc InvalidArgument
@@ -148,7 +153,7 @@ int pyposenc_u32(PyObject *object, const char *name, uint32_t *out);
 
 /* The keyword arguments of one _rope_resolved call (q positional or keyword). Free with
  * pyposenc_rope_args_free (also after a failed parse). */
-#define PYPOSENC_ROPE_VIEWS 9
+#define PYPOSENC_ROPE_VIEWS 11
 typedef struct pyposenc_rope_args {
     posenc_rope_desc desc;
     pyposenc_view views[PYPOSENC_ROPE_VIEWS];

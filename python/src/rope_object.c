@@ -29,18 +29,21 @@ enum call_arg {
     ARG_SLOT_MAPPING,
     ARG_V,
     ARG_V_CACHE,
+    ARG_COS,
+    ARG_SIN,
     ARG_CONTEXT,
     ARG_COUNT
 };
 static const char *const arg_names[ARG_COUNT] = {
     "k", "positions", "position_ids", "offset", "out", "k_out", "k_cache", "slot_mapping", "v",
-    "v_cache", "context"};
+    "v_cache", "cos", "sin", "context"};
 
 /* posenc.rope's options: what a Rope resolves once. */
-#define OPTION_COUNT 12
+#define OPTION_COUNT 13
 static const char *const option_names[OPTION_COUNT] = {
     "theta",      "style",  "rotary_dim",    "rotary_offset", "inverse",       "scaling",
-    "multimodal", "layout", "mrope_section", "components",    "component_map", "attention_factor"};
+    "multimodal", "layout", "mrope_section", "components",    "component_map", "attention_factor",
+    "num_heads"};
 enum { OPTION_SCALING = 5 };
 
 static PyObject *arg_strings[ARG_COUNT];
@@ -71,7 +74,8 @@ static int is_name(PyObject *name, PyObject *interned)
 
 /* ---- the C path ------------------------------------------------------------------------- */
 
-enum { VIEW_Q, VIEW_K, VIEW_OUT, VIEW_K_OUT, VIEW_K_CACHE, VIEW_V, VIEW_V_CACHE, VIEW_COUNT };
+enum { VIEW_Q, VIEW_K, VIEW_OUT, VIEW_K_OUT, VIEW_K_CACHE, VIEW_V, VIEW_V_CACHE, VIEW_COS, VIEW_SIN,
+       VIEW_COUNT };
 
 /* One call of `self` on the arrays (args as run_rope gives them: None where absent, offset
  * NULL): 1 done, 0 left to the converter (nothing written, no error set), -1 raised. */
@@ -111,6 +115,8 @@ static int apply(pyposenc_rope_object *self, PyObject *context_object, PyObject 
         {args[ARG_K_CACHE], "k_cache", 1, &desc.k_cache},
         {args[ARG_V], "v", 0, &desc.v},
         {args[ARG_V_CACHE], "v_cache", 1, &desc.v_cache},
+        {args[ARG_COS], "cos", 0, &desc.cos},
+        {args[ARG_SIN], "sin", 0, &desc.sin},
     };
     int done = -1, got = 0;
     for (int i = 0; i < VIEW_COUNT && got == 0; i++) {
@@ -148,8 +154,8 @@ static int apply(pyposenc_rope_object *self, PyObject *context_object, PyObject 
         pyposenc_raisef(POSENC_INVALID_ARGUMENT, "k_out: given without k");
         goto done;
     }
-    if (self->options.heads_first) {
-        pyposenc_rope_heads_first(&desc);
+    if (pyposenc_rope_layout(&self->options, &desc) < 0) {
+        goto done;
     }
     if (pyposenc_rope_component_map_check(&self->options, &desc.q) < 0) {
         goto done;
@@ -327,7 +333,7 @@ static int take_arg(PyObject *name, PyObject *value, PyObject *args[ARG_COUNT], 
 }
 
 /* Rope.__call__(q, k=None, *, positions, position_ids, offset, out, k_out, k_cache,
- * slot_mapping, v, v_cache, context). */
+ * slot_mapping, v, v_cache, cos, sin, context). */
 static PyObject *rope_call(PyObject *object, PyObject *positional, PyObject *kwargs)
 {
     PyObject *args[ARG_COUNT] = {NULL};
