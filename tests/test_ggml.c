@@ -5,7 +5,8 @@
  * NeoX modes, partial rotary dims), each checked against a float64 transcription of ggml's
  * formulas (docs/ggml.md), written here from ggml's source independently of the library.
  * With ggml_rope_set_offset's rotary offset too (the rotated dims at the end of a head, or
- * inside it), in place and out of place.
+ * inside it), in place and out of place. ggml_rope_multi too: its M-RoPE section rules as a
+ * component map, and its vision mode natively (VISION_GGML, with ggml's sections and YaRN).
  *
  * Also measured, not asserted: how far ggml's own float32 evaluation (theta multiplied up pair
  * by pair, then sinf/cosf) drifts from the exact rotation at large positions, next to posenc's
