@@ -155,7 +155,7 @@ static size_t rope_key_pieces(const posenc_rope_desc *desc, uint32_t rotary_dim,
 /* ggml's vision mode: the component of frequency j, and in `exponent` its place in its
  * section, where the exponent starts again (ggml_mrope_cache_init with indep_sects). The
  * sector wraps when the sections cover fewer frequencies than there are. */
-static uint32_t ggml_vision_frequency(const uint32_t section[4], uint32_t j, uint32_t *exponent)
+static uint32_t ggml_vision_component(const uint32_t section[4], uint32_t j, uint32_t *exponent)
 {
     uint32_t sector = j % (section[0] + section[1] + section[2] + section[3]);
     uint32_t component = 0, start = 0;
@@ -196,7 +196,7 @@ static uint32_t multimodal_frequency(const posenc_rope_desc *desc, uint32_t pair
     case POSENC_ROPE_POSITIONS_MAP:
         return desc->component_map[j];
     case POSENC_ROPE_VISION_GGML:
-        return ggml_vision_frequency(section, j, index);
+        return ggml_vision_component(section, j, index);
     default:
         return 0;
     }
