@@ -5,7 +5,8 @@
  * NeoX modes, partial rotary dims), each checked against a float64 transcription of ggml's
  * formulas (docs/ggml.md), written here from ggml's source independently of the library.
  * With ggml_rope_set_offset's rotary offset too (the rotated dims at the end of a head, or
- * inside it), in place and out of place.
+ * inside it), in place and out of place. ggml_rope_multi too: its M-RoPE section rules as a
+ * component map, and its vision mode natively (VISION_GGML, with ggml's sections and YaRN).
  *
  * Also measured, not asserted: how far ggml's own float32 evaluation (theta multiplied up pair
  * by pair, then sinf/cosf) drifts from the exact rotation at large positions, next to posenc's
@@ -257,10 +258,9 @@ static int ggml_vision_exponent(const int sections[4], int j)
     return sector - start;
 }
 
-/* ggml's vision mode with YaRN (docs/ggml.md): the engine folds freq_scale and the ramp into
- * the frequencies it passes, inv_freq[j] = freq_base^(-2 k / n_dims) (freq_scale (1 - mix_j) +
- * mix_j), k restarting per section, mix_j at the global pair j; the attention factor is ggml's
- * mscale. freq_factors stay with posenc. */
+/* ggml's vision mode with YaRN (docs/ggml.md): freq_base^(-2 k / n_dims) (freq_scale (1 -
+ * mix_j) + mix_j), k restarting per section, mix_j at the global pair j, n_dims being half the
+ * rotated dims; the attention factor is ggml's mscale. freq_factors are divided by the caller. */
 static double ggml_vision_frequency(const ggml_case *g, const int sections[4], int j,
                                     double *mscale)
 {
@@ -279,55 +279,109 @@ static double ggml_vision_frequency(const ggml_case *g, const int sections[4], i
     return extrap * scale;
 }
 
+/* How a case reaches posenc. */
+typedef enum mrope_path {
+    SECTIONS_AS_MAP,  /* M-RoPE: POSITIONS_MAP with ggml's section rules written out */
+    VISION_NATIVE,    /* the vision mode: VISION_GGML with ggml's sections and YaRN fields */
+    VISION_INV_FREQ,  /* the vision mode the older way: POSITIONS_MAP, the engine computing
+                       * the frequencies (YaRN folded in) and passing them as inv_freq */
+} mrope_path;
+
+enum { BATCH = 2 };
+
 typedef struct mrope_case {
     const char *name;
     int sections[4];
     bool interleaved;
-    bool vision;          /* ggml's vision mode: the engine passes the frequencies itself */
+    mrope_path path;
+    bool batch;           /* positions [batch, tokens, 4] (a different position per batch row) */
     ggml_case scaling;    /* freq_base, YaRN and freq_factors, as for plain RoPE */
 } mrope_case;
 
-static void run_mrope_case(posenc_context *context, const mrope_case *m)
+/* Positions in ggml's layout, a plane of tokens per component ([4, batch, tokens]), passed as
+ * the [batch, tokens, 4] view with permuted strides; without batch the [tokens, 4] view of the
+ * first batch row's planes, ggml's pos[c * n_tokens + t]. */
+static int32_t mrope_positions[COMPONENTS][BATCH][TOKENS];
+
+static posenc_tensor mrope_positions_view(bool batch)
 {
-    static int32_t pos[TOKENS][COMPONENTS];
-    static float q[TOKENS][MM_DIM];
-    uint8_t map[MM_PAIRS];
-    double inv_freq[MM_PAIRS];
-    for (int t = 0; t < TOKENS; t++)
-        for (int c = 0; c < COMPONENTS; c++)
-            pos[t][c] = (int32_t)(((int64_t)positions[t] * (c + 1) + 97 * c) % 2000000000);
-    const ggml_case *g = &m->scaling;
-    ggml_case vision = *g;
-    vision.n_dims = MM_PAIRS; /* ggml's n_dims in vision mode: half the rotated dims */
-    double vision_mscale = g->attn_factor;
-    for (int j = 0; j < MM_PAIRS; j++) {
-        map[j] = ggml_mrope_component(m->sections, m->interleaved, j);
-        inv_freq[j] = ggml_vision_frequency(&vision, m->sections, j, &vision_mscale);
+    posenc_tensor view = {.host = mrope_positions, .dtype = POSENC_DTYPE_I32};
+    int64_t plane = (int64_t)sizeof mrope_positions[0], row = (int64_t)sizeof(int32_t) * TOKENS;
+    if (batch) {
+        view.ndim = 3;
+        view.shape[0] = BATCH, view.shape[1] = TOKENS, view.shape[2] = COMPONENTS;
+        view.strides[0] = row, view.strides[1] = sizeof(int32_t), view.strides[2] = plane;
+    } else {
+        view.ndim = 2;
+        view.shape[0] = TOKENS, view.shape[1] = COMPONENTS;
+        view.strides[0] = sizeof(int32_t), view.strides[1] = plane;
     }
-    for (int t = 0; t < TOKENS; t++)
-        for (int d = 0; d < MM_DIM; d++)
-            q[t][d] = d < MM_PAIRS ? 1.0f : 0.0f; /* NeoX: (1, 0) pairs */
-    int64_t shape[2] = {TOKENS, MM_DIM}, positions_shape[2] = {TOKENS, COMPONENTS};
+    return view;
+}
+
+/* The descriptor of one case; map and inv_freq are the engine's arrays where the path takes
+ * them. */
+static posenc_rope_desc mrope_desc(const mrope_case *m, float *q, const uint8_t *map,
+                                   const double *inv_freq, double vision_mscale)
+{
+    const ggml_case *g = &m->scaling;
+    int64_t shape[4] = {m->batch ? BATCH : 1, TOKENS, 1, MM_DIM};
     posenc_rope_desc desc = {
-        .q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 2, shape),
-        .positions = posenc_tensor_of_host(pos, POSENC_DTYPE_I32, 2, positions_shape),
-        .theta = m->vision ? 0.0 : g->freq_base, /* the caller's frequencies replace it */
-        .attention_factor = m->vision ? vision_mscale : g->attn_factor,
+        .q = posenc_tensor_of_host(q, POSENC_DTYPE_F32, 4, shape),
+        .positions = mrope_positions_view(m->batch),
+        .theta = g->freq_base,
+        .attention_factor = g->attn_factor,
         .multimodal = POSENC_ROPE_POSITIONS_MAP,
         .component_map = map,
         .components = COMPONENTS,
     };
-    if (m->vision) {
+    ggml_case full = *g;
+    full.n_dims = MM_DIM; /* the vision mode's n_dims is half of it: the library halves it */
+    float unused;
+    desc.scaling = desc_of(&full, &unused, NULL, NULL).scaling;
+    if (m->path == VISION_NATIVE) {
+        /* ggml_rope_multi(ctx, a, pos, c, n_dims = MM_DIM / 2, sections, VISION, ...) */
+        desc.multimodal = POSENC_ROPE_VISION_GGML;
+        desc.component_map = NULL;
+        desc.components = 0;
+        for (int s = 0; s < 4; s++)
+            desc.mrope_section[s] = (uint32_t)m->sections[s];
+    } else if (m->path == VISION_INV_FREQ) {
+        desc.theta = 0.0; /* the caller's frequencies replace theta and the scaling */
+        desc.attention_factor = vision_mscale;
         desc.inv_freq = inv_freq;
         desc.inv_freq_count = MM_PAIRS;
-        desc.scaling.freq_factors = g->freq_factors;
-        desc.scaling.factor_count = g->freq_factors ? MM_PAIRS : 0;
-    } else {
-        ggml_case full = *g;
-        full.n_dims = MM_DIM;
-        float unused;
-        desc.scaling = desc_of(&full, &unused, NULL, NULL).scaling;
+        desc.scaling = (posenc_rope_scaling){.freq_factors = g->freq_factors,
+                                             .factor_count = g->freq_factors ? MM_PAIRS : 0};
     }
+    return desc;
+}
+
+static void run_mrope_case(posenc_context *context, const mrope_case *m)
+{
+    static float q[BATCH][TOKENS][MM_DIM];
+    uint8_t map[MM_PAIRS];
+    double inv_freq[MM_PAIRS];
+    for (int c = 0; c < COMPONENTS; c++)
+        for (int b = 0; b < BATCH; b++)
+            for (int t = 0; t < TOKENS; t++)
+                mrope_positions[c][b][t] =
+                    (int32_t)(((int64_t)positions[t] * (c + 1) + 97 * c + 31 * b) % 2000000000);
+    const ggml_case *g = &m->scaling;
+    bool vision = m->path != SECTIONS_AS_MAP;
+    ggml_case half_dims = *g;
+    half_dims.n_dims = MM_PAIRS; /* ggml's n_dims in vision mode: half the rotated dims */
+    double vision_mscale = g->attn_factor;
+    for (int j = 0; j < MM_PAIRS; j++) {
+        map[j] = ggml_mrope_component(m->sections, m->interleaved, j);
+        inv_freq[j] = ggml_vision_frequency(&half_dims, m->sections, j, &vision_mscale);
+    }
+    int batch = m->batch ? BATCH : 1;
+    for (int b = 0; b < batch; b++)
+        for (int t = 0; t < TOKENS; t++)
+            for (int d = 0; d < MM_DIM; d++)
+                q[b][t][d] = d < MM_PAIRS ? 1.0f : 0.0f; /* NeoX: (1, 0) pairs */
+    posenc_rope_desc desc = mrope_desc(m, &q[0][0][0], map, inv_freq, vision_mscale);
     posenc_status status = posenc_rope(context, &desc);
     if (status != POSENC_OK) {
         test_failures++;
@@ -336,21 +390,24 @@ static void run_mrope_case(posenc_context *context, const mrope_case *m)
         return;
     }
     double worst = 0;
-    for (int t = 0; t < TOKENS; t++) {
-        for (int j = 0; j < MM_PAIRS; j++) {
-            double mscale = g->attn_factor, s, co;
-            double w;
-            if (m->vision)
-                w = ggml_vision_frequency(&vision, m->sections, j, &mscale) /
-                    (g->freq_factors ? g->freq_factors[j] : 1.0);
-            else {
-                ggml_case full = *g;
-                full.n_dims = MM_DIM;
-                w = ggml_frequency(&full, j, &mscale);
+    for (int b = 0; b < batch; b++) {
+        for (int t = 0; t < TOKENS; t++) {
+            for (int j = 0; j < MM_PAIRS; j++) {
+                double mscale = g->attn_factor, s, co;
+                double w;
+                if (vision)
+                    w = ggml_vision_frequency(&half_dims, m->sections, j, &mscale) /
+                        (g->freq_factors ? g->freq_factors[j] : 1.0);
+                else {
+                    ggml_case full = *g;
+                    full.n_dims = MM_DIM;
+                    w = ggml_frequency(&full, j, &mscale);
+                }
+                ref_sincos_product(mrope_positions[map[j]][b][t], w, &s, &co);
+                worst = fmax(worst, hypot(q[b][t][j] - mscale * co,
+                                          q[b][t][j + MM_PAIRS] - mscale * s) /
+                                        fabs(mscale));
             }
-            ref_sincos_product(pos[t][map[j]], w, &s, &co);
-            worst = fmax(worst, hypot(q[t][j] - mscale * co, q[t][j + MM_PAIRS] - mscale * s) /
-                                    fabs(mscale));
         }
     }
     if (!(worst <= PROMISE)) {
@@ -361,7 +418,10 @@ static void run_mrope_case(posenc_context *context, const mrope_case *m)
 
 /* Qwen2-VL's sections with a fourth component, sections that wrap, Qwen3-VL's {24, 20, 20} as
  * llama.cpp runs it (pairs 61 and 62 use the fourth component, where HF uses t), and the vision
- * mode with its restarting exponents and freq_factors. */
+ * mode natively: test-backend-ops' {n/4, n/4, 0, 0} and Qwen2-VL's vision tower {d/4 x 4} (the
+ * sections summing to the rotated dims, twice the pairs), with its restarting exponents, YaRN
+ * with and without a ramp, freq_factors, wrapping sections and batch positions; and one case as
+ * engines passed it before, with the frequencies computed by the engine. */
 static void test_mrope_device(posenc_context *context, const posenc_device_info *info)
 {
     (void)info;
@@ -376,19 +436,109 @@ static void test_mrope_device(posenc_context *context, const posenc_device_info 
     factors.freq_factors = freq_factors;
     ggml_case half = plain; /* linear: no ramp, ggml's mscale stays attn_factor */
     half.freq_scale = 0.5;
+    ggml_case stretch = half; /* test-backend-ops' freq_scale above 1, without a ramp */
+    stretch.freq_scale = 1.4245;
+    stretch.attn_factor = 1.4245;
+    ggml_case yarn_factors = yarn;
+    yarn_factors.freq_factors = freq_factors;
+    yarn_factors.freq_scale = 1.4245;
+    yarn_factors.n_ctx_orig = 0; /* only pair 0 extrapolates */
     const mrope_case cases[] = {
-        {"qwen2-vl sections {16, 24, 24, 0}", {16, 24, 24, 0}, false, false, plain},
-        {"four sections {16, 16, 16, 16}, YaRN", {16, 16, 16, 16}, false, false, yarn},
-        {"wrapping sections {3, 2, 1, 1}", {3, 2, 1, 1}, false, false, plain},
-        {"qwen3-vl interleaved {24, 20, 20, 0}", {24, 20, 20, 0}, true, false, plain},
-        {"vision {16, 16, 16, 16}, freq_factors", {16, 16, 16, 16}, false, true, factors},
-        {"vision {32, 32, 0, 0}", {32, 32, 0, 0}, false, true, plain},
-        {"vision {16, 16, 16, 16}, YaRN folded into inv_freq", {16, 16, 16, 16}, false, true,
-         yarn},
-        {"vision {32, 32, 0, 0}, freq_scale 0.5", {32, 32, 0, 0}, false, true, half},
+        {"qwen2-vl sections {16, 24, 24, 0}", {16, 24, 24, 0}, false, SECTIONS_AS_MAP, false,
+         plain},
+        {"four sections {16, 16, 16, 16}, YaRN", {16, 16, 16, 16}, false, SECTIONS_AS_MAP,
+         false, yarn},
+        {"wrapping sections {3, 2, 1, 1}", {3, 2, 1, 1}, false, SECTIONS_AS_MAP, false, plain},
+        {"qwen3-vl interleaved {24, 20, 20, 0}", {24, 20, 20, 0}, true, SECTIONS_AS_MAP, false,
+         plain},
+        {"vision {32, 32, 0, 0}", {32, 32, 0, 0}, false, VISION_NATIVE, false, plain},
+        {"vision {32, 32, 32, 32} (qwen2-vl's tower)", {32, 32, 32, 32}, false, VISION_NATIVE,
+         false, plain},
+        {"vision {16, 16, 16, 16}, freq_factors", {16, 16, 16, 16}, false, VISION_NATIVE, false,
+         factors},
+        {"vision {16, 16, 16, 16}, YaRN", {16, 16, 16, 16}, false, VISION_NATIVE, false, yarn},
+        {"vision {32, 32, 0, 0}, freq_scale 0.5", {32, 32, 0, 0}, false, VISION_NATIVE, false,
+         half},
+        {"vision {32, 32, 0, 0}, freq_scale 1.4245, attn_factor", {32, 32, 0, 0}, false,
+         VISION_NATIVE, false, stretch},
+        {"vision {10, 6, 0, 3} wrapping, YaRN + freq_factors, n_ctx_orig 0", {10, 6, 0, 3},
+         false, VISION_NATIVE, false, yarn_factors},
+        {"vision {3, 2, 1, 1} wrapping, batch positions, YaRN", {3, 2, 1, 1}, false,
+         VISION_NATIVE, true, yarn},
+        {"vision {0, 24, 8, 16}, batch positions, freq_factors", {0, 24, 8, 16}, false,
+         VISION_NATIVE, true, factors},
+        {"vision {16, 16, 16, 16}, YaRN folded into inv_freq", {16, 16, 16, 16}, false,
+         VISION_INV_FREQ, false, yarn},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_mrope_case(context, &cases[i]);
+}
+
+/* ggml's vision mode refuses a scaling other than its own and sections ggml would assert on,
+ * naming the field, with nothing written. */
+static void test_vision_validation(posenc_context *context)
+{
+    static float q[TOKENS][MM_DIM], before[TOKENS][MM_DIM];
+    for (int t = 0; t < TOKENS; t++)
+        for (int d = 0; d < MM_DIM; d++)
+            q[t][d] = before[t][d] = (float)(d + 1);
+    const mrope_case good = {"", {16, 16, 16, 16}, false, VISION_NATIVE, false,
+                             {.freq_base = 10000, .freq_scale = 0.5, .ext_factor = 1,
+                              .attn_factor = 1, .n_ctx_orig = 512}};
+    posenc_rope_desc ok = mrope_desc(&good, &q[0][0], NULL, NULL, 1.0);
+    posenc_rope_desc desc = ok;
+    const posenc_rope_scaling_type others[] = {
+        POSENC_ROPE_SCALING_LINEAR, POSENC_ROPE_SCALING_YARN, POSENC_ROPE_SCALING_LONGROPE};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        desc.scaling = (posenc_rope_scaling){.type = others[i], .factor = 2,
+                                             .original_max_positions = 512};
+        CHECK_STATUS(posenc_rope(context, &desc), POSENC_INVALID_ARGUMENT);
+        CHECK_MESSAGE(posenc_context_last_error(context), "scaling.type");
+    }
+    /* Sections: summing to 1 to rotary_dim (ggml: sect_dims <= ne0), and not only the fourth
+     * (ggml asserts one of the first three). */
+    static const uint32_t bad_sections[][4] = {
+        {0, 0, 0, 0}, {0, 0, 0, 8}, {64, 64, 1, 0}, {0, 0, 0, MM_DIM}, {UINT32_MAX, 1, 0, 0}};
+    desc = ok;
+    for (size_t i = 0; i < sizeof bad_sections / sizeof bad_sections[0]; i++) {
+        memcpy(desc.mrope_section, bad_sections[i], sizeof desc.mrope_section);
+        CHECK_STATUS(posenc_rope(context, &desc), POSENC_INVALID_ARGUMENT);
+        CHECK_MESSAGE(posenc_context_last_error(context), "mrope_section");
+    }
+    /* Four components per token; a map is POSITIONS_MAP's. */
+    desc = ok;
+    const int64_t three[2] = {TOKENS, 3};
+    desc.positions = posenc_tensor_of_host(mrope_positions, POSENC_DTYPE_I32, 2, three);
+    CHECK_STATUS(posenc_rope(context, &desc), POSENC_INVALID_SHAPE);
+    CHECK_MESSAGE(posenc_context_last_error(context), "positions.shape[1]");
+    desc = ok;
+    desc.components = COMPONENTS;
+    CHECK_STATUS(posenc_rope(context, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(context), "components");
+    /* The M-RoPE kinds have three components: their fourth section stays 0. */
+    desc = ok;
+    desc.multimodal = POSENC_ROPE_MROPE;
+    desc.scaling = (posenc_rope_scaling){0};
+    desc.positions = posenc_tensor_of_host(mrope_positions, POSENC_DTYPE_I32, 2, three);
+    memcpy(desc.mrope_section, (uint32_t[4]){16, 24, 24, 0}, sizeof desc.mrope_section);
+    CHECK_OK(posenc_rope(context, &desc)); /* rotates q: the copy below starts again */
+    memcpy(q, before, sizeof q);
+    desc.mrope_section[3] = 1;
+    CHECK_STATUS(posenc_rope(context, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(context), "mrope_section[3]");
+    desc.multimodal = POSENC_ROPE_VISION_2D;
+    memcpy(desc.mrope_section, (uint32_t[4]){0, 0, 0, 8}, sizeof desc.mrope_section);
+    CHECK_STATUS(posenc_rope(context, &desc), POSENC_INVALID_ARGUMENT);
+    CHECK_MESSAGE(posenc_context_last_error(context), "mrope_section");
+    CHECK(memcmp(q, before, sizeof q) == 0); /* every refused call left q alone */
+
+    /* What ggml accepts: sections covering every rotated dim, or a single pair, wrapping. */
+    memcpy(ok.mrope_section, (uint32_t[4]){0, 0, 0, 0}, sizeof ok.mrope_section);
+    ok.mrope_section[2] = MM_DIM;
+    CHECK_OK(posenc_rope(context, &ok));
+    ok.mrope_section[2] = 0;
+    ok.mrope_section[1] = 1;
+    CHECK_OK(posenc_rope(context, &ok));
 }
 
 /* Arguments ggml accepts that no other scaling type does, and the ones it refuses. */
@@ -497,8 +647,10 @@ int main(void)
     posenc_context *context = NULL;
     posenc_context_desc desc = {.backend = POSENC_BACKEND_CPU};
     CHECK_OK(posenc_context_create(&desc, &context));
-    if (context)
+    if (context) {
         test_validation(context);
+        test_vision_validation(context);
+    }
     posenc_context_destroy(context);
     return test_finish("test_ggml");
 }

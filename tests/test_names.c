@@ -16,7 +16,8 @@ _Static_assert(POSENC_ROPE_SCALING_NONE == 0 && POSENC_ROPE_SCALING_LINEAR == 1 
                "scaling types are ABI");
 _Static_assert(POSENC_ROPE_POSITIONS_1D == 0 && POSENC_ROPE_MROPE == 1 &&
                    POSENC_ROPE_MROPE_INTERLEAVED == 2 && POSENC_ROPE_VISION_2D == 3 &&
-                   POSENC_ROPE_VISION_2D_PIXTRAL == 4 && POSENC_ROPE_POSITIONS_MAP == 5,
+                   POSENC_ROPE_VISION_2D_PIXTRAL == 4 && POSENC_ROPE_POSITIONS_MAP == 5 &&
+                   POSENC_ROPE_VISION_GGML == 6,
                "multimodal kinds are ABI");
 _Static_assert(POSENC_SINUSOIDAL_INTERLEAVED == 0 && POSENC_SINUSOIDAL_SIN_COS == 1 &&
                    POSENC_SINUSOIDAL_COS_SIN == 2,
@@ -166,6 +167,7 @@ int main(void)
     CHECK(scaling == POSENC_ROPE_SCALING_YARN_GGML);
     CHECK(strcmp(posenc_rope_scaling_type_name(POSENC_ROPE_SCALING_YARN_GGML), "yarn_ggml") == 0);
     CHECK(strcmp(posenc_rope_multimodal_name(POSENC_ROPE_POSITIONS_MAP), "positions_map") == 0);
+    CHECK(strcmp(posenc_rope_multimodal_name(POSENC_ROPE_VISION_GGML), "vision_ggml") == 0);
     posenc_sinusoidal_layout layout = POSENC_SINUSOIDAL_INTERLEAVED;
     CHECK_OK(posenc_sinusoidal_layout_from_name("cos-sin", &layout));
     CHECK(layout == POSENC_SINUSOIDAL_COS_SIN);

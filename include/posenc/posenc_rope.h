@@ -82,6 +82,14 @@ POSENC_API posenc_status posenc_rope_scaling_type_from_name(const char *name,
  *   component component_map[j], at inv_freq[j] of theta, the scaling or the caller's table.
  *   Writes out the section rules of engines that have their own (ggml's M-RoPE with its fourth
  *   component and wrapping sections, Qwen3-VL as llama.cpp runs it): docs/ggml.md.
+ * - VISION_GGML: ggml's vision mode (GGML_ROPE_TYPE_VISION, ggml_rope_multi; Qwen2-VL's vision
+ *   tower as llama.cpp runs it): 4 components (t, h, w, e) and s = mrope_section, ggml's
+ *   sections[4]. Frequency j is in sector r = j % (s0 + s1 + s2 + s3) (sections that cover
+ *   fewer than n frequencies wrap), which uses t for r < s0, h for r < s0 + s1, w for
+ *   r < s0 + s1 + s2, e after, at inv_freq theta^(-2 (r - start) / n), start being the first
+ *   sector of r's section: the exponent restarts in each section, over ggml's n_dims = n.
+ *   The scaling is NONE or YARN_GGML, whose ramp (over n, not rotary_dim) is at j itself.
+ *   The sections sum to 1 to rotary_dim and s0 + s1 + s2 > 0, as ggml asserts.
  * posenc_rope_multimodal_from_name also takes "1d" for POSITIONS_1D and "vision_2d_pixtral" for
  * VISION_2D_PIXTRAL. */
 #define POSENC_ROPE_MULTIMODAL_LIST(X)                                                             \
@@ -90,7 +98,8 @@ POSENC_API posenc_status posenc_rope_scaling_type_from_name(const char *name,
     X(MROPE_INTERLEAVED, 2, "mrope_interleaved")                                                   \
     X(VISION_2D, 3, "vision_2d")                                                                   \
     X(VISION_2D_PIXTRAL, 4, "pixtral")                                                             \
-    X(POSITIONS_MAP, 5, "positions_map")
+    X(POSITIONS_MAP, 5, "positions_map")                                                           \
+    X(VISION_GGML, 6, "vision_ggml")
 
 typedef enum posenc_rope_multimodal {
 #define POSENC_ROPE_MULTIMODAL_ENUM_(name, value, text) POSENC_ROPE_##name = value,
@@ -98,7 +107,8 @@ typedef enum posenc_rope_multimodal {
 #undef POSENC_ROPE_MULTIMODAL_ENUM_
 } posenc_rope_multimodal;
 
-/* "none", "mrope", "mrope_interleaved", "vision_2d", "pixtral", "positions_map". */
+/* "none", "mrope", "mrope_interleaved", "vision_2d", "pixtral", "positions_map",
+ * "vision_ggml". */
 POSENC_API const char *posenc_rope_multimodal_name(posenc_rope_multimodal multimodal);
 POSENC_API posenc_status posenc_rope_multimodal_from_name(const char *name,
                                                           posenc_rope_multimodal *out);
@@ -147,8 +157,9 @@ typedef struct posenc_rope_desc {
     posenc_tensor k_out;      /* absent: k in place */
     posenc_tensor positions;  /* i32 (or f32) [tokens] or [batch, tokens]; absent: token index.
                                * Multimodal kinds: [tokens, C] or [batch, tokens, C], C = 3
-                               * (M-RoPE), 2 (vision) or `components` (POSITIONS_MAP; with
-                               * one component the plain [tokens] or [batch, tokens])
+                               * (M-RoPE), 2 (vision), 4 (VISION_GGML) or `components`
+                               * (POSITIONS_MAP; with one component the plain [tokens] or
+                               * [batch, tokens])
                                * components innermost; any strides, so
                                * HF's [C, batch, tokens] position_ids pass as they are, with
                                * permuted strides */
@@ -171,12 +182,14 @@ typedef struct posenc_rope_desc {
     uint32_t inv_freq_count;  /* entries in inv_freq: rotary_dim/2 */
     posenc_rope_scaling scaling; /* with derived sequence lengths and several components:
                                   * from the largest position of any component */
-    posenc_rope_multimodal multimodal; /* default POSITIONS_1D. The vision kinds take no
-                                        * scaling type; caller inv_freq (frequency j's, the
-                                        * kind only picks its component) and freq_factors
-                                        * apply */
-    uint32_t mrope_section[3];  /* M-RoPE kinds: frequencies per component (t, h, w), summing
-                                 * to rotary_dim/2, e.g. {16, 24, 24}; 0 for the other kinds */
+    posenc_rope_multimodal multimodal; /* default POSITIONS_1D. VISION_2D and PIXTRAL take no
+                                        * scaling type, VISION_GGML only YARN_GGML; caller
+                                        * inv_freq (frequency j's, the kind only picks its
+                                        * component) and freq_factors apply */
+    uint32_t mrope_section[4];  /* M-RoPE kinds: frequencies per component (t, h, w), summing
+                                 * to rotary_dim/2, e.g. {16, 24, 24, 0} (the fourth 0);
+                                 * VISION_GGML: ggml's four sections, e.g. {16, 16, 16, 16};
+                                 * 0 for the other kinds */
     const uint8_t *component_map; /* POSITIONS_MAP: rotary_dim/2 entries, each < components */
     uint32_t components;          /* POSITIONS_MAP: position components per token, 1 to 4 */
 

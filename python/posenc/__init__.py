@@ -276,9 +276,10 @@ def _resolve_rope(config=None, *, head_dim=None, theta=None, style="neox", rotar
     if theta is None:
         theta = extras.get("theta")
     if mrope_section is not None:
-        if isinstance(mrope_section, (str, bytes)) or len(mrope_section) != 3:
+        if isinstance(mrope_section, (str, bytes)) or len(mrope_section) not in (3, 4):
             raise _error("INVALID_ARGUMENT",
-                         "mrope_section: three frequency counts (t, h, w) are expected")
+                         "mrope_section: three frequency counts (t, h, w) or ggml's four "
+                         "sections are expected")
         mrope_section = tuple(_unsigned(f"mrope_section[{i}]", v)
                               for i, v in enumerate(mrope_section))
     if component_map is not None and not isinstance(component_map, (bytes, bytearray)):

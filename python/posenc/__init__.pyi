@@ -61,7 +61,8 @@ NAMES: dict[str, tuple[str, ...]]
 
 _Style = Literal["neox", "gptj"] | int
 _Multimodal = Literal["none", "1d", "mrope", "mrope_interleaved", "vision_2d",
-                      "vision_2d_pixtral", "pixtral", "positions_map"] | int | None
+                      "vision_2d_pixtral", "pixtral", "positions_map",
+                      "vision_ggml"] | int | None
 
 @overload
 def rope(q: _A, k: None = None, *, positions: Any = None, position_ids: Any = None,

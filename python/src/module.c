@@ -95,9 +95,10 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
     "rope_parameters dict or model config, as HF stores it (docs/python-hf.md); what the\n"        \
     "config says of theta, rotary_dim, M-RoPE and the attention factor applies unless given\n"     \
     "here. multimodal: None, \"mrope\", \"mrope_interleaved\" (with mrope_section (t, h, w)),\n"   \
-    "\"vision_2d\", \"pixtral\", or \"positions_map\": positions [tokens, components] (or\n"       \
+    "\"vision_2d\", \"pixtral\", \"positions_map\": positions [tokens, components] (or\n"          \
     "[batch, tokens, components]), components 1 to 4, and frequency j (of rotary_dim/2)\n"         \
-    "uses component component_map[j].\n"                                                           \
+    "uses component component_map[j]; or \"vision_ggml\": ggml's vision mode, positions\n"         \
+    "[tokens, 4], mrope_section ggml's four sections, scaling None or \"yarn_ggml\".\n"            \
     "attention_factor: scales cos and sin (default 1 or the scaling's own).\n"                     \
     "\n"                                                                                           \
     "cos, sin: the caller's own tables (HF, ONNX RotaryEmbedding, vLLM's cos_sin_cache halves),\n" \

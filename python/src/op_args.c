@@ -88,19 +88,21 @@ static int split_heads(const pyposenc_rope_options *options, posenc_rope_desc *d
     return 0;
 }
 
-static int parse_section(PyObject *object, uint32_t section[3])
+/* Three counts (t, h, w: the M-RoPE kinds, the fourth left 0) or four (ggml's sections). */
+static int parse_section(PyObject *object, uint32_t section[4])
 {
     if (object == Py_None) {
         return 0;
     }
     Py_ssize_t n = PySequence_Check(object) ? PySequence_Size(object) : -1;
-    if (n != 3) {
+    if (n != 3 && n != 4) {
         PyErr_Clear();
         pyposenc_raisef(POSENC_INVALID_ARGUMENT,
-                        "mrope_section: three frequency counts (t, h, w) are expected");
+                        "mrope_section: three frequency counts (t, h, w) or ggml's four "
+                        "sections are expected");
         return -1;
     }
-    for (Py_ssize_t i = 0; i < 3; i++) {
+    for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PySequence_GetItem(object, i);
         char name[24];
         PyOS_snprintf(name, sizeof name, "mrope_section[%zd]", i);

@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: MIT
 # multimodal="positions_map" (any assignment of position components to frequencies) against
 # the float64 reference, in both styles, with partial rotary dims and ggml's YaRN, and its bad
-# input.
+# input; and ggml's vision mode (multimodal="vision_ggml") against ggml's formula.
 import numpy as np
 import pytest
 
 import posenc
-from _reference import check, inv_freq, rope as ref_rope
+from _reference import check, inv_freq, rope as ref_rope, sincos
 
 
 def _data(rng, shape, dt):
@@ -77,6 +77,59 @@ def test_map_with_ggml_yarn(rng):
                             attention_factor=factor)
     assert not np.allclose(inv_freq(32, 1e6, scaling), inv_freq(32, 1e6))  # YaRN changes them
     check(q, exact, scale, "float32")
+
+
+def _ggml_vision_frequencies(sections, pairs, theta, freq_scale, ext_factor, n_ctx_orig):
+    # ggml's vision mode (docs/ggml.md): the exponent restarts in each section, over ggml's
+    # n_dims = pairs; the YaRN ramp runs over the pairs themselves
+    bounds = np.cumsum(sections)
+    sector = np.arange(pairs) % bounds[-1]
+    component = np.minimum(np.searchsorted(bounds[:3], sector, side="right"), 3)
+    start = np.concatenate(([0], bounds[:3]))[component]
+    w = theta ** (-2.0 * (sector - start) / pairs)
+
+    def corr(b):
+        return pairs * np.log(n_ctx_orig / (2 * np.pi * b)) / (2 * np.log(theta))
+    low, high = max(0.0, np.floor(corr(32.0))), min(pairs - 1.0, np.ceil(corr(1.0)))
+    ramp = 1.0 - np.clip((np.arange(pairs) - low) / max(0.001, high - low), 0.0, 1.0)
+    mix = ramp * ext_factor
+    return w * (freq_scale * (1.0 - mix) + mix), component
+
+
+def test_vision_ggml_against_ggml_formula(rng):
+    # ggml_rope_multi's vision mode with ggml's arguments as they are: four sections that wrap,
+    # ggml's YaRN, positions [batch, tokens, 4], against ggml's formula in float64
+    sections, theta, fs, ef = (4, 4, 2, 2), 10000.0, 0.5, 1.0
+    q = _data(rng, (2, 5, 2, 64), np.float32)
+    q0 = q.astype(np.float64)
+    positions = rng.integers(0, 30000, size=(2, 5, 4)).astype(np.int32)
+    posenc.rope(q, positions=positions, multimodal="vision_ggml", mrope_section=sections,
+                theta=theta, scaling={"type": "yarn_ggml", "freq_scale": fs, "ext_factor": ef,
+                                      "original_max_positions": 512})
+    w, component = _ggml_vision_frequencies(sections, 32, theta, fs, ef, 512)
+    mscale = 1.0 + 0.1 * np.log(1.0 / fs)
+    s, c = sincos(positions[..., component], w)  # [batch, tokens, pairs]
+    s, c = mscale * s[:, :, None, :], mscale * c[:, :, None, :]
+    a, b = q0[..., :32], q0[..., 32:]
+    exact = np.concatenate((a * c - b * s, a * s + b * c), axis=-1)
+    pair = np.hypot(a, b) * mscale
+    check(q, exact, np.concatenate((pair, pair), axis=-1), "float32")
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(mrope_section=(4, 4, 2, 2, 1)), "mrope_section"),
+    (dict(mrope_section=(40, 40, 0, 0)), "mrope_section"),
+    (dict(scaling={"type": "linear", "factor": 2.0}), "scaling.type"),
+])
+def test_vision_ggml_refusals(rng, kw, words):
+    q = _data(rng, (1, 3, 1, 64), np.float32)
+    before = q.copy()
+    options = dict(positions=np.zeros((3, 4), np.int32), multimodal="vision_ggml",
+                   mrope_section=(16, 16, 0, 0))
+    options.update(kw)
+    with pytest.raises(posenc.InvalidArgument, match=words):
+        posenc.rope(q, **options)
+    np.testing.assert_array_equal(q, before)
 
 
 @pytest.mark.parametrize("case, error, words", [

@@ -59,17 +59,20 @@ static const char rope_help[] =
     "                          position; replaces --theta and --scaling, so neither may be\n"
     "                          given with it (--freq-factors still divides them)\n"
     "\n"
-    "multimodal positions (HF transformers semantics; each frequency uses one of C position\n"
-    "components per token):\n"
-    "  --multimodal none|mrope|mrope_interleaved|vision_2d|pixtral|positions_map\n"
+    "multimodal positions (HF transformers semantics, ggml's for vision_ggml; each frequency\n"
+    "uses one of C position components per token):\n"
+    "  --multimodal none|mrope|mrope_interleaved|vision_2d|pixtral|positions_map|vision_ggml\n"
     "                          (default none) mrope: Qwen2-VL / Qwen2.5-VL, C = 3 (t, h, w),\n"
     "                          contiguous sections; mrope_interleaved: Qwen3-VL, C = 3;\n"
     "                          vision_2d: the Qwen2-VL vision tower, C = 2 (h, w); pixtral:\n"
-    "                          Pixtral, C = 2. The vision kinds need rotary_dim % 4 == 0 and\n"
-    "                          take no scaling. positions_map: C = --components, frequency j\n"
-    "                          uses component --component-map[j]\n"
-    "  --mrope-section T,H,W   mrope kinds: frequencies per component, summing to\n"
-    "                          rotary_dim/2 (Qwen2-VL 16,24,24; Qwen3-VL 24,20,20)\n"
+    "                          Pixtral, C = 2. These two need rotary_dim % 4 == 0 and take\n"
+    "                          no scaling. positions_map: C = --components, frequency j\n"
+    "                          uses component --component-map[j]. vision_ggml: ggml's\n"
+    "                          vision mode, C = 4, its four sections in --mrope-section,\n"
+    "                          scaling none or yarn_ggml\n"
+    "  --mrope-section T,H,W[,E]  mrope kinds: frequencies per component, summing to\n"
+    "                          rotary_dim/2 (Qwen2-VL 16,24,24; Qwen3-VL 24,20,20);\n"
+    "                          vision_ggml: ggml's sections, summing to 1 to rotary_dim\n"
     "  --components N          positions_map: position components per token, 1 to 4\n"
     "  --component-map A,B,..  positions_map: rotary_dim/2 component indices, each < N\n"
     "\n"
@@ -216,6 +219,25 @@ static bool rope_parse_component_map(const char *text, rope_options *o)
     return true;
 }
 
+/* --mrope-section: three counts (the M-RoPE kinds, the fourth left 0) or four (ggml's
+ * sections), each within uint32. */
+static bool rope_parse_section(const char *text, uint32_t section[4])
+{
+    int64_t values[4] = {0};
+    if (!cli_parse_list(text, values, 4) && !cli_parse_list(text, values, 3)) {
+        return false;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (values[i] > UINT32_MAX) {
+            return false;
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        section[i] = (uint32_t)values[i];
+    }
+    return true;
+}
+
 /* Returns 0, CLI_EXIT_USAGE on an error, or -1 after --help was printed. */
 static int rope_parse(int argc, char **argv, rope_options *o)
 {
@@ -304,14 +326,10 @@ static int rope_parse(int argc, char **argv, rope_options *o)
                                      "comma-separated component indices from 0 to 255");
             }
         } else if (cli_is(&args, "--mrope-section")) {
-            int64_t section[3];
             rc = cli_value(&args, &text);
-            if (rc == 0 && (!cli_parse_list(text, section, 3) || section[0] > UINT32_MAX ||
-                            section[1] > UINT32_MAX || section[2] > UINT32_MAX)) {
-                return cli_bad_value(&args, text, "T,H,W: three non-negative integers");
-            }
-            for (int i = 0; i < 3 && rc == 0; i++) {
-                d->mrope_section[i] = (uint32_t)section[i];
+            if (rc == 0 && !rope_parse_section(text, d->mrope_section)) {
+                return cli_bad_value(&args, text,
+                                     "T,H,W or T,H,W,E: three or four non-negative integers");
             }
         } else {
             return cli_unknown_flag(&args);

@@ -96,7 +96,8 @@ typedef struct rope_key {
     uint32_t arrays; /* which arrays follow: 1 inv_freq, 2 freq_factors, 4 short, 8 long,
                       * 16 component_map */
     uint32_t no_truncate;
-    uint32_t multimodal, mrope_section[3], components; /* each frequency's component */
+    uint32_t multimodal, mrope_section[4], components; /* each frequency's component and,
+                                                         * for VISION_GGML, exponent */
     uint32_t padding;
 } rope_key;
 
@@ -151,10 +152,24 @@ static size_t rope_key_pieces(const posenc_rope_desc *desc, uint32_t rotary_dim,
     return rope_array_pieces(desc, rotary_dim, pieces, &key->arrays);
 }
 
+/* ggml's vision mode: the component of frequency j, and in `exponent` its place in its
+ * section, where the exponent starts again (ggml_mrope_cache_init with indep_sects). The
+ * sector wraps when the sections cover fewer frequencies than there are. */
+static uint32_t ggml_vision_component(const uint32_t section[4], uint32_t j, uint32_t *exponent)
+{
+    uint32_t sector = j % (section[0] + section[1] + section[2] + section[3]);
+    uint32_t component = 0, start = 0;
+    while (component < 3 && sector >= start + section[component])
+        start += section[component++];
+    *exponent = sector - start;
+    return component;
+}
+
 /* Frequency j of `pairs` under a multimodal kind: the position component it uses, and in
  * `index` the entry of the plain table theta^(-2i / rotary_dim) it takes (j itself except for
  * the vision kinds, whose h and w halves each take every other frequency of a table as wide as
- * the whole rotary_dim). The front end has validated the kind and the sections. */
+ * the whole rotary_dim, and ggml's, whose exponents restart per section over a table of
+ * rotary_dim / 2: see frequency_dim). The front end has validated the kind and the sections. */
 static uint32_t multimodal_frequency(const posenc_rope_desc *desc, uint32_t pairs, uint32_t j,
                                      uint32_t *index)
 {
@@ -180,9 +195,18 @@ static uint32_t multimodal_frequency(const posenc_rope_desc *desc, uint32_t pair
         return j < half ? 0 : 1;
     case POSENC_ROPE_POSITIONS_MAP:
         return desc->component_map[j];
+    case POSENC_ROPE_VISION_GGML:
+        return ggml_vision_component(section, j, index);
     default:
         return 0;
     }
+}
+
+/* The d of the exponents -2i / d, which YARN_GGML's correction dims also take: ggml's n_dims,
+ * which its vision mode sets to half the rotated dims. */
+static uint32_t frequency_dim(const posenc_rope_desc *desc, uint32_t rotary_dim)
+{
+    return desc->multimodal == POSENC_ROPE_VISION_GGML ? rotary_dim / 2 : rotary_dim;
 }
 
 static bool valid_frequency(double w)
@@ -384,7 +408,8 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
     bool length_matters = scaling->type == POSENC_ROPE_SCALING_DYNAMIC_NTK ||
                           scaling->type == POSENC_ROPE_SCALING_LONGROPE;
     posenc__scaling_plan plan;
-    posenc__scaling_plan_make(&resolved, rotary_dim, theta, sequence_length, &plan);
+    posenc__scaling_plan_make(&resolved, frequency_dim(desc, rotary_dim), theta,
+                              sequence_length, &plan);
     if (scaling->type == POSENC_ROPE_SCALING_YARN_GGML && !desc->inv_freq)
         factor_out *= plan.attention_factor; /* ggml: attn_factor times its own correction */
     else if (desc->attention_factor == 0.0 && !desc->inv_freq)
@@ -424,7 +449,8 @@ posenc_status posenc__rope_frequencies(posenc_context *ctx, const posenc_rope_de
     for (uint32_t j = 0; j < pairs; j++) {
         uint32_t index;
         uint32_t component = multimodal_frequency(desc, pairs, j, &index);
-        double w = desc->inv_freq ? desc->inv_freq[j] : posenc__scaling_frequency(&plan, index);
+        double w =
+            desc->inv_freq ? desc->inv_freq[j] : posenc__scaling_frequency(&plan, index, j);
         if (freq_factors)
             w /= freq_factors[j];
         if (!valid_frequency(w)) {

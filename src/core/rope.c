@@ -68,8 +68,38 @@ static const char *multimodal_name(posenc_rope_multimodal kind)
     case POSENC_ROPE_VISION_2D: return "VISION_2D";
     case POSENC_ROPE_VISION_2D_PIXTRAL: return "VISION_2D_PIXTRAL";
     case POSENC_ROPE_POSITIONS_MAP: return "POSITIONS_MAP";
+    case POSENC_ROPE_VISION_GGML: return "VISION_GGML";
     }
     return "unknown";
+}
+
+/* ggml's vision mode: its sections as ggml asserts them (summing to at most the rotated dims,
+ * ggml's ne0, and not only the fourth), wrapping when they cover fewer frequencies than
+ * rotary_dim/2; and ggml's own scaling or none. */
+static posenc_status check_ggml_vision(posenc_context *ctx, const posenc_rope_desc *desc,
+                                       uint32_t rotary_dim)
+{
+    const uint32_t *s = desc->mrope_section;
+    uint64_t first_three = (uint64_t)s[0] + s[1] + s[2];
+    if (first_three == 0 || first_three + s[3] > rotary_dim)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "mrope_section: %u + %u + %u + %u must sum to 1 to rotary_dim = %u "
+                            "with one of the first three above 0 (ggml's sections of "
+                            "multimodal VISION_GGML)",
+                            s[0], s[1], s[2], s[3], rotary_dim);
+    posenc_rope_scaling_type type = desc->scaling.type;
+    if (type != POSENC_ROPE_SCALING_NONE && type != POSENC_ROPE_SCALING_YARN_GGML)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "scaling.type: multimodal VISION_GGML takes none or yarn_ggml (ggml's "
+                            "freq_scale, ext_factor and betas), got %s",
+                            posenc_rope_scaling_type_name(type));
+    if (desc->component_map || desc->components)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "%s: is used only by multimodal POSITIONS_MAP and must be %s for "
+                            "multimodal VISION_GGML",
+                            desc->component_map ? "component_map" : "components",
+                            desc->component_map ? "NULL" : "0");
+    return POSENC_OK;
 }
 
 /* The multimodal kind and its fields; `*components` is the kind's position components. */
@@ -77,13 +107,22 @@ static posenc_status check_multimodal(posenc_context *ctx, const posenc_rope_des
                                       uint32_t rotary_dim, uint32_t *components)
 {
     posenc_rope_multimodal kind = desc->multimodal;
-    if ((unsigned)kind > POSENC_ROPE_POSITIONS_MAP)
+    if ((unsigned)kind > POSENC_ROPE_VISION_GGML)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT, "multimodal: unknown value %d",
                             (int)kind);
     const uint32_t *section = desc->mrope_section;
     uint64_t sum = (uint64_t)section[0] + section[1] + section[2];
     bool mrope = kind == POSENC_ROPE_MROPE || kind == POSENC_ROPE_MROPE_INTERLEAVED;
     bool vision = kind == POSENC_ROPE_VISION_2D || kind == POSENC_ROPE_VISION_2D_PIXTRAL;
+    if (kind == POSENC_ROPE_VISION_GGML) {
+        *components = 4;
+        return check_ggml_vision(ctx, desc, rotary_dim);
+    }
+    if (mrope && section[3] != 0)
+        return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
+                            "mrope_section[3]: multimodal %s has three components (t, h, w), so "
+                            "the fourth section must be 0, got %u",
+                            multimodal_name(kind), section[3]);
     if (mrope && sum == 0)
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                             "mrope_section: is required by multimodal %s (frequencies per "
@@ -93,10 +132,10 @@ static posenc_status check_multimodal(posenc_context *ctx, const posenc_rope_des
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                             "mrope_section: %u + %u + %u must sum to rotary_dim/2 = %u",
                             section[0], section[1], section[2], rotary_dim / 2);
-    if (!mrope && sum != 0)
+    if (!mrope && (sum != 0 || section[3] != 0))
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
-                            "mrope_section: is used only by the M-RoPE kinds and must be 0 for "
-                            "multimodal %s",
+                            "mrope_section: is used only by the M-RoPE kinds and VISION_GGML and "
+                            "must be 0 for multimodal %s",
                             multimodal_name(kind));
     if (vision) {
         /* Their two halves each take every other frequency of a theta table: no scaling type

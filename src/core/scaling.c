@@ -185,10 +185,10 @@ void posenc__scaling_plan_make(const posenc_rope_scaling *s, uint32_t rotary_dim
     *plan = p;
 }
 
-double posenc__scaling_frequency(const posenc__scaling_plan *p, uint32_t j)
+double posenc__scaling_frequency(const posenc__scaling_plan *p, uint32_t i, uint32_t j)
 {
     const posenc_rope_scaling *s = &p->scaling;
-    double w = pow(p->base, -(double)(2 * j) / (double)p->rotary_dim);
+    double w = pow(p->base, -(double)(2 * (uint64_t)i) / (double)p->rotary_dim);
     switch (s->type) {
     case POSENC_ROPE_SCALING_LINEAR:
         return w / s->factor;

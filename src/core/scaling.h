@@ -33,8 +33,11 @@ void posenc__scaling_plan_make(const posenc_rope_scaling *scaling, uint32_t rota
                                double theta, uint32_t sequence_length,
                                posenc__scaling_plan *plan);
 
-/* Frequency j (radians per position) of the planned table. */
-double posenc__scaling_frequency(const posenc__scaling_plan *plan, uint32_t j);
+/* Frequency j (radians per position) of the planned table, at exponent i: base^(-2i /
+ * rotary_dim), scaled as pair j (the YaRN ramps and LongRoPE's factors read j). i is j itself
+ * except for ggml's vision mode, whose exponents restart in each section while its ramp runs
+ * over the pairs. */
+double posenc__scaling_frequency(const posenc__scaling_plan *plan, uint32_t i, uint32_t j);
 
 /* The sequence length the positions imply, as the reference derives it: the largest position
  * plus one (0 when all are negative), over every position component (HF takes the max of the

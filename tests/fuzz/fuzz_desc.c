@@ -322,7 +322,7 @@ static void rope_desc_of(const fuzz_run *r, const call_buffers *buffers, posenc_
     d->inv_freq = r->arrays[0];
     d->inv_freq_count = c->inv_freq_count;
     d->multimodal = (posenc_rope_multimodal)c->multimodal;
-    memcpy(d->mrope_section, c->mrope_section, sizeof d->mrope_section);
+    memcpy(d->mrope_section, c->mrope_section, sizeof c->mrope_section); /* the fourth: 0 */
     posenc_rope_scaling *s = &d->scaling;
     s->type = (posenc_rope_scaling_type)c->scaling_type;
     s->factor = c->factor;

@@ -356,7 +356,8 @@ static void rope_seeds(void)
     } kinds[] = {{"mrope", 1, 3, {2, 3, 3}},
                  {"mrope_interleaved", 2, 3, {4, 2, 2}},
                  {"vision_2d", 3, 2, {0, 0, 0}},
-                 {"pixtral", 4, 2, {0, 0, 0}}};
+                 {"pixtral", 4, 2, {0, 0, 0}},
+                 {"vision_ggml", 6, 4, {2, 2, 2}}}; /* ggml's sections, wrapping */
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         c = rope_case(POSENC_DTYPE_F32);
         c.multimodal = kinds[k].kind;
