@@ -29,9 +29,9 @@ void posenc__gpu_rope_op(const posenc__rope_op *op, posenc__gpu_op *gpu)
     *gpu = (posenc__gpu_op){.names = posenc__rope_view_names,
                             .view_count = POSENC__ROPE_VIEWS,
                             .what = "rope",
-                            .freqs = op->freqs,
-                            .freq_count = op->rotary_dim / 2,
-                            .freqs_id = op->freqs_id};
+                            .table = {.freqs = op->freqs,
+                                      .count = op->rotary_dim / 2,
+                                      .id = op->freqs_id}};
     posenc__rope_views(op, gpu->views);
     posenc__rope_view_access(op, gpu->access);
 }

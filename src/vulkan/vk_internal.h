@@ -459,13 +459,13 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
 /* Copies the elements of the outputs back to host memory (when `copy_back`; the bytes between
  * them, such as the v slice of a fused qkv tensor, are left alone) and frees the staging. */
 void posenc_vk_unstage(posenc_context *ctx, posenc_vk_staging *staging, bool copy_back);
-/* vk_freqs.c: makes vk->table_binding the device copy of these `count` frequencies, as encoded
- * and cached by core/gpu_tables.h (found by `id`, a freqs_id, or by content). `recorded`: the
+/* vk_freqs.c: makes vk->table_binding the device copy of the table of `source`, as encoded and
+ * cached by core/gpu_tables.h (found by freqs_id, or by content). `recorded`: the
  * call records into a caller's command buffer, so the table stays for the context's life, or,
  * once the cache holds only such tables, is written by the command buffer itself (the write is
  * recorded before the call's first dispatch, by posenc_vk_write_table). */
-posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs, uint32_t count,
-                                  uint64_t id, bool recorded);
+posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__gpu_table_source *source,
+                                  bool recorded);
 /* Records the write of a table set_freqs left pending into vk->target, between barriers. */
 void posenc_vk_write_table(posenc_context *ctx);
 void posenc_vk_freqs_fini(posenc_context *ctx);
