@@ -89,11 +89,6 @@ posenc_status posenc__rope_resolve_tables(posenc_context *ctx, const posenc_rope
                             has_cos ? "cos" : "sin", has_cos ? "sin" : "cos");
     if (!has_cos)
         return POSENC_OK;
-    if (ctx->backend->kind != POSENC_BACKEND_CPU)
-        return posenc__fail(ctx, POSENC_UNSUPPORTED,
-                            "cos: caller cos/sin tables run on the cpu backend so far, not on "
-                            "%s",
-                            posenc_backend_name(ctx->backend->kind));
     char name[48];
     const char *field = posenc__rope_angle_field(desc, name, sizeof name);
     if (!field && desc->multimodal != POSENC_ROPE_POSITIONS_1D)
