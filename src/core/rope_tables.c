@@ -2,7 +2,6 @@
 /* The caller cos/sin tables of posenc_rope: resolved against the views already resolved, and the
  * rows a call's positions pick checked against the tables' length. */
 #include "core/rope_tables.h"
-#include "backend.h"
 #include "core/frequencies.h"
 #include "core/tensor.h"
 
