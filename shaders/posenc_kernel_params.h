@@ -72,6 +72,11 @@
  * (the slots tensor): block slot / block_size at out_stride_batch, row slot % block_size at
  * out_stride_token. A slot outside [0, num_slots) writes nothing for the token. */
 #define POSENC_ROPE_FLAG_SLOTS 64u
+/* Caller cos/sin tables give each pair's cos and sin (rope.comp and rope.cl only): the frequency
+ * table's binding holds the tables' layout instead (POSENC_ROPE_TABLE_*, below), and cos and sin
+ * are two more bindings, whose token rows start cos_offset and sin_offset elements in. A token
+ * whose position picks no row of the tables (outside [0, rows)) writes nothing. */
+#define POSENC_ROPE_FLAG_TABLES 128u
 
 /* The pairing styles (posenc_rope_style's values) and the two dims of pair j, counted from
  * rotary_offset, in each: NeoX pairs j with j + pairs (half split), GPT-J 2j with 2j + 1
@@ -85,6 +90,29 @@
 #define POSENC_ROPE_PAIR_SECOND(style, j, pairs)                                                  \
     ((style) == POSENC_ROPE_STYLE_GPTJ ? 2u * (j) + 1u : (j) + (pairs))
 
+/* The tables' layout, the words of the frequency table's binding with POSENC_ROPE_FLAG_TABLES
+ * (core/gpu_rope.c writes them): element strides of each table's batch (0: one row set shared
+ * by the batch, or rows by position), row and column; the dtype of each (POSENC_TABLE_*); the
+ * rows; the form (POSENC_ROPE_TABLE_BY_TOKEN: row t of the token's batch, else the row of its
+ * i32 position; POSENC_ROPE_TABLE_FULL_WIDTH: pair j's value at the column of its first dim,
+ * else at column j). */
+#define POSENC_ROPE_TABLE_COS_STRIDE_BATCH 0u
+#define POSENC_ROPE_TABLE_COS_STRIDE_ROW 1u
+#define POSENC_ROPE_TABLE_COS_STRIDE_COLUMN 2u
+#define POSENC_ROPE_TABLE_SIN_STRIDE_BATCH 3u
+#define POSENC_ROPE_TABLE_SIN_STRIDE_ROW 4u
+#define POSENC_ROPE_TABLE_SIN_STRIDE_COLUMN 5u
+#define POSENC_ROPE_TABLE_COS_DTYPE 6u
+#define POSENC_ROPE_TABLE_SIN_DTYPE 7u
+#define POSENC_ROPE_TABLE_ROWS 8u
+#define POSENC_ROPE_TABLE_FORM 9u
+#define POSENC_ROPE_TABLE_WORDS 10u
+#define POSENC_ROPE_TABLE_BY_TOKEN 1u
+#define POSENC_ROPE_TABLE_FULL_WIDTH 2u
+#define POSENC_TABLE_F32 0u
+#define POSENC_TABLE_F16 1u
+#define POSENC_TABLE_BF16 2u
+
 /* A tensor's words: its offset and its strides of batch, token, head and dim, in elements from
  * the start of its binding (0 for dims of one index); a cache's strides are those of block, row
  * in the block, head and dim. */
@@ -95,12 +123,13 @@
     X(POSENC_PARAM_U32, view##_stride_head)                                                       \
     X(POSENC_PARAM_U32, view##_stride_dim)
 
-/* One pass (116 bytes): the input and the output (in place, the input's words are the
+/* One pass (124 bytes): the input and the output (in place, the input's words are the
  * output's); the positions' offset and strides (batch stride 0 when the batch shares the
  * positions, component stride 0 with one component); the sizes of the work, the heads one
  * work unit rotates, the pairs rotated per row (0: every dim copied, as v into v_cache); then,
  * with POSENC_ROPE_FLAG_SLOTS, each token's i32 slot (its offset and strides) and the cache's
- * block size and slot count. */
+ * block size and slot count; with POSENC_ROPE_FLAG_TABLES, the offsets of the cos and sin
+ * tables (of the work's first row, for rows gathered per token). */
 #define POSENC_ROPE_PASS(X)                                                                       \
     POSENC_ROPE_VIEW(X, in)                                                                       \
     POSENC_ROPE_VIEW(X, out)                                                                      \
@@ -122,7 +151,9 @@
     X(POSENC_PARAM_U32, slots_stride_token)                                                       \
     X(POSENC_PARAM_U32, block_size)                                                               \
     X(POSENC_PARAM_U32, num_slots) /* slots at or past it write nothing */                        \
-    X(POSENC_PARAM_U32, rotary_offset) /* the first rotated dim (even) */
+    X(POSENC_PARAM_U32, rotary_offset) /* the first rotated dim (even) */                         \
+    X(POSENC_PARAM_U32, cos_offset)                                                               \
+    X(POSENC_PARAM_U32, sin_offset)
 
 #if defined(__OPENCL_C_VERSION__) || defined(__OPENCL_VERSION__)
 /* OpenCL C: the block as a struct argument (4-byte members, no padding: the C struct's bytes). */
@@ -215,7 +246,7 @@ POSENC_PARAM_CHECK(posenc__copy_push, POSENC_COPY_PUSH);
 POSENC_PARAM_CHECK(posenc__copy_args, POSENC_COPY_ARGS);
 _Static_assert(sizeof(unsigned int) == 4 && sizeof(int) == 4 && sizeof(float) == 4,
                "32-bit parameters");
-_Static_assert(sizeof(posenc__rope_pass) == 116, "a RoPE pass, 116 bytes");
+_Static_assert(sizeof(posenc__rope_pass) == 124, "a RoPE pass, 124 bytes");
 _Static_assert(sizeof(posenc__sinusoidal_params) == 72,
                "sinusoidal.comp's push constants, sinusoidal.cl's arguments 4..21");
 #endif

@@ -17,6 +17,10 @@
  * k's, then v_heads of v's (a pair lane copies its two dims of a v head, a pass-through lane its
  * one). Adjacent lanes touch adjacent dims, so memory accesses coalesce.
  *
+ * With POSENC_ROPE_FLAG_TABLES each pair takes its cos and sin from the caller's tables instead
+ * (times the direction's sign): the token's row gathered for it, or picked by its position, and
+ * a token whose position picks no row writes nothing (freqs then holds the tables' layout).
+ *
  * Variants (build options): -DPOSENC_OUT_F32, -DPOSENC_OUT_F16 or -DPOSENC_OUT_BF16, the type
  * of q, q_out, k, k_out, k_cache, v and v_cache.
  *
@@ -26,14 +30,18 @@
  *   4      positions  global i32 or f32 elements as uint; read only with POSITIONS_I32/F32
  *   5..8   slot_mapping (global i32), k_cache, v, v_cache (global elements): used only with the
  *          cache passes, else any buffer
- *   9      freqs      global uint triplets (int_turns, frac_hi, frac_lo), rotary_dim/2 of them,
- *                     then rotary_dim/2 uints: the position component each frequency uses
- *   10..13 the passes' POSENC_ROPE_PASS blocks of posenc_kernel_params.h, in POSENC_ROPE_PASS_*
+ *   9, 10  cos, sin   global f32, f16 or bf16 table elements (as their layout says), read only
+ *                     with POSENC_ROPE_FLAG_TABLES, else any buffer
+ *   11     freqs      global uint triplets (int_turns, frac_hi, frac_lo), rotary_dim/2 of them,
+ *                     then rotary_dim/2 uints: the position component each frequency uses; with
+ *                     POSENC_ROPE_FLAG_TABLES the POSENC_ROPE_TABLE_* words instead
+ *   12..15 the passes' POSENC_ROPE_PASS blocks of posenc_kernel_params.h, in POSENC_ROPE_PASS_*
  *          order: q into q_out, k into k_cache (POSENC_ROPE_FLAG_SLOTS), v into v_cache, k into
  *          k_out; an absent pass's block has no heads. The q block gives what every pass
  *          shares: the positions, the sizes, the chunk size (heads_per_unit), the pairs
  *          (rotary_dim/2), head_dim, rotary_offset, position_offset, the style and direction
- *          flags and attention_factor; the k_cache block the slots and the caches' size.
+ *          flags, attention_factor and the tables' offsets; the k_cache block the slots and the
+ *          caches' size.
  * Lanes: rotary_dim/2, plus head_dim - rotary_dim when a pass copies pass-through dims (one
  * that writes out of place; core/gpu_rope.c counts them alike to size the launch).
  * Every element index, and batch * tokens * chunks * lanes, fits in 32 bits.
@@ -67,11 +75,44 @@ POSENC_INLINE uint posenc_rope_out_at(const posenc_rope_pass *pass, uint b, uint
            h * pass->out_stride_head + d * pass->out_stride_dim;
 }
 
+/* Element `index` of a cos or sin table of `dtype` (POSENC_TABLE_*). */
+POSENC_INLINE float posenc_rope_table_value(const global uint *table, uint index, uint dtype)
+{
+    if (dtype == POSENC_TABLE_F32)
+        return as_float(table[index]);
+    if (dtype == POSENC_TABLE_F16)
+        return vload_half(index, (const global half *)table);
+    return posenc_bf16_to_f32(((const global ushort *)table)[index]);
+}
+
+/* The first elements of token (b, t)'s rows of cos and sin: the row gathered for it, or the row
+ * of its position; false when the position picks no row (the token is then left unwritten). */
+POSENC_INLINE int posenc_rope_table_rows(const posenc_rope_pass *qp, const global uint *layout,
+                                         const global uint *positions, uint b, uint t,
+                                         uint *cos_row, uint *sin_row)
+{
+    uint row = t;
+    if ((layout[POSENC_ROPE_TABLE_FORM] & POSENC_ROPE_TABLE_BY_TOKEN) == 0u) {
+        row = (uint)qp->position_offset + t;
+        if (((qp->flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u) != POSENC_POSITIONS_NONE)
+            row = positions[qp->positions_offset + b * qp->positions_stride_batch +
+                            t * qp->positions_stride_token];
+        if ((int)row < 0 || row >= layout[POSENC_ROPE_TABLE_ROWS])
+            return 0;
+    }
+    *cos_row = qp->cos_offset + b * layout[POSENC_ROPE_TABLE_COS_STRIDE_BATCH] +
+               row * layout[POSENC_ROPE_TABLE_COS_STRIDE_ROW];
+    *sin_row = qp->sin_offset + b * layout[POSENC_ROPE_TABLE_SIN_STRIDE_BATCH] +
+               row * layout[POSENC_ROPE_TABLE_SIN_STRIDE_ROW];
+    return 1;
+}
+
 kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out,
                         global POSENC_OUT_TYPE *k, global POSENC_OUT_TYPE *k_out,
                         const global uint *positions, const global int *slot_mapping,
                         global POSENC_OUT_TYPE *k_cache, const global POSENC_OUT_TYPE *v,
-                        global POSENC_OUT_TYPE *v_cache, const global uint *freqs,
+                        global POSENC_OUT_TYPE *v_cache, const global uint *cos_table,
+                        const global uint *sin_table, const global uint *freqs,
                         posenc_rope_pass q_pass, posenc_rope_pass k_cache_pass,
                         posenc_rope_pass v_cache_pass, posenc_rope_pass k_pass)
 {
@@ -105,6 +146,7 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
     uint stride = (uint)get_global_size(0);
     uint positions_kind = (flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u;
     uint style = flags & POSENC_ROPE_FLAG_STYLE_MASK;
+    int tables = (flags & POSENC_ROPE_FLAG_TABLES) != 0u;
 
     /* The step stops at `total` rather than wrap around 2^32. */
     for (uint i = (uint)get_global_id(0); i < total; i = total - i <= stride ? total : i + stride) {
@@ -116,6 +158,9 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
         uint t = row - b * tokens;
         uint head_begin = chunk * heads_per_unit;
         uint head_end = min(head_begin + heads_per_unit, total_heads);
+        uint cos_row = 0u, sin_row = 0u;
+        if (tables && !posenc_rope_table_rows(qp, freqs, positions, b, t, &cos_row, &sin_row))
+            continue;
 
         /* The cache row of this token, if it has one: the slot's block and row in the block.
          * Out of range, the caches are not written at all. */
@@ -161,8 +206,18 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
 
         float s = as_float(0x7fc00000u), c = s; /* NaN for an invalid float position */
         uint2 position = (uint2)(0u, (uint)qp->position_offset + t);
-        int valid = 1;
-        if (positions_kind != POSENC_POSITIONS_NONE)
+        int valid = !tables;
+        if (tables) {
+            uint column = (freqs[POSENC_ROPE_TABLE_FORM] & POSENC_ROPE_TABLE_FULL_WIDTH) != 0u
+                              ? POSENC_ROPE_PAIR_FIRST(style, lane, half_count)
+                              : lane;
+            c = posenc_rope_table_value(
+                cos_table, cos_row + column * freqs[POSENC_ROPE_TABLE_COS_STRIDE_COLUMN],
+                freqs[POSENC_ROPE_TABLE_COS_DTYPE]);
+            s = posenc_rope_table_value(
+                sin_table, sin_row + column * freqs[POSENC_ROPE_TABLE_SIN_STRIDE_COLUMN],
+                freqs[POSENC_ROPE_TABLE_SIN_DTYPE]);
+        } else if (positions_kind != POSENC_POSITIONS_NONE)
             valid = posenc_position_from_word(positions_kind,
                                               positions[qp->positions_offset +
                                                         b * qp->positions_stride_batch +

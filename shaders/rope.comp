@@ -16,6 +16,12 @@
 // slot (binding 4) and nothing when the slot is outside [0, num_slots). The host runs k into
 // k_cache this way, and v into v_cache with pairs = 0 (every dim copied).
 //
+// With POSENC_ROPE_FLAG_TABLES each pair takes its cos and sin from the caller's tables (bindings
+// 5 and 6) instead, times the direction's sign: the token's row gathered for it, or picked by its
+// position; a token whose position picks no row writes nothing, in every pass (binding 3 then
+// holds the tables' layout, POSENC_ROPE_TABLE_*). The tables are read as words, so that 16-bit
+// tables need no 16-bit storage.
+//
 // Variants (-D): POSENC_OUT_F32, POSENC_OUT_F16 or POSENC_OUT_BF16, the tensor type;
 // POSENC_STORAGE16=1 for 16-bit types on devices with 16-bit storage (else two per word, see
 // elements.glsl).
@@ -27,6 +33,8 @@
 //   3  freqs      uint triplets (int_turns, frac_hi, frac_lo) per pair: turns per position;
 //                 then one uint per pair: the position component it uses (multimodal kinds)
 //   4  slots      i32 cache slot of each token, as uint words; read only with FLAG_SLOTS
+//   5  cos        f32, or 16-bit elements two to a word; read only with FLAG_TABLES
+//   6  sin        the same
 // Push constants: the pass's POSENC_ROPE_PASS block, with POSENC_ROPE_FLAG_* flags
 // (posenc_kernel_params.h).
 // Offsets and strides are in elements from the start of each binding (bound at a multiple of 4
@@ -53,12 +61,46 @@ layout(std430, set = 0, binding = 1) readonly buffer In { POSENC_ELEMENT_T in_da
 layout(std430, set = 0, binding = 2) readonly buffer Positions { uint positions[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Freqs { uint freqs[]; };
 layout(std430, set = 0, binding = 4) readonly buffer Slots { uint slots[]; };
+layout(std430, set = 0, binding = 5) readonly buffer Cos { uint cos_table[]; };
+layout(std430, set = 0, binding = 6) readonly buffer Sin { uint sin_table[]; };
 
 #include "elements.glsl"
 
 layout(push_constant) uniform Params { POSENC_ROPE_PASS(POSENC_PARAM_FIELD) } params;
 
 #include "rope_rows.glsl"
+
+// Element `index` of a cos or sin table of `dtype` (POSENC_TABLE_*), given the word holding it
+// (word `index`, or `index` / 2 for 16-bit elements, the even element in the low half).
+float table_value(uint word, uint index, uint dtype)
+{
+    if (dtype == POSENC_TABLE_F32)
+        return uintBitsToFloat(word);
+    uint bits = (index & 1u) != 0u ? word >> 16 : word & 0xffffu;
+    return dtype == POSENC_TABLE_F16 ? unpackHalf2x16(bits).x : posenc_bf16_to_f32(bits);
+}
+#define TABLE_VALUE(table, index, dtype)                                                          \
+    table_value(table[(dtype) == POSENC_TABLE_F32 ? (index) : (index) >> 1], index, dtype)
+
+// The first elements of token (b, t)'s rows of cos and sin: the row gathered for it, or the row
+// of its i32 position; false when the position picks no row (the token is left unwritten).
+bool table_rows(uint b, uint t, out uint cos_row, out uint sin_row)
+{
+    uint row = t;
+    cos_row = sin_row = 0u;
+    if ((freqs[POSENC_ROPE_TABLE_FORM] & POSENC_ROPE_TABLE_BY_TOKEN) == 0u) {
+        uvec2 position;
+        token_position(b, t, 0u, position); // i32 positions: always a position
+        row = position.y;
+        if (int(row) < 0 || row >= freqs[POSENC_ROPE_TABLE_ROWS])
+            return false;
+    }
+    cos_row = params.cos_offset + b * freqs[POSENC_ROPE_TABLE_COS_STRIDE_BATCH] +
+              row * freqs[POSENC_ROPE_TABLE_COS_STRIDE_ROW];
+    sin_row = params.sin_offset + b * freqs[POSENC_ROPE_TABLE_SIN_STRIDE_BATCH] +
+              row * freqs[POSENC_ROPE_TABLE_SIN_STRIDE_ROW];
+    return true;
+}
 
 // Rotates the pair at input elements (ia, ib) into output elements (oa, ob).
 void rotate(uint ia, uint ib, uint oa, uint ob, float s, float c, bool in_place)
@@ -112,6 +154,7 @@ void main()
 {
     bool in_place = (params.flags & POSENC_ROPE_FLAG_IN_PLACE) != 0u;
     uint style = params.flags & POSENC_ROPE_FLAG_STYLE_MASK;
+    bool tables = (params.flags & POSENC_ROPE_FLAG_TABLES) != 0u;
     uint pairs = params.pairs;
     uint pass_units = in_place ? 0u : (params.head_dim - 2u * pairs + 1u) >> 1;
     uint per_row = pairs + pass_units;
@@ -133,6 +176,9 @@ void main()
         uint out_row;
         if (!output_row(b, t, out_row))
             continue;
+        uint cos_row, sin_row;
+        if (tables && !table_rows(b, t, cos_row, sin_row))
+            continue;
         if (in_place)
             in_row = out_row;
 
@@ -151,7 +197,15 @@ void main()
         float s = uintBitsToFloat(0x7fc00000u); // NaN
         float c = s;
         uvec2 position;
-        if (token_position(b, t, freqs[3u * pairs + j], position)) {
+        if (tables) {
+            uint column = (freqs[POSENC_ROPE_TABLE_FORM] & POSENC_ROPE_TABLE_FULL_WIDTH) != 0u
+                              ? POSENC_ROPE_PAIR_FIRST(style, j, pairs)
+                              : j;
+            uint ci = cos_row + column * freqs[POSENC_ROPE_TABLE_COS_STRIDE_COLUMN];
+            uint si = sin_row + column * freqs[POSENC_ROPE_TABLE_SIN_STRIDE_COLUMN];
+            c = TABLE_VALUE(cos_table, ci, freqs[POSENC_ROPE_TABLE_COS_DTYPE]);
+            s = TABLE_VALUE(sin_table, si, freqs[POSENC_ROPE_TABLE_SIN_DTYPE]);
+        } else if (token_position(b, t, freqs[3u * pairs + j], position)) {
             uvec3 freq = uvec3(freqs[3u * j], freqs[3u * j + 1u], freqs[3u * j + 2u]);
             posenc_sincos_turns(posenc_turns(position, freq), s, c);
         }

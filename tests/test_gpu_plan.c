@@ -395,8 +395,9 @@ static posenc_status find(posenc_context *ctx, posenc__gpu_tables *tables, uint3
         return POSENC_OUT_OF_MEMORY;
     for (uint32_t j = 0; j < count; j++)
         freqs[j] = freq_of(seed * 1000003u + j);
-    posenc_status status = posenc__gpu_tables_find(ctx, tables, freqs, count, id, "test",
-                                                   record_eviction, e, slot, hit);
+    posenc__gpu_table_source source = {.freqs = freqs, .count = count, .id = id};
+    posenc_status status =
+        posenc__gpu_tables_find(ctx, tables, &source, "test", record_eviction, e, slot, hit);
     free(freqs);
     return status;
 }

@@ -6,6 +6,8 @@
  * - the errors for handles that do not belong together, foreign buffers and bad wait lists;
  * - posenc_cl_enqueue_rope / _sinusoidal in f32, f16 and bf16 against the float64 reference,
  *   on engine buffers and sub-buffers;
+ * - caller cos/sin tables enqueued: what the synchronous call writes, and a position outside
+ *   them, written after the enqueue, leaving its token unwritten;
  * - posenc_prepare: every program and table built before the first enqueue, which then builds
  *   nothing (posenc_context_stats), and a bad descriptor that builds nothing;
  * - the paged KV cache write (k_cache, slot_mapping, v, v_cache) enqueued after the caller's
@@ -586,6 +588,92 @@ static void test_dtypes(cl_device_id device)
         }
         free(bytes);
         free(back);
+    }
+    posenc_context_destroy(ctx);
+    engine_destroy(&e);
+}
+
+/* ---- Caller cos/sin tables ------------------------------------------------------------------- */
+
+/* Enqueued with caller cos/sin tables: byte for byte what the synchronous call writes, but for
+ * a token whose position, written by a command that runs after the enqueue (held back by a
+ * user event), lies outside the tables: left unwritten, in q_out and in k rotated in place. */
+static void test_tables_enqueued(cl_device_id device)
+{
+    enum { TABLE_ROWS = 8, OUTSIDE_TOKEN = 3 };
+    engine e;
+    if (!engine_create(&e, device, 0)) {
+        CHECK(!"engine_create");
+        return;
+    }
+    posenc_context *ctx = context_on(&e);
+    float q_in[TOKENS * Q_HEADS * HEAD_DIM], k_in[TOKENS * K_HEADS * HEAD_DIM];
+    float tables[2 * TABLE_ROWS * HALF], nan_fill[TOKENS * Q_HEADS * HEAD_DIM]; /* cos, sin */
+    float want_q[TOKENS * Q_HEADS * HEAD_DIM], want_k[TOKENS * K_HEADS * HEAD_DIM];
+    float got_q[TOKENS * Q_HEADS * HEAD_DIM], got_k[TOKENS * K_HEADS * HEAD_DIM];
+    int32_t table_positions[TOKENS], outside = TABLE_ROWS;
+    fill(q_in, q_in, sizeof q_in / 4, POSENC_DTYPE_F32, 300);
+    fill(k_in, k_in, sizeof k_in / 4, POSENC_DTYPE_F32, 301);
+    fill(tables, tables, 2 * TABLE_ROWS * HALF, POSENC_DTYPE_F32, 302);
+    memset(nan_fill, 0xff, sizeof nan_fill);
+    for (int t = 0; t < TOKENS; t++)
+        table_positions[t] = t * 3 % TABLE_ROWS;
+    cl_mem mems[6] = {device_buffer(&e, sizeof q_in, q_in), device_buffer(&e, sizeof q_in, NULL),
+                      device_buffer(&e, sizeof k_in, k_in),
+                      device_buffer(&e, sizeof table_positions, table_positions),
+                      device_buffer(&e, sizeof tables / 2, tables),
+                      device_buffer(&e, sizeof tables / 2, tables + TABLE_ROWS * HALF)};
+    posenc_buffer *b[6] = {NULL};
+    bool ready = ctx != NULL;
+    for (int i = 0; i < 6 && ready; i++)
+        ready = mems[i] && (b[i] = wrap(ctx, mems[i])) != NULL;
+    if (ready) {
+        posenc_rope_desc rope = {0};
+        rope.q = posenc_tensor_of_buffer(b[0], POSENC_DTYPE_F32, 3,
+                                         (int64_t[]){TOKENS, Q_HEADS, HEAD_DIM});
+        rope.q_out = posenc_tensor_of_buffer(b[1], POSENC_DTYPE_F32, 3,
+                                             (int64_t[]){TOKENS, Q_HEADS, HEAD_DIM});
+        rope.k = posenc_tensor_of_buffer(b[2], POSENC_DTYPE_F32, 3,
+                                         (int64_t[]){TOKENS, K_HEADS, HEAD_DIM});
+        rope.positions = posenc_tensor_of_buffer(b[3], POSENC_DTYPE_I32, 1, (int64_t[]){TOKENS});
+        rope.cos = posenc_tensor_of_buffer(b[4], POSENC_DTYPE_F32, 2,
+                                           (int64_t[]){TABLE_ROWS, HALF});
+        rope.sin = posenc_tensor_of_buffer(b[5], POSENC_DTYPE_F32, 2,
+                                           (int64_t[]){TABLE_ROWS, HALF});
+        CHECK_OK(posenc_rope(ctx, &rope));
+        read_buffer(&e, mems[1], 0, sizeof want_q, want_q);
+        read_buffer(&e, mems[2], 0, sizeof want_k, want_k);
+        CHECK_CL(clEnqueueWriteBuffer(e.queue, mems[1], CL_TRUE, 0, sizeof nan_fill, nan_fill, 0,
+                                      NULL, NULL));
+        CHECK_CL(clEnqueueWriteBuffer(e.queue, mems[2], CL_TRUE, 0, sizeof k_in, k_in, 0, NULL,
+                                      NULL));
+        cl_int err = CL_SUCCESS;
+        cl_event gate = clCreateUserEvent(e.context, &err), written = NULL, rotated = NULL;
+        CHECK_CL(err);
+        CHECK_CL(clEnqueueWriteBuffer(e.queue, mems[3], CL_FALSE, OUTSIDE_TOKEN * 4, 4, &outside,
+                                      1, &gate, &written));
+        CHECK_OK(posenc_cl_enqueue_rope(ctx, &rope, 1, &written, &rotated));
+        CHECK_CL(clSetUserEventStatus(gate, CL_COMPLETE));
+        CHECK_CL(clFinish(e.queue));
+        read_buffer(&e, mems[1], 0, sizeof got_q, got_q);
+        read_buffer(&e, mems[2], 0, sizeof got_k, got_k);
+        for (int t = 0; t < TOKENS; t++) {
+            size_t q_at = (size_t)t * Q_HEADS * HEAD_DIM, k_at = (size_t)t * K_HEADS * HEAD_DIM;
+            bool out = t == OUTSIDE_TOKEN;
+            CHECK(memcmp(got_q + q_at, (out ? nan_fill : want_q) + q_at,
+                         Q_HEADS * HEAD_DIM * 4) == 0);
+            CHECK(memcmp(got_k + k_at, (out ? k_in : want_k) + k_at, K_HEADS * HEAD_DIM * 4) == 0);
+        }
+        cl_event events[3] = {gate, written, rotated};
+        for (int i = 0; i < 3; i++) {
+            if (events[i])
+                clReleaseEvent(events[i]);
+        }
+    }
+    for (int i = 0; i < 6; i++) {
+        posenc_buffer_destroy(b[i]);
+        if (mems[i])
+            clReleaseMemObject(mems[i]);
     }
     posenc_context_destroy(ctx);
     engine_destroy(&e);
@@ -1644,6 +1732,7 @@ int main(void)
             test_references(ids[d]);
             test_mismatched_handles(ids[d]);
             test_dtypes(ids[d]);
+            test_tables_enqueued(ids[d]);
             test_prepare(ids[d]);
             test_kv_cache(ids[d]);
             test_user_event(ids[d]);

@@ -4,8 +4,10 @@
  * unsqueezed 4-D form, vLLM's cos_sin_cache as two views of one tensor), half and full width,
  * NeoX and GPT-J, partial rotary from an offset, GQA, the inverse, in place and out of place,
  * the KV-cache write, table dtypes apart from q's, and strided tables, against the float64
- * rotation by the table values as given (random, not unit rotations). Bad descriptors are
- * refused naming the field, with nothing written.
+ * rotation by the table values as given (random, not unit rotations); the cases in device
+ * buffers again as work left running (posenc_prepare, then posenc_rope_submit), where a position
+ * outside the tables leaves its token unwritten. Bad descriptors are refused naming the field,
+ * with nothing written.
  *
  * Tolerance: |out - ref| <= 2 * 2^-24 * (|x_a c| + |x_b s|) for f32 outputs (the products and
  * the sum each rounded once), plus one ulp of the output type at |ref| for f16 and bf16 (computed
@@ -228,9 +230,11 @@ static void free_run(tables_run *run)
 }
 
 /* Checks one output tensor of `heads` heads (out of `in`, read before the call) against the
- * float64 rotation; `rows_of` maps token i to its output row (the cache's slots). */
+ * float64 rotation, a cache's row i holding token count - 1 - i; the tokens of the mask
+ * `unwritten` must have kept the bytes of `before` (out as it was before the call) instead. */
 static unsigned check_heads(const tables_case *c, const tables_run *run, const unsigned char *in,
-                            const unsigned char *out, int64_t heads, bool cache, ref_stats *stats)
+                            const unsigned char *before, const unsigned char *out, int64_t heads,
+                            bool cache, uint64_t unwritten, ref_stats *stats)
 {
     unsigned reported = 0;
     size_t es = posenc_dtype_size(c->dtype);
@@ -241,7 +245,16 @@ static unsigned check_heads(const tables_case *c, const tables_run *run, const u
             int64_t row = cache ? c->batch * c->tokens - 1 - token : token;
             for (int64_t h = 0; h < heads; h++) {
                 const unsigned char *x = in + (size_t)((token * heads + h) * c->head_dim) * es;
-                const unsigned char *y = out + (size_t)((row * heads + h) * c->head_dim) * es;
+                size_t at = (size_t)((row * heads + h) * c->head_dim) * es;
+                const unsigned char *y = out + at;
+                if (unwritten >> token & 1) {
+                    if (memcmp(y, before + at, (size_t)c->head_dim * es) != 0 &&
+                        reported++ < MAX_REPORTS) {
+                        fprintf(stderr, "  %s: token %lld written\n", c->name, (long long)token);
+                        test_failures++;
+                    }
+                    continue;
+                }
                 for (uint32_t d = 0; d < c->head_dim; d++) {
                     bool rotated = d >= off && d < off + rot;
                     if (!rotated && memcmp(x + d * es, y + d * es, es) != 0 &&
@@ -284,7 +297,20 @@ static unsigned check_heads(const tables_case *c, const tables_run *run, const u
     return reported;
 }
 
-static void run_case(posenc_context *ctx, const tables_case *c, test_rng *rng)
+/* posenc_rope, or with `submit` the same work left running (posenc_rope_submit), waited for. */
+static posenc_status call(posenc_context *ctx, const posenc_rope_desc *desc, bool submit)
+{
+    if (!submit)
+        return posenc_rope(ctx, desc);
+    posenc_event *event = NULL;
+    posenc_status status = posenc_rope_submit(ctx, desc, &event);
+    if (status == POSENC_OK)
+        status = posenc_event_wait(event, UINT64_MAX);
+    posenc_event_destroy(event);
+    return status;
+}
+
+static void run_case(posenc_context *ctx, const tables_case *c, test_rng *rng, bool submit)
 {
     tables_run run;
     if (!make_run(ctx, c, rng, &run)) {
@@ -302,9 +328,11 @@ static void run_case(posenc_context *ctx, const tables_case *c, test_rng *rng)
     }
     memcpy(q_in, run.q.bytes, q_bytes);
     memcpy(k_in, run.k.bytes, k_bytes);
-    CHECK_OK(posenc_rope(ctx, &run.desc));
+    if (submit) /* its kernel and table built ahead */
+        CHECK_OK(posenc_prepare(ctx, &(posenc_prepare_desc){.rope = &run.desc, .rope_count = 1}));
+    CHECK_OK(call(ctx, &run.desc, submit));
     /* The same descriptor again (a remembered one): the same result. */
-    CHECK_OK(posenc_rope(ctx, &run.desc));
+    CHECK_OK(call(ctx, &run.desc, submit));
     test_memory *q_out = c->out_of_place ? &run.q_out : &run.q;
     test_memory *k_out = c->out_of_place ? &run.k_out : &run.k;
     ref_stats stats = {0};
@@ -313,20 +341,21 @@ static void run_case(posenc_context *ctx, const tables_case *c, test_rng *rng)
         memcpy(run.q.bytes, q_in, q_bytes);
         memcpy(run.k.bytes, k_in, k_bytes);
         CHECK(test_memory_upload(&run.q) && test_memory_upload(&run.k));
-        CHECK_OK(posenc_rope(ctx, &run.desc));
+        CHECK_OK(call(ctx, &run.desc, submit));
     }
     CHECK(test_memory_download(q_out) && test_memory_download(k_out));
-    check_heads(c, &run, q_in, q_out->bytes, c->q_heads, false, &stats);
+    check_heads(c, &run, q_in, NULL, q_out->bytes, c->q_heads, false, 0, &stats);
     if (!c->with_cache || c->out_of_place)
-        check_heads(c, &run, k_in, k_out->bytes, c->k_heads, false, &stats);
+        check_heads(c, &run, k_in, NULL, k_out->bytes, c->k_heads, false, 0, &stats);
     else /* k only read when only the cache takes it */
         CHECK(memcmp(run.k.bytes, k_in, k_bytes) == 0);
     if (c->with_cache) {
         CHECK(test_memory_download(&run.k_cache));
-        check_heads(c, &run, k_in, run.k_cache.bytes, c->k_heads, true, &stats);
+        check_heads(c, &run, k_in, NULL, run.k_cache.bytes, c->k_heads, true, 0, &stats);
     }
     printf("  %-48s %s  %llu values, worst %.2f units of 2^-24\n", c->name,
-           stats.failures ? "FAIL" : "ok", stats.values, stats.max_units);
+           stats.failures ? "FAIL" : submit ? "ok, submitted" : "ok", stats.values,
+           stats.max_units);
     free(q_in);
     free(k_in);
     free_run(&run);
@@ -432,20 +461,67 @@ static void check_refusals(posenc_context *ctx, test_rng *rng)
     free_run(&run);
 }
 
+/* Work left running cannot have its positions read at the call (they may be written later):
+ * on a device queue a token whose position picks no row of the tables is left unwritten (q and
+ * its cache row; k is only read), the others rotated. A backend that runs a submit at once
+ * (the CPU backend) refuses it as posenc_rope does, writing nothing. */
+static void check_outside_left_running(posenc_context *ctx, const posenc_device_info *info,
+                                       test_rng *rng)
+{
+    tables_case c = cases[6]; /* [rows, width] by positions, in place, into a KV cache */
+    c.memory = TEST_MEMORY_BUFFER;
+    int failures = test_failures;
+    tables_run run;
+    unsigned char q_in[4096], k_in[4096], cache_in[4096];
+    if (!make_run(ctx, &c, rng, &run) || run.q.size > sizeof q_in || run.k.size > sizeof k_in ||
+        run.k_cache.size > sizeof cache_in) {
+        test_failures++;
+        free_run(&run);
+        return;
+    }
+    int32_t *positions = (int32_t *)(void *)run.positions.bytes;
+    positions[1] = TABLE_ROWS;
+    positions[3] = -1;
+    CHECK(test_memory_upload(&run.positions));
+    memcpy(q_in, run.q.bytes, run.q.size);
+    memcpy(k_in, run.k.bytes, run.k.size);
+    memcpy(cache_in, run.k_cache.bytes, run.k_cache.size);
+    posenc_status status = call(ctx, &run.desc, true);
+    bool run_at_once = info->backend == POSENC_BACKEND_CPU;
+    if (run_at_once) {
+        CHECK_STATUS(status, POSENC_INVALID_ARGUMENT);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "positions");
+    }
+    CHECK(test_memory_download(&run.q) && test_memory_download(&run.k) &&
+          test_memory_download(&run.k_cache));
+    CHECK(memcmp(run.k.bytes, k_in, run.k.size) == 0);
+    if (run_at_once) {
+        CHECK(memcmp(run.q.bytes, q_in, run.q.size) == 0);
+        CHECK(memcmp(run.k_cache.bytes, cache_in, run.k_cache.size) == 0);
+    } else {
+        CHECK_OK(status);
+        ref_stats stats = {0};
+        uint64_t unwritten = 1u << 1 | 1u << 3;
+        check_heads(&c, &run, q_in, q_in, run.q.bytes, c.q_heads, false, unwritten, &stats);
+        check_heads(&c, &run, k_in, cache_in, run.k_cache.bytes, c.k_heads, true, unwritten,
+                    &stats);
+    }
+    printf("  %-48s %s\n", "positions outside the tables, submitted",
+           test_failures != failures ? "FAIL" : "ok");
+    free_run(&run);
+}
+
 static void test_device(posenc_context *ctx, const posenc_device_info *info)
 {
     test_rng rng = {0x7ab1e5};
     printf("%s (%s):\n", info->name, posenc_backend_name(info->backend));
-    if (info->backend != POSENC_BACKEND_CPU) {
-        /* Not yet on the GPU backends: refused naming the field, nothing written. */
-        tables_run run;
-        if (make_run(ctx, &cases[0], &rng, &run))
-            expect_refused(ctx, &run, POSENC_UNSUPPORTED, "cos");
-        free_run(&run);
-        return;
-    }
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_case(ctx, &cases[i], &rng);
+        run_case(ctx, &cases[i], &rng, false);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].memory == TEST_MEMORY_BUFFER)
+            run_case(ctx, &cases[i], &rng, true);
+    }
+    check_outside_left_running(ctx, info, &rng);
     check_refusals(ctx, &rng);
 }
 

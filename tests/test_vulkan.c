@@ -7,6 +7,8 @@
  *   the float64 reference on sampled rows (every row would take minutes on a software device);
  * - the paged KV cache write of a k split over tokens, each dispatch finding its tokens' slots,
  *   and a cache larger than one binding refused, naming it;
+ * - caller cos/sin tables with the work split over tokens, rows gathered per token and by
+ *   position;
  * - host tensors off their element boundary, realigned in staging;
  * - the pipeline cache file: saved, loaded, a foreign one ignored, an unwritable path reported;
  * - layers named in VK_INSTANCE_LAYERS work together with posenc's own validation, and posenc's
@@ -321,6 +323,79 @@ static void test_large_kv_cache(posenc_context *ctx, uint64_t binding)
     posenc_buffer_destroy(qk);
 }
 
+/* Caller cos/sin tables with the work split over tokens: q [64, 1, 128] f32, one token row
+ * every `stride` bytes of a device buffer (more than one binding), rotated in place by host
+ * tables of rows gathered per token, each split dispatch finding its own tokens' rows, and of
+ * rows by position, bound whole by every dispatch. Checked against the float64 rotation by the
+ * table values, within 2 * 2^-24 of |x_a c| + |x_b s|. */
+static void test_large_rope_tables(posenc_context *ctx, uint64_t binding)
+{
+    enum { TOKENS = 64, DIM = 128, HALF = DIM / 2, ROW = DIM * 4, ROWS = 100 };
+    const int64_t stride = (int64_t)((binding / (TOKENS - 2) + 1023) & ~(uint64_t)1023);
+    posenc_buffer *q = NULL;
+    posenc_buffer_desc q_desc = {.size = (uint64_t)(TOKENS * stride)};
+    CHECK_OK(posenc_buffer_create(ctx, &q_desc, &q));
+    if (!q)
+        return;
+    static float cos_table[ROWS][HALF], sin_table[ROWS][HALF], x[TOKENS][DIM], y[DIM];
+    int32_t positions[TOKENS];
+    for (int r = 0; r < ROWS; r++) {
+        for (int j = 0; j < HALF; j++) {
+            cos_table[r][j] = 1.5f * input_value(30, (uint64_t)(r * HALF + j));
+            sin_table[r][j] = 1.5f * input_value(31, (uint64_t)(r * HALF + j));
+        }
+    }
+    for (int t = 0; t < TOKENS; t++)
+        positions[t] = (t * 37 + 5) % ROWS;
+    int bad = 0;
+    for (int gathered = 0; gathered < 2; gathered++) {
+        for (int t = 0; t < TOKENS; t++) {
+            for (int d = 0; d < DIM; d++)
+                x[t][d] = input_value(32 + (uint64_t)gathered, (uint64_t)(t * DIM + d));
+            CHECK_OK(posenc_buffer_upload(q, (uint64_t)(t * stride), x[t], ROW));
+        }
+        const int64_t shape[3] = {TOKENS, 1, DIM}, strides[3] = {stride, ROW, 4};
+        const int64_t by_position[2] = {ROWS, HALF}, by_token[3] = {1, TOKENS, HALF};
+        const int64_t tokens = TOKENS;
+        posenc_rope_desc desc = {
+            .q = posenc_tensor_of_buffer(q, POSENC_DTYPE_F32, 3, shape),
+            .cos = posenc_tensor_of_host(cos_table, POSENC_DTYPE_F32, gathered ? 3 : 2,
+                                         gathered ? by_token : by_position),
+            .sin = posenc_tensor_of_host(sin_table, POSENC_DTYPE_F32, gathered ? 3 : 2,
+                                         gathered ? by_token : by_position),
+        };
+        memcpy(desc.q.strides, strides, sizeof strides);
+        if (!gathered)
+            desc.positions = posenc_tensor_of_host(positions, POSENC_DTYPE_I32, 1, &tokens);
+        split_operations = 0;
+        posenc_status status = posenc_rope(ctx, &desc);
+        CHECK_OK(status);
+        if (status != POSENC_OK)
+            fprintf(stderr, "  %s\n", posenc_context_last_error(ctx));
+        CHECK(split_operations == 1);
+        for (int t = 0; t < TOKENS; t++) {
+            CHECK_OK(posenc_buffer_download(q, (uint64_t)(t * stride), y, ROW));
+            int row = gathered ? t : positions[t];
+            for (int j = 0; j < HALF; j++) {
+                double xa = x[t][j], xb = x[t][j + HALF];
+                double c = cos_table[row][j], s = sin_table[row][j];
+                double tolerance = 2 * 0x1p-24 * (fabs(xa * c) + fabs(xb * s) + fabs(xa * s) +
+                                                  fabs(xb * c));
+                if ((fabs(y[j] - (xa * c - xb * s)) > tolerance ||
+                     fabs(y[j + HALF] - (xa * s + xb * c)) > tolerance) &&
+                    bad++ < 5)
+                    fprintf(stderr, "  cos/sin tables %s, token %d pair %d: got (%.9g, %.9g)\n",
+                            gathered ? "gathered" : "by position", t, j, y[j], y[j + HALF]);
+            }
+        }
+    }
+    if (bad)
+        test_failures++;
+    printf("    cos/sin tables: q spanning %.1f MiB, split, rows gathered and by position %s\n",
+           (double)((TOKENS - 1) * stride + ROW) / MIB, bad ? "FAILED" : "ok");
+    posenc_buffer_destroy(q);
+}
+
 /* A sinusoidal table [rows, 256] f32 in host memory, larger than one binding. */
 static void test_large_sinusoidal(posenc_context *ctx, uint64_t binding)
 {
@@ -607,6 +682,7 @@ int main(void)
             /* The RoPE (its q), the in-place and the write-only roofline over q, the table. */
             CHECK(split_operations == 4);
             test_large_kv_cache(ctx, binding);
+            test_large_rope_tables(ctx, binding);
         } else {
             printf("    tensors above the binding limit: too large to test on this device\n");
         }

@@ -6,8 +6,9 @@
  * recorded before another frequency table was used, four threads recording at once, buffers
  * wrapped, made and destroyed on other threads while others record, the push-descriptor and
  * the descriptor-pool paths, synchronous and asynchronous calls on the caller's queue,
- * the paged KV cache write recorded and submitted twice with different slots, and through
- * posenc_rope_submit, byte for byte what the synchronous call writes,
+ * caller cos/sin tables recorded (a position outside them, written after the record, leaves
+ * its token unwritten), the paged KV cache write recorded and submitted twice with different
+ * slots, and through posenc_rope_submit, byte for byte what the synchronous call writes,
  * posenc_prepare building every pipeline and table before the first record, and a decode loop
  * of 100,000 dynamic-NTK steps with a frequency table each (flat memory). A
  * machine without a Vulkan device skips it, unless POSENC_TEST_REQUIRE_DEVICES names vulkan. */
@@ -598,6 +599,79 @@ static void test_rope_dtypes(engine *e, posenc_context *ctx, VkCommandPool pool)
             free(w);
         }
     }
+    arena_destroy(e, &a);
+}
+
+/* Caller cos/sin tables recorded over engine buffers: byte for byte what the synchronous call
+ * writes, but for a token whose position, written after the record (which cannot read it),
+ * lies outside the tables: left unwritten, in q_out and in k rotated in place. */
+static void test_rope_tables_recorded(engine *e, posenc_context *ctx, VkCommandPool pool)
+{
+    enum { ROWS = 16, WIDTH = ROTARY_DIM / 2, OUTSIDE_TOKEN = 2 };
+    arena a;
+    rope_work *w = calloc(1, sizeof *w);
+    unsigned char *inputs = malloc(4 * SLOT), *expected = malloc(4 * SLOT);
+    posenc_buffer *tables[2] = {NULL, NULL};
+    bool ready = arena_create(e, &a, 6 * SLOT) && w && inputs && expected;
+    CHECK(ready);
+    if (ready) {
+        w->dtype = POSENC_DTYPE_F32;
+        w->style = POSENC_ROPE_NEOX;
+        rope_fill(w, &a, 300);
+        test_rng rng = {301};
+        for (int i = 0; i < 2 * SLOT / 4; i++) /* cos, then sin: any values, as given */
+            ref_store(POSENC_DTYPE_F32, a.bytes + 4 * SLOT + i * 4,
+                      test_rng_uniform(&rng, -1.5, 1.5));
+        for (int t = 0; t < TOKENS; t++) {
+            w->positions[t] = t * 5 % ROWS;
+            memcpy(a.bytes + 3 * SLOT + t * 4, &w->positions[t], 4);
+        }
+        memcpy(inputs, a.bytes, 4 * SLOT);
+        ready = rope_wrap(ctx, w, &a);
+        for (int i = 0; i < 2 && ready; i++)
+            ready = posenc_vk_buffer_wrap(ctx, a.buffer, (4 + i) * SLOT, SLOT, &tables[i]) ==
+                    POSENC_OK;
+        CHECK(ready);
+    }
+    if (ready) {
+        posenc_rope_desc desc = rope_desc_of(w);
+        desc.theta = 0.0;
+        const int64_t table_shape[2] = {ROWS, WIDTH};
+        desc.cos = posenc_tensor_of_buffer(tables[0], POSENC_DTYPE_F32, 2, table_shape);
+        desc.sin = posenc_tensor_of_buffer(tables[1], POSENC_DTYPE_F32, 2, table_shape);
+        CHECK_OK(posenc_rope(ctx, &desc));
+        memcpy(expected, a.bytes, 4 * SLOT);
+        memcpy(a.bytes, inputs, 4 * SLOT);
+        VkCommandBuffer commands = begin_commands(e, pool);
+        host_to_compute(e, commands);
+        CHECK_OK(posenc_vk_cmd_rope(ctx, commands, &desc));
+        compute_to_host(e, commands);
+        CHECK(e->EndCommandBuffer(commands) == VK_SUCCESS);
+        int32_t outside = ROWS;
+        memcpy(a.bytes + 3 * SLOT + OUTSIDE_TOKEN * 4, &outside, 4);
+        submit_and_wait(e, commands);
+        for (int which = 0; which < 2; which++) { /* q_out, then k */
+            size_t token_bytes = (size_t)(which ? K_HEADS : Q_HEADS) * HEAD_DIM * 4;
+            size_t at = (which ? 2 : 1) * (size_t)SLOT;
+            for (int t = 0; t < TOKENS; t++) {
+                const unsigned char *want = t == OUTSIDE_TOKEN ? inputs : expected;
+                size_t offset = at + (size_t)t * token_bytes;
+                if (memcmp(a.bytes + offset, want + offset, token_bytes) != 0) {
+                    test_failures++;
+                    fprintf(stderr, "  cmd_rope with cos/sin tables: %s token %d %s\n",
+                            which ? "k" : "q_out", t,
+                            t == OUTSIDE_TOKEN ? "written" : "unlike the synchronous call's");
+                }
+            }
+        }
+    }
+    posenc_buffer_destroy(tables[0]);
+    posenc_buffer_destroy(tables[1]);
+    if (w)
+        rope_unwrap(w);
+    free(w);
+    free(inputs);
+    free(expected);
     arena_destroy(e, &a);
 }
 
@@ -2216,6 +2290,7 @@ static void run_engine(bool push_descriptor, bool storage16)
         test_rope_dtypes(&e, ctx, pool);
         test_sinusoidal_dtypes(&e, ctx, pool);
         test_replay(&e, ctx, pool);
+        test_rope_tables_recorded(&e, ctx, pool);
         test_threads(&e, ctx);
         test_wrap_while_recording(&e, ctx);
         test_calls_on_queue(&e, ctx);

@@ -565,7 +565,9 @@ POSENC_API posenc_status posenc_prepare(posenc_context *context, const posenc_pr
 /* ---------------------------------------------------------------------------------------------
  * Asynchronous operations, for callers who let posenc own the device and keep the host busy
  * meanwhile. A submit validates exactly like the synchronous call (same errors, nothing written
- * on failure), submits the work and returns without waiting for the device.
+ * on failure), submits the work and returns without waiting for the device. One exception: the
+ * positions' contents are not read on the host, since earlier work may still write them, so a
+ * position outside caller cos/sin tables writes nothing for its token instead of being refused.
  * - Every tensor of a submitted operation must be a posenc_buffer view: host views are
  *   INVALID_ARGUMENT (naming the tensor); use the synchronous call for those. Buffers that wrap
  *   host_memory are UNSUPPORTED on the GPU backends where they copy that memory around each

@@ -213,10 +213,12 @@ typedef struct posenc_rope_desc {
     /* Caller cos/sin tables (HF, ONNX, vLLM, flash-attn: docs/engines.md): pair j is rotated by
      * the values given, as they are: (x_a c - x_b s, x_a s + x_b c), -s when inverse. Both or
      * neither; theta, inv_freq, scaling, attention_factor, multimodal then stay 0. f32, f16 or
-     * bf16, any strides, one shape: [rows, width], row = the token's position (i32 positions or
-     * position_offset + token) in [0, rows); or rows gathered per token, [batch or 1, tokens,
-     * width] (or HF's [batch or 1, 1, tokens, width]). width: rotary_dim/2 (pair j at column
-     * j), or rotary_dim (at the column of pair j's first dim: HF's duplicated halves). */
+     * bf16, any strides, one shape: [rows, width], row = the token's i32 position (or
+     * position_offset + token), one outside [0, rows) refused (work left running, a submit or
+     * recorded commands on a GPU, writes nothing for that token instead); or rows gathered per
+     * token, [batch or 1, tokens, width] (or HF's [batch or 1, 1, tokens, width]). width:
+     * rotary_dim/2 (pair j at column j), or rotary_dim (at the column of pair j's first dim:
+     * HF's duplicated halves). */
     posenc_tensor cos, sin;
 
     /* QK RMSNorm fused into the rotation (Qwen3 and Gemma 3 per head, OLMo 2 per token): q and

@@ -4,6 +4,7 @@
  * without submit entries run the work synchronously and return a done event. */
 #include "backend.h"
 #include "core/op_views.h"
+#include "core/rope_tables.h"
 
 #include <stdlib.h>
 
@@ -30,9 +31,15 @@ posenc_status posenc__op_resolve_device(posenc_context *ctx, bool rope, const vo
         posenc__sinusoidal_given_views(op->sinusoidal, given);
     /* Backends without submits run the work now, so wrapped host memory is fine there; host
      * views are refused everywhere, so that code written on one device runs on all. */
-    return posenc__check_device_views(
+    status = posenc__check_device_views(
         ctx, given, rope ? posenc__rope_view_names : posenc__sinusoidal_view_names,
         rope ? POSENC__ROPE_VIEWS : POSENC__SINUSOIDAL_VIEWS, !ctx->backend->submit, call);
+    /* The rows of cos/sin tables that positions pick are checked on the host for work run now.
+     * Work left running may not read positions written later: its kernels skip a token that
+     * picks no row (core/rope_tables.h). */
+    if (status == POSENC_OK && rope && !ctx->backend->submit)
+        status = posenc__rope_check_table_rows(ctx, op->rope);
+    return status;
 }
 
 void *posenc__backend_state(posenc_context *ctx, posenc_backend kind, const char *api,

@@ -5,21 +5,20 @@
 #define POSENC_CORE_GPU_PLAN_H
 
 #include "core/gpu_staging.h"
+#include "core/gpu_tables.h"
 #include "core/internal.h"
 
 /* An operation as every GPU call path takes it (synchronous, submitted, recorded or enqueued for
  * the caller, prepared): its views in the order of core/op_views.h's list (NULL: absent) with
- * how the kernels use each, and the frequency table it reads. Filled by posenc__gpu_rope_op and
- * posenc__gpu_sinusoidal_op. */
+ * how the kernels use each, and the table it reads (its frequencies, or the layout of RoPE's
+ * caller cos/sin tables). Filled by posenc__gpu_rope_op and posenc__gpu_sinusoidal_op. */
 typedef struct posenc__gpu_op {
     const posenc__view *views[POSENC__GPU_MAX_VIEWS];
     unsigned access[POSENC__GPU_MAX_VIEWS]; /* POSENC__GPU_READ, POSENC__GPU_WRITE */
     const char *const *names;               /* of the views, in messages */
     uint32_t view_count;
-    const char *what;          /* the operation, in messages: "rope" */
-    const posenc__freq *freqs; /* NULL: none */
-    uint32_t freq_count;
-    uint64_t freqs_id;
+    const char *what; /* the operation, in messages: "rope" */
+    posenc__gpu_table_source table;
 } posenc__gpu_op;
 
 /* The copy roofline of `posenc bench`: `bytes` of `buf` from `offset` as one packed view of

@@ -16,22 +16,52 @@ _Static_assert(POSENC_ROPE_STYLE_NEOX == POSENC_ROPE_NEOX &&
                    POSENC_ROPE_STYLE_GPTJ == POSENC_ROPE_GPTJ,
                "the kernels' pairing styles are posenc_rope_style's values");
 
-/* The styles the fast kernels (rope_blocks.comp, rope_contiguous.cl) were written for. */
-static bool fast_style(const posenc__rope_op *op)
+/* What the fast kernels (rope_blocks.comp, rope_contiguous.cl) were written for: their styles,
+ * and angles of their own (caller cos/sin tables take the generic kernels). */
+static bool fast_kernel_takes(const posenc__rope_op *op)
 {
-    return op->style == POSENC_ROPE_NEOX || op->style == POSENC_ROPE_GPTJ;
+    return (op->style == POSENC_ROPE_NEOX || op->style == POSENC_ROPE_GPTJ) && !op->has_tables;
 }
 
 _Static_assert(POSENC__ROPE_VIEWS <= POSENC__GPU_MAX_VIEWS, "posenc__gpu_op's views");
+_Static_assert(POSENC_ROPE_TABLE_WORDS <= POSENC__GPU_SOURCE_WORDS &&
+                   POSENC_ROPE_TABLE_SIN_STRIDE_BATCH == POSENC_ROPE_TABLE_COS_STRIDE_BATCH + 3 &&
+                   POSENC_ROPE_TABLE_SIN_DTYPE == POSENC_ROPE_TABLE_COS_DTYPE + 1,
+               "the tables' layout: cos's strides, then sin's; cos's dtype, then sin's");
+
+/* The caller tables' layout: the words the kernels read in the frequency table's place. Element
+ * strides are 0 along dims of one index: a batch sharing one table, or rows by position. */
+static void table_layout(const posenc__rope_op *op, posenc__gpu_table_source *table)
+{
+    const posenc__view *views[2] = {&op->cos, &op->sin};
+    uint32_t *words = table->words;
+    for (uint32_t i = 0; i < 2; i++) {
+        const posenc__view *view = views[i];
+        uint32_t *strides = &words[POSENC_ROPE_TABLE_COS_STRIDE_BATCH + 3 * i];
+        for (int d = 1; d < 4; d++) /* batch, row, column */
+            strides[d - 1] = posenc__gpu_element_stride(view, d, view->shape[d]);
+        uint32_t dtype = view->dtype == POSENC_DTYPE_F16    ? POSENC_TABLE_F16
+                         : view->dtype == POSENC_DTYPE_BF16 ? POSENC_TABLE_BF16
+                                                            : POSENC_TABLE_F32;
+        words[POSENC_ROPE_TABLE_COS_DTYPE + i] = dtype;
+    }
+    /* Rows past 32 bits never reach a kernel: the table's binding is refused first. */
+    words[POSENC_ROPE_TABLE_ROWS] = (uint32_t)op->table_rows;
+    words[POSENC_ROPE_TABLE_FORM] = (op->tables_by_token ? POSENC_ROPE_TABLE_BY_TOKEN : 0u) |
+                                    (op->tables_full_width ? POSENC_ROPE_TABLE_FULL_WIDTH : 0u);
+    table->word_count = POSENC_ROPE_TABLE_WORDS;
+}
 
 void posenc__gpu_rope_op(const posenc__rope_op *op, posenc__gpu_op *gpu)
 {
     *gpu = (posenc__gpu_op){.names = posenc__rope_view_names,
                             .view_count = POSENC__ROPE_VIEWS,
-                            .what = "rope",
-                            .freqs = op->freqs,
-                            .freq_count = op->rotary_dim / 2,
-                            .freqs_id = op->freqs_id};
+                            .what = "rope"};
+    if (op->has_tables)
+        table_layout(op, &gpu->table);
+    else
+        gpu->table = (posenc__gpu_table_source){
+            .freqs = op->freqs, .count = op->rotary_dim / 2, .id = op->freqs_id};
     posenc__rope_views(op, gpu->views);
     posenc__rope_view_access(op, gpu->access);
 }
@@ -39,7 +69,8 @@ void posenc__gpu_rope_op(const posenc__rope_op *op, posenc__gpu_op *gpu)
 uint32_t posenc__gpu_rope_flags(const posenc__rope_op *op)
 {
     uint32_t flags = ((uint32_t)op->style & POSENC_ROPE_FLAG_STYLE_MASK) |
-                     (op->inverse ? POSENC_ROPE_FLAG_INVERSE : 0u);
+                     (op->inverse ? POSENC_ROPE_FLAG_INVERSE : 0u) |
+                     (op->has_tables ? POSENC_ROPE_FLAG_TABLES : 0u);
     if (op->has_positions)
         flags |= (op->positions.dtype == POSENC_DTYPE_I32 ? POSENC_POSITIONS_I32
                                                           : POSENC_POSITIONS_F32)
@@ -110,6 +141,22 @@ static posenc__gpu_extent head_extent(const posenc__view *view, const char *name
     };
 }
 
+/* A caller table over [batch, tokens, heads]: rows gathered per token follow the cells; rows
+ * by position may be any, so the table is bound whole, as a cache is. */
+static void table_extent(const posenc__rope_op *op, const posenc__view *table,
+                         posenc__gpu_extent *extent)
+{
+    extent->bound = true;
+    extent->element_size = element_size(table);
+    if (!op->tables_by_token) {
+        extent->inner = (int64_t)posenc__gpu_view_extent(table);
+        return;
+    }
+    extent->strides[0] = table->shape[1] > 1 ? table->strides[1] : 0;
+    extent->strides[1] = table->strides[2];
+    extent->inner = (table->shape[3] - 1) * table->strides[3] + element_size(table);
+}
+
 void posenc__gpu_rope_pass_extents(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
                                    posenc__gpu_extent extents[POSENC__GPU_ROPE_BINDINGS])
 {
@@ -122,7 +169,8 @@ void posenc__gpu_rope_pass_extents(const posenc__rope_op *op, const posenc__gpu_
     if (!pass->in_place)
         extents[POSENC__GPU_ROPE_BINDING_IN] = head_extent(pass->in, names[pass->in_index]);
     extents[POSENC__GPU_ROPE_BINDING_POSITIONS].name = "positions";
-    if (op->has_positions && pass->rotate) {
+    /* With tables every pass reads the positions: a token that picks no row writes nothing. */
+    if (op->has_positions && (pass->rotate || op->has_tables)) {
         posenc__gpu_extent *positions = &extents[POSENC__GPU_ROPE_BINDING_POSITIONS];
         positions->bound = true;
         positions->strides[0] = op->positions_per_batch ? op->positions.strides[2] : 0;
@@ -145,6 +193,20 @@ void posenc__gpu_rope_pass_extents(const posenc__rope_op *op, const posenc__gpu_
         slots->strides[1] = op->slots.strides[3];
         slots->inner = 4;
     }
+    extents[POSENC__GPU_ROPE_BINDING_COS].name = "cos";
+    extents[POSENC__GPU_ROPE_BINDING_SIN].name = "sin";
+    if (op->has_tables) {
+        table_extent(op, &op->cos, &extents[POSENC__GPU_ROPE_BINDING_COS]);
+        table_extent(op, &op->sin, &extents[POSENC__GPU_ROPE_BINDING_SIN]);
+    }
+}
+
+uint64_t posenc__gpu_rope_table_bytes(const posenc__rope_op *op,
+                                      const posenc__gpu_rope_pass *pass)
+{
+    if (op->has_tables)
+        return 4 * (uint64_t)POSENC_ROPE_TABLE_WORDS;
+    return (uint64_t)pass->pairs * 16; /* posenc__gpu_freq_words: 4 words a pair */
 }
 
 bool posenc__gpu_rope_pass_in_blocks(const posenc__rope_op *op,
@@ -153,7 +215,7 @@ bool posenc__gpu_rope_pass_in_blocks(const posenc__rope_op *op,
     int64_t block_elements = BLOCK_BYTES / (int64_t)element_size(pass->out);
     int64_t rotated = pass->rotate ? op->rotary_dim : 0;
     int64_t first = pass->rotate ? op->rotary_offset : 0;
-    return fast_style(op) && posenc__gpu_view_in_blocks(pass->out, BLOCK_BYTES) &&
+    return fast_kernel_takes(op) && posenc__gpu_view_in_blocks(pass->out, BLOCK_BYTES) &&
            (pass->in_place || posenc__gpu_view_in_blocks(pass->in, BLOCK_BYTES)) &&
            op->head_dim % block_elements == 0 && rotated % (2 * block_elements) == 0 &&
            first % block_elements == 0;
@@ -185,8 +247,8 @@ void posenc__gpu_rope_pass_params(const posenc__rope_op *op, const posenc__gpu_r
     int64_t batch = box->count[0], tokens = box->count[1], heads = box->count[2];
     uint32_t flags = posenc__gpu_rope_flags(op) |
                      (pass->in_place ? POSENC_ROPE_FLAG_IN_PLACE : 0u);
-    if (pass->pairs == 0)
-        flags &= ~POSITIONS_MASK; /* v's copy reads no positions */
+    if (pass->pairs == 0 && !op->has_tables)
+        flags &= ~POSITIONS_MASK; /* v's copy reads no positions (but for the tables' rows) */
     *params = (posenc__rope_pass){
         .in_offset = first[POSENC__GPU_ROPE_BINDING_IN],
         .in_stride_batch = posenc__gpu_element_stride(in, 0, batch),
@@ -234,6 +296,10 @@ void posenc__gpu_rope_pass_params(const posenc__rope_op *op, const posenc__gpu_r
         params->num_slots = (uint32_t)op->num_slots;
         params->flags |= POSENC_ROPE_FLAG_SLOTS;
     }
+    if (op->has_tables) {
+        params->cos_offset = first[POSENC__GPU_ROPE_BINDING_COS];
+        params->sin_offset = first[POSENC__GPU_ROPE_BINDING_SIN];
+    }
 }
 
 /* ---- q, k and the cache in one launch ----------------------------------------------------- */
@@ -270,6 +336,8 @@ void posenc__gpu_rope_launch_params(const posenc__rope_op *op, const uint32_t *o
             [POSENC__GPU_ROPE_BINDING_IN] = offset[pass->in_index],
             [POSENC__GPU_ROPE_BINDING_POSITIONS] = offset[POSENC__ROPE_POSITIONS],
             [POSENC__GPU_ROPE_BINDING_SLOTS] = offset[POSENC__ROPE_SLOTS],
+            [POSENC__GPU_ROPE_BINDING_COS] = offset[POSENC__ROPE_COS],
+            [POSENC__GPU_ROPE_BINDING_SIN] = offset[POSENC__ROPE_SIN],
         };
         posenc__gpu_rope_pass_params(op, pass, &box, first, heads_per_unit, &params[pass->kind]);
     }
@@ -278,7 +346,7 @@ void posenc__gpu_rope_launch_params(const posenc__rope_op *op, const uint32_t *o
 bool posenc__gpu_rope_contiguous(const posenc__rope_op *op, uint32_t pairs)
 {
     uint32_t half = op->rotary_dim / 2;
-    if (!fast_style(op) || half == 0 || half % pairs != 0)
+    if (!fast_kernel_takes(op) || half == 0 || half % pairs != 0)
         return false;
     bool partial = (int64_t)op->rotary_dim < op->head_dim;
     if (partial && (!op->q_in_place || op->has_k_cache ||

@@ -14,19 +14,23 @@
 
 #include "posenc_kernel_params.h"
 
-/* The operation's views, their use and its table (rotary_dim / 2 frequencies). */
+/* The operation's views, their use and its table: rotary_dim / 2 frequencies, or with caller
+ * cos/sin tables their layout (posenc_kernel_params.h's POSENC_ROPE_TABLE_*). Such an op runs
+ * the generic kernels only (rope.comp, rope.cl): the layout tests below refuse the fast ones. */
 void posenc__gpu_rope_op(const posenc__rope_op *op, posenc__gpu_op *gpu);
 
 /* ---- A pass at a time (rope.comp, rope_blocks.comp) --------------------------------------- */
 
 /* The kernels' bindings: the output, the input, positions, the frequency table (bound by the
- * backend with its table) and the KV cache's slots. */
+ * backend with its table), the KV cache's slots and the caller's cos and sin tables. */
 enum {
     POSENC__GPU_ROPE_BINDING_OUT,
     POSENC__GPU_ROPE_BINDING_IN,
     POSENC__GPU_ROPE_BINDING_POSITIONS,
     POSENC__GPU_ROPE_BINDING_TABLE,
     POSENC__GPU_ROPE_BINDING_SLOTS,
+    POSENC__GPU_ROPE_BINDING_COS,
+    POSENC__GPU_ROPE_BINDING_SIN,
     POSENC__GPU_ROPE_BINDINGS
 };
 
@@ -53,6 +57,10 @@ uint32_t posenc__gpu_rope_passes(const posenc__rope_op *op,
  * the table's entry is left unbound. */
 void posenc__gpu_rope_pass_extents(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
                                    posenc__gpu_extent extents[POSENC__GPU_ROPE_BINDINGS]);
+/* The bytes of the operation's table the pass reads (0: none, v's copy without cos/sin
+ * tables). */
+uint64_t posenc__gpu_rope_table_bytes(const posenc__rope_op *op,
+                                      const posenc__gpu_rope_pass *pass);
 
 /* Whether rope_blocks.comp may take the pass: both views in 16-byte blocks, and the rotated
  * and pass-through dims whole blocks. Its windows must still start on a block
@@ -94,7 +102,8 @@ bool posenc__gpu_rope_contiguous(const posenc__rope_op *op, uint32_t pairs);
 
 /* ---- Both ---------------------------------------------------------------------------------- */
 
-/* The flag bits every RoPE kernel reads from the operation: style, direction, positions. */
+/* The flag bits every RoPE kernel reads from the operation: style, direction, positions,
+ * caller tables. */
 uint32_t posenc__gpu_rope_flags(const posenc__rope_op *op);
 
 /* The caches are bound whole, as any slot may be written: UNSUPPORTED, naming the cache, when

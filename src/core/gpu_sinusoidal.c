@@ -23,9 +23,7 @@ void posenc__gpu_sinusoidal_op(posenc_context *ctx, const posenc__sinusoidal_op 
     *gpu = (posenc__gpu_op){.names = posenc__sinusoidal_view_names,
                             .view_count = POSENC__SINUSOIDAL_VIEWS,
                             .what = "sinusoidal",
-                            .freqs = op->freqs,
-                            .freq_count = op->half,
-                            .freqs_id = op->freqs_id};
+                            .table = {.freqs = op->freqs, .count = op->half, .id = op->freqs_id}};
     posenc__sinusoidal_views(ctx, op, gpu->views);
     posenc__sinusoidal_view_access(op, gpu->views, gpu->access);
 }

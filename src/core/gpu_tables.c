@@ -64,10 +64,12 @@ static void use(posenc__gpu_tables *tables, uint32_t slot, uint64_t id)
 }
 
 posenc_status posenc__gpu_tables_find(posenc_context *ctx, posenc__gpu_tables *tables,
-                                      const posenc__freq *freqs, uint32_t count, uint64_t id,
-                                      const char *what, posenc__gpu_evict_fn evict, void *user,
-                                      uint32_t *slot, bool *hit)
+                                      const posenc__gpu_table_source *source, const char *what,
+                                      posenc__gpu_evict_fn evict, void *user, uint32_t *slot,
+                                      bool *hit)
 {
+    uint32_t count = source->freqs ? source->count : 0;
+    uint64_t id = source->freqs ? source->id : 0;
     tables->uses++;
     for (uint32_t i = 0; i < POSENC__GPU_MAX_TABLES && id; i++) {
         const posenc__gpu_table *table = &tables->slots[i];
@@ -78,14 +80,17 @@ posenc_status posenc__gpu_tables_find(posenc_context *ctx, posenc__gpu_tables *t
             return POSENC_OK;
         }
     }
-    uint64_t word_count = posenc__gpu_freq_words(count);
+    uint64_t word_count = source->freqs ? posenc__gpu_freq_words(count) : source->word_count;
     uint64_t bytes = word_count * sizeof(uint32_t);
     uint32_t *words = bytes <= SIZE_MAX ? malloc((size_t)bytes) : NULL;
     if (!words)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY,
                             "%s: out of host memory for a frequency table of %llu bytes", what,
                             (unsigned long long)bytes);
-    posenc__gpu_freq_encode(freqs, count, words);
+    if (source->freqs)
+        posenc__gpu_freq_encode(source->freqs, count, words);
+    else
+        memcpy(words, source->words, (size_t)bytes);
     uint64_t key = posenc__gpu_freq_key(words, word_count);
     for (uint32_t i = 0; i < POSENC__GPU_MAX_TABLES; i++) {
         const posenc__gpu_table *table = &tables->slots[i];

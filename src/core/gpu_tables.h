@@ -37,6 +37,23 @@ void posenc__gpu_freq_encode(const posenc__freq *freqs, uint32_t count, uint32_t
 /* The cache key of an encoded table: FNV-1a 64 of its words. */
 uint64_t posenc__gpu_freq_key(const uint32_t *words, uint64_t word_count);
 
+/* What a kernel's table holds: `count` frequencies, encoded as above and found by `id` (a
+ * freqs_id; 0: none) or by content; or, with freqs NULL, `word_count` words as they are (found
+ * by content: RoPE's caller cos/sin tables' layout, core/gpu_rope.h). Neither: no table. */
+#define POSENC__GPU_SOURCE_WORDS 12
+typedef struct posenc__gpu_table_source {
+    const posenc__freq *freqs;
+    uint32_t count;
+    uint64_t id;
+    uint32_t words[POSENC__GPU_SOURCE_WORDS];
+    uint32_t word_count;
+} posenc__gpu_table_source;
+
+static inline bool posenc__gpu_table_given(const posenc__gpu_table_source *source)
+{
+    return source->freqs || source->word_count;
+}
+
 typedef struct posenc__gpu_table {
     uint32_t *words;   /* the encoded table (owned); NULL: a free slot */
     uint64_t word_count;
@@ -63,16 +80,16 @@ typedef struct posenc__gpu_tables {
  * posenc does not own). */
 typedef posenc_status (*posenc__gpu_evict_fn)(posenc_context *ctx, uint32_t slot, void *user);
 
-/* Finds the table of these `count` frequencies. On a hit `*slot` is its slot and `*hit` true.
+/* Finds the table of `source`. On a hit `*slot` is its slot and `*hit` true.
  * On a miss the least recently used unpinned tables are evicted (through `evict`) until the new
  * one fits, and `*slot` holds the new table's words: the backend makes its device copy from
  * them, or calls posenc__gpu_tables_drop if it cannot. When only pinned tables are left to
  * evict, `*slot` is POSENC__GPU_UNCACHED and the words are in `tables->uncached`. `what` names
  * the call in messages. */
 posenc_status posenc__gpu_tables_find(posenc_context *ctx, posenc__gpu_tables *tables,
-                                      const posenc__freq *freqs, uint32_t count, uint64_t id,
-                                      const char *what, posenc__gpu_evict_fn evict, void *user,
-                                      uint32_t *slot, bool *hit);
+                                      const posenc__gpu_table_source *source, const char *what,
+                                      posenc__gpu_evict_fn evict, void *user, uint32_t *slot,
+                                      bool *hit);
 /* Forgets slot `slot` (its device copy is gone or was never made). The context's statistics
  * count a table from its find to its drop. */
 void posenc__gpu_tables_drop(posenc_context *ctx, posenc__gpu_tables *tables, uint32_t slot);

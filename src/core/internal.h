@@ -252,7 +252,9 @@ typedef struct posenc__sinusoidal_op {
 /* The whole front end of posenc_rope / posenc_sinusoidal: defaults, validation (setting the
  * context error) and resolution into an operation a backend can trust. `freqs` points into the
  * context's frequency cache: valid until the next operation is prepared on the context, so a
- * backend that keeps the work beyond the call copies the table (it may key copies on freqs_id). */
+ * backend that keeps the work beyond the call copies the table (it may key copies on freqs_id).
+ * Which rows of cos/sin tables the positions pick is checked apart, by the calls that run the
+ * work before they return (posenc__rope_check_table_rows). */
 posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *desc,
                                    posenc__rope_op *prepared);
 posenc_status posenc__sinusoidal_prepare(posenc_context *ctx, const posenc_sinusoidal_desc *desc,

@@ -6,7 +6,8 @@
 #include "core/tensor.h"
 
 const char *const posenc__rope_view_names[POSENC__ROPE_VIEWS] = {
-    "q", "q_out", "k", "k_out", "positions", "slot_mapping", "k_cache", "v", "v_cache"};
+    "q",       "q_out", "k",       "k_out", "positions", "slot_mapping",
+    "k_cache", "v",     "v_cache", "cos",   "sin"};
 const char *const posenc__sinusoidal_view_names[POSENC__SINUSOIDAL_VIEWS] = {"out", "x",
                                                                              "positions"};
 
@@ -21,6 +22,8 @@ void posenc__rope_views(const posenc__rope_op *op, const posenc__view *views[POS
     views[6] = op->has_k_cache ? &op->k_cache : NULL;
     views[7] = op->has_v ? &op->v : NULL;
     views[8] = op->has_v ? &op->v_cache : NULL;
+    views[9] = op->has_tables ? &op->cos : NULL;
+    views[10] = op->has_tables ? &op->sin : NULL;
 }
 
 void posenc__sinusoidal_views(posenc_context *ctx, const posenc__sinusoidal_op *op,
@@ -46,6 +49,7 @@ void posenc__rope_view_access(const posenc__rope_op *op, unsigned access[POSENC_
     access[6] = op->has_k_cache ? R | W : 0;
     access[7] = op->has_v ? R : 0;
     access[8] = op->has_v ? R | W : 0;
+    access[9] = access[10] = op->has_tables ? R : 0;
 }
 
 void posenc__sinusoidal_view_access(const posenc__sinusoidal_op *op,
@@ -70,6 +74,8 @@ void posenc__rope_given_views(const posenc__rope_op *op,
     views[6] = op->has_k_cache ? &op->k_cache : NULL;
     views[7] = op->has_v ? &op->v : NULL;
     views[8] = op->has_v ? &op->v_cache : NULL;
+    views[9] = op->has_tables ? &op->cos : NULL;
+    views[10] = op->has_tables ? &op->sin : NULL;
 }
 
 void posenc__sinusoidal_given_views(const posenc__sinusoidal_op *op,

@@ -6,9 +6,9 @@
 
 #include "core/internal.h"
 
-/* q, q_out, k, k_out, positions, slot_mapping, k_cache, v, v_cache: the index of each in the
- * lists below. */
-#define POSENC__ROPE_VIEWS 9
+/* q, q_out, k, k_out, positions, slot_mapping, k_cache, v, v_cache, cos, sin: the index of each
+ * in the lists below. */
+#define POSENC__ROPE_VIEWS 11
 enum {
     POSENC__ROPE_Q,
     POSENC__ROPE_Q_OUT,
@@ -18,7 +18,9 @@ enum {
     POSENC__ROPE_SLOTS,
     POSENC__ROPE_K_CACHE,
     POSENC__ROPE_V,
-    POSENC__ROPE_V_CACHE
+    POSENC__ROPE_V_CACHE,
+    POSENC__ROPE_COS,
+    POSENC__ROPE_SIN
 };
 #define POSENC__SINUSOIDAL_VIEWS 3 /* out, x, positions */
 

@@ -381,12 +381,10 @@ static posenc_status prepare(posenc_context *ctx, const posenc_rope_desc *desc,
     if (status != POSENC_OK)
         return status;
     *op = posenc__rope_memo_use(ctx, desc);
-    if (!*op) {
-        *op = storage;
-        status = prepare_in_full(ctx, desc, storage);
-    }
-    /* The positions' contents change between calls of one descriptor. */
-    return status == POSENC_OK ? posenc__rope_check_table_rows(ctx, *op) : status;
+    if (*op)
+        return POSENC_OK;
+    *op = storage;
+    return prepare_in_full(ctx, desc, storage);
 }
 
 posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *desc,
@@ -404,6 +402,9 @@ posenc_status posenc_rope(posenc_context *ctx, const posenc_rope_desc *desc)
     posenc__rope_op storage;
     const posenc__rope_op *op = &storage;
     posenc_status status = prepare(ctx, desc, &storage, &op);
+    /* At every call: the positions' contents change between calls of one descriptor. */
+    if (status == POSENC_OK)
+        status = posenc__rope_check_table_rows(ctx, op);
     if (status == POSENC_OK)
         status = ctx->backend->run(ctx, &(posenc__op){.rope = op});
     if (status == POSENC_OK)

@@ -2,7 +2,6 @@
 /* The caller cos/sin tables of posenc_rope: resolved against the views already resolved, and the
  * rows a call's positions pick checked against the tables' length. */
 #include "core/rope_tables.h"
-#include "backend.h"
 #include "core/frequencies.h"
 #include "core/tensor.h"
 
@@ -89,11 +88,6 @@ posenc_status posenc__rope_resolve_tables(posenc_context *ctx, const posenc_rope
                             has_cos ? "cos" : "sin", has_cos ? "sin" : "cos");
     if (!has_cos)
         return POSENC_OK;
-    if (ctx->backend->kind != POSENC_BACKEND_CPU)
-        return posenc__fail(ctx, POSENC_UNSUPPORTED,
-                            "cos: caller cos/sin tables run on the cpu backend so far, not on "
-                            "%s",
-                            posenc_backend_name(ctx->backend->kind));
     char name[48];
     const char *field = posenc__rope_angle_field(desc, name, sizeof name);
     if (!field && desc->multimodal != POSENC_ROPE_POSITIONS_1D)

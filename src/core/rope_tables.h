@@ -15,8 +15,11 @@ posenc_status posenc__rope_resolve_tables(posenc_context *ctx, const posenc_rope
                                           posenc__rope_op *op);
 
 /* Tables indexed by position: every position of the call (read from positions, or
- * position_offset + token index) lies in [0, table_rows). Runs at every call, also for a
- * remembered descriptor, since the positions' contents change between calls. */
+ * position_offset + token index) lies in [0, table_rows). Runs at every call that runs its work
+ * before returning, also for a remembered descriptor, since the positions' contents change
+ * between calls. Work left running (submits, commands recorded or enqueued for the caller)
+ * cannot read positions the caller writes later: there the GPU kernels write nothing for a
+ * token whose position picks no row, so that nothing outside a table is read. */
 posenc_status posenc__rope_check_table_rows(posenc_context *ctx, const posenc__rope_op *op);
 
 /* The table column of pair j (of `pairs`): j for half-width tables, else the column of the

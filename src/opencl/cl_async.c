@@ -69,8 +69,7 @@ posenc_status posenc_cl_op_prepare(posenc_context *ctx, const posenc__op *op)
     posenc__mutex_lock(&state->lock);
     posenc_status status = posenc_cl_kernel_get(ctx, run.kernel, &kernel);
     if (status == POSENC_OK)
-        status = posenc_cl_freqs_get(ctx, run.gpu.freqs, run.gpu.freq_count, run.gpu.freqs_id,
-                                     run.gpu.what, &table);
+        status = posenc_cl_freqs_get(ctx, &run.gpu.table, run.gpu.what, &table);
     posenc__mutex_unlock(&state->lock);
     return status;
 }

@@ -68,9 +68,8 @@ posenc_status posenc_cl_stage_op(posenc_context *ctx, const posenc_cl_op *run, b
     if (status == POSENC_OK && left_running && posenc__gpu_stage_has_host(&staging->plan))
         status = posenc__fail(ctx, POSENC_INTERNAL, "%s: host memory in work left running",
                               op->what);
-    if (status == POSENC_OK && op->freqs)
-        status = posenc_cl_freqs_get(ctx, op->freqs, op->freq_count, op->freqs_id, op->what,
-                                     freqs);
+    if (status == POSENC_OK && posenc__gpu_table_given(&op->table))
+        status = posenc_cl_freqs_get(ctx, &op->table, op->what, freqs);
     if (status != POSENC_OK)
         posenc_cl_stage_release(ctx, staging);
     return status;
@@ -128,14 +127,14 @@ static posenc_status evict(posenc_context *ctx, uint32_t slot, void *user)
     return POSENC_OK;
 }
 
-posenc_status posenc_cl_freqs_get(posenc_context *ctx, const posenc__freq *freqs,
-                                 uint32_t count, uint64_t id, const char *what, cl_mem *mem)
+posenc_status posenc_cl_freqs_get(posenc_context *ctx, const posenc__gpu_table_source *source,
+                                 const char *what, cl_mem *mem)
 {
     posenc_cl_context *state = ctx->backend_state;
     uint32_t slot;
     bool hit;
-    posenc_status status = posenc__gpu_tables_find(ctx, &state->freq_cache, freqs, count, id,
-                                                   what, evict, NULL, &slot, &hit);
+    posenc_status status = posenc__gpu_tables_find(ctx, &state->freq_cache, source, what, evict,
+                                                   NULL, &slot, &hit);
     if (status != POSENC_OK)
         return status;
     if (hit) { /* a repeated call (a decode step): the table is on the device */

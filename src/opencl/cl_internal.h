@@ -220,12 +220,12 @@ posenc_status posenc_cl_program_build(posenc_context *ctx, const char *label, co
  * number of work-groups, at most a few per compute unit (the kernels loop over the rest). */
 uint64_t posenc_cl_launch_size(const posenc_context *ctx, const posenc_cl_kernel *kernel,
                                uint64_t units);
-/* The device copy of a frequency table, encoded and cached as core/gpu_tables.h does it; a new
- * one is created with the words copied in at creation (no host memory outlives the call). The
- * cache owns `*mem`: evicting an entry releases it, which OpenCL defers until the commands
+/* The device copy of the table of `source`, encoded and cached as core/gpu_tables.h does it; a
+ * new one is created with the words copied in at creation (no host memory outlives the call).
+ * The cache owns `*mem`: evicting an entry releases it, which OpenCL defers until the commands
  * already using it are done. */
-posenc_status posenc_cl_freqs_get(posenc_context *ctx, const posenc__freq *freqs,
-                                 uint32_t count, uint64_t id, const char *what, cl_mem *mem);
+posenc_status posenc_cl_freqs_get(posenc_context *ctx, const posenc__gpu_table_source *source,
+                                 const char *what, cl_mem *mem);
 
 /* ---- Staging (cl_staging.c) -----------------------------------------------------------------
  * The tensors of one operation bound to device memory: buffer views directly, host views (and

@@ -58,7 +58,7 @@ static posenc_status rope_launch(posenc_context *ctx, const posenc_cl_op *run,
     posenc__rope_pass params[POSENC_ROPE_PASSES];
     posenc__gpu_rope_launch_params(op, offsets, (uint32_t)split.heads_per_unit, params);
 
-    /* The kernel's buffers: the nine views in their list's order (then the table). */
+    /* The kernel's buffers: the eleven views in their list's order (then the table). */
     return posenc_cl_run(ctx, kernel, units, "rope", b, POSENC__ROPE_VIEWS, freqs, params,
                          sizeof params, sizeof params[0], &staging, wait_count, wait_list,
                          event);

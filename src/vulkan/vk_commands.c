@@ -101,9 +101,8 @@ posenc_status posenc_vk_run(posenc_context *ctx, const posenc_vk_op *op)
     posenc_vk_staging staging = {0};
     posenc_status status = POSENC_OK;
     posenc__mutex_lock(&vk->lock);
-    if (op->gpu.freqs)
-        status = posenc_vk_set_freqs(ctx, op->gpu.freqs, op->gpu.freq_count, op->gpu.freqs_id,
-                                     false);
+    if (posenc__gpu_table_given(&op->gpu.table))
+        status = posenc_vk_set_freqs(ctx, &op->gpu.table, false);
     if (status == POSENC_OK)
         status = posenc_vk_place_views(ctx, op->gpu.views, op->gpu.access, op->gpu.names,
                                        op->gpu.view_count, places, &staging);

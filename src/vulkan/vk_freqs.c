@@ -59,16 +59,16 @@ static posenc_status ring_for(posenc_context *ctx, uint64_t bytes)
     return POSENC_OK;
 }
 
-posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs, uint32_t count,
-                                  uint64_t id, bool recorded)
+posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__gpu_table_source *source,
+                                  bool recorded)
 {
     posenc_vk_context *vk = ctx->backend_state;
     vk->table = NULL;
     vk->table_ring.pending = NULL;
     uint32_t slot;
     bool hit;
-    posenc_status status = posenc__gpu_tables_find(ctx, &vk->table_cache, freqs, count, id,
-                                                   "rotary_dim", evict, NULL, &slot, &hit);
+    posenc_status status = posenc__gpu_tables_find(ctx, &vk->table_cache, source, "rotary_dim",
+                                                   evict, NULL, &slot, &hit);
     if (status != POSENC_OK)
         return status;
     if (slot == POSENC__GPU_UNCACHED) {

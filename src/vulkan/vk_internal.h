@@ -179,10 +179,10 @@ typedef struct posenc_vk_physical {
 /* The kernels, each created at first use: the SPIR-V variants of shaders/variants.cmake. */
 typedef posenc__spirv_id posenc_vk_kernel;
 
-/* Storage buffers of every kernel: set 0, bindings 0-4, of which the frequency table is
- * POSENC_VK_TABLE_BINDING (the shaders' binding 3; rope.comp's slots follow it at 4); push
- * constants up to this size (the 128 bytes every Vulkan device offers). */
-#define POSENC_VK_BINDINGS 5
+/* Storage buffers of every kernel: set 0, bindings 0-6, of which the frequency table is
+ * POSENC_VK_TABLE_BINDING (the shaders' binding 3; rope.comp's slots, cos and sin follow it at
+ * 4-6); push constants up to this size (the 128 bytes every Vulkan device offers). */
+#define POSENC_VK_BINDINGS 7
 #define POSENC_VK_TABLE_BINDING 3
 #define POSENC_VK_PUSH_BYTES 128
 /* Dispatches of one call whose ranges are remembered between barriers (one more is preceded
@@ -459,13 +459,13 @@ posenc_status posenc_vk_place_views(posenc_context *ctx, const posenc__view *con
 /* Copies the elements of the outputs back to host memory (when `copy_back`; the bytes between
  * them, such as the v slice of a fused qkv tensor, are left alone) and frees the staging. */
 void posenc_vk_unstage(posenc_context *ctx, posenc_vk_staging *staging, bool copy_back);
-/* vk_freqs.c: makes vk->table_binding the device copy of these `count` frequencies, as encoded
- * and cached by core/gpu_tables.h (found by `id`, a freqs_id, or by content). `recorded`: the
+/* vk_freqs.c: makes vk->table_binding the device copy of the table of `source`, as encoded and
+ * cached by core/gpu_tables.h (found by freqs_id, or by content). `recorded`: the
  * call records into a caller's command buffer, so the table stays for the context's life, or,
  * once the cache holds only such tables, is written by the command buffer itself (the write is
  * recorded before the call's first dispatch, by posenc_vk_write_table). */
-posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__freq *freqs, uint32_t count,
-                                  uint64_t id, bool recorded);
+posenc_status posenc_vk_set_freqs(posenc_context *ctx, const posenc__gpu_table_source *source,
+                                  bool recorded);
 /* Records the write of a table set_freqs left pending into vk->target, between barriers. */
 void posenc_vk_write_table(posenc_context *ctx);
 void posenc_vk_freqs_fini(posenc_context *ctx);

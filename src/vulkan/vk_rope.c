@@ -71,6 +71,8 @@ static posenc_status rope_pass_record(posenc_context *ctx, const posenc__rope_op
         [POSENC__GPU_ROPE_BINDING_IN] = places[pass->in_index],
         [POSENC__GPU_ROPE_BINDING_POSITIONS] = places[POSENC__ROPE_POSITIONS],
         [POSENC__GPU_ROPE_BINDING_SLOTS] = places[POSENC__ROPE_SLOTS],
+        [POSENC__GPU_ROPE_BINDING_COS] = places[POSENC__ROPE_COS],
+        [POSENC__GPU_ROPE_BINDING_SIN] = places[POSENC__ROPE_SIN],
     };
     rope_job job = {
         .op = op,
@@ -79,8 +81,8 @@ static posenc_status rope_pass_record(posenc_context *ctx, const posenc__rope_op
     };
     int64_t shape[3] = {op->batch, op->tokens, pass->out->shape[2]};
     return posenc_vk_split(ctx, extents, bound, POSENC__GPU_ROPE_BINDINGS, shape,
-                           pass->pairs + pass->pass_units, (uint64_t)pass->pairs * 16,
-                           record_rope, &job);
+                           pass->pairs + pass->pass_units,
+                           posenc__gpu_rope_table_bytes(op, pass), record_rope, &job);
 }
 
 static posenc_status rope_record(posenc_context *ctx, const void *rope,
@@ -108,10 +110,11 @@ static posenc_status rope_record(posenc_context *ctx, const void *rope,
 
 posenc_vk_op posenc_vk_rope_op(posenc_context *ctx, const posenc__rope_op *op)
 {
-    /* Both kernels, as a call may take either for a pass (by where its views lie in memory). */
+    /* Both kernels, as a call may take either for a pass (by where its views lie in memory);
+     * with cos/sin tables only the generic one. */
     posenc_vk_op run = {
         .kernels = {rope_kernel(ctx->backend_state, op->q.dtype, false),
-                    rope_kernel(ctx->backend_state, op->q.dtype, true)},
+                    rope_kernel(ctx->backend_state, op->q.dtype, !op->has_tables)},
         .record = rope_record,
         .op = op};
     posenc__gpu_rope_op(op, &run.gpu);

@@ -26,8 +26,7 @@ static posenc_status make_ready(posenc_context *ctx, const posenc_vk_op *run, bo
     for (int i = 0; i < 2 && status == POSENC_OK; i++)
         status = posenc_vk_pipeline(ctx, run->kernels[i], &pipeline);
     if (status == POSENC_OK)
-        status = posenc_vk_set_freqs(ctx, run->gpu.freqs, run->gpu.freq_count, run->gpu.freqs_id,
-                                     pinned);
+        status = posenc_vk_set_freqs(ctx, &run->gpu.table, pinned);
     return status;
 }
 
