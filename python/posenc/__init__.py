@@ -235,6 +235,17 @@ def _unsigned(name, value, maximum=0xFFFFFFFF):
     return _integer(name, value, 0, maximum)
 
 
+def _number(name, value):
+    """A float argument (None: 0, the library's default), TypeError for a non-number; its range
+    is the library's to check, naming it."""
+    if value is None:
+        return 0.0
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: {value!r} is not a number") from None
+
+
 def _integer(name, value, minimum, maximum):
     if isinstance(value, float):
         raise TypeError(f"{name}: {value!r} is not an integer; pass an int")
@@ -252,10 +263,12 @@ def _resolve_rope(config=None, *, head_dim=None, theta=None, style="neox", rotar
                   rotary_offset=0, inverse=False, scaling=None, multimodal=None,
                   mrope_section=None, components=None, component_map=None, layout="bthd",
                   attention_factor=None, layer_type=None, max_position_embeddings=None,
-                  num_heads=None):
+                  num_heads=None, norm_eps=None, norm_weight_offset=None):
     """What a Rope resolves once (posenc.Rope's and posenc.rope's options): _rope_resolved's
     option keywords, every name turned into its value and every number checked. theta left
-    unset stays 0, the library's default (10000), which caller cos/sin tables need."""
+    unset stays 0, the library's default (10000), which caller cos/sin tables need; norm_eps
+    and norm_weight_offset likewise stay 0 unless given (the library refuses them without
+    the QK norm's weights, which come with each call)."""
     if config is not None:
         if scaling is not None:
             raise _error("INVALID_ARGUMENT",
@@ -295,7 +308,9 @@ def _resolve_rope(config=None, *, head_dim=None, theta=None, style="neox", rotar
         scaling=None if form is None else dict(form),
         multimodal=_name("rope_multimodal", multimodal, "multimodal"), mrope_section=mrope_section,
         components=_unsigned("components", components), component_map=component_map,
-        layout=layout, num_heads=_unsigned("num_heads", num_heads))
+        layout=layout, num_heads=_unsigned("num_heads", num_heads),
+        norm_eps=_number("norm_eps", norm_eps),
+        norm_weight_offset=_number("norm_weight_offset", norm_weight_offset))
 
 
 def _resolve_rope_named(*args, **options):
@@ -331,14 +346,14 @@ _CALL_KEYWORDS = ("k", "positions", "position_ids", "offset", "theta", "style", 
                   "rotary_offset", "inverse", "scaling", "multimodal", "mrope_section",
                   "components", "component_map", "layout", "out", "k_out", "k_cache",
                   "slot_mapping", "v", "v_cache", "attention_factor", "cos", "sin", "num_heads",
-                  "context")
+                  "q_norm_weight", "k_norm_weight", "norm_eps", "norm_weight_offset", "context")
 
 
 def _bad_keyword(call, name):
     """Raises the TypeError of an unknown keyword, with the closest known one."""
     known = _CALL_KEYWORDS if call == "rope()" else (
         "k", "positions", "position_ids", "offset", "out", "k_out", "k_cache", "slot_mapping",
-        "v", "v_cache", "cos", "sin", "context")
+        "v", "v_cache", "cos", "sin", "q_norm_weight", "k_norm_weight", "context")
     close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise TypeError(f"{call} got an unexpected keyword argument {name!r}{hint}")
@@ -398,7 +413,9 @@ def _rope_arguments(q, k=None, *, positions=None, position_ids=None, offset=0, t
                     style="neox", rotary_dim=None, rotary_offset=0, inverse=False, scaling=None,
                     multimodal=None, mrope_section=None, components=None, component_map=None,
                     layout="bthd", out=None, k_out=None, k_cache=None, slot_mapping=None, v=None,
-                    v_cache=None, attention_factor=None, cos=None, sin=None, num_heads=None):
+                    v_cache=None, attention_factor=None, cos=None, sin=None, num_heads=None,
+                    q_norm_weight=None, k_norm_weight=None, norm_eps=None,
+                    norm_weight_offset=None):
     """posenc.rope's arguments (context aside) as _posenc._rope_resolved's keywords: options
     resolved as a Rope resolves them, then the arrays converted (_rope_arrays)."""
     head_dim = q.shape[-1] if scaling is not None and hasattr(q, "shape") and len(q.shape) \
@@ -407,15 +424,17 @@ def _rope_arguments(q, k=None, *, positions=None, position_ids=None, offset=0, t
         head_dim=head_dim, theta=theta, style=style, rotary_dim=rotary_dim,
         rotary_offset=rotary_offset, inverse=inverse, scaling=scaling, multimodal=multimodal,
         mrope_section=mrope_section, components=components, component_map=component_map,
-        layout=layout, attention_factor=attention_factor, num_heads=num_heads)
+        layout=layout, attention_factor=attention_factor, num_heads=num_heads,
+        norm_eps=norm_eps, norm_weight_offset=norm_weight_offset)
     return _rope_arrays(settings, q, k, positions=positions, position_ids=position_ids,
                         offset=offset, out=out, k_out=k_out, k_cache=k_cache,
-                        slot_mapping=slot_mapping, v=v, v_cache=v_cache, cos=cos, sin=sin)
+                        slot_mapping=slot_mapping, v=v, v_cache=v_cache, cos=cos, sin=sin,
+                        q_norm_weight=q_norm_weight, k_norm_weight=k_norm_weight)
 
 
 def _rope_arrays(settings, q, k=None, *, positions=None, position_ids=None, offset=0, out=None,
                  k_out=None, k_cache=None, slot_mapping=None, v=None, v_cache=None, cos=None,
-                 sin=None):
+                 sin=None, q_norm_weight=None, k_norm_weight=None):
     """A call's arrays in the form C takes, with the resolved options `settings` (a Rope's):
     _posenc._rope_resolved's keywords. bf16 and torch arrays become buffers, positions and
     slots int32; a conversion that cannot be made raises. posenc.rope and a posenc.Rope's call
@@ -436,13 +455,16 @@ def _rope_arrays(settings, q, k=None, *, positions=None, position_ids=None, offs
     bv_cache, bf16_v_cache = _buffer(v_cache, "v_cache", written=True)
     bcos, bf16_cos = _buffer(cos, "cos")
     bsin, bf16_sin = _buffer(sin, "sin")
+    bq_norm, bf16_q_norm = _buffer(q_norm_weight, "q_norm_weight")
+    bk_norm, bf16_k_norm = _buffer(k_norm_weight, "k_norm_weight")
     bf16 = (bf16_q or bf16_k or bf16_q_out or bf16_k_out or bf16_k_cache or bf16_v
-            or bf16_v_cache or bf16_cos or bf16_sin)
+            or bf16_v_cache or bf16_cos or bf16_sin or bf16_q_norm or bf16_k_norm)
     return dict(
         settings, q=bq, k=bk, q_out=bq_out, k_out=bk_out,
         positions=positions if position_ids is not None else _positions(positions),
         offset=_integer("offset", offset, -2**31, 2**31 - 1), bf16=bf16, k_cache=bk_cache,
-        slot_mapping=_slots(slot_mapping), v=bv, v_cache=bv_cache, cos=bcos, sin=bsin)
+        slot_mapping=_slots(slot_mapping), v=bv, v_cache=bv_cache, cos=bcos, sin=bsin,
+        q_norm_weight=bq_norm, k_norm_weight=bk_norm)
 
 
 # A config dict's cache key is made of the fields posenc.hf reads from it, and a dict is a

@@ -75,7 +75,9 @@ def rope(q: _A, k: None = None, *, positions: Any = None, position_ids: Any = No
          layout: Literal["bthd", "bhtd"] = "bthd", out: _A | None = None, k_out: None = None,
          k_cache: None = None, slot_mapping: None = None, v: None = None,
          v_cache: None = None, attention_factor: float | None = None, cos: Any = None,
-         sin: Any = None, num_heads: int | None = None,
+         sin: Any = None, num_heads: int | None = None, q_norm_weight: Any = None,
+         k_norm_weight: None = None, norm_eps: float | None = None,
+         norm_weight_offset: float | None = None,
          context: Context | None = None) -> _A: ...
 @overload
 def rope(q: _A, k: _B, *, positions: Any = None, position_ids: Any = None,
@@ -88,7 +90,9 @@ def rope(q: _A, k: _B, *, positions: Any = None, position_ids: Any = None,
          layout: Literal["bthd", "bhtd"] = "bthd", out: _A | None = None,
          k_out: _B | None = None, k_cache: Any = None, slot_mapping: Any = None, v: Any = None,
          v_cache: Any = None, attention_factor: float | None = None, cos: Any = None,
-         sin: Any = None, num_heads: int | None = None,
+         sin: Any = None, num_heads: int | None = None, q_norm_weight: Any = None,
+         k_norm_weight: Any = None, norm_eps: float | None = None,
+         norm_weight_offset: float | None = None,
          context: Context | None = None) -> tuple[_A, _B]: ...
 
 class Rope:
@@ -101,7 +105,9 @@ class Rope:
                  component_map: Sequence[int] | Any | None = None,
                  attention_factor: float | None = None, inverse: bool = False,
                  layer_type: str | None = None, max_position_embeddings: int | None = None,
-                 num_heads: int | None = None, context: Context | None = None) -> None: ...
+                 num_heads: int | None = None, norm_eps: float | None = None,
+                 norm_weight_offset: float | None = None,
+                 context: Context | None = None) -> None: ...
     @property
     def settings(self) -> dict[str, Any]: ...
     @property
@@ -111,12 +117,14 @@ class Rope:
                  position_ids: Any = None, offset: int = 0, out: _A | None = None,
                  k_out: None = None, k_cache: None = None, slot_mapping: None = None,
                  v: None = None, v_cache: None = None, cos: Any = None, sin: Any = None,
+                 q_norm_weight: Any = None, k_norm_weight: None = None,
                  context: Context | None = None) -> _A: ...
     @overload
     def __call__(self, q: _A, k: _B, *, positions: Any = None, position_ids: Any = None,
                  offset: int = 0, out: _A | None = None, k_out: _B | None = None,
                  k_cache: Any = None, slot_mapping: Any = None, v: Any = None,
                  v_cache: Any = None, cos: Any = None, sin: Any = None,
+                 q_norm_weight: Any = None, k_norm_weight: Any = None,
                  context: Context | None = None) -> tuple[_A, _B]: ...
 
 def sinusoidal(out: _A | None = None, *, positions: Any = None, rows: int | None = None,

@@ -70,7 +70,8 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
     "mrope_section=None, "                                                                         \
     "components=None, component_map=None, layout='bthd', out=None, k_out=None, "                   \
     "k_cache=None, slot_mapping=None, v=None, v_cache=None, attention_factor=None, cos=None, "     \
-    "sin=None, num_heads=None, context=None)\n"                                                    \
+    "sin=None, num_heads=None, q_norm_weight=None, k_norm_weight=None, norm_eps=None, "            \
+    "norm_weight_offset=None, context=None)\n"                                                     \
     "--\n"                                                                                         \
     "\n"                                                                                           \
     "Rotary position embedding of q (and k) of one attention layer.\n"                             \
@@ -109,6 +110,14 @@ static PyObject *backend_status(PyObject *module, PyObject *args)
     "duplicated halves, GPT-J's repeat_interleave). theta, scaling, multimodal and\n"            \
     "attention_factor are then left unset.\n"                                                     \
     "\n"                                                                                           \
+    "q_norm_weight, k_norm_weight: QK RMSNorm fused before the rotation (Qwen3, Gemma 3, OLMo\n"   \
+    "2): q and k are normalized on read, x * (w + norm_weight_offset) / sqrt(mean(x^2) +\n"        \
+    "norm_eps), then rotated; k_cache takes the normalized k, v is copied as it is. 1-D, f32,\n"  \
+    "f16 or bf16, any stride: [head_dim] for a norm over each head (Qwen3, Gemma 3), or\n"        \
+    "[heads * head_dim] over the token's whole q or k (OLMo 2). norm_eps: default 1e-6.\n"        \
+    "norm_weight_offset: added to each weight, 1 for Gemma's x * (1 + w) (default 0). Each of\n" \
+    "the two is refused without a weight.\n"                                                      \
+    "\n"                                                                                           \
     "Paged KV cache (vLLM's slot_mapping): k_cache [num_slots, kv_heads, head_dim] or\n"           \
     "[num_blocks, block_size, kv_heads, head_dim] (slot s is row s % block_size of block\n"        \
     "s // block_size); with layout \"bhtd\" heads come first: [kv_heads, num_slots, head_dim]\n"   \
@@ -125,16 +134,18 @@ const char pyposenc_rope_doc[] =
     "Rope(config=None, *, theta=None, head_dim=None, rotary_dim=None, rotary_offset=0,\n"
     "     style='neox', scaling=None, layout='bthd', multimodal=None, mrope_section=None,\n"
     "     components=None, component_map=None, attention_factor=None, inverse=False,\n"
-    "     layer_type=None, max_position_embeddings=None, num_heads=None, context=None)\n"
+    "     layer_type=None, max_position_embeddings=None, num_heads=None, norm_eps=None,\n"
+    "     norm_weight_offset=None, context=None)\n"
     "\n"
     "A RoPE resolved once, applied by calls that run in C. config: an HF config (object,\n"
     "dict, or a config.json path or model folder) or rope dict, as posenc.rope's scaling=\n"
     "takes it; the keywords are posenc.rope's and win over the config. head_dim: the head\n"
-    "size, for configs that derive the rotary dims from it (partial_rotary_factor).\n"
+    "size, for configs that derive the rotary dims from it (partial_rotary_factor). norm_eps\n"
+    "and norm_weight_offset are the model's QK norm; its weights, a layer's, come with each call.\n"
     "\n"
     "rope(q, k=None, *, positions=None, position_ids=None, offset=0, out=None, k_out=None,\n"
     "     k_cache=None, slot_mapping=None, v=None, v_cache=None, cos=None, sin=None,\n"
-    "     context=None)\n"
+    "     q_norm_weight=None, k_norm_weight=None, context=None)\n"
     "applies it as posenc.rope does, and returns what posenc.rope returns.";
 
 #define DEFAULT_CONTEXT_DOC                                                                       \

@@ -11,7 +11,7 @@
 
 static const char *const view_names[PYPOSENC_ROPE_VIEWS] = {
     "q", "q_out", "k", "k_out", "positions", "k_cache", "slot_mapping", "v", "v_cache", "cos",
-    "sin"};
+    "sin", "q_norm_weight", "k_norm_weight"};
 
 /* [b, h, t, d] or [h, t, d] to posenc's [b, t, h, d] / [t, h, d], by strides. A cache given
  * heads first ([blocks, heads, block_size, d] or [heads, slots, d]) becomes posenc's
@@ -261,6 +261,12 @@ static int parse_option(const char *name, PyObject *value, pyposenc_rope_options
     if (strcmp(name, "attention_factor") == 0) {
         return parse_double(value, name, &desc->attention_factor) < 0 ? -1 : 1;
     }
+    if (strcmp(name, "norm_eps") == 0) {
+        return parse_double(value, name, &desc->norm_eps) < 0 ? -1 : 1;
+    }
+    if (strcmp(name, "norm_weight_offset") == 0) {
+        return parse_double(value, name, &desc->norm_weight_offset) < 0 ? -1 : 1;
+    }
     if (strcmp(name, "style") == 0 || strcmp(name, "multimodal") == 0) {
         if (parse_i32(value, name, &i32) < 0) {
             return -1;
@@ -433,11 +439,12 @@ int pyposenc_rope_args_parse(PyObject *positional, PyObject *kwargs, pyposenc_ro
     desc->position_offset = offset;
     posenc_tensor *tensors[PYPOSENC_ROPE_VIEWS] = {
         &desc->q, &desc->q_out, &desc->k, &desc->k_out, &desc->positions,
-        &desc->k_cache, &desc->slot_mapping, &desc->v, &desc->v_cache, &desc->cos, &desc->sin};
+        &desc->k_cache, &desc->slot_mapping, &desc->v, &desc->v_cache, &desc->cos, &desc->sin,
+        &desc->q_norm_weight, &desc->k_norm_weight};
     /* q and k are written unless an out array is given; with a cache, k is only read. */
     int written[PYPOSENC_ROPE_VIEWS] = {
         objects[1] == Py_None, 1, objects[3] == Py_None && objects[5] == Py_None, 1, 0, 1, 0, 0,
-        1, 0, 0};
+        1, 0, 0, 0, 0};
     for (int i = 0; i < PYPOSENC_ROPE_VIEWS; i++) {
         int positions = i == 4 || i == 6;
         if (pyposenc_view_get(objects[i], view_names[i],

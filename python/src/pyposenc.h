@@ -131,8 +131,8 @@ typedef struct pyposenc_rope_options {
 
 /* Fills `options` from a dict of _rope_resolved's option keywords (theta, style, rotary_dim,
  * rotary_offset, inverse, attention_factor, scaling, multimodal, mrope_section, components,
- * component_map, layout, num_heads; style and multimodal as their enum values). 0, or -1 with
- * the error raised and nothing to free. */
+ * component_map, layout, num_heads, norm_eps, norm_weight_offset; style and multimodal as their
+ * enum values). 0, or -1 with the error raised and nothing to free. */
 int pyposenc_rope_options_parse(PyObject *dict, pyposenc_rope_options *options);
 void pyposenc_rope_options_free(pyposenc_rope_options *options);
 /* Refuses a component_map whose length does not fit the pairs q's call rotates. 0 or -1. */
@@ -153,7 +153,7 @@ int pyposenc_u32(PyObject *object, const char *name, uint32_t *out);
 
 /* The keyword arguments of one _rope_resolved call (q positional or keyword). Free with
  * pyposenc_rope_args_free (also after a failed parse). */
-#define PYPOSENC_ROPE_VIEWS 11
+#define PYPOSENC_ROPE_VIEWS 13
 typedef struct pyposenc_rope_args {
     posenc_rope_desc desc;
     pyposenc_view views[PYPOSENC_ROPE_VIEWS];

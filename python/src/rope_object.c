@@ -31,19 +31,22 @@ enum call_arg {
     ARG_V_CACHE,
     ARG_COS,
     ARG_SIN,
+    ARG_Q_NORM_WEIGHT,
+    ARG_K_NORM_WEIGHT,
     ARG_CONTEXT,
     ARG_COUNT
 };
 static const char *const arg_names[ARG_COUNT] = {
     "k", "positions", "position_ids", "offset", "out", "k_out", "k_cache", "slot_mapping", "v",
-    "v_cache", "cos", "sin", "context"};
+    "v_cache", "cos", "sin", "q_norm_weight", "k_norm_weight", "context"};
 
-/* posenc.rope's options: what a Rope resolves once. */
-#define OPTION_COUNT 13
+/* posenc.rope's options: what a Rope resolves once. The QK norm's weights are a layer's, given
+ * at each call; its epsilon and weight offset are the model's, resolved here. */
+#define OPTION_COUNT 15
 static const char *const option_names[OPTION_COUNT] = {
     "theta",      "style",  "rotary_dim",    "rotary_offset", "inverse",       "scaling",
     "multimodal", "layout", "mrope_section", "components",    "component_map", "attention_factor",
-    "num_heads"};
+    "num_heads",  "norm_eps", "norm_weight_offset"};
 enum { OPTION_SCALING = 5 };
 
 static PyObject *arg_strings[ARG_COUNT];
@@ -75,7 +78,7 @@ static int is_name(PyObject *name, PyObject *interned)
 /* ---- the C path ------------------------------------------------------------------------- */
 
 enum { VIEW_Q, VIEW_K, VIEW_OUT, VIEW_K_OUT, VIEW_K_CACHE, VIEW_V, VIEW_V_CACHE, VIEW_COS, VIEW_SIN,
-       VIEW_COUNT };
+       VIEW_Q_NORM_WEIGHT, VIEW_K_NORM_WEIGHT, VIEW_COUNT };
 
 /* One call of `self` on the arrays (args as run_rope gives them: None where absent, offset
  * NULL): 1 done, 0 left to the converter (nothing written, no error set), -1 raised. */
@@ -117,6 +120,8 @@ static int apply(pyposenc_rope_object *self, PyObject *context_object, PyObject 
         {args[ARG_V_CACHE], "v_cache", 1, &desc.v_cache},
         {args[ARG_COS], "cos", 0, &desc.cos},
         {args[ARG_SIN], "sin", 0, &desc.sin},
+        {args[ARG_Q_NORM_WEIGHT], "q_norm_weight", 0, &desc.q_norm_weight},
+        {args[ARG_K_NORM_WEIGHT], "k_norm_weight", 0, &desc.k_norm_weight},
     };
     int done = -1, got = 0;
     for (int i = 0; i < VIEW_COUNT && got == 0; i++) {
@@ -333,7 +338,7 @@ static int take_arg(PyObject *name, PyObject *value, PyObject *args[ARG_COUNT], 
 }
 
 /* Rope.__call__(q, k=None, *, positions, position_ids, offset, out, k_out, k_cache,
- * slot_mapping, v, v_cache, cos, sin, context). */
+ * slot_mapping, v, v_cache, cos, sin, q_norm_weight, k_norm_weight, context). */
 static PyObject *rope_call(PyObject *object, PyObject *positional, PyObject *kwargs)
 {
     PyObject *args[ARG_COUNT] = {NULL};
