@@ -77,6 +77,17 @@
  * are two more bindings, whose token rows start cos_offset and sin_offset elements in. A token
  * whose position picks no row of the tables (outside [0, rows)) writes nothing. */
 #define POSENC_ROPE_FLAG_TABLES 128u
+/* The QK RMSNorm (rope.comp and rope.cl only): the pass normalizes each head of its input (or,
+ * with NORM_PER_TOKEN, the token's whole tensor) before the rotation, x (w + offset) /
+ * sqrt(mean(x^2) + eps), every dim of it, pass-through dims included. The weights are 1-D
+ * elements (POSENC_TABLE_* in bits NORM_DTYPE_SHIFT..+1) from norm_offset, [head_dim] per head
+ * or [heads * head_dim] per token; NORM_K: k's weights (their stride is POSENC_ROPE_NORM_K_STRIDE,
+ * else POSENC_ROPE_NORM_Q_STRIDE). A work unit then owns whole heads (with NORM_PER_TOKEN all
+ * of the token's), so that no invocation reads an element another has written in place. */
+#define POSENC_ROPE_FLAG_NORM 256u
+#define POSENC_ROPE_FLAG_NORM_K 512u
+#define POSENC_ROPE_FLAG_NORM_PER_TOKEN 1024u
+#define POSENC_ROPE_FLAG_NORM_DTYPE_SHIFT 11u
 
 /* The pairing styles (posenc_rope_style's values) and the two dims of pair j, counted from
  * rotary_offset, in each: NeoX pairs j with j + pairs (half split), GPT-J 2j with 2j + 1
@@ -113,6 +124,17 @@
 #define POSENC_TABLE_F16 1u
 #define POSENC_TABLE_BF16 2u
 
+/* With a QK norm, the frequency table's binding holds four more words after the frequencies
+ * (4 words a pair) or the tables' layout: the element stride of q's weights and of k's, and
+ * the norm's eps and weight offset (float bits). */
+#define POSENC_ROPE_NORM_Q_STRIDE 0u
+#define POSENC_ROPE_NORM_K_STRIDE 1u
+#define POSENC_ROPE_NORM_EPS 2u
+#define POSENC_ROPE_NORM_OFFSET 3u
+#define POSENC_ROPE_NORM_WORDS 4u
+#define POSENC_ROPE_NORM_WORDS_AT(tables, pairs)                                                  \
+    ((tables) ? POSENC_ROPE_TABLE_WORDS : (pairs) > 0u ? 4u * (pairs) : 4u)
+
 /* A tensor's words: its offset and its strides of batch, token, head and dim, in elements from
  * the start of its binding (0 for dims of one index); a cache's strides are those of block, row
  * in the block, head and dim. */
@@ -123,13 +145,14 @@
     X(POSENC_PARAM_U32, view##_stride_head)                                                       \
     X(POSENC_PARAM_U32, view##_stride_dim)
 
-/* One pass (124 bytes): the input and the output (in place, the input's words are the
+/* One pass (128 bytes): the input and the output (in place, the input's words are the
  * output's); the positions' offset and strides (batch stride 0 when the batch shares the
  * positions, component stride 0 with one component); the sizes of the work, the heads one
  * work unit rotates, the pairs rotated per row (0: every dim copied, as v into v_cache); then,
  * with POSENC_ROPE_FLAG_SLOTS, each token's i32 slot (its offset and strides) and the cache's
  * block size and slot count; with POSENC_ROPE_FLAG_TABLES, the offsets of the cos and sin
- * tables (of the work's first row, for rows gathered per token). */
+ * tables (of the work's first row, for rows gathered per token); with POSENC_ROPE_FLAG_NORM,
+ * the offset of the weights (Vulkan: binding 7, the pass's own; OpenCL: q's or k's). */
 #define POSENC_ROPE_PASS(X)                                                                       \
     POSENC_ROPE_VIEW(X, in)                                                                       \
     POSENC_ROPE_VIEW(X, out)                                                                      \
@@ -153,7 +176,8 @@
     X(POSENC_PARAM_U32, num_slots) /* slots at or past it write nothing */                        \
     X(POSENC_PARAM_U32, rotary_offset) /* the first rotated dim (even) */                         \
     X(POSENC_PARAM_U32, cos_offset)                                                               \
-    X(POSENC_PARAM_U32, sin_offset)
+    X(POSENC_PARAM_U32, sin_offset)                                                               \
+    X(POSENC_PARAM_U32, norm_offset)
 
 #if defined(__OPENCL_C_VERSION__) || defined(__OPENCL_VERSION__)
 /* OpenCL C: the block as a struct argument (4-byte members, no padding: the C struct's bytes). */
@@ -246,7 +270,7 @@ POSENC_PARAM_CHECK(posenc__copy_push, POSENC_COPY_PUSH);
 POSENC_PARAM_CHECK(posenc__copy_args, POSENC_COPY_ARGS);
 _Static_assert(sizeof(unsigned int) == 4 && sizeof(int) == 4 && sizeof(float) == 4,
                "32-bit parameters");
-_Static_assert(sizeof(posenc__rope_pass) == 124, "a RoPE pass, 124 bytes");
+_Static_assert(sizeof(posenc__rope_pass) == 128, "a RoPE pass, Vulkan's 128 bytes");
 _Static_assert(sizeof(posenc__sinusoidal_params) == 72,
                "sinusoidal.comp's push constants, sinusoidal.cl's arguments 4..21");
 #endif

@@ -21,6 +21,8 @@
  * (times the direction's sign): the token's row gathered for it, or picked by its position, and
  * a token whose position picks no row writes nothing (freqs then holds the tables' layout).
  *
+ * With POSENC_ROPE_FLAG_NORM in q's or k's block the work is split as rope_norm.cl says.
+ *
  * Variants (build options): -DPOSENC_OUT_F32, -DPOSENC_OUT_F16 or -DPOSENC_OUT_BF16, the type
  * of q, q_out, k, k_out, k_cache, v and v_cache.
  *
@@ -32,10 +34,13 @@
  *          cache passes, else any buffer
  *   9, 10  cos, sin   global f32, f16 or bf16 table elements (as their layout says), read only
  *                     with POSENC_ROPE_FLAG_TABLES, else any buffer
- *   11     freqs      global uint triplets (int_turns, frac_hi, frac_lo), rotary_dim/2 of them,
+ *   11, 12 q_norm_weight, k_norm_weight  global f32, f16 or bf16 weights, read only with
+ *                     POSENC_ROPE_FLAG_NORM in q's block (in k's), else any buffer
+ *   13     freqs      global uint triplets (int_turns, frac_hi, frac_lo), rotary_dim/2 of them,
  *                     then rotary_dim/2 uints: the position component each frequency uses; with
- *                     POSENC_ROPE_FLAG_TABLES the POSENC_ROPE_TABLE_* words instead
- *   12..15 the passes' POSENC_ROPE_PASS blocks of posenc_kernel_params.h, in POSENC_ROPE_PASS_*
+ *                     POSENC_ROPE_FLAG_TABLES the POSENC_ROPE_TABLE_* words instead; then with a
+ *                     norm its POSENC_ROPE_NORM_* words
+ *   14..17 the passes' POSENC_ROPE_PASS blocks of posenc_kernel_params.h, in POSENC_ROPE_PASS_*
  *          order: q into q_out, k into k_cache (POSENC_ROPE_FLAG_SLOTS), v into v_cache, k into
  *          k_out; an absent pass's block has no heads. The q block gives what every pass
  *          shares: the positions, the sizes, the chunk size (heads_per_unit), the pairs
@@ -107,12 +112,59 @@ POSENC_INLINE int posenc_rope_table_rows(const posenc_rope_pass *qp, const globa
     return 1;
 }
 
+/* The sine and cosine that rotate pair `lane` of token (b, t), signed by the direction and
+ * scaled by attention_factor: from the caller's tables (their rows given) or the exact angle. */
+POSENC_INLINE void posenc_rope_pair_factors(const posenc_rope_pass *qp, const global uint *freqs,
+                                            const global uint *positions,
+                                            const global uint *cos_table,
+                                            const global uint *sin_table, uint b, uint t,
+                                            uint lane, uint cos_row, uint sin_row, float *s_out,
+                                            float *c_out)
+{
+    uint flags = qp->flags, half_count = qp->pairs;
+    uint positions_kind = (flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u;
+    int tables = (flags & POSENC_ROPE_FLAG_TABLES) != 0u;
+    float s = as_float(0x7fc00000u), c = s; /* NaN for an invalid float position */
+    uint2 position = (uint2)(0u, (uint)qp->position_offset + t);
+    int valid = !tables;
+    if (tables) {
+        uint column = (freqs[POSENC_ROPE_TABLE_FORM] & POSENC_ROPE_TABLE_FULL_WIDTH) != 0u
+                          ? POSENC_ROPE_PAIR_FIRST(flags & POSENC_ROPE_FLAG_STYLE_MASK, lane,
+                                                   half_count)
+                          : lane;
+        c = posenc_rope_table_value(cos_table,
+                                    cos_row + column * freqs[POSENC_ROPE_TABLE_COS_STRIDE_COLUMN],
+                                    freqs[POSENC_ROPE_TABLE_COS_DTYPE]);
+        s = posenc_rope_table_value(sin_table,
+                                    sin_row + column * freqs[POSENC_ROPE_TABLE_SIN_STRIDE_COLUMN],
+                                    freqs[POSENC_ROPE_TABLE_SIN_DTYPE]);
+    } else if (positions_kind != POSENC_POSITIONS_NONE)
+        valid = posenc_position_from_word(positions_kind,
+                                          positions[qp->positions_offset +
+                                                    b * qp->positions_stride_batch +
+                                                    t * qp->positions_stride_token +
+                                                    freqs[3u * half_count + lane] *
+                                                        qp->positions_stride_component],
+                                          &position);
+    if (valid) {
+        uint3 freq = (uint3)(freqs[3u * lane], freqs[3u * lane + 1u], freqs[3u * lane + 2u]);
+        posenc_sincos_turns(posenc_turns(position, freq), &s, &c);
+    }
+    if ((flags & POSENC_ROPE_FLAG_INVERSE) != 0u)
+        s = -s;
+    *s_out = s * qp->attention_factor;
+    *c_out = c * qp->attention_factor;
+}
+
+#include "rope_norm.cl"
+
 kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out,
                         global POSENC_OUT_TYPE *k, global POSENC_OUT_TYPE *k_out,
                         const global uint *positions, const global int *slot_mapping,
                         global POSENC_OUT_TYPE *k_cache, const global POSENC_OUT_TYPE *v,
                         global POSENC_OUT_TYPE *v_cache, const global uint *cos_table,
-                        const global uint *sin_table, const global uint *freqs,
+                        const global uint *sin_table, const global uint *q_norm_weight,
+                        const global uint *k_norm_weight, const global uint *freqs,
                         posenc_rope_pass q_pass, posenc_rope_pass k_cache_pass,
                         posenc_rope_pass v_cache_pass, posenc_rope_pass k_pass)
 {
@@ -144,9 +196,13 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
     uint tokens = qp->tokens;
     uint total = per_row * qp->batch * tokens;
     uint stride = (uint)get_global_size(0);
-    uint positions_kind = (flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u;
     uint style = flags & POSENC_ROPE_FLAG_STYLE_MASK;
     int tables = (flags & POSENC_ROPE_FLAG_TABLES) != 0u;
+    if (((qp->flags | k_in->flags) & POSENC_ROPE_FLAG_NORM) != 0u) {
+        posenc_rope_normed(q, q_out, k, k_out, positions, slot_mapping, k_cache, v, v_cache,
+                           cos_table, sin_table, q_norm_weight, k_norm_weight, freqs, passes);
+        return;
+    }
 
     /* The step stops at `total` rather than wrap around 2^32. */
     for (uint i = (uint)get_global_id(0); i < total; i = total - i <= stride ? total : i + stride) {
@@ -204,35 +260,9 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
             continue;
         }
 
-        float s = as_float(0x7fc00000u), c = s; /* NaN for an invalid float position */
-        uint2 position = (uint2)(0u, (uint)qp->position_offset + t);
-        int valid = !tables;
-        if (tables) {
-            uint column = (freqs[POSENC_ROPE_TABLE_FORM] & POSENC_ROPE_TABLE_FULL_WIDTH) != 0u
-                              ? POSENC_ROPE_PAIR_FIRST(style, lane, half_count)
-                              : lane;
-            c = posenc_rope_table_value(
-                cos_table, cos_row + column * freqs[POSENC_ROPE_TABLE_COS_STRIDE_COLUMN],
-                freqs[POSENC_ROPE_TABLE_COS_DTYPE]);
-            s = posenc_rope_table_value(
-                sin_table, sin_row + column * freqs[POSENC_ROPE_TABLE_SIN_STRIDE_COLUMN],
-                freqs[POSENC_ROPE_TABLE_SIN_DTYPE]);
-        } else if (positions_kind != POSENC_POSITIONS_NONE)
-            valid = posenc_position_from_word(positions_kind,
-                                              positions[qp->positions_offset +
-                                                        b * qp->positions_stride_batch +
-                                                        t * qp->positions_stride_token +
-                                                        freqs[3u * half_count + lane] *
-                                                            qp->positions_stride_component],
-                                              &position);
-        if (valid) {
-            uint3 freq = (uint3)(freqs[3u * lane], freqs[3u * lane + 1u], freqs[3u * lane + 2u]);
-            posenc_sincos_turns(posenc_turns(position, freq), &s, &c);
-        }
-        if ((flags & POSENC_ROPE_FLAG_INVERSE) != 0u)
-            s = -s;
-        s = s * qp->attention_factor;
-        c = c * qp->attention_factor;
+        float s, c;
+        posenc_rope_pair_factors(qp, freqs, positions, cos_table, sin_table, b, t, lane, cos_row,
+                                 sin_row, &s, &c);
 
         uint dim_a = rotary_offset + POSENC_ROPE_PAIR_FIRST(style, lane, half_count);
         uint dim_b = rotary_offset + POSENC_ROPE_PAIR_SECOND(style, lane, half_count);

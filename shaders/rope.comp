@@ -22,6 +22,12 @@
 // holds the tables' layout, POSENC_ROPE_TABLE_*). The tables are read as words, so that 16-bit
 // tables need no 16-bit storage.
 //
+// With POSENC_ROPE_FLAG_NORM the pass normalizes its input first (the QK RMSNorm, binding 7 the
+// weights, the norm's words after binding 3's table): one invocation per run of heads_per_unit
+// heads of a row (every head of it for a norm per token) sums a head's squares, then
+// normalizes, rotates and writes each of its dims, so that no invocation reads an element
+// another has written in place. The sum is compensated (Kahan) in f32.
+//
 // Variants (-D): POSENC_OUT_F32, POSENC_OUT_F16 or POSENC_OUT_BF16, the tensor type;
 // POSENC_STORAGE16=1 for 16-bit types on devices with 16-bit storage (else two per word, see
 // elements.glsl).
@@ -35,6 +41,7 @@
 //   4  slots      i32 cache slot of each token, as uint words; read only with FLAG_SLOTS
 //   5  cos        f32, or 16-bit elements two to a word; read only with FLAG_TABLES
 //   6  sin        the same
+//   7  norm       the pass's norm weights, f32 or 16-bit elements as cos; read only with FLAG_NORM
 // Push constants: the pass's POSENC_ROPE_PASS block, with POSENC_ROPE_FLAG_* flags
 // (posenc_kernel_params.h).
 // Offsets and strides are in elements from the start of each binding (bound at a multiple of 4
@@ -63,6 +70,7 @@ layout(std430, set = 0, binding = 3) readonly buffer Freqs { uint freqs[]; };
 layout(std430, set = 0, binding = 4) readonly buffer Slots { uint slots[]; };
 layout(std430, set = 0, binding = 5) readonly buffer Cos { uint cos_table[]; };
 layout(std430, set = 0, binding = 6) readonly buffer Sin { uint sin_table[]; };
+layout(std430, set = 0, binding = 7) readonly buffer Norm { uint norm_weights[]; };
 
 #include "elements.glsl"
 
@@ -100,6 +108,36 @@ bool table_rows(uint b, uint t, out uint cos_row, out uint sin_row)
     sin_row = params.sin_offset + b * freqs[POSENC_ROPE_TABLE_SIN_STRIDE_BATCH] +
               row * freqs[POSENC_ROPE_TABLE_SIN_STRIDE_ROW];
     return true;
+}
+
+// The sine and cosine that rotate pair j of token (b, t), signed by the direction and scaled by
+// attention_factor: from the caller's tables (their rows given) or the exact angle.
+void pair_factors(uint b, uint t, uint j, uint cos_row, uint sin_row, out float scaled_s,
+                  out float scaled_c)
+{
+    uint style = params.flags & POSENC_ROPE_FLAG_STYLE_MASK;
+    uint pairs = params.pairs;
+    float s = uintBitsToFloat(0x7fc00000u); // NaN
+    float c = s;
+    uvec2 position;
+    if ((params.flags & POSENC_ROPE_FLAG_TABLES) != 0u) {
+        uint column = (freqs[POSENC_ROPE_TABLE_FORM] & POSENC_ROPE_TABLE_FULL_WIDTH) != 0u
+                          ? POSENC_ROPE_PAIR_FIRST(style, j, pairs)
+                          : j;
+        uint ci = cos_row + column * freqs[POSENC_ROPE_TABLE_COS_STRIDE_COLUMN];
+        uint si = sin_row + column * freqs[POSENC_ROPE_TABLE_SIN_STRIDE_COLUMN];
+        c = TABLE_VALUE(cos_table, ci, freqs[POSENC_ROPE_TABLE_COS_DTYPE]);
+        s = TABLE_VALUE(sin_table, si, freqs[POSENC_ROPE_TABLE_SIN_DTYPE]);
+    } else if (token_position(b, t, freqs[3u * pairs + j], position)) {
+        uvec3 freq = uvec3(freqs[3u * j], freqs[3u * j + 1u], freqs[3u * j + 2u]);
+        posenc_sincos_turns(posenc_turns(position, freq), s, c);
+    }
+    if ((params.flags & POSENC_ROPE_FLAG_INVERSE) != 0u)
+        s = -s;
+    precise float ps = s * params.attention_factor;
+    precise float pc = c * params.attention_factor;
+    scaled_s = ps;
+    scaled_c = pc;
 }
 
 // Rotates the pair at input elements (ia, ib) into output elements (oa, ob).
@@ -150,11 +188,127 @@ void copy_dims(uint in_head, uint out_head, uint d)
         posenc_store_bits(ob, posenc_in_bits(ib));
 }
 
+// ---- The QK norm (POSENC_ROPE_FLAG_NORM) ----------------------------------------------------
+
+float input_value(uint index, bool in_place)
+{
+    return posenc_value_of_bits(in_place ? posenc_out_bits_of(index) : posenc_in_bits(index));
+}
+
+// The sum of the squares of heads [first, end) of the row at `in_row`, compensated (Kahan):
+// within 2 units of 2^-24 of the sum of the rounded squares, whatever the count.
+float square_sum(uint in_row, uint first, uint end, uint stride_head, uint stride_dim,
+                 bool in_place)
+{
+    precise float sum = 0.0;
+    precise float carry = 0.0;
+    for (uint h = first; h < end; h++) {
+        for (uint d = 0u; d < params.head_dim; d++) {
+            float x = input_value(in_row + h * stride_head + d * stride_dim, in_place);
+            precise float y = x * x - carry;
+            precise float next = sum + y;
+            carry = (next - sum) - y;
+            sum = next;
+        }
+    }
+    return sum;
+}
+
+// Normalizes, rotates and writes each head of each unit (heads_per_unit heads of a row).
+void main_normed(bool in_place, bool tables)
+{
+    uint style = params.flags & POSENC_ROPE_FLAG_STYLE_MASK;
+    uint pairs = params.pairs;
+    bool per_token = (params.flags & POSENC_ROPE_FLAG_NORM_PER_TOKEN) != 0u;
+    uint weight_dtype = (params.flags >> POSENC_ROPE_FLAG_NORM_DTYPE_SHIFT) & 3u;
+    uint words = POSENC_ROPE_NORM_WORDS_AT(tables, pairs);
+    uint weight_stride = freqs[words + ((params.flags & POSENC_ROPE_FLAG_NORM_K) != 0u
+                                            ? POSENC_ROPE_NORM_K_STRIDE
+                                            : POSENC_ROPE_NORM_Q_STRIDE)];
+    float eps = uintBitsToFloat(freqs[words + POSENC_ROPE_NORM_EPS]);
+    float weight_offset = uintBitsToFloat(freqs[words + POSENC_ROPE_NORM_OFFSET]);
+    uint in_stride_dim = in_place ? params.out_stride_dim : params.in_stride_dim;
+    uint in_stride_head = in_place ? params.out_stride_head : params.in_stride_head;
+    uint rows = params.batch * params.tokens;
+    uint chunks = (params.heads + params.heads_per_unit - 1u) / params.heads_per_unit;
+    uint total = rows * chunks;
+    uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint i = gl_GlobalInvocationID.x; i < total;
+         i = total - i <= stride ? total : i + stride) {
+        uint row = i % rows;
+        uint first_head = (i / rows) * params.heads_per_unit;
+        uint end_head = min(first_head + params.heads_per_unit, params.heads);
+        uint b = row / params.tokens;
+        uint t = row - b * params.tokens;
+        uint in_row = params.in_offset + b * params.in_stride_batch + t * params.in_stride_token;
+        uint out_row;
+        if (!output_row(b, t, out_row))
+            continue;
+        uint cos_row, sin_row;
+        if (tables && !table_rows(b, t, cos_row, sin_row))
+            continue;
+        if (in_place)
+            in_row = out_row;
+        // Per token, the unit holds every head of the row (the host sees to it).
+        float factor = per_token ? inversesqrt(square_sum(in_row, first_head, end_head,
+                                                          in_stride_head, in_stride_dim,
+                                                          in_place) /
+                                                   float(params.heads * params.head_dim) +
+                                               eps)
+                                 : 0.0;
+        for (uint h = first_head; h < end_head; h++) {
+            uint in_head = in_row + h * in_stride_head;
+            uint out_head = out_row + h * params.out_stride_head;
+            if (!per_token)
+                factor = inversesqrt(square_sum(in_head, 0u, 1u, 0u, in_stride_dim, in_place) /
+                                         float(params.head_dim) +
+                                     eps);
+            uint weights = params.norm_offset + (per_token ? h * params.head_dim : 0u) *
+                                                    weight_stride;
+            // Every dim is read (once, by this invocation) before it is written.
+            for (uint d = 0u; d < params.head_dim; d++) {
+                if (d >= params.rotary_offset && d < params.rotary_offset + 2u * pairs)
+                    continue;
+                float w = TABLE_VALUE(norm_weights, weights + d * weight_stride, weight_dtype);
+                precise float value =
+                    input_value(in_head + d * in_stride_dim, in_place) * factor *
+                    (w + weight_offset);
+                posenc_store_bits(out_head + d * params.out_stride_dim,
+                                  posenc_bits_of_value(value));
+            }
+            for (uint j = 0u; j < pairs; j++) {
+                uint da = params.rotary_offset + POSENC_ROPE_PAIR_FIRST(style, j, pairs);
+                uint db = params.rotary_offset + POSENC_ROPE_PAIR_SECOND(style, j, pairs);
+                float wa = TABLE_VALUE(norm_weights, weights + da * weight_stride, weight_dtype);
+                float wb = TABLE_VALUE(norm_weights, weights + db * weight_stride, weight_dtype);
+                precise float xa =
+                    input_value(in_head + da * in_stride_dim, in_place) * factor *
+                    (wa + weight_offset);
+                precise float xb =
+                    input_value(in_head + db * in_stride_dim, in_place) * factor *
+                    (wb + weight_offset);
+                float s, c;
+                pair_factors(b, t, j, cos_row, sin_row, s, c);
+                precise float out_a = xa * c - xb * s;
+                precise float out_b = xa * s + xb * c;
+                posenc_store_bits(out_head + da * params.out_stride_dim,
+                                  posenc_bits_of_value(out_a));
+                posenc_store_bits(out_head + db * params.out_stride_dim,
+                                  posenc_bits_of_value(out_b));
+            }
+        }
+    }
+}
+
 void main()
 {
     bool in_place = (params.flags & POSENC_ROPE_FLAG_IN_PLACE) != 0u;
     uint style = params.flags & POSENC_ROPE_FLAG_STYLE_MASK;
     bool tables = (params.flags & POSENC_ROPE_FLAG_TABLES) != 0u;
+    if ((params.flags & POSENC_ROPE_FLAG_NORM) != 0u) {
+        main_normed(in_place, tables);
+        return;
+    }
     uint pairs = params.pairs;
     uint pass_units = in_place ? 0u : (params.head_dim - 2u * pairs + 1u) >> 1;
     uint per_row = pairs + pass_units;
@@ -194,25 +348,8 @@ void main()
             continue;
         }
 
-        float s = uintBitsToFloat(0x7fc00000u); // NaN
-        float c = s;
-        uvec2 position;
-        if (tables) {
-            uint column = (freqs[POSENC_ROPE_TABLE_FORM] & POSENC_ROPE_TABLE_FULL_WIDTH) != 0u
-                              ? POSENC_ROPE_PAIR_FIRST(style, j, pairs)
-                              : j;
-            uint ci = cos_row + column * freqs[POSENC_ROPE_TABLE_COS_STRIDE_COLUMN];
-            uint si = sin_row + column * freqs[POSENC_ROPE_TABLE_SIN_STRIDE_COLUMN];
-            c = TABLE_VALUE(cos_table, ci, freqs[POSENC_ROPE_TABLE_COS_DTYPE]);
-            s = TABLE_VALUE(sin_table, si, freqs[POSENC_ROPE_TABLE_SIN_DTYPE]);
-        } else if (token_position(b, t, freqs[3u * pairs + j], position)) {
-            uvec3 freq = uvec3(freqs[3u * j], freqs[3u * j + 1u], freqs[3u * j + 2u]);
-            posenc_sincos_turns(posenc_turns(position, freq), s, c);
-        }
-        if ((params.flags & POSENC_ROPE_FLAG_INVERSE) != 0u)
-            s = -s;
-        precise float scaled_s = s * params.attention_factor;
-        precise float scaled_c = c * params.attention_factor;
+        float scaled_s, scaled_c;
+        pair_factors(b, t, j, cos_row, sin_row, scaled_s, scaled_c);
 
         uint da = params.rotary_offset + POSENC_ROPE_PAIR_FIRST(style, j, pairs);
         uint db = params.rotary_offset + POSENC_ROPE_PAIR_SECOND(style, j, pairs);

@@ -13,7 +13,7 @@
  * copy (full rotary, or partial in place with no cache). heads_per_unit is unused.
  *
  * Variants (build options): -DPOSENC_OUT_F32, -DPOSENC_OUT_F16 or -DPOSENC_OUT_BF16.
- * Arguments: those of rope.cl (cos and sin unused: caller tables take rope.cl). Work:
+ * Arguments: those of rope.cl (cos, sin and the norm weights unused: those take rope.cl). Work:
  * batch * tokens * ceil(rotary_dim/128) units.
  * Global size: any; one dimension (the kernel loops over the rest).
  */
@@ -94,11 +94,14 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
                                    global POSENC_OUT_TYPE *k_cache,
                                    const global POSENC_OUT_TYPE *v,
                                    global POSENC_OUT_TYPE *v_cache, const global uint *cos_table,
-                                   const global uint *sin_table, const global uint *freqs,
+                                   const global uint *sin_table,
+                                   const global uint *q_norm_weight,
+                                   const global uint *k_norm_weight, const global uint *freqs,
                                    posenc_rope_pass q_pass, posenc_rope_pass k_cache_pass,
                                    posenc_rope_pass v_cache_pass, posenc_rope_pass k_pass)
 {
-    (void)cos_table, (void)sin_table; /* rope.cl's arguments, for caller tables only */
+    /* rope.cl's arguments, for caller tables and the QK norm only */
+    (void)cos_table, (void)sin_table, (void)q_norm_weight, (void)k_norm_weight;
     /* Private copies, which no store through a buffer may alias: their words are read once,
      * not again after every store. */
     const posenc_rope_pass passes[POSENC_ROPE_PASSES] = {q_pass, k_cache_pass, v_cache_pass,

@@ -17,14 +17,23 @@ _Static_assert(POSENC_ROPE_STYLE_NEOX == POSENC_ROPE_NEOX &&
                "the kernels' pairing styles are posenc_rope_style's values");
 
 /* What the fast kernels (rope_blocks.comp, rope_contiguous.cl) were written for: their styles,
- * and angles of their own (caller cos/sin tables take the generic kernels). */
+ * angles of their own and no norm (caller cos/sin tables and the QK norm take the generic
+ * kernels). */
 static bool fast_kernel_takes(const posenc__rope_op *op)
 {
-    return (op->style == POSENC_ROPE_NEOX || op->style == POSENC_ROPE_GPTJ) && !op->has_tables;
+    return (op->style == POSENC_ROPE_NEOX || op->style == POSENC_ROPE_GPTJ) &&
+           !op->has_tables && !op->has_q_norm && !op->has_k_norm;
+}
+
+static uint32_t table_dtype(const posenc__view *view)
+{
+    return view->dtype == POSENC_DTYPE_F16    ? POSENC_TABLE_F16
+           : view->dtype == POSENC_DTYPE_BF16 ? POSENC_TABLE_BF16
+                                              : POSENC_TABLE_F32;
 }
 
 _Static_assert(POSENC__ROPE_VIEWS <= POSENC__GPU_MAX_VIEWS, "posenc__gpu_op's views");
-_Static_assert(POSENC_ROPE_TABLE_WORDS <= POSENC__GPU_SOURCE_WORDS &&
+_Static_assert(POSENC_ROPE_TABLE_WORDS + POSENC_ROPE_NORM_WORDS <= POSENC__GPU_SOURCE_WORDS &&
                    POSENC_ROPE_TABLE_SIN_STRIDE_BATCH == POSENC_ROPE_TABLE_COS_STRIDE_BATCH + 3 &&
                    POSENC_ROPE_TABLE_SIN_DTYPE == POSENC_ROPE_TABLE_COS_DTYPE + 1,
                "the tables' layout: cos's strides, then sin's; cos's dtype, then sin's");
@@ -40,16 +49,32 @@ static void table_layout(const posenc__rope_op *op, posenc__gpu_table_source *ta
         uint32_t *strides = &words[POSENC_ROPE_TABLE_COS_STRIDE_BATCH + 3 * i];
         for (int d = 1; d < 4; d++) /* batch, row, column */
             strides[d - 1] = posenc__gpu_element_stride(view, d, view->shape[d]);
-        uint32_t dtype = view->dtype == POSENC_DTYPE_F16    ? POSENC_TABLE_F16
-                         : view->dtype == POSENC_DTYPE_BF16 ? POSENC_TABLE_BF16
-                                                            : POSENC_TABLE_F32;
-        words[POSENC_ROPE_TABLE_COS_DTYPE + i] = dtype;
+        words[POSENC_ROPE_TABLE_COS_DTYPE + i] = table_dtype(view);
     }
     /* Rows past 32 bits never reach a kernel: the table's binding is refused first. */
     words[POSENC_ROPE_TABLE_ROWS] = (uint32_t)op->table_rows;
     words[POSENC_ROPE_TABLE_FORM] = (op->tables_by_token ? POSENC_ROPE_TABLE_BY_TOKEN : 0u) |
                                     (op->tables_full_width ? POSENC_ROPE_TABLE_FULL_WIDTH : 0u);
     table->word_count = POSENC_ROPE_TABLE_WORDS;
+}
+
+/* The norm's words after the frequencies or the tables' layout: the weights' element strides
+ * (0 for one element) and eps and the weight offset as f32 bits. */
+static void norm_words(const posenc__rope_op *op, posenc__gpu_table_source *table)
+{
+    union {
+        float f;
+        uint32_t u;
+    } eps = {(float)op->norm_eps}, offset = {(float)op->norm_weight_offset};
+    uint32_t *words = &table->words[table->word_count];
+    const posenc__view *q = &op->q_norm_weight, *k = &op->k_norm_weight;
+    if (op->has_q_norm)
+        words[POSENC_ROPE_NORM_Q_STRIDE] = posenc__gpu_element_stride(q, 3, q->shape[3]);
+    if (op->has_k_norm)
+        words[POSENC_ROPE_NORM_K_STRIDE] = posenc__gpu_element_stride(k, 3, k->shape[3]);
+    words[POSENC_ROPE_NORM_EPS] = eps.u;
+    words[POSENC_ROPE_NORM_OFFSET] = offset.u;
+    table->word_count += POSENC_ROPE_NORM_WORDS;
 }
 
 void posenc__gpu_rope_op(const posenc__rope_op *op, posenc__gpu_op *gpu)
@@ -62,6 +87,8 @@ void posenc__gpu_rope_op(const posenc__rope_op *op, posenc__gpu_op *gpu)
     else
         gpu->table = (posenc__gpu_table_source){
             .freqs = op->freqs, .count = op->rotary_dim / 2, .id = op->freqs_id};
+    if (op->has_q_norm || op->has_k_norm)
+        norm_words(op, &gpu->table);
     posenc__rope_views(op, gpu->views);
     posenc__rope_view_access(op, gpu->access);
 }
@@ -105,21 +132,33 @@ static posenc__gpu_rope_pass make_pass(const posenc__rope_op *op, uint32_t kind,
     };
 }
 
+/* The pass normalizes its input, q or k, with that tensor's weights. */
+static posenc__gpu_rope_pass normed(const posenc__rope_op *op, posenc__gpu_rope_pass pass)
+{
+    bool is_q = pass.kind == POSENC_ROPE_PASS_Q;
+    if (is_q ? op->has_q_norm : op->has_k_norm) {
+        pass.norm = is_q ? &op->q_norm_weight : &op->k_norm_weight;
+        pass.norm_index = is_q ? POSENC__ROPE_Q_NORM : POSENC__ROPE_K_NORM;
+        pass.norm_per_token = is_q ? op->q_norm_per_token : op->k_norm_per_token;
+    }
+    return pass;
+}
+
 uint32_t posenc__gpu_rope_passes(const posenc__rope_op *op,
                                  posenc__gpu_rope_pass passes[POSENC_ROPE_PASSES])
 {
     uint32_t n = 0;
-    passes[n++] = make_pass(op, POSENC_ROPE_PASS_Q, POSENC__ROPE_Q, POSENC__ROPE_Q_OUT,
-                            op->q_in_place, true, false);
+    passes[n++] = normed(op, make_pass(op, POSENC_ROPE_PASS_Q, POSENC__ROPE_Q,
+                                       POSENC__ROPE_Q_OUT, op->q_in_place, true, false));
     if (op->has_k_cache)
-        passes[n++] = make_pass(op, POSENC_ROPE_PASS_K_CACHE, POSENC__ROPE_K,
-                                POSENC__ROPE_K_CACHE, false, true, true);
+        passes[n++] = normed(op, make_pass(op, POSENC_ROPE_PASS_K_CACHE, POSENC__ROPE_K,
+                                           POSENC__ROPE_K_CACHE, false, true, true));
     if (op->has_v)
         passes[n++] = make_pass(op, POSENC_ROPE_PASS_V_CACHE, POSENC__ROPE_V,
                                 POSENC__ROPE_V_CACHE, false, false, true);
     if (op->has_k && op->k_out_written)
-        passes[n++] = make_pass(op, POSENC_ROPE_PASS_K, POSENC__ROPE_K, POSENC__ROPE_K_OUT,
-                                op->k_in_place, true, false);
+        passes[n++] = normed(op, make_pass(op, POSENC_ROPE_PASS_K, POSENC__ROPE_K,
+                                           POSENC__ROPE_K_OUT, op->k_in_place, true, false));
     return n;
 }
 
@@ -199,11 +238,22 @@ void posenc__gpu_rope_pass_extents(const posenc__rope_op *op, const posenc__gpu_
         table_extent(op, &op->cos, &extents[POSENC__GPU_ROPE_BINDING_COS]);
         table_extent(op, &op->sin, &extents[POSENC__GPU_ROPE_BINDING_SIN]);
     }
+    posenc__gpu_extent *norm = &extents[POSENC__GPU_ROPE_BINDING_NORM];
+    norm->name = "q_norm_weight";
+    if (pass->norm) { /* every box reads all of them */
+        norm->bound = true;
+        norm->element_size = element_size(pass->norm);
+        norm->inner = (int64_t)posenc__gpu_view_extent(pass->norm);
+        norm->name = posenc__rope_view_names[pass->norm_index];
+    }
 }
 
 uint64_t posenc__gpu_rope_table_bytes(const posenc__rope_op *op,
                                       const posenc__gpu_rope_pass *pass)
 {
+    if (pass->norm) /* the norm's words follow */
+        return 4 * ((uint64_t)POSENC_ROPE_NORM_WORDS_AT(op->has_tables, pass->pairs) +
+                    POSENC_ROPE_NORM_WORDS);
     if (op->has_tables)
         return 4 * (uint64_t)POSENC_ROPE_TABLE_WORDS;
     return (uint64_t)pass->pairs * 16; /* posenc__gpu_freq_words: 4 words a pair */
@@ -233,10 +283,33 @@ bool posenc__gpu_rope_box_in_blocks(const posenc__gpu_rope_pass *pass, const uin
 uint64_t posenc__gpu_rope_row_units(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
                                     bool blocks)
 {
+    if (pass->norm) /* whole heads a unit */
+        return 1;
     if (!blocks)
         return pass->pairs + pass->pass_units;
     uint64_t pass_dims = pass->in_place ? 0 : (uint64_t)op->head_dim - 2 * (uint64_t)pass->pairs;
     return (pass->pairs + pass_dims) / (BLOCK_BYTES / element_size(pass->out));
+}
+
+posenc_status posenc__gpu_rope_box_split(posenc_context *ctx, const posenc__rope_op *op,
+                                         const posenc__gpu_rope_pass *pass,
+                                         const posenc__gpu_box *box, bool blocks,
+                                         uint64_t target, posenc__gpu_head_split *split)
+{
+    uint64_t rows = (uint64_t)(box->count[0] * box->count[1]), heads = (uint64_t)box->count[2];
+    if (!pass->norm_per_token) {
+        *split = posenc__gpu_split_heads(rows, posenc__gpu_rope_row_units(op, pass, blocks),
+                                         heads, target);
+        return POSENC_OK;
+    }
+    if (box->count[2] != pass->out->shape[2])
+        return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                            "%s: a norm over the token's whole tensor needs all %lld heads of a "
+                            "token in one kernel binding, more than this device allows",
+                            posenc__rope_view_names[pass->norm_index],
+                            (long long)pass->out->shape[2]);
+    *split = (posenc__gpu_head_split){.heads_per_unit = heads, .chunks = 1, .units = rows};
+    return POSENC_OK;
 }
 
 void posenc__gpu_rope_pass_params(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
@@ -300,6 +373,13 @@ void posenc__gpu_rope_pass_params(const posenc__rope_op *op, const posenc__gpu_r
         params->cos_offset = first[POSENC__GPU_ROPE_BINDING_COS];
         params->sin_offset = first[POSENC__GPU_ROPE_BINDING_SIN];
     }
+    if (pass->norm) {
+        params->norm_offset = first[POSENC__GPU_ROPE_BINDING_NORM];
+        params->flags |= POSENC_ROPE_FLAG_NORM |
+                         (pass->kind != POSENC_ROPE_PASS_Q ? POSENC_ROPE_FLAG_NORM_K : 0u) |
+                         (pass->norm_per_token ? POSENC_ROPE_FLAG_NORM_PER_TOKEN : 0u) |
+                         table_dtype(pass->norm) << POSENC_ROPE_FLAG_NORM_DTYPE_SHIFT;
+    }
 }
 
 /* ---- q, k and the cache in one launch ----------------------------------------------------- */
@@ -320,6 +400,14 @@ uint64_t posenc__gpu_rope_fused_lanes(const posenc__rope_op *op)
     return op->rotary_dim / 2 + (copies ? (uint64_t)op->head_dim - op->rotary_dim : 0);
 }
 
+uint64_t posenc__gpu_rope_normed_units(const posenc__rope_op *op)
+{
+    uint64_t k_heads = op->has_k ? (uint64_t)op->k_heads : 0;
+    uint64_t q_units = op->has_q_norm && op->q_norm_per_token ? 1 : (uint64_t)op->q_heads;
+    uint64_t k_units = op->has_k_norm && op->k_norm_per_token ? 1 : k_heads;
+    return q_units + k_units + (op->has_v ? k_heads : 0);
+}
+
 void posenc__gpu_rope_launch_params(const posenc__rope_op *op, const uint32_t *offset,
                                     uint32_t heads_per_unit,
                                     posenc__rope_pass params[POSENC_ROPE_PASSES])
@@ -338,6 +426,7 @@ void posenc__gpu_rope_launch_params(const posenc__rope_op *op, const uint32_t *o
             [POSENC__GPU_ROPE_BINDING_SLOTS] = offset[POSENC__ROPE_SLOTS],
             [POSENC__GPU_ROPE_BINDING_COS] = offset[POSENC__ROPE_COS],
             [POSENC__GPU_ROPE_BINDING_SIN] = offset[POSENC__ROPE_SIN],
+            [POSENC__GPU_ROPE_BINDING_NORM] = pass->norm ? offset[pass->norm_index] : 0,
         };
         posenc__gpu_rope_pass_params(op, pass, &box, first, heads_per_unit, &params[pass->kind]);
     }

@@ -15,14 +15,16 @@
 #include "posenc_kernel_params.h"
 
 /* The operation's views, their use and its table: rotary_dim / 2 frequencies, or with caller
- * cos/sin tables their layout (posenc_kernel_params.h's POSENC_ROPE_TABLE_*). Such an op runs
- * the generic kernels only (rope.comp, rope.cl): the layout tests below refuse the fast ones. */
+ * cos/sin tables their layout (posenc_kernel_params.h's POSENC_ROPE_TABLE_*), then with a QK
+ * norm its words (POSENC_ROPE_NORM_*). An op with tables or a norm runs the generic kernels only
+ * (rope.comp, rope.cl): the layout tests below refuse the fast ones. */
 void posenc__gpu_rope_op(const posenc__rope_op *op, posenc__gpu_op *gpu);
 
 /* ---- A pass at a time (rope.comp, rope_blocks.comp) --------------------------------------- */
 
 /* The kernels' bindings: the output, the input, positions, the frequency table (bound by the
- * backend with its table), the KV cache's slots and the caller's cos and sin tables. */
+ * backend with its table), the KV cache's slots, the caller's cos and sin tables and the
+ * weights of the pass's norm. */
 enum {
     POSENC__GPU_ROPE_BINDING_OUT,
     POSENC__GPU_ROPE_BINDING_IN,
@@ -31,6 +33,7 @@ enum {
     POSENC__GPU_ROPE_BINDING_SLOTS,
     POSENC__GPU_ROPE_BINDING_COS,
     POSENC__GPU_ROPE_BINDING_SIN,
+    POSENC__GPU_ROPE_BINDING_NORM,
     POSENC__GPU_ROPE_BINDINGS
 };
 
@@ -45,6 +48,11 @@ typedef struct posenc__gpu_rope_pass {
     bool cache;          /* out is a KV cache: each token's row is its slot's */
     uint32_t pairs;      /* rotated per row: rotary_dim / 2, or 0 */
     uint32_t pass_units; /* per row: pass-through dims copied two by two, out of place */
+    /* The input's norm weights (NULL: not normalized) and their index in posenc__rope_views'
+     * list; a unit of a normalized pass takes whole heads, all of a token's when per_token. */
+    const posenc__view *norm;
+    uint32_t norm_index;
+    bool norm_per_token;
 } posenc__gpu_rope_pass;
 
 /* The passes in the order they run: q, then k into k_cache (from k as it is, before k is
@@ -74,6 +82,14 @@ bool posenc__gpu_rope_box_in_blocks(const posenc__gpu_rope_pass *pass, const uin
 uint64_t posenc__gpu_rope_row_units(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
                                     bool blocks);
 
+/* The heads one invocation of the pass takes over a box of `rows` rows and `heads` heads
+ * (posenc__gpu_split_heads towards `target` invocations; every head of the row for a norm per
+ * token): UNSUPPORTED, naming the weights, when such a norm's heads were split over boxes. */
+posenc_status posenc__gpu_rope_box_split(posenc_context *ctx, const posenc__rope_op *op,
+                                         const posenc__gpu_rope_pass *pass,
+                                         const posenc__gpu_box *box, bool blocks,
+                                         uint64_t target, posenc__gpu_head_split *split);
+
 /* The parameters of one box of a pass, with the element index of each binding's box origin in
  * `first` (indexed by POSENC__GPU_ROPE_BINDING_*) and `heads_per_unit` heads an invocation. */
 void posenc__gpu_rope_pass_params(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
@@ -87,6 +103,9 @@ uint64_t posenc__gpu_rope_fused_heads(const posenc__rope_op *op);
 /* Lanes of one row of a head: rotary_dim / 2, plus the pass-through dims where a pass writes
  * out of place (they are copied). rope.cl finds the same count from the blocks. */
 uint64_t posenc__gpu_rope_fused_lanes(const posenc__rope_op *op);
+/* With a QK norm, rope.cl's units of one row instead: one a head of q, k and v, but one for
+ * all of q's (k's) heads with a norm per token. */
+uint64_t posenc__gpu_rope_normed_units(const posenc__rope_op *op);
 
 /* The four blocks of one launch, indexed by POSENC_ROPE_PASS_* (an absent pass's zero), each
  * over the whole call, with each view's element 0 at `offset[i]` elements into its binding, in

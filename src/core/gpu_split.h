@@ -10,8 +10,8 @@
 #include "core/internal.h"
 
 /* Bindings one kernel has at most (Vulkan's rope.comp: out, in, positions, the frequency table,
- * the KV cache slots, cos and sin). */
-#define POSENC__GPU_MAX_BINDINGS 7
+ * the KV cache slots, cos, sin and the norm's weights). */
+#define POSENC__GPU_MAX_BINDINGS 8
 
 /* One kernel binding over a box of up to three dims: the byte range that the cells of a box
  * touch is offset + sum(start[k] * strides[k]) for (count[k] - 1) * strides[k] + inner bytes. */

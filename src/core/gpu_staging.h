@@ -24,8 +24,8 @@
 #define POSENC__GPU_WRITE 2u
 
 /* Views one operation adds at most (RoPE: q, q_out, k, k_out, positions, slot_mapping, k_cache,
- * v, v_cache, with room to spare). */
-#define POSENC__GPU_MAX_VIEWS 12
+ * v, v_cache, cos, sin and the two norm weights). */
+#define POSENC__GPU_MAX_VIEWS 13
 /* Regions start on this boundary in the staging area (plus their lead, below 16). */
 #define POSENC__GPU_REGION_ALIGNMENT 256
 /* A staging area at most this large stays with the context for the next call; larger is freed

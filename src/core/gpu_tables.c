@@ -71,16 +71,20 @@ posenc_status posenc__gpu_tables_find(posenc_context *ctx, posenc__gpu_tables *t
     uint32_t count = source->freqs ? source->count : 0;
     uint64_t id = source->freqs ? source->id : 0;
     tables->uses++;
+    uint64_t word_count = (source->freqs ? posenc__gpu_freq_words(count) : 0) +
+                          source->word_count;
+    uint64_t tail = word_count - source->word_count; /* where the words given as they are go */
     for (uint32_t i = 0; i < POSENC__GPU_MAX_TABLES && id; i++) {
         const posenc__gpu_table *table = &tables->slots[i];
-        if (table->words && table->id == id && table->count == count) {
+        if (table->words && table->id == id && table->count == count &&
+            table->word_count == word_count &&
+            memcmp(table->words + tail, source->words, source->word_count * 4) == 0) {
             use(tables, i, id);
             *slot = i;
             *hit = true;
             return POSENC_OK;
         }
     }
-    uint64_t word_count = source->freqs ? posenc__gpu_freq_words(count) : source->word_count;
     uint64_t bytes = word_count * sizeof(uint32_t);
     uint32_t *words = bytes <= SIZE_MAX ? malloc((size_t)bytes) : NULL;
     if (!words)
@@ -89,8 +93,7 @@ posenc_status posenc__gpu_tables_find(posenc_context *ctx, posenc__gpu_tables *t
                             (unsigned long long)bytes);
     if (source->freqs)
         posenc__gpu_freq_encode(source->freqs, count, words);
-    else
-        memcpy(words, source->words, (size_t)bytes);
+    memcpy(words + tail, source->words, source->word_count * sizeof *words);
     uint64_t key = posenc__gpu_freq_key(words, word_count);
     for (uint32_t i = 0; i < POSENC__GPU_MAX_TABLES; i++) {
         const posenc__gpu_table *table = &tables->slots[i];

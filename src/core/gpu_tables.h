@@ -38,9 +38,10 @@ void posenc__gpu_freq_encode(const posenc__freq *freqs, uint32_t count, uint32_t
 uint64_t posenc__gpu_freq_key(const uint32_t *words, uint64_t word_count);
 
 /* What a kernel's table holds: `count` frequencies, encoded as above and found by `id` (a
- * freqs_id; 0: none) or by content; or, with freqs NULL, `word_count` words as they are (found
- * by content: RoPE's caller cos/sin tables' layout, core/gpu_rope.h). Neither: no table. */
-#define POSENC__GPU_SOURCE_WORDS 12
+ * freqs_id; 0: none) or by content, then `word_count` words as they are (RoPE's QK norm words);
+ * or, with freqs NULL, only the words (found by content: RoPE's caller cos/sin tables' layout,
+ * core/gpu_rope.h). Neither: no table. */
+#define POSENC__GPU_SOURCE_WORDS 16
 typedef struct posenc__gpu_table_source {
     const posenc__freq *freqs;
     uint32_t count;

@@ -6,8 +6,8 @@
 #include "core/tensor.h"
 
 const char *const posenc__rope_view_names[POSENC__ROPE_VIEWS] = {
-    "q",       "q_out", "k",       "k_out", "positions", "slot_mapping",
-    "k_cache", "v",     "v_cache", "cos",   "sin"};
+    "q", "q_out",   "k",   "k_out", "positions",     "slot_mapping", "k_cache",
+    "v", "v_cache", "cos", "sin",   "q_norm_weight", "k_norm_weight"};
 const char *const posenc__sinusoidal_view_names[POSENC__SINUSOIDAL_VIEWS] = {"out", "x",
                                                                              "positions"};
 
@@ -24,6 +24,8 @@ void posenc__rope_views(const posenc__rope_op *op, const posenc__view *views[POS
     views[8] = op->has_v ? &op->v_cache : NULL;
     views[9] = op->has_tables ? &op->cos : NULL;
     views[10] = op->has_tables ? &op->sin : NULL;
+    views[11] = op->has_q_norm ? &op->q_norm_weight : NULL;
+    views[12] = op->has_k_norm ? &op->k_norm_weight : NULL;
 }
 
 void posenc__sinusoidal_views(posenc_context *ctx, const posenc__sinusoidal_op *op,
@@ -50,6 +52,8 @@ void posenc__rope_view_access(const posenc__rope_op *op, unsigned access[POSENC_
     access[7] = op->has_v ? R : 0;
     access[8] = op->has_v ? R | W : 0;
     access[9] = access[10] = op->has_tables ? R : 0;
+    access[11] = op->has_q_norm ? R : 0;
+    access[12] = op->has_k_norm ? R : 0;
 }
 
 void posenc__sinusoidal_view_access(const posenc__sinusoidal_op *op,
@@ -76,6 +80,8 @@ void posenc__rope_given_views(const posenc__rope_op *op,
     views[8] = op->has_v ? &op->v_cache : NULL;
     views[9] = op->has_tables ? &op->cos : NULL;
     views[10] = op->has_tables ? &op->sin : NULL;
+    views[11] = op->has_q_norm ? &op->q_norm_weight : NULL;
+    views[12] = op->has_k_norm ? &op->k_norm_weight : NULL;
 }
 
 void posenc__sinusoidal_given_views(const posenc__sinusoidal_op *op,

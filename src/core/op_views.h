@@ -6,9 +6,9 @@
 
 #include "core/internal.h"
 
-/* q, q_out, k, k_out, positions, slot_mapping, k_cache, v, v_cache, cos, sin: the index of each
- * in the lists below. */
-#define POSENC__ROPE_VIEWS 11
+/* q, q_out, k, k_out, positions, slot_mapping, k_cache, v, v_cache, cos, sin, q_norm_weight,
+ * k_norm_weight: the index of each in the lists below. */
+#define POSENC__ROPE_VIEWS 13
 enum {
     POSENC__ROPE_Q,
     POSENC__ROPE_Q_OUT,
@@ -20,7 +20,9 @@ enum {
     POSENC__ROPE_V,
     POSENC__ROPE_V_CACHE,
     POSENC__ROPE_COS,
-    POSENC__ROPE_SIN
+    POSENC__ROPE_SIN,
+    POSENC__ROPE_Q_NORM,
+    POSENC__ROPE_K_NORM
 };
 #define POSENC__SINUSOIDAL_VIEWS 3 /* out, x, positions */
 

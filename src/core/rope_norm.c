@@ -4,8 +4,6 @@
 #include "core/rope_norm.h"
 #include "core/tensor.h"
 
-#include "backend.h"
-
 #include <math.h>
 
 #define DEFAULT_EPS 1e-6
@@ -77,11 +75,6 @@ posenc_status posenc__rope_resolve_norm(posenc_context *ctx, const posenc_rope_d
         return posenc__fail(ctx, POSENC_INVALID_ARGUMENT,
                             "norm_weight_offset: must be finite, got %g",
                             desc->norm_weight_offset);
-    if (ctx->backend->kind != POSENC_BACKEND_CPU)
-        return posenc__fail(ctx, POSENC_UNSUPPORTED,
-                            "%s: the fused QK norm runs on the cpu backend so far, not on %s",
-                            op->has_q_norm ? "q_norm_weight" : "k_norm_weight",
-                            posenc_backend_name(ctx->backend->kind));
     op->norm_eps = desc->norm_eps == 0.0 ? DEFAULT_EPS : desc->norm_eps;
     op->norm_weight_offset = desc->norm_weight_offset;
     posenc_status status = POSENC_OK;

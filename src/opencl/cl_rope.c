@@ -37,6 +37,8 @@ static posenc_status rope_launch(posenc_context *ctx, const posenc_cl_op *run,
     uint64_t units = split.units;
     if (contiguous_applies(ctx, op)) /* a unit per group of pairs of a token, in every head */
         units = rows * ((half + CONTIGUOUS_GROUP_PAIRS - 1) / CONTIGUOUS_GROUP_PAIRS);
+    else if (op->has_q_norm || op->has_k_norm) /* whole heads a unit (rope_norm.cl) */
+        units = rows * posenc__gpu_rope_normed_units(op);
     posenc_status status = posenc__gpu_rope_check_launch(ctx, "OpenCL", op, units);
     /* Any slot may be written, so a cache is bound whole, never windowed: a staged one must
      * fit one allocation. (One in a device buffer already does; past 2^32 elements
@@ -58,7 +60,7 @@ static posenc_status rope_launch(posenc_context *ctx, const posenc_cl_op *run,
     posenc__rope_pass params[POSENC_ROPE_PASSES];
     posenc__gpu_rope_launch_params(op, offsets, (uint32_t)split.heads_per_unit, params);
 
-    /* The kernel's buffers: the eleven views in their list's order (then the table). */
+    /* The kernel's buffers: the thirteen views in their list's order (then the table). */
     return posenc_cl_run(ctx, kernel, units, "rope", b, POSENC__ROPE_VIEWS, freqs, params,
                          sizeof params, sizeof params[0], &staging, wait_count, wait_list,
                          event);

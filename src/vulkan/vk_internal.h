@@ -179,10 +179,11 @@ typedef struct posenc_vk_physical {
 /* The kernels, each created at first use: the SPIR-V variants of shaders/variants.cmake. */
 typedef posenc__spirv_id posenc_vk_kernel;
 
-/* Storage buffers of every kernel: set 0, bindings 0-6, of which the frequency table is
- * POSENC_VK_TABLE_BINDING (the shaders' binding 3; rope.comp's slots, cos and sin follow it at
- * 4-6); push constants up to this size (the 128 bytes every Vulkan device offers). */
-#define POSENC_VK_BINDINGS 7
+/* Storage buffers of every kernel: set 0, bindings 0-7 (8, what some mobile GPUs allow a
+ * stage), of which the frequency table is POSENC_VK_TABLE_BINDING (the shaders' binding 3;
+ * rope.comp's slots, cos, sin and norm weights follow it at 4-7); push constants up to this
+ * size (the 128 bytes every Vulkan device offers). */
+#define POSENC_VK_BINDINGS 8
 #define POSENC_VK_TABLE_BINDING 3
 #define POSENC_VK_PUSH_BYTES 128
 /* Dispatches of one call whose ranges are remembered between barriers (one more is preceded

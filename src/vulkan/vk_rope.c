@@ -46,12 +46,13 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
     const rope_job *job = user;
     const posenc__gpu_rope_pass *pass = job->pass;
     bool blocks = job->blocks && posenc__gpu_rope_box_in_blocks(pass, windows->first);
-    uint64_t rows = (uint64_t)(box->count[0] * box->count[1]);
     uint64_t target = ctx->device->info.type == POSENC_DEVICE_SOFTWARE ? CPU_TARGET_INVOCATIONS
                                                                         : TARGET_INVOCATIONS;
-    posenc__gpu_head_split split =
-        posenc__gpu_split_heads(rows, posenc__gpu_rope_row_units(job->op, pass, blocks),
-                                (uint64_t)box->count[2], target);
+    posenc__gpu_head_split split;
+    posenc_status status =
+        posenc__gpu_rope_box_split(ctx, job->op, pass, box, blocks, target, &split);
+    if (status != POSENC_OK)
+        return status;
     posenc__rope_pass push;
     posenc__gpu_rope_pass_params(job->op, pass, box, windows->first,
                                  (uint32_t)split.heads_per_unit, &push);
@@ -73,6 +74,7 @@ static posenc_status rope_pass_record(posenc_context *ctx, const posenc__rope_op
         [POSENC__GPU_ROPE_BINDING_SLOTS] = places[POSENC__ROPE_SLOTS],
         [POSENC__GPU_ROPE_BINDING_COS] = places[POSENC__ROPE_COS],
         [POSENC__GPU_ROPE_BINDING_SIN] = places[POSENC__ROPE_SIN],
+        [POSENC__GPU_ROPE_BINDING_NORM] = places[pass->norm ? pass->norm_index : 0],
     };
     rope_job job = {
         .op = op,
@@ -111,10 +113,11 @@ static posenc_status rope_record(posenc_context *ctx, const void *rope,
 posenc_vk_op posenc_vk_rope_op(posenc_context *ctx, const posenc__rope_op *op)
 {
     /* Both kernels, as a call may take either for a pass (by where its views lie in memory);
-     * with cos/sin tables only the generic one. */
+     * with cos/sin tables or a QK norm only the generic one. */
+    bool generic = op->has_tables || op->has_q_norm || op->has_k_norm;
     posenc_vk_op run = {
         .kernels = {rope_kernel(ctx->backend_state, op->q.dtype, false),
-                    rope_kernel(ctx->backend_state, op->q.dtype, !op->has_tables)},
+                    rope_kernel(ctx->backend_state, op->q.dtype, !generic)},
         .record = rope_record,
         .op = op};
     posenc__gpu_rope_op(op, &run.gpu);
