@@ -8,6 +8,7 @@
  *   on engine buffers and sub-buffers;
  * - caller cos/sin tables enqueued: what the synchronous call writes, and a position outside
  *   them, written after the enqueue, leaving its token unwritten;
+ * - the fused QK norm enqueued, weights in engine buffers: what the synchronous call writes;
  * - posenc_prepare: every program and table built before the first enqueue, which then builds
  *   nothing (posenc_context_stats), and a bad descriptor that builds nothing;
  * - the paged KV cache write (k_cache, slot_mapping, v, v_cache) enqueued after the caller's
@@ -671,6 +672,78 @@ static void test_tables_enqueued(cl_device_id device)
         }
     }
     for (int i = 0; i < 6; i++) {
+        posenc_buffer_destroy(b[i]);
+        if (mems[i])
+            clReleaseMemObject(mems[i]);
+    }
+    posenc_context_destroy(ctx);
+    engine_destroy(&e);
+}
+
+/* ---- The fused QK norm ------------------------------------------------------------------------ */
+
+/* Enqueued with the QK norm, q's weights per head in bf16 and k's over the token's whole k in
+ * f32 (OLMo 2's form), k rotated in place: byte for byte what the synchronous call writes. */
+static void test_norm_enqueued(cl_device_id device)
+{
+    engine e;
+    if (!engine_create(&e, device, 0)) {
+        CHECK(!"engine_create");
+        return;
+    }
+    posenc_context *ctx = context_on(&e);
+    float q_in[TOKENS * Q_HEADS * HEAD_DIM], k_in[TOKENS * K_HEADS * HEAD_DIM];
+    float k_weights[K_HEADS * HEAD_DIM], nan_fill[TOKENS * Q_HEADS * HEAD_DIM];
+    float q_weight_values[HEAD_DIM];
+    uint16_t q_weights[HEAD_DIM];
+    float want_q[TOKENS * Q_HEADS * HEAD_DIM], want_k[TOKENS * K_HEADS * HEAD_DIM];
+    float got_q[TOKENS * Q_HEADS * HEAD_DIM], got_k[TOKENS * K_HEADS * HEAD_DIM];
+    fill(q_in, q_in, sizeof q_in / 4, POSENC_DTYPE_F32, 310);
+    fill(k_in, k_in, sizeof k_in / 4, POSENC_DTYPE_F32, 311);
+    fill(k_weights, k_weights, K_HEADS * HEAD_DIM, POSENC_DTYPE_F32, 312);
+    fill(q_weight_values, q_weights, HEAD_DIM, POSENC_DTYPE_BF16, 313);
+    memset(nan_fill, 0xff, sizeof nan_fill);
+    cl_mem mems[5] = {device_buffer(&e, sizeof q_in, q_in), device_buffer(&e, sizeof q_in, NULL),
+                      device_buffer(&e, sizeof k_in, k_in),
+                      device_buffer(&e, sizeof q_weights, q_weights),
+                      device_buffer(&e, sizeof k_weights, k_weights)};
+    posenc_buffer *b[5] = {NULL};
+    bool ready = ctx != NULL;
+    for (int i = 0; i < 5 && ready; i++)
+        ready = mems[i] && (b[i] = wrap(ctx, mems[i])) != NULL;
+    if (ready) {
+        posenc_rope_desc rope = {0};
+        rope.q = posenc_tensor_of_buffer(b[0], POSENC_DTYPE_F32, 3,
+                                         (int64_t[]){TOKENS, Q_HEADS, HEAD_DIM});
+        rope.q_out = posenc_tensor_of_buffer(b[1], POSENC_DTYPE_F32, 3,
+                                             (int64_t[]){TOKENS, Q_HEADS, HEAD_DIM});
+        rope.k = posenc_tensor_of_buffer(b[2], POSENC_DTYPE_F32, 3,
+                                         (int64_t[]){TOKENS, K_HEADS, HEAD_DIM});
+        rope.position_offset = 40;
+        rope.q_norm_weight =
+            posenc_tensor_of_buffer(b[3], POSENC_DTYPE_BF16, 1, (int64_t[]){HEAD_DIM});
+        rope.k_norm_weight =
+            posenc_tensor_of_buffer(b[4], POSENC_DTYPE_F32, 1, (int64_t[]){K_HEADS * HEAD_DIM});
+        rope.norm_eps = 1e-5;
+        CHECK_OK(posenc_rope(ctx, &rope));
+        read_buffer(&e, mems[1], 0, sizeof want_q, want_q);
+        read_buffer(&e, mems[2], 0, sizeof want_k, want_k);
+        CHECK_CL(clEnqueueWriteBuffer(e.queue, mems[1], CL_TRUE, 0, sizeof nan_fill, nan_fill, 0,
+                                      NULL, NULL));
+        CHECK_CL(clEnqueueWriteBuffer(e.queue, mems[2], CL_TRUE, 0, sizeof k_in, k_in, 0, NULL,
+                                      NULL));
+        cl_event rotated = NULL;
+        CHECK_OK(posenc_cl_enqueue_rope(ctx, &rope, 0, NULL, &rotated));
+        CHECK_CL(clFinish(e.queue));
+        read_buffer(&e, mems[1], 0, sizeof got_q, got_q);
+        read_buffer(&e, mems[2], 0, sizeof got_k, got_k);
+        CHECK(memcmp(got_q, want_q, sizeof got_q) == 0);
+        CHECK(memcmp(got_k, want_k, sizeof got_k) == 0);
+        CHECK(memcmp(got_k, k_in, sizeof got_k) != 0); /* normalized and rotated */
+        if (rotated)
+            clReleaseEvent(rotated);
+    }
+    for (int i = 0; i < 5; i++) {
         posenc_buffer_destroy(b[i]);
         if (mems[i])
             clReleaseMemObject(mems[i]);
@@ -1733,6 +1806,7 @@ int main(void)
             test_mismatched_handles(ids[d]);
             test_dtypes(ids[d]);
             test_tables_enqueued(ids[d]);
+            test_norm_enqueued(ids[d]);
             test_prepare(ids[d]);
             test_kv_cache(ids[d]);
             test_user_event(ids[d]);

@@ -7,7 +7,8 @@
  * wrapped, made and destroyed on other threads while others record, the push-descriptor and
  * the descriptor-pool paths, synchronous and asynchronous calls on the caller's queue,
  * caller cos/sin tables recorded (a position outside them, written after the record, leaves
- * its token unwritten), the paged KV cache write recorded and submitted twice with different
+ * its token unwritten), the fused QK norm recorded (weights in engine buffers), the paged KV
+ * cache write recorded and submitted twice with different
  * slots, and through posenc_rope_submit, byte for byte what the synchronous call writes,
  * posenc_prepare building every pipeline and table before the first record, and a decode loop
  * of 100,000 dynamic-NTK steps with a frequency table each (flat memory). A
@@ -667,6 +668,66 @@ static void test_rope_tables_recorded(engine *e, posenc_context *ctx, VkCommandP
     }
     posenc_buffer_destroy(tables[0]);
     posenc_buffer_destroy(tables[1]);
+    if (w)
+        rope_unwrap(w);
+    free(w);
+    free(inputs);
+    free(expected);
+    arena_destroy(e, &a);
+}
+
+/* The fused QK norm recorded over engine buffers, q's weights per head in f16 and k's over the
+ * token's whole k in f32 (OLMo 2's form), Gemma's weight offset: byte for byte what the
+ * synchronous call writes. */
+static void test_rope_norm_recorded(engine *e, posenc_context *ctx, VkCommandPool pool)
+{
+    arena a;
+    rope_work *w = calloc(1, sizeof *w);
+    unsigned char *inputs = malloc(4 * SLOT), *expected = malloc(6 * SLOT);
+    posenc_buffer *weights[2] = {NULL, NULL};
+    bool ready = arena_create(e, &a, 6 * SLOT) && w && inputs && expected;
+    CHECK(ready);
+    if (ready) {
+        w->dtype = POSENC_DTYPE_F32;
+        w->style = POSENC_ROPE_GPTJ;
+        rope_fill(w, &a, 310);
+        test_rng rng = {311};
+        for (int i = 0; i < HEAD_DIM; i++)
+            ref_store(POSENC_DTYPE_F16, a.bytes + 4 * SLOT + i * 2,
+                      test_rng_uniform(&rng, -1.0, 1.0));
+        for (int i = 0; i < K_HEADS * HEAD_DIM; i++)
+            ref_store(POSENC_DTYPE_F32, a.bytes + 5 * SLOT + i * 4,
+                      test_rng_uniform(&rng, -1.0, 1.0));
+        memcpy(inputs, a.bytes, 4 * SLOT);
+        ready = rope_wrap(ctx, w, &a);
+        for (int i = 0; i < 2 && ready; i++)
+            ready = posenc_vk_buffer_wrap(ctx, a.buffer, (4 + i) * SLOT, SLOT, &weights[i]) ==
+                    POSENC_OK;
+        CHECK(ready);
+    }
+    if (ready) {
+        posenc_rope_desc desc = rope_desc_of(w);
+        desc.q_norm_weight =
+            posenc_tensor_of_buffer(weights[0], POSENC_DTYPE_F16, 1, (int64_t[]){HEAD_DIM});
+        desc.k_norm_weight = posenc_tensor_of_buffer(weights[1], POSENC_DTYPE_F32, 1,
+                                                     (int64_t[]){K_HEADS * HEAD_DIM});
+        desc.norm_weight_offset = 1.0;
+        CHECK_OK(posenc_rope(ctx, &desc));
+        memcpy(expected, a.bytes, 4 * SLOT);
+        memcpy(a.bytes, inputs, 4 * SLOT);
+        VkCommandBuffer commands = begin_commands(e, pool);
+        host_to_compute(e, commands);
+        CHECK_OK(posenc_vk_cmd_rope(ctx, commands, &desc));
+        compute_to_host(e, commands);
+        CHECK(e->EndCommandBuffer(commands) == VK_SUCCESS);
+        submit_and_wait(e, commands);
+        if (memcmp(a.bytes + SLOT, expected + SLOT, 2 * SLOT) != 0) {
+            test_failures++;
+            fprintf(stderr, "  cmd_rope with the QK norm: unlike the synchronous call's\n");
+        }
+    }
+    posenc_buffer_destroy(weights[0]);
+    posenc_buffer_destroy(weights[1]);
     if (w)
         rope_unwrap(w);
     free(w);
@@ -2291,6 +2352,7 @@ static void run_engine(bool push_descriptor, bool storage16)
         test_sinusoidal_dtypes(&e, ctx, pool);
         test_replay(&e, ctx, pool);
         test_rope_tables_recorded(&e, ctx, pool);
+        test_rope_norm_recorded(&e, ctx, pool);
         test_threads(&e, ctx);
         test_wrap_while_recording(&e, ctx);
         test_calls_on_queue(&e, ctx);
