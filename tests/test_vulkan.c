@@ -9,6 +9,8 @@
  *   and a cache larger than one binding refused, naming it;
  * - caller cos/sin tables with the work split over tokens, rows gathered per token and by
  *   position;
+ * - the fused QK norm split over tokens, per head and per token, and over one token's heads per
+ *   head (per token refused, naming the weights);
  * - host tensors off their element boundary, realigned in staging;
  * - the pipeline cache file: saved, loaded, a foreign one ignored, an unwritable path reported;
  * - layers named in VK_INSTANCE_LAYERS work together with posenc's own validation, and posenc's
@@ -396,6 +398,110 @@ static void test_large_rope_tables(posenc_context *ctx, uint64_t binding)
     posenc_buffer_destroy(q);
 }
 
+/* Heads of q [64, 2, 64] f32 normalized by `weights` per head (`per_token` false) or over the
+ * token's two heads, x (w + 1) / sqrt(mean(x^2) + 1e-6), then rotated NeoX-style at position t
+ * with theta 10000: the number of values off the float64 result by more than the GPU kernels'
+ * bound (19 units of 2^-24 of |a| + |b|, tests/test_rope_norm.c). */
+static int norm_failures(const float x[2][64], const float y[2][64], const float *weights,
+                         bool per_token, int t)
+{
+    double sums[2] = {0.0, 0.0};
+    for (int h = 0; h < 2; h++) {
+        for (int d = 0; d < 64; d++)
+            sums[h] += (double)x[h][d] * x[h][d];
+    }
+    int bad = 0;
+    for (int h = 0; h < 2; h++) {
+        double mean = per_token ? (sums[0] + sums[1]) / 128 : sums[h] / 64;
+        double factor = 1.0 / sqrt(mean + 1e-6), xn[64];
+        for (int d = 0; d < 64; d++)
+            xn[d] = x[h][d] * factor * (weights[(per_token ? h * 64 : 0) + d] + 1.0);
+        for (int j = 0; j < 32; j++) {
+            double angle = t * pow(10000.0, -j / 32.0), c = cos(angle), s = sin(angle);
+            double a = xn[j], b = xn[j + 32];
+            double tolerance = 19 * 0x1p-24 * (fabs(a) + fabs(b));
+            if (fabs(y[h][j] - (a * c - b * s)) > tolerance ||
+                fabs(y[h][j + 32] - (a * s + b * c)) > tolerance)
+                bad++;
+        }
+    }
+    return bad;
+}
+
+/* The fused QK norm with the work split over tokens: q [64, 2, 64] f32, one token every
+ * `stride` bytes of a device buffer (more than one binding), normalized per head and over the
+ * token's two heads (each token's heads in one binding) by host weights, in place. Then one
+ * token whose two heads lie a binding apart: per head it is split over them, and a norm over
+ * the token, which needs both heads in one binding, is UNSUPPORTED, naming q_norm_weight. */
+static void test_large_rope_norm(posenc_context *ctx, uint64_t binding)
+{
+    enum { TOKENS = 64, HEADS = 2, DIM = 64, ROW = HEADS * DIM * 4 };
+    const int64_t stride = (int64_t)((binding / (TOKENS - 2) + 1023) & ~(uint64_t)1023);
+    posenc_buffer *q = NULL;
+    posenc_buffer_desc q_desc = {.size = (uint64_t)(TOKENS * stride)};
+    CHECK_OK(posenc_buffer_create(ctx, &q_desc, &q));
+    if (!q)
+        return;
+    static float weights[HEADS * DIM], x[TOKENS][HEADS][DIM], y[HEADS][DIM];
+    for (int i = 0; i < HEADS * DIM; i++)
+        weights[i] = input_value(40, (uint64_t)i);
+    int bad = 0;
+    for (int per_token = 0; per_token < 2; per_token++) {
+        for (int t = 0; t < TOKENS; t++) {
+            for (int i = 0; i < HEADS * DIM; i++)
+                x[t][i / DIM][i % DIM] = 2 * input_value(41 + (uint64_t)per_token,
+                                                         (uint64_t)(t * HEADS * DIM + i));
+            CHECK_OK(posenc_buffer_upload(q, (uint64_t)(t * stride), x[t], ROW));
+        }
+        const int64_t shape[3] = {TOKENS, HEADS, DIM}, strides[3] = {stride, DIM * 4, 4};
+        const int64_t weight_count = per_token ? HEADS * DIM : DIM;
+        posenc_rope_desc desc = {
+            .q = posenc_tensor_of_buffer(q, POSENC_DTYPE_F32, 3, shape),
+            .q_norm_weight = posenc_tensor_of_host(weights, POSENC_DTYPE_F32, 1, &weight_count),
+            .norm_weight_offset = 1.0,
+        };
+        memcpy(desc.q.strides, strides, sizeof strides);
+        split_operations = 0;
+        posenc_status status = posenc_rope(ctx, &desc);
+        CHECK_OK(status);
+        if (status != POSENC_OK)
+            fprintf(stderr, "  %s\n", posenc_context_last_error(ctx));
+        CHECK(split_operations == 1);
+        for (int t = 0; t < TOKENS; t++) {
+            CHECK_OK(posenc_buffer_download(q, (uint64_t)(t * stride), y, ROW));
+            bad += norm_failures(x[t], y, weights, per_token, t);
+        }
+    }
+    /* One token, its heads a binding apart. */
+    const int64_t head_stride = (int64_t)((binding + 1023) & ~(uint64_t)1023);
+    for (int per_token = 0; per_token < 2; per_token++) {
+        for (int h = 0; h < HEADS; h++)
+            CHECK_OK(posenc_buffer_upload(q, (uint64_t)(h * head_stride), x[0][h], DIM * 4));
+        const int64_t shape[3] = {1, HEADS, DIM}, strides[3] = {ROW, head_stride, 4};
+        const int64_t weight_count = per_token ? HEADS * DIM : DIM;
+        posenc_rope_desc desc = {
+            .q = posenc_tensor_of_buffer(q, POSENC_DTYPE_F32, 3, shape),
+            .q_norm_weight = posenc_tensor_of_host(weights, POSENC_DTYPE_F32, 1, &weight_count),
+            .norm_weight_offset = 1.0,
+        };
+        memcpy(desc.q.strides, strides, sizeof strides);
+        if (per_token) {
+            CHECK_STATUS(posenc_rope(ctx, &desc), POSENC_UNSUPPORTED);
+            CHECK_MESSAGE(posenc_context_last_error(ctx), "q_norm_weight");
+            continue;
+        }
+        CHECK_OK(posenc_rope(ctx, &desc));
+        for (int h = 0; h < HEADS; h++)
+            CHECK_OK(posenc_buffer_download(q, (uint64_t)(h * head_stride), y[h], DIM * 4));
+        bad += norm_failures(x[0], y, weights, false, 0);
+    }
+    if (bad)
+        test_failures++;
+    printf("    QK norm: q spanning %.1f MiB, split, per head and per token %s\n",
+           (double)((TOKENS - 1) * stride + ROW) / MIB, bad ? "FAILED" : "ok");
+    posenc_buffer_destroy(q);
+}
+
 /* A sinusoidal table [rows, 256] f32 in host memory, larger than one binding. */
 static void test_large_sinusoidal(posenc_context *ctx, uint64_t binding)
 {
@@ -683,6 +789,7 @@ int main(void)
             CHECK(split_operations == 4);
             test_large_kv_cache(ctx, binding);
             test_large_rope_tables(ctx, binding);
+            test_large_rope_norm(ctx, binding);
         } else {
             printf("    tensors above the binding limit: too large to test on this device\n");
         }
