@@ -83,7 +83,7 @@ static posenc_status rope_pass_record(posenc_context *ctx, const posenc__rope_op
     };
     int64_t shape[3] = {op->batch, op->tokens, pass->out->shape[2]};
     return posenc_vk_split(ctx, extents, bound, POSENC__GPU_ROPE_BINDINGS, shape,
-                           pass->pairs + pass->pass_units,
+                           posenc__gpu_rope_row_units(op, pass, false),
                            posenc__gpu_rope_table_bytes(op, pass), record_rope, &job);
 }
 
