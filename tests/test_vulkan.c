@@ -432,7 +432,8 @@ static int norm_failures(const float x[2][64], const float y[2][64], const float
  * `stride` bytes of a device buffer (more than one binding), normalized per head and over the
  * token's two heads (each token's heads in one binding) by host weights, in place. Then one
  * token whose two heads lie a binding apart: per head it is split over them, and a norm over
- * the token, which needs both heads in one binding, is UNSUPPORTED, naming q_norm_weight. */
+ * the token, which needs both heads in one binding, is UNSUPPORTED, naming q_norm_weight; the
+ * same for k into a cache whose heads lie a binding apart (naming k_norm_weight). */
 static void test_large_rope_norm(posenc_context *ctx, uint64_t binding)
 {
     enum { TOKENS = 64, HEADS = 2, DIM = 64, ROW = HEADS * DIM * 4 };
@@ -494,6 +495,31 @@ static void test_large_rope_norm(posenc_context *ctx, uint64_t binding)
         for (int h = 0; h < HEADS; h++)
             CHECK_OK(posenc_buffer_download(q, (uint64_t)(h * head_stride), y[h], DIM * 4));
         bad += norm_failures(x[0], y, weights, false, 0);
+    }
+    /* k of one token into a cache whose two heads lie a binding apart: any slot may be written,
+     * so a cache is bound whole for the heads of a box; per head it is split over them, and a
+     * norm over the token is refused before anything runs, naming k_norm_weight. */
+    for (int per_token = 0; per_token < 2; per_token++) {
+        const int64_t shape[3] = {1, HEADS, DIM}, cache_shape[4] = {1, 1, HEADS, DIM};
+        const int64_t cache_strides[4] = {2 * head_stride, 2 * head_stride, head_stride, 4};
+        const int64_t weight_count = per_token ? HEADS * DIM : DIM, one = 1;
+        int32_t slot = 0;
+        posenc_rope_desc desc = {
+            .q = posenc_tensor_of_buffer(q, POSENC_DTYPE_F32, 3, shape),
+            .k = posenc_tensor_of_buffer(q, POSENC_DTYPE_F32, 3, shape),
+            .k_cache = posenc_tensor_of_buffer(q, POSENC_DTYPE_F32, 4, cache_shape),
+            .slot_mapping = posenc_tensor_of_host(&slot, POSENC_DTYPE_I32, 1, &one),
+            .k_norm_weight = posenc_tensor_of_host(weights, POSENC_DTYPE_F32, 1, &weight_count),
+        };
+        desc.k.offset = ROW;
+        desc.k_cache.offset = 4096;
+        memcpy(desc.k_cache.strides, cache_strides, sizeof cache_strides);
+        if (per_token) {
+            CHECK_STATUS(posenc_rope(ctx, &desc), POSENC_UNSUPPORTED);
+            CHECK_MESSAGE(posenc_context_last_error(ctx), "k_norm_weight");
+        } else {
+            CHECK_OK(posenc_rope(ctx, &desc));
+        }
     }
     if (bad)
         test_failures++;

@@ -246,6 +246,18 @@ void posenc__gpu_rope_pass_extents(const posenc__rope_op *op, const posenc__gpu_
         norm->inner = (int64_t)posenc__gpu_view_extent(pass->norm);
         norm->name = posenc__rope_view_names[pass->norm_index];
     }
+    if (pass->norm_per_token) {
+        /* A token's heads are one cell of the split (it must not cut them): each view's cell
+         * spans all of them, and no box moves along them. */
+        int64_t heads = pass->out->shape[2];
+        for (int i = 0; i < POSENC__GPU_ROPE_BINDINGS; i++) {
+            posenc__gpu_extent *extent = &extents[i];
+            if (extent->bound && extent->strides[2] > 0) {
+                extent->inner += (heads - 1) * extent->strides[2];
+                extent->strides[2] = 0;
+            }
+        }
+    }
 }
 
 uint64_t posenc__gpu_rope_table_bytes(const posenc__rope_op *op,
@@ -289,6 +301,31 @@ uint64_t posenc__gpu_rope_row_units(const posenc__rope_op *op, const posenc__gpu
         return pass->pairs + pass->pass_units;
     uint64_t pass_dims = pass->in_place ? 0 : (uint64_t)op->head_dim - 2 * (uint64_t)pass->pairs;
     return (pass->pairs + pass_dims) / (BLOCK_BYTES / element_size(pass->out));
+}
+
+posenc_status posenc__gpu_rope_check_norm_rows(posenc_context *ctx, const posenc__rope_op *op,
+                                              uint64_t slack, uint64_t limit)
+{
+    posenc__gpu_rope_pass passes[POSENC_ROPE_PASSES];
+    uint32_t count = posenc__gpu_rope_passes(op, passes);
+    for (uint32_t p = 0; p < count; p++) {
+        if (!passes[p].norm_per_token)
+            continue;
+        posenc__gpu_extent extents[POSENC__GPU_ROPE_BINDINGS];
+        posenc__gpu_rope_pass_extents(op, &passes[p], extents);
+        for (int i = POSENC__GPU_ROPE_BINDING_OUT; i <= POSENC__GPU_ROPE_BINDING_IN; i++) {
+            uint64_t span = (uint64_t)extents[i].inner;
+            if (extents[i].bound && (span > limit || slack > limit - span))
+                return posenc__fail(ctx, POSENC_UNSUPPORTED,
+                                    "%s: a norm over the token's whole tensor needs all of a "
+                                    "token's heads in one kernel binding, but they span %llu "
+                                    "bytes of %s (the whole cache for a cache), more than %llu",
+                                    posenc__rope_view_names[passes[p].norm_index],
+                                    (unsigned long long)span, extents[i].name,
+                                    (unsigned long long)limit);
+        }
+    }
+    return POSENC_OK;
 }
 
 posenc_status posenc__gpu_rope_box_split(posenc_context *ctx, const posenc__rope_op *op,

@@ -82,9 +82,16 @@ bool posenc__gpu_rope_box_in_blocks(const posenc__gpu_rope_pass *pass, const uin
 uint64_t posenc__gpu_rope_row_units(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
                                     bool blocks);
 
+/* UNSUPPORTED, naming the weights, when a norm over the token's whole q or k cannot have a
+ * token's heads in one binding of `limit` bytes less `slack` (in its input and output, all of
+ * a cache): checked before anything is recorded, as the split never cuts those heads. */
+posenc_status posenc__gpu_rope_check_norm_rows(posenc_context *ctx, const posenc__rope_op *op,
+                                              uint64_t slack, uint64_t limit);
+
 /* The heads one invocation of the pass takes over a box of `rows` rows and `heads` heads
  * (posenc__gpu_split_heads towards `target` invocations; every head of the row for a norm per
- * token): UNSUPPORTED, naming the weights, when such a norm's heads were split over boxes. */
+ * token): UNSUPPORTED, naming the weights, when such a norm's heads were split over boxes
+ * (only to bound the invocations of one box). */
 posenc_status posenc__gpu_rope_box_split(posenc_context *ctx, const posenc__rope_op *op,
                                          const posenc__gpu_rope_pass *pass,
                                          const posenc__gpu_box *box, bool blocks,

@@ -101,6 +101,8 @@ static posenc_status rope_record(posenc_context *ctx, const void *rope,
     posenc_status status = posenc__gpu_rope_check_caches(
         ctx, op, true, false, alignment, vk->binding_limit,
         "one kernel binding may address on this device");
+    if (status == POSENC_OK)
+        status = posenc__gpu_rope_check_norm_rows(ctx, op, alignment, vk->binding_limit);
     posenc__gpu_rope_pass passes[POSENC_ROPE_PASSES];
     uint32_t count = posenc__gpu_rope_passes(op, passes);
     /* posenc_vk_dispatch puts a barrier between passes that touch the same memory (k read
