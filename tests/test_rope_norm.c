@@ -3,7 +3,8 @@
  * every device: Qwen3's norm over each head, Gemma 3's x (1 + w), OLMo 2's norm over the token's
  * whole q or k, with exact angles or caller cos/sin tables, NeoX and GPT-J, partial rotary from
  * an offset, GQA, in place and out of place, the KV-cache write, f32/f16/bf16, against the float64
- * norm and rotation. Bad descriptors are refused naming the field, with nothing written.
+ * norm and rotation, synchronous and submitted. Bad descriptors are refused naming the field,
+ * with nothing written; host weights are refused for work left running.
  *
  * Tolerance: the normalized pair (a, b) = x (w + offset) / sqrt(mean(x^2) + eps) is within N
  * units of 2^-24 of itself in f32, the rotation keeps its promise (8 units of 2^-24 of the pair's
@@ -43,25 +44,30 @@ typedef struct norm_case {
     bool out_of_place, tables, with_cache;
     int32_t first_position;
     test_memory_kind memory;
+    int64_t weight_step; /* elements from one weight to the next (0: 1) */
 } norm_case;
 
 static const norm_case cases[] = {
     {"qwen3: per head, neox, f32, positions 2^20", POSENC_ROPE_NEOX, F32, F32, 5, 4, 2, 64, 0, 0,
-     false, false, true, 1e-6, 0.0, false, false, false, 1 << 20, TEST_MEMORY_HOST},
+     false, false, true, 1e-6, 0.0, false, false, false, 1 << 20, TEST_MEMORY_HOST, 0},
     {"gemma 3: x (1 + w), bf16, out of place", POSENC_ROPE_NEOX, BF16, BF16, 3, 4, 1, 32, 0, 0,
-     false, false, true, 1e-6, 1.0, true, false, false, 7, TEST_MEMORY_BUFFER},
+     false, false, true, 1e-6, 1.0, true, false, false, 7, TEST_MEMORY_BUFFER, 0},
     {"olmo 2: per token, f16", POSENC_ROPE_NEOX, F16, F32, 4, 3, 3, 16, 0, 0, true, true, true,
-     1e-5, 0.0, true, false, false, 100, TEST_MEMORY_HOST},
+     1e-5, 0.0, true, false, false, 100, TEST_MEMORY_HOST, 0},
     {"gptj partial from dim 4, per head, KV cache", POSENC_ROPE_GPTJ, F32, F16, 3, 2, 2, 24, 16, 4,
-     false, false, true, 1e-6, 0.0, false, false, true, 3, TEST_MEMORY_WRAPPED},
+     false, false, true, 1e-6, 0.0, false, false, true, 3, TEST_MEMORY_WRAPPED, 0},
     {"caller cos/sin tables, per head, f16", POSENC_ROPE_NEOX, F16, F32, 4, 2, 2, 16, 0, 0, false,
-     false, true, 1e-6, 0.0, false, true, false, 0, TEST_MEMORY_HOST},
+     false, true, 1e-6, 0.0, false, true, false, 0, TEST_MEMORY_HOST, 0},
     {"decode 32+8 x 128, per head, in place", POSENC_ROPE_NEOX, BF16, BF16, 1, 32, 8, 128, 0, 0,
-     false, false, true, 1e-6, 0.0, false, false, false, 4000000, TEST_MEMORY_BUFFER},
+     false, false, true, 1e-6, 0.0, false, false, false, 4000000, TEST_MEMORY_BUFFER, 0},
     {"prefill 64 tokens, per token, q only", POSENC_ROPE_GPTJ, F32, F32, 64, 4, 2, 32, 0, 0,
-     true, false, false, 1e-6, 0.0, false, false, false, 0, TEST_MEMORY_HOST},
+     true, false, false, 1e-6, 0.0, false, false, false, 0, TEST_MEMORY_HOST, 0},
     {"olmo 2 per token with the KV cache", POSENC_ROPE_NEOX, F32, BF16, 3, 2, 2, 16, 0, 0, true,
-     true, true, 1e-6, 0.0, false, false, true, 9, TEST_MEMORY_HOST},
+     true, true, 1e-6, 0.0, false, false, true, 9, TEST_MEMORY_HOST, 0},
+    {"strided f16 weights (every third), KV cache", POSENC_ROPE_GPTJ, F32, F16, 3, 2, 2, 24, 16,
+     4, false, false, true, 1e-6, 0.0, false, false, true, 3, TEST_MEMORY_HOST, 3},
+    {"strided bf16 weights, per token, out of place", POSENC_ROPE_NEOX, F32, BF16, 3, 2, 2, 16,
+     0, 0, true, true, true, 1e-6, 1.0, true, false, false, 5, TEST_MEMORY_HOST, 2},
 };
 
 typedef struct norm_run {
@@ -99,11 +105,11 @@ static bool make_run(posenc_context *ctx, const norm_case *c, test_rng *rng, nor
     size_t k_count = (size_t)(c->tokens * c->k_heads * c->head_dim);
     int64_t q_w = c->q_per_token ? c->q_heads * c->head_dim : c->head_dim;
     int64_t k_w = c->k_per_token ? c->k_heads * c->head_dim : c->head_dim;
-    int64_t half = rotary(c) / 2;
+    int64_t half = rotary(c) / 2, step = c->weight_step ? c->weight_step : 1;
     bool ok = test_memory_create(&run->q, ctx, c->memory, q_count * es) &&
               test_memory_create(&run->k, ctx, c->memory, k_count * es) &&
-              test_memory_create(&run->q_w, ctx, c->memory, (size_t)q_w * ws) &&
-              test_memory_create(&run->k_w, ctx, c->memory, (size_t)k_w * ws);
+              test_memory_create(&run->q_w, ctx, c->memory, (size_t)(q_w * step) * ws) &&
+              test_memory_create(&run->k_w, ctx, c->memory, (size_t)(k_w * step) * ws);
     if (ok && c->out_of_place)
         ok = test_memory_create(&run->q_out, ctx, c->memory, q_count * es) &&
              test_memory_create(&run->k_out, ctx, c->memory, k_count * es);
@@ -118,8 +124,8 @@ static bool make_run(posenc_context *ctx, const norm_case *c, test_rng *rng, nor
     /* Heads of different scales, as real activations have. */
     fill_random(rng, c->dtype, run->q.bytes, q_count, -3.0, 3.0);
     fill_random(rng, c->dtype, run->k.bytes, k_count, -0.2, 0.2);
-    fill_random(rng, c->weight_dtype, run->q_w.bytes, (size_t)q_w, -1.5, 1.5);
-    fill_random(rng, c->weight_dtype, run->k_w.bytes, (size_t)k_w, 0.0, 2.0);
+    fill_random(rng, c->weight_dtype, run->q_w.bytes, (size_t)(q_w * step), -1.5, 1.5);
+    fill_random(rng, c->weight_dtype, run->k_w.bytes, (size_t)(k_w * step), 0.0, 2.0);
     if (c->tables) {
         fill_random(rng, F32, run->cos.bytes, (size_t)(TABLE_ROWS * half), -1.0, 1.0);
         fill_random(rng, F32, run->sin.bytes, (size_t)(TABLE_ROWS * half), -1.0, 1.0);
@@ -146,9 +152,11 @@ static bool make_run(posenc_context *ctx, const norm_case *c, test_rng *rng, nor
     d->rotary_dim = c->rotary_dim;
     d->rotary_offset = c->rotary_offset;
     d->position_offset = c->first_position;
-    d->q_norm_weight = test_memory_tensor(&run->q_w, c->weight_dtype, 0, 1, &q_w, NULL);
+    int64_t weight_stride = step * (int64_t)ws;
+    d->q_norm_weight = test_memory_tensor(&run->q_w, c->weight_dtype, 0, 1, &q_w, &weight_stride);
     if (c->k_norm)
-        d->k_norm_weight = test_memory_tensor(&run->k_w, c->weight_dtype, 0, 1, &k_w, NULL);
+        d->k_norm_weight =
+            test_memory_tensor(&run->k_w, c->weight_dtype, 0, 1, &k_w, &weight_stride);
     d->norm_eps = c->eps;
     d->norm_weight_offset = c->offset;
     if (c->tables) {
@@ -193,8 +201,10 @@ static void check_tensor(const norm_case *c, const norm_run *run, const unsigned
                                  : 1.0 / sqrt(sum / (double)hd + c->eps);
             double xn[512];
             for (int64_t d = 0; d < hd; d++) {
+                int64_t step = c->weight_step ? c->weight_step : 1;
                 double w = ref_load(c->weight_dtype,
-                                    weights->bytes + (size_t)((per_token ? h * hd : 0) + d) * ws);
+                                    weights->bytes +
+                                        (size_t)(((per_token ? h * hd : 0) + d) * step) * ws);
                 xn[d] = ref_load(c->dtype, x + d * es) * (normed ? r * (w + c->offset) : 1.0);
             }
             for (int64_t d = 0; d < hd; d++) {
@@ -358,6 +368,22 @@ static void check_refusals(posenc_context *ctx, test_rng *rng)
     free_run(&run);
 }
 
+/* Work left running reads device memory only: host weights are refused, naming them. */
+static void check_submit_refusal(posenc_context *ctx, test_rng *rng)
+{
+    norm_run run;
+    if (make_run(ctx, &cases[1], rng, &run)) { /* in device buffers */
+        static float weights[32];
+        const int64_t count = 32;
+        run.desc.q_norm_weight = posenc_tensor_of_host(weights, F32, 1, &count);
+        posenc_event *event = NULL;
+        CHECK_STATUS(posenc_rope_submit(ctx, &run.desc, &event), POSENC_INVALID_ARGUMENT);
+        CHECK_MESSAGE(posenc_context_last_error(ctx), "q_norm_weight.host");
+        posenc_event_destroy(event);
+    }
+    free_run(&run);
+}
+
 static void test_device(posenc_context *ctx, const posenc_device_info *info)
 {
     test_rng rng = {0x2a0c};
@@ -371,6 +397,7 @@ static void test_device(posenc_context *ctx, const posenc_device_info *info)
         run_case(ctx, &in_buffers, &rng, norm_units, true);
     }
     check_refusals(ctx, &rng);
+    check_submit_refusal(ctx, &rng);
 }
 
 int main(void)
