@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The QK RMSNorm fused into RoPE on the CPU: a head (or a token's whole q or k) is normalized on
  * read, x (w + offset) / sqrt(mean(x^2) + eps), and rotated by the token's table in the same
- * pass. The vector kernels take the weights in f32 and a factor per head (computed here from
- * their sums of squares) and scale on load; a strided innermost dim, or a style they do not
- * cover, runs element by element with its sum of squares in float64. */
+ * pass. The vector kernels take the weights in f32 (converted here once per call) and scale on
+ * load; they take a norm per head's factors themselves, and are given those of a per-token norm
+ * (or of a head whose dims before rotary_offset they do not see), computed here from their sums
+ * of squares. A strided innermost dim, or a style they do not cover, runs element by element
+ * with its sum of squares in float64. */
 #include "cpu/cpu_internal.h"
 
 #include "posenc_kernel_params.h"
