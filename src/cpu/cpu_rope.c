@@ -298,8 +298,8 @@ static void rotate_heads_normed_at(const rope_job *job, const float *table,
         rotate_heads_normed(job, table, norm, in_view, in, out_view, out, first, end);
         return;
     }
-    /* A norm per head over what the kernels see: they take its factors themselves, from the
-     * values they load for the rotation where they can. */
+    /* A norm per head over what the kernels see: they take its factors themselves, a block of
+     * heads ahead of the rotation (cpu_simd_rope.h). */
     bool kernels_factor = !norm->per_token && op->rotary_offset == 0;
     if (!kernels_factor)
         posenc_cpu_norm_factors(job->state->kernels, in_view->dtype, in, in_view->strides[2],
