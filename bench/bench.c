@@ -11,8 +11,8 @@
 #include "support.h"
 #include <posenc/posenc_diagnostics.h>
 
-/* The rows beyond bench_cases that apply to the device: host memory, the paged KV cache and
- * the 16-bit floor. False when any of them failed. */
+/* The rows beyond bench_cases that apply to the device: host memory, the paged KV cache, the
+ * 16-bit floor and the QK norm. False when any of them failed. */
 static bool run_extra_rows(posenc_context *context, const bench_options *options,
                            bench_device_figures *f)
 {
@@ -38,6 +38,10 @@ static bool run_extra_rows(posenc_context *context, const bench_options *options
         for (int i = 0; i < BENCH_CONVERSION_ROWS; i++)
             ok = ok && f->conversion[i].status == POSENC_OK;
     }
+    bench_progress(options, f->selector, "qk norm", BENCH_CASE_COUNT, BENCH_CASE_COUNT);
+    f->has_norm = bench_norm_run(context, options->runs, options->sample_seconds, f->norm);
+    for (int i = 0; f->has_norm && i < BENCH_NORM_ROWS; i++)
+        ok = ok && f->norm[i].status == POSENC_OK;
     return ok;
 }
 

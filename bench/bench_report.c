@@ -244,6 +244,8 @@ void bench_report_device(const bench_options *options, const bench_caches *cache
             bench_kv_cache_print_json(f->kv_cache);
         if (f->has_conversion)
             bench_conversion_print_json(f->conversion);
+        if (f->has_norm)
+            bench_norm_print_json(f->norm);
         printf("}");
     } else {
         print_device_header(f->info, f->selector, f->variant, options);
@@ -263,6 +265,8 @@ void bench_report_device(const bench_options *options, const bench_caches *cache
             bench_kv_cache_print(f->kv_cache);
         if (f->has_conversion)
             bench_conversion_print(f->conversion);
+        if (f->has_norm)
+            bench_norm_print(f->norm);
     }
 }
 

@@ -11,6 +11,7 @@
 #include "bench_conversion.h"
 #include "bench_kv_cache.h"
 #include "bench_memory.h"
+#include "bench_norm.h"
 #include "bench_runner.h"
 
 /* Everything measured on one device. */
@@ -20,10 +21,12 @@ typedef struct bench_device_figures {
     const char *variant; /* the CPU kernels' variant, NULL on other backends */
     bench_first_call first;
     bench_result results[BENCH_CASE_COUNT];
-    bool has_memory, has_kv_cache, has_conversion; /* the rows measured on this device */
+    /* the rows measured on this device */
+    bool has_memory, has_kv_cache, has_conversion, has_norm;
     bench_memory_row memory[BENCH_MEMORY_ROWS];
     bench_kv_cache_row kv_cache[BENCH_KV_CACHE_ROWS];
     bench_conversion_row conversion[BENCH_CONVERSION_ROWS];
+    bench_norm_row norm[BENCH_NORM_ROWS];
 } bench_device_figures;
 
 /* The run's heading (text), or the JSON object's opening fields. */

@@ -6,16 +6,23 @@
  * norm and rotation, synchronous and submitted. Bad descriptors are refused naming the field,
  * with nothing written; host weights are refused for work left running.
  *
- * Tolerance: the normalized pair (a, b) = x (w + offset) / sqrt(mean(x^2) + eps) is within N
- * units of 2^-24 of itself in f32, the rotation keeps its promise (8 units of 2^-24 of the pair's
- * norm; 2 units of |a c| + |b s| by caller tables): |out - ref| <= (N + 9) * 2^-24 * (|a| + |b|)
- * * max(1, |c|, |s|) for f32 outputs, normalized pass-through dims within N units of |ref|, plus
- * one ulp of the output type at |ref| for f16 and bf16. The CPU sums in float64 and rounds the
- * normalized value once: N = 1. The GPU kernels work in f32 (NORM_UNITS_GPU): the squares rounded
- * (1 unit) and summed compensated (2 units, whatever the count), the mean and eps added (2), the
- * inverse square root (its input's 5 halved, and 2 ulp, 4 units, of OpenCL's rsqrt and Vulkan's
- * inversesqrt), w + offset (1) and the two products (2): 9.5 units of the normalized value, so
- * N = 10. */
+ * Tolerance, in units of 2^-24: a normalized value x_n = x (w + offset) / sqrt(mean(x^2) + eps)
+ * is within N units of |x_n|; pass-through dims are checked within N units of |ref|, and the
+ * rotation keeps its promise (8 units of the pair's norm; 2 units of |a c| + |b s| by caller
+ * tables) on inputs each within N units: |out - ref| <= (N + 9) * 2^-24 * (|a| + |b|) *
+ * max(1, |c|, |s|) for f32 outputs. f16 and bf16 add one ulp of the output type at |ref|.
+ * - CPU: the vector kernels sum the squares of a head in f32 lanes, each value's path to the sum
+ *   at most D = ceil(head_dim / (4 L)) + 2 + log2(L) rounded additions of non-negative terms for
+ *   L lanes (src/cpu/cpu_simd_norm.h), so the sum is within D units, relatively; the factor
+ *   r = 1 / sqrt(mean + eps), taken from it in f32 lanes, within D / 2 + 3.5 (the product by
+ *   1 / head_dim, eps rounded and added, the square root, the division; a per-token factor, in
+ *   float64 from the heads' sums, within D / 2 + 1); w + offset rounds once to f32, then w r and
+ *   x (w r): N = D / 2 + 6.5 (D the largest over the variants' 4, 8 and 16 lanes: 12 for
+ *   head_dim 128, so N = 12.5).
+ * - GPU kernels, in f32 (NORM_UNITS_GPU): the squares rounded (1 unit) and summed compensated
+ *   (2 units, whatever the count), the mean and eps added (2), the inverse square root (its
+ *   input's 5 halved, and 2 ulp, 4 units, of OpenCL's rsqrt and Vulkan's inversesqrt), w +
+ *   offset (1) and the two products (2): 9.5 units, so N = 10. */
 #include "reference.h"
 #include "test_common.h"
 
@@ -29,7 +36,6 @@
 #define I32 POSENC_DTYPE_I32
 #define MAX_REPORTS 6
 #define TABLE_ROWS 16
-#define NORM_UNITS_CPU 1.0
 #define NORM_UNITS_GPU 10.0
 
 typedef struct norm_case {
@@ -68,6 +74,23 @@ static const norm_case cases[] = {
      4, false, false, true, 1e-6, 0.0, false, false, true, 3, TEST_MEMORY_HOST, 3},
     {"strided bf16 weights, per token, out of place", POSENC_ROPE_NEOX, F32, BF16, 3, 2, 2, 16,
      0, 0, true, true, true, 1e-6, 1.0, true, false, false, 5, TEST_MEMORY_HOST, 2},
+    /* The vector kernels' edges: partial vectors (20 pairs: 16 + 4, 8 + 8 + 4), odd head
+     * counts, dims before and after the rotated ones normalized in place, sums of squares over
+     * more heads than lanes, heads as the table-in-registers kernels take them. */
+    {"partial vectors, 5+3 heads, out of place", POSENC_ROPE_NEOX, F32, F32, 3, 5, 3, 40, 0, 0,
+     false, false, true, 1e-6, 0.0, true, false, false, 11, TEST_MEMORY_HOST, 0},
+    {"gptj from dim 2 of 36, in place, f16", POSENC_ROPE_GPTJ, F16, BF16, 2, 3, 1, 36, 32, 2,
+     false, false, true, 1e-6, 1.0, false, false, false, 5, TEST_MEMORY_HOST, 0},
+    {"neox 64 of 128 in place, bf16, rest normed", POSENC_ROPE_NEOX, BF16, F32, 2, 4, 2, 128,
+     64, 0, false, false, true, 1e-6, 0.0, false, false, false, 77, TEST_MEMORY_HOST, 0},
+    {"per token over 40+9 heads, f16, in place", POSENC_ROPE_NEOX, F16, F16, 3, 40, 9, 64, 0, 0,
+     true, true, true, 1e-5, 0.0, false, false, false, 300, TEST_MEMORY_HOST, 0},
+    {"gptj decode 32+8 x 128, bf16, in place", POSENC_ROPE_GPTJ, BF16, BF16, 1, 32, 8, 128, 0, 0,
+     false, false, true, 1e-6, 1.0, false, false, false, 4095, TEST_MEMORY_HOST, 0},
+    {"gptj f32 x 128 per token, tables, cache", POSENC_ROPE_GPTJ, F32, F32, 3, 6, 4, 128, 0, 0,
+     true, false, true, 1e-6, 0.0, false, true, true, 2, TEST_MEMORY_HOST, 0},
+    {"neox f32 head 130, rotary 128: rest of 2", POSENC_ROPE_NEOX, F32, F32, 2, 3, 3, 130, 128,
+     0, false, true, true, 1e-6, 0.0, true, false, false, 9, TEST_MEMORY_HOST, 0},
 };
 
 typedef struct norm_run {
@@ -78,6 +101,17 @@ typedef struct norm_run {
 static uint32_t rotary(const norm_case *c)
 {
     return c->rotary_dim ? c->rotary_dim : (uint32_t)c->head_dim - c->rotary_offset;
+}
+
+/* The CPU's N of the tolerance (top of the file): units of 2^-24 of a normalized value. */
+static double cpu_norm_units(int64_t head_dim)
+{
+    double worst = 0.0;
+    for (int64_t lanes = 4, depth = 2; lanes <= 16; lanes *= 2, depth++) {
+        double d = (double)((head_dim + 4 * lanes - 1) / (4 * lanes)) + 2.0 + (double)depth;
+        worst = fmax(worst, d);
+    }
+    return worst / 2.0 + 6.5;
 }
 
 static void fill_random(test_rng *rng, posenc_dtype dtype, unsigned char *bytes, size_t count,
@@ -185,6 +219,7 @@ static void check_tensor(const norm_case *c, const norm_run *run, const unsigned
     ref_rope_frequencies(&run->desc, rot, inv_freq);
     unsigned reported = 0;
     int64_t hd = c->head_dim;
+    double units = norm_units > 0 ? norm_units : cpu_norm_units(hd);
     for (int64_t t = 0; t < c->tokens; t++) {
         const unsigned char *x0 = in + (size_t)(t * heads * hd) * es;
         const unsigned char *y0 = out + (size_t)((cache ? c->tokens - 1 - t : t) * heads * hd) * es;
@@ -211,7 +246,7 @@ static void check_tensor(const norm_case *c, const norm_run *run, const unsigned
                 if (d >= off && d < off + rot)
                     continue;
                 double got = ref_load(c->dtype, y + d * es);
-                double tol = norm_units * 0x1p-24 * fabs(xn[d]) +
+                double tol = units * 0x1p-24 * fabs(xn[d]) +
                              (c->dtype == F32 ? 0 : ref_ulp(c->dtype, xn[d]));
                 stats->values++;
                 if (!(fabs(got - xn[d]) <= tol)) {
@@ -234,7 +269,7 @@ static void check_tensor(const norm_case *c, const norm_run *run, const unsigned
                     ref_sincos_product(position, inv_freq[j], &s, &co);
                 }
                 double ra = a * co - b * s, rb = a * s + b * co;
-                double bound = (norm_units + 9) * 0x1p-24 * (fabs(a) + fabs(b)) *
+                double bound = (units + 9) * 0x1p-24 * (fabs(a) + fabs(b)) *
                                fmax(1.0, fmax(fabs(co), fabs(s)));
                 double ya = ref_load(c->dtype, y + (off + ia) * es);
                 double yb = ref_load(c->dtype, y + (off + ib) * es);
@@ -388,7 +423,8 @@ static void test_device(posenc_context *ctx, const posenc_device_info *info)
 {
     test_rng rng = {0x2a0c};
     printf("%s (%s):\n", info->name, posenc_backend_name(info->backend));
-    double norm_units = info->backend == POSENC_BACKEND_CPU ? NORM_UNITS_CPU : NORM_UNITS_GPU;
+    /* 0: the CPU's, from head_dim. */
+    double norm_units = info->backend == POSENC_BACKEND_CPU ? 0.0 : NORM_UNITS_GPU;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run_case(ctx, &cases[i], &rng, norm_units, false);
         /* Again in device buffers, prepared and submitted: work left running. */

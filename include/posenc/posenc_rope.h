@@ -226,9 +226,10 @@ typedef struct posenc_rope_desc {
      * mean over what the weights span, then rotated, in the same pass; k_cache takes the
      * normalized k, v is copied as it is. Each optional; f32, f16 or bf16, any stride:
      * [head_dim] for a norm over each head, or [heads * head_dim] (q_heads or k_heads) for one
-     * over the token's whole q or k. The sum of squares accumulates in float64 on the CPU, in
-     * f32 with compensation (Kahan) on the GPU backends (the normalized value within 10 units
-     * of 2^-24), where a norm over the token needs the token's heads in one kernel binding. */
+     * over the token's whole q or k. The squares are summed in f32: pairwise in vector lanes on
+     * the CPU (a normalized value within 12.5 units of 2^-24 for head_dim 128;
+     * tests/test_rope_norm.c derives the bound for any head_dim), compensated (Kahan) on the GPU
+     * backends (within 10 units), where a norm over the token needs its heads in one binding. */
     posenc_tensor q_norm_weight, k_norm_weight;
     double norm_eps;           /* finite, > 0; default 1e-6 */
     double norm_weight_offset; /* added to every weight, finite: 1 gives Gemma's x (1 + w) */

@@ -165,6 +165,27 @@ void posenc_cpu_rope_head_normed(const posenc__rope_op *op, bool interleaved_tab
                                  const float *table, const uint8_t *in, int64_t in_stride,
                                  uint8_t *out, int64_t out_stride, const posenc_cpu_norm *norm);
 
+/* For the vector kernels: the `count` weights of a norm (f32, f16 or bf16 at `stride` bytes)
+ * with `offset` added, each rounded once to f32, into `out`. */
+void posenc_cpu_norm_weights(const posenc_cpu_kernels *kernels, const uint8_t *weights,
+                             posenc_dtype dtype, int64_t stride, int64_t count, double offset,
+                             float *out);
+
+/* The factors 1 / sqrt(mean(x^2) + eps) of heads [first, end) of one token, into
+ * factors[first .. end): `heads` heads of `dims` contiguous values from `in`, `head_stride`
+ * bytes apart, each normalized over itself, or (per_token) all over the token's `heads`, whose
+ * factor every head takes: in f32 lanes (kernels->norm_factors), or from the heads' sums in f32
+ * lanes (kernels->sum_squares) added and taken to the factor in float64. */
+void posenc_cpu_norm_factors(const posenc_cpu_kernels *kernels, posenc_dtype dtype,
+                             const uint8_t *in, int64_t head_stride, int64_t heads,
+                             uint32_t dims, bool per_token, double eps, int64_t first,
+                             int64_t end, float *factors);
+
+/* `count` contiguous values of a head outside the rotated ones, scaled as the vector kernels
+ * scale theirs, x (w r), each product rounded to f32; in and out may be one. */
+void posenc_cpu_norm_dims(const uint8_t *in, uint8_t *out, posenc_dtype dtype,
+                          const float *weights, float factor, int64_t count);
+
 /* The `count` frequencies of the table `freqs_id` (0: not kept) split into their parts, kept in
  * the context until another table is split: a decode step or the next table finds them ready. */
 posenc_status posenc_cpu_split_freqs(posenc_context *ctx, const posenc__freq *freqs,

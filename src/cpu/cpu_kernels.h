@@ -43,6 +43,15 @@ typedef struct posenc_cpu_rope_heads {
     bool copy_rest;        /* out of place: copy dims rotary_dim .. head_dim unchanged */
     bool streaming;        /* the call's tensors exceed the caches: prefetch heads ahead where
                             * the variant does (PREFETCH_AHEAD, cpu_simd_rope.h) */
+    /* The QK norm, or NULL: dim d of head h (from the kernels' dim 0) is read as x * (w * r),
+     * w = norm_weights[h * norm_weight_stride + d] (the weights with their offset, f32) and
+     * r = norm_factors[h], and the dims after rotary_dim are scaled and written in place too.
+     * norm_factors NULL: a norm over each head's head_dim values (the kernels see the whole
+     * head), whose factors the kernels take, 1 / sqrt(mean(x^2) + norm_eps). */
+    const float *norm_weights;
+    const float *norm_factors;
+    float norm_eps;
+    int64_t norm_weight_stride; /* floats: 0 (one norm per head) or the head's dims (per token) */
 } posenc_cpu_rope_heads;
 
 /* Output rows of a sinusoidal encoding: out = output_scale * PE (+ input_scale * x), sin/cos
@@ -103,6 +112,14 @@ typedef struct posenc_cpu_kernels {
     void (*gptj_table)(const float *sin_values, const float *cos_values, uint32_t pairs,
                        float *table);
     void (*sinusoidal_rows)(const posenc_cpu_sinusoidal_rows *args);
+    /* The QK norm's sums of squares: of the first `dims` (contiguous) values of each of `heads`
+     * heads `head_stride` bytes apart, into sums[h], in f32 lanes (cpu_simd_norm.h bounds the
+     * error). */
+    void (*sum_squares)(posenc_dtype dtype, const uint8_t *in, int64_t head_stride,
+                        int64_t heads, uint32_t dims, float *sums);
+    /* The same heads' factors 1 / sqrt(sum / dims + eps), in f32 lanes, into factors[h]. */
+    void (*norm_factors)(posenc_dtype dtype, const uint8_t *in, int64_t head_stride,
+                         int64_t heads, uint32_t dims, float eps, float *factors);
 
     /* f32 <-> f16/bf16 arrays, bit for bit as core/half.c. */
     void (*from_f32)(posenc_dtype dtype, const float *in, size_t count, void *out);

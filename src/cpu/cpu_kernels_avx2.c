@@ -150,6 +150,8 @@ static inline vf f_set(float x) { return _mm256_set1_ps(x); }
 static inline vi i_set(uint32_t x) { return _mm256_set1_epi32((int)x); }
 static inline vf f_add(vf a, vf b) { return _mm256_add_ps(a, b); }
 static inline vf f_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+static inline vf f_div(vf a, vf b) { return _mm256_div_ps(a, b); }
+static inline vf f_sqrt(vf v) { return _mm256_sqrt_ps(v); }
 static inline vf f_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vf f_fms(vf a, vf b, vf c) { return _mm256_fmsub_ps(a, b, c); }
 static inline vf f_fnma(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }

@@ -84,6 +84,8 @@ static inline vf f_set(float x) { return vdupq_n_f32(x); }
 static inline vi i_set(uint32_t x) { return vdupq_n_u32(x); }
 static inline vf f_add(vf a, vf b) { return vaddq_f32(a, b); }
 static inline vf f_mul(vf a, vf b) { return vmulq_f32(a, b); }
+static inline vf f_div(vf a, vf b) { return vdivq_f32(a, b); }
+static inline vf f_sqrt(vf v) { return vsqrtq_f32(v); }
 static inline vf f_fma(vf a, vf b, vf c) { return vfmaq_f32(c, a, b); }
 static inline vf f_fms(vf a, vf b, vf c) { return vfmaq_f32(vnegq_f32(c), a, b); }
 static inline vf f_fnma(vf a, vf b, vf c) { return vfmsq_f32(c, a, b); }

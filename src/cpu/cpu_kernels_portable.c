@@ -5,6 +5,7 @@
 #include "core/half.h"
 #include "cpu/cpu_kernels.h"
 
+#include <math.h>
 #include <string.h>
 
 #define LANES 4
@@ -92,6 +93,16 @@ static inline vf f_add(vf a, vf b)
 static inline vf f_mul(vf a, vf b)
 {
     EACH(i) a.v[i] *= b.v[i];
+    return a;
+}
+static inline vf f_div(vf a, vf b)
+{
+    EACH(i) a.v[i] /= b.v[i];
+    return a;
+}
+static inline vf f_sqrt(vf a)
+{
+    EACH(i) a.v[i] = sqrtf(a.v[i]);
     return a;
 }
 /* Separate multiply and add: no fused instruction is assumed (and fmaf in software would be

@@ -24,10 +24,20 @@ typedef enum rope_run {
 /* The QK norm of one tensor of the call (q or k): its weights, or NULL for none. */
 typedef struct tensor_norm {
     const uint8_t *weights;
+    const float *scaled; /* the weights in f32 with the offset added, for the vector kernels */
     const posenc__view *view;
     bool per_token; /* one factor over the token's `heads` heads */
     int64_t heads;
 } tensor_norm;
+
+/* The norm of the heads of one kernel call: the tensor's f32 weights from the heads' first dim
+ * and their factors, or NULL weights for none (posenc_cpu_rope_heads.norm_*). */
+typedef struct heads_norm {
+    const float *weights;
+    const float *factors; /* NULL: the kernels take them */
+    float eps;
+    int64_t weight_stride; /* floats between heads' weights: 0 or head_dim */
+} heads_norm;
 
 typedef struct rope_job {
     const posenc__rope_op *op;
@@ -216,18 +226,33 @@ static void rotate_heads_normed(const rope_job *job, const float *table, const t
     }
 }
 
+/* Whether the vector kernels take heads of these views: contiguous dims, a style they cover. */
+static bool vector_heads(const posenc__rope_op *op, const posenc__view *in_view,
+                         const posenc__view *out_view)
+{
+    int64_t element = (int64_t)posenc_dtype_size(in_view->dtype);
+    return in_view->strides[3] == element && out_view->strides[3] == element &&
+           rope_styles[op->style].vector_kernels;
+}
+
 /* `heads` heads from `in` (its head `first` at token (b, t)) to `out`, laid out as the views
- * say in their dims 2 and 3. */
+ * say in their dims 2 and 3; normalized by `norm` where its weights are set (contiguous dims
+ * and a vector style only). */
 static void rotate_heads_at(const rope_job *job, const float *table, const posenc__view *in_view,
                             const uint8_t *in, const posenc__view *out_view, uint8_t *out,
-                            bool in_place, int64_t heads)
+                            bool in_place, int64_t heads, const heads_norm *norm)
 {
     const posenc__rope_op *op = job->op;
     int64_t element = (int64_t)posenc_dtype_size(in_view->dtype);
-    if (in_view->strides[3] == element && out_view->strides[3] == element &&
-        rope_styles[op->style].vector_kernels) {
+    if (vector_heads(op, in_view, out_view)) {
         const uint32_t pairs = op->rotary_dim / 2, first = op->rotary_offset;
-        if (!in_place && first) /* the dims before the rotated ones pass through */
+        if (norm->weights && first) /* the dims before the rotated ones are normalized too (the
+                                     * factors given: the kernels see the heads from `first`) */
+            for (int64_t h = 0; h < heads; h++)
+                posenc_cpu_norm_dims(in + h * in_view->strides[2], out + h * out_view->strides[2],
+                                     in_view->dtype, norm->weights + h * norm->weight_stride,
+                                     norm->factors[h], first);
+        else if (!in_place && first) /* the dims before the rotated ones pass through */
             for (int64_t h = 0; h < heads; h++)
                 memcpy(out + h * out_view->strides[2], in + h * in_view->strides[2],
                        (size_t)(first * element));
@@ -247,6 +272,10 @@ static void rotate_heads_at(const rope_job *job, const float *table, const posen
             .style = op->style,
             .copy_rest = !in_place,
             .streaming = job->streaming,
+            .norm_weights = norm->weights ? norm->weights + first : NULL,
+            .norm_factors = norm->factors,
+            .norm_eps = norm->eps,
+            .norm_weight_stride = norm->weight_stride,
         };
         job->state->kernels->rope_heads(&args);
         return;
@@ -256,24 +285,58 @@ static void rotate_heads_at(const rope_job *job, const float *table, const posen
                             out + h * out_view->strides[2], out_view->strides[3], !in_place);
 }
 
+/* Heads [first, end) of one token normalized by `norm` and rotated: `in` and `out` at the
+ * token's head 0; `factors` the unit of work's scratch for one per head. The vector kernels
+ * where they take the views, else element by element. */
+static void rotate_heads_normed_at(const rope_job *job, const float *table,
+                                   const tensor_norm *norm, const posenc__view *in_view,
+                                   const uint8_t *in, const posenc__view *out_view, uint8_t *out,
+                                   int64_t first, int64_t end, float *factors)
+{
+    const posenc__rope_op *op = job->op;
+    if (!vector_heads(op, in_view, out_view)) {
+        rotate_heads_normed(job, table, norm, in_view, in, out_view, out, first, end);
+        return;
+    }
+    /* A norm per head over what the kernels see: they take its factors themselves, a block of
+     * heads ahead of the rotation (cpu_simd_rope.h). */
+    bool kernels_factor = !norm->per_token && op->rotary_offset == 0;
+    if (!kernels_factor)
+        posenc_cpu_norm_factors(job->state->kernels, in_view->dtype, in, in_view->strides[2],
+                                norm->heads, (uint32_t)op->head_dim, norm->per_token,
+                                op->norm_eps, first, end, factors);
+    heads_norm heads = {
+        .weights = norm->scaled + (norm->per_token ? first * op->head_dim : 0),
+        .factors = kernels_factor ? NULL : factors + first,
+        .eps = (float)op->norm_eps,
+        .weight_stride = norm->per_token ? op->head_dim : 0,
+    };
+    /* In place, the kernels write what they have read: a per-token factor was taken above,
+     * from every head, before any is written. */
+    rotate_heads_at(job, table, in_view, in + first * in_view->strides[2], out_view,
+                    out + first * out_view->strides[2], in == out, end - first, &heads);
+}
+
 /* Heads [first, end) of one tensor at one token. */
 static void rotate_heads(const rope_job *job, const float *table, const tensor_norm *norm,
                          const posenc__view *in_view, const uint8_t *in_base,
                          const posenc__view *out_view, uint8_t *out_base, bool in_place,
-                         int64_t row, int64_t first, int64_t end)
+                         int64_t row, int64_t first, int64_t end, float *factors)
 {
     const posenc__rope_op *op = job->op;
     int64_t b = row / op->tokens, t = row % op->tokens;
     if (norm->weights) {
-        rotate_heads_normed(job, table, norm, in_view,
-                            posenc_cpu_element((uint8_t *)in_base, in_view, b, t, 0, 0), out_view,
-                            posenc_cpu_element(out_base, out_view, b, t, 0, 0), first, end);
+        rotate_heads_normed_at(job, table, norm, in_view,
+                               posenc_cpu_element((uint8_t *)in_base, in_view, b, t, 0, 0),
+                               out_view, posenc_cpu_element(out_base, out_view, b, t, 0, 0),
+                               first, end, factors);
         return;
     }
+    static const heads_norm no_norm = {NULL, NULL, 0.0f, 0};
     rotate_heads_at(job, table, in_view,
                     posenc_cpu_element((uint8_t *)in_base, in_view, b, t, first, 0), out_view,
                     posenc_cpu_element(out_base, out_view, b, t, first, 0), in_place,
-                    end - first);
+                    end - first, &no_norm);
 }
 
 /* Copies `heads` whole heads bit for bit between two views' layouts. */
@@ -297,7 +360,7 @@ static void copy_heads_at(const posenc__rope_op *op, const posenc__view *in_view
 
 /* The cache rows of k heads [first, end) of one token, and of v's, when its slot is one. */
 static void write_cache(const rope_job *job, const float *table, int64_t row, int64_t first,
-                        int64_t end)
+                        int64_t end, float *factors)
 {
     const posenc__rope_op *op = job->op;
     int64_t b = row / op->tokens, t = row % op->tokens, block, slot_row;
@@ -312,15 +375,17 @@ static void write_cache(const rope_job *job, const float *table, int64_t row, in
                       posenc_cpu_element(job->k_out, &op->k_out, b, t, first, 0), &op->k_cache,
                       k_row, end - first);
     else if (job->k_norm.weights)
-        rotate_heads_normed(job, table, &job->k_norm, &op->k,
-                            posenc_cpu_element((uint8_t *)job->k_in, &op->k, b, t, 0, 0),
-                            &op->k_cache,
-                            posenc_cpu_element(job->k_cache, &op->k_cache, block, slot_row, 0, 0),
-                            first, end);
-    else
+        rotate_heads_normed_at(
+            job, table, &job->k_norm, &op->k,
+            posenc_cpu_element((uint8_t *)job->k_in, &op->k, b, t, 0, 0), &op->k_cache,
+            posenc_cpu_element(job->k_cache, &op->k_cache, block, slot_row, 0, 0), first, end,
+            factors);
+    else {
+        static const heads_norm no_norm = {NULL, NULL, 0.0f, 0};
         rotate_heads_at(job, table, &op->k,
                         posenc_cpu_element((uint8_t *)job->k_in, &op->k, b, t, first, 0),
-                        &op->k_cache, k_row, false, end - first);
+                        &op->k_cache, k_row, false, end - first, &no_norm);
+    }
     if (op->has_v)
         copy_heads_at(op, &op->v, posenc_cpu_element((uint8_t *)job->v_in, &op->v, b, t, first, 0),
                       &op->v_cache,
@@ -379,6 +444,7 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
     float *table = job->state->scratch[part];
     float *sin_scratch = table + 2 * (size_t)rot;
     uint32_t *turns_hi = (uint32_t *)(sin_scratch + rot);
+    float *factors = table + 4 * (size_t)rot + 16; /* the QK norm's, one per head */
 
     uint64_t first, end;
     posenc_cpu_part_range((uint64_t)(job->rows * job->chunks), part, parts, &first, &end);
@@ -408,23 +474,45 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
         }
         if (h0 < op->q_heads)
             rotate_heads(job, table, &job->q_norm, &op->q, job->q_in, &op->q_out, job->q_out,
-                         op->q_in_place, row, h0, h1 < op->q_heads ? h1 : op->q_heads);
+                         op->q_in_place, row, h0, h1 < op->q_heads ? h1 : op->q_heads, factors);
         if (h1 > op->q_heads) {
             int64_t k0 = (h0 > op->q_heads ? h0 : op->q_heads) - op->q_heads;
             if (op->k_out_written)
                 rotate_heads(job, table, &job->k_norm, &op->k, job->k_in, &op->k_out,
-                             job->k_out, op->k_in_place, row, k0, h1 - op->q_heads);
+                             job->k_out, op->k_in_place, row, k0, h1 - op->q_heads, factors);
             if (op->has_k_cache)
-                write_cache(job, table, row, k0, h1 - op->q_heads);
+                write_cache(job, table, row, k0, h1 - op->q_heads, factors);
         }
     }
+}
+
+/* Rounded up to whole 64-byte lines. */
+static size_t whole_lines(int64_t floats) { return ((size_t)floats + 15) & ~(size_t)15; }
+
+/* The f32 weights (with the offset) of `norm`, into `out`; their floats. */
+static size_t scale_weights(const rope_job *job, tensor_norm *norm, float *out)
+{
+    if (!norm->weights)
+        return 0;
+    const posenc__view *view = norm->view;
+    posenc_cpu_norm_weights(job->state->kernels, norm->weights, view->dtype, view->strides[3],
+                            view->shape[3], job->op->norm_weight_offset, out);
+    norm->scaled = out;
+    return whole_lines(view->shape[3]);
 }
 
 static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, rope_run run)
 {
     posenc_cpu_context *state = ctx->backend_state;
-    /* Table (2 rotary_dim), sin and cos (rotary_dim), turns (rotary_dim / 2). */
-    posenc_status status = posenc_cpu_reserve_scratch(ctx, 4 * (size_t)op->rotary_dim + 16);
+    /* Table (2 rotary_dim), sin and cos (rotary_dim), turns (rotary_dim / 2); with the QK norm,
+     * a factor per head, and the weights in f32 (read by every part from part 0's block). */
+    bool normed = run == ROPE_ROTATE && (op->has_q_norm || op->has_k_norm);
+    size_t scratch = 4 * (size_t)op->rotary_dim + 16;
+    if (normed)
+        scratch += whole_lines(op->q_heads > op->k_heads ? op->q_heads : op->k_heads) +
+                   (op->has_q_norm ? whole_lines(op->q_norm_weight.shape[3]) : 0) +
+                   (op->has_k_norm ? whole_lines(op->k_norm_weight.shape[3]) : 0);
+    posenc_status status = posenc_cpu_reserve_scratch(ctx, scratch);
     posenc_cpu_freq_parts freqs = {NULL, NULL}; /* the yardsticks compute no angle */
     if (status == POSENC_OK && run == ROPE_ROTATE && !op->has_tables)
         status = posenc_cpu_split_freqs(ctx, op->freqs, op->rotary_dim / 2, op->freqs_id,
@@ -450,16 +538,22 @@ static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, ro
     job.cos = op->has_tables ? posenc__view_host_base(ctx, &op->cos) : NULL;
     job.sin = op->has_tables ? posenc__view_host_base(ctx, &op->sin) : NULL;
     job.q_norm = (tensor_norm){
-        op->has_q_norm ? posenc__view_host_base(ctx, &op->q_norm_weight) : NULL,
+        op->has_q_norm ? posenc__view_host_base(ctx, &op->q_norm_weight) : NULL, NULL,
         &op->q_norm_weight, op->q_norm_per_token, op->q_heads};
     job.k_norm = (tensor_norm){
-        op->has_k_norm ? posenc__view_host_base(ctx, &op->k_norm_weight) : NULL,
+        op->has_k_norm ? posenc__view_host_base(ctx, &op->k_norm_weight) : NULL, NULL,
         &op->k_norm_weight, op->k_norm_per_token, op->k_heads};
     job.rows = op->batch * op->tokens;
     job.heads = op->q_heads + (op->has_k ? op->k_heads : 0);
     job.sin_scale = op->inverse ? -op->attention_factor : op->attention_factor;
     job.cos_scale = op->attention_factor;
     job.run = run;
+    if (normed) {
+        float *weights = state->scratch[0] + 4 * (size_t)op->rotary_dim + 16 +
+                         whole_lines(op->q_heads > op->k_heads ? op->q_heads : op->k_heads);
+        weights += scale_weights(&job, &job.q_norm, weights);
+        scale_weights(&job, &job.k_norm, weights);
+    }
 
     uint64_t elements = (uint64_t)(job.rows * job.heads * op->head_dim);
     uint64_t bytes = elements * posenc_dtype_size(op->q.dtype) * 2;

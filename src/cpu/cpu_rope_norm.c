@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The QK RMSNorm fused into RoPE on the CPU: a head (or a token's whole q or k) is normalized on
- * read, x (w + offset) / sqrt(mean(x^2) + eps), its sum of squares accumulated in float64, and
- * rotated by the token's table in the same pass, element by element. */
+ * read, x (w + offset) / sqrt(mean(x^2) + eps), and rotated by the token's table in the same
+ * pass. The vector kernels take the weights in f32 (converted here once per call) and scale on
+ * load; they take a norm per head's factors themselves, and are given those of a per-token norm
+ * (or of a head whose dims before rotary_offset they do not see), computed here from their sums
+ * of squares. A strided innermost dim, or a style they do not cover, runs element by element
+ * with its sum of squares in float64. */
 #include "cpu/cpu_internal.h"
 
 #include "posenc_kernel_params.h"
@@ -52,5 +56,47 @@ void posenc_cpu_rope_head_normed(const posenc__rope_op *op, bool interleaved_tab
         float b = normalized(in, in_stride, dtype, norm, ib);
         posenc_cpu_store(out + ia * out_stride, dtype, a * c - b * s);
         posenc_cpu_store(out + ib * out_stride, dtype, a * s + b * c);
+    }
+}
+
+void posenc_cpu_norm_weights(const posenc_cpu_kernels *kernels, const uint8_t *weights,
+                             posenc_dtype dtype, int64_t stride, int64_t count, double offset,
+                             float *out)
+{
+    if (stride == (int64_t)posenc_dtype_size(dtype) && offset == 0.0) {
+        kernels->to_f32(dtype, weights, (size_t)count, out);
+        return;
+    }
+    for (int64_t d = 0; d < count; d++)
+        out[d] = (float)(posenc_cpu_load(weights + d * stride, dtype) + offset);
+}
+
+void posenc_cpu_norm_factors(const posenc_cpu_kernels *kernels, posenc_dtype dtype,
+                             const uint8_t *in, int64_t head_stride, int64_t heads,
+                             uint32_t dims, bool per_token, double eps, int64_t first,
+                             int64_t end, float *factors)
+{
+    if (per_token) {
+        kernels->sum_squares(dtype, in, head_stride, heads, dims, factors);
+        double sum = 0.0;
+        for (int64_t h = 0; h < heads; h++)
+            sum += factors[h];
+        float factor = (float)(1.0 / sqrt(sum / (double)(heads * dims) + eps));
+        for (int64_t h = first; h < end; h++)
+            factors[h] = factor;
+        return;
+    }
+    kernels->norm_factors(dtype, in + first * head_stride, head_stride, end - first, dims,
+                          (float)eps, factors + first);
+}
+
+void posenc_cpu_norm_dims(const uint8_t *in, uint8_t *out, posenc_dtype dtype,
+                          const float *weights, float factor, int64_t count)
+{
+    size_t element = posenc_dtype_size(dtype);
+    for (int64_t d = 0; d < count; d++) {
+        float scale = weights[d] * factor;
+        posenc_cpu_store(out + d * (int64_t)element, dtype,
+                         posenc_cpu_load(in + d * (int64_t)element, dtype) * scale);
     }
 }

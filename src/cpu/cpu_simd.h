@@ -9,7 +9,8 @@
  *   h_load, h_store, b_load, b_store (+ _part)   f16 / bf16 memory <-> f32 lanes, stores
  *                               rounding to nearest even exactly as core/half.c
  *   i_load, i_load_part         u32 vectors
- *   f_set, i_set, f_add, f_mul, f_fma(a,b,c) = a*b+c, f_fms(a,b,c) = a*b-c,
+ *   f_set, i_set, f_add, f_mul, f_div, f_sqrt (both correctly rounded), f_fma(a,b,c) = a*b+c,
+ *   f_fms(a,b,c) = a*b-c,
  *   f_fnma(a,b,c) = c-a*b, f_clamp1(v): v limited to [-1, 1]
  *   i_add, i_sub, i_and, i_shl(v,n), i_shr(v,n) (logical; n a constant)
  *   f_from_i (int32 -> float, to nearest), i_from_f (integral float -> int32)
@@ -65,6 +66,7 @@
 #include "cpu/cpu_simd_access.h"     /* CPU_INLINE; loads and stores by dtype */
 #include "cpu/cpu_simd_angles.h"     /* turns, sin and cos, angle addition */
 #include "cpu/cpu_simd_bf16.h"       /* f32 to bf16 pairs */
+#include "cpu/cpu_simd_norm.h"       /* the QK norm: sums of squares, scaling on load */
 #include "cpu/cpu_simd_rope_held.h"  /* RoPE with the table in registers (TABLE_REGS) */
 #include "cpu/cpu_simd_rope.h"       /* RoPE with the table in memory; k_rope_heads */
 #include "cpu/cpu_simd_sinusoidal.h" /* sinusoidal rows */
@@ -80,6 +82,8 @@ const posenc_cpu_kernels KERNEL_TABLE = {
     .rope_heads = k_rope_heads,
     .gptj_table = k_gptj_table,
     .sinusoidal_rows = k_sinusoidal_rows,
+    .sum_squares = k_sum_squares,
+    .norm_factors = k_norm_factors,
     .from_f32 = k_from_f32,
     .to_f32 = k_to_f32,
     .copy_in_place = k_copy_in_place,

@@ -6,6 +6,7 @@
 
 #include "cpu/cpu_simd_access.h"
 #include "cpu/cpu_simd_bf16.h"
+#include "cpu/cpu_simd_norm.h"
 #include "cpu/cpu_simd_rope_held.h"
 
 #include <string.h>
@@ -33,19 +34,23 @@ CPU_INLINE void prefetch_ahead(const posenc_cpu_rope_heads *a, const uint8_t *he
 #endif
 }
 
-/* One NeoX vector of a head: values at j of both halves (`half_bytes` apart), table c, s. */
+/* One NeoX vector of a head: values at j of both halves (`half_bytes` apart), table c, s; the
+ * head's norm `n` where `normed`. */
 CPU_INLINE void neox_vector(posenc_dtype dt, const uint8_t *in, uint8_t *out, size_t half_bytes,
-                            vf c, vf s, unsigned *nan)
+                            vf c, vf s, unsigned *nan, bool normed, const head_norm *n, size_t j,
+                            size_t half)
 {
-    vf x0 = load_dt(dt, in), x1 = load_dt(dt, in + half_bytes);
+    vf x0 = load_normed(dt, in, normed, n, j);
+    vf x1 = load_normed(dt, in + half_bytes, normed, n, j + half);
     store_dt2_deferred(dt, out, f_fms(x0, c, f_mul(x1, s)), out + half_bytes,
                        f_fma(x0, s, f_mul(x1, c)), nan);
 }
 
 /* The rest of a NeoX head after its `full` full vectors: their NaNs, the partial vector, and the
- * dims after rotary_dim when out of place. */
+ * dims after rotary_dim (head_rest). */
 CPU_INLINE void neox_head_end(const posenc_cpu_rope_heads *a, posenc_dtype dt, const uint8_t *in,
-                              uint8_t *out, uint32_t full, unsigned nan)
+                              uint8_t *out, uint32_t full, unsigned nan, bool normed,
+                              const head_norm *nh)
 {
     const size_t es = dt_size(dt);
     const uint32_t half = a->rotary_dim / 2;
@@ -55,18 +60,17 @@ CPU_INLINE void neox_head_end(const posenc_cpu_rope_heads *a, posenc_dtype dt, c
     if (full < half) {
         size_t n = half - full;
         const uint8_t *i0 = in + full * es, *i1 = i0 + half * es;
-        vf x0 = load_dt_part(dt, i0, n), x1 = load_dt_part(dt, i1, n);
+        vf x0 = load_normed_part(dt, i0, n, normed, nh, full);
+        vf x1 = load_normed_part(dt, i1, n, normed, nh, half + full);
         vf c = f_load_part(ct + full, n), s = f_load_part(st + full, n);
         store_dt_part(dt, out + full * es, f_fms(x0, c, f_mul(x1, s)), n);
         store_dt_part(dt, out + (half + full) * es, f_fma(x0, s, f_mul(x1, c)), n);
     }
-    if (a->copy_rest)
-        memcpy(out + a->rotary_dim * es, in + a->rotary_dim * es,
-               (a->head_dim - a->rotary_dim) * es);
+    head_rest(a, dt, in, out, normed, nh);
 }
 
 /* Two heads at a time, so that each table vector loaded serves both. */
-CPU_INLINE void rope_neox(const posenc_cpu_rope_heads *a, posenc_dtype dt)
+CPU_INLINE void rope_neox(const posenc_cpu_rope_heads *a, posenc_dtype dt, bool normed)
 {
     const size_t es = dt_size(dt);
     const uint32_t half = a->rotary_dim / 2, full = half - half % LANES;
@@ -81,43 +85,49 @@ CPU_INLINE void rope_neox(const posenc_cpu_rope_heads *a, posenc_dtype dt)
         const uint8_t *in = in0 + h * in_stride, *in1 = in + in_stride;
         uint8_t *out = out0 + h * out_stride, *out1 = out + out_stride;
         unsigned nan = 0, nan1 = 0;
+        const head_norm n0 = head_norm_at(a, normed, h), n1 = head_norm_at(a, normed, h + 1);
         prefetch_ahead(a, in, 2 * half_bytes);
         prefetch_ahead(a, in1, 2 * half_bytes);
         for (uint32_t j = 0; j < full; j += LANES) {
             vf c = f_load(ct + j), s = f_load(st + j);
-            neox_vector(dt, in + j * es, out + j * es, half_bytes, c, s, &nan);
-            neox_vector(dt, in1 + j * es, out1 + j * es, half_bytes, c, s, &nan1);
+            neox_vector(dt, in + j * es, out + j * es, half_bytes, c, s, &nan, normed, &n0, j,
+                        half);
+            neox_vector(dt, in1 + j * es, out1 + j * es, half_bytes, c, s, &nan1, normed, &n1,
+                        j, half);
         }
-        neox_head_end(a, dt, in, out, full, nan);
-        neox_head_end(a, dt, in1, out1, full, nan1);
+        neox_head_end(a, dt, in, out, full, nan, normed, &n0);
+        neox_head_end(a, dt, in1, out1, full, nan1, normed, &n1);
     }
     if (h < heads) {
         const uint8_t *in = in0 + h * in_stride;
         uint8_t *out = out0 + h * out_stride;
         unsigned nan = 0;
+        const head_norm n0 = head_norm_at(a, normed, h);
         prefetch_ahead(a, in, 2 * half_bytes);
         for (uint32_t j = 0; j < full; j += LANES)
             neox_vector(dt, in + j * es, out + j * es, half_bytes, f_load(ct + j),
-                        f_load(st + j), &nan);
-        neox_head_end(a, dt, in, out, full, nan);
+                        f_load(st + j), &nan, normed, &n0, j, half);
+        neox_head_end(a, dt, in, out, full, nan, normed, &n0);
     }
 }
 
 /* Two GPT-J vectors of a head from `in` (values i .. i + 2 LANES), table vectors c0, s0 and
- * c1, s1. */
+ * c1, s1; the head's norm `n` where `normed`. */
 CPU_INLINE void gptj_vectors(posenc_dtype dt, const uint8_t *in, uint8_t *out, vf c0, vf s0,
-                             vf c1, vf s1, unsigned *nan)
+                             vf c1, vf s1, unsigned *nan, bool normed, const head_norm *n,
+                             size_t i)
 {
     const size_t bytes = LANES * dt_size(dt);
-    vf x = load_dt(dt, in), y = load_dt(dt, in + bytes);
+    vf x = load_normed(dt, in, normed, n, i), y = load_normed(dt, in + bytes, normed, n, i + LANES);
     store_dt2_deferred(dt, out, f_fma(f_swap_pairs(x), s0, f_mul(x, c0)), out + bytes,
                        f_fma(f_swap_pairs(y), s1, f_mul(y, c1)), nan);
 }
 
 /* The rest of a GPT-J head after its first `done` values (a multiple of 2 LANES): their NaNs,
- * the last vectors, and the dims after rotary_dim when out of place. */
+ * the last vectors, and the dims after rotary_dim (head_rest). */
 CPU_INLINE void gptj_head_end(const posenc_cpu_rope_heads *a, posenc_dtype dt, const uint8_t *in,
-                              uint8_t *out, uint32_t done, unsigned nan)
+                              uint8_t *out, uint32_t done, unsigned nan, bool normed,
+                              const head_norm *nh)
 {
     const size_t es = dt_size(dt);
     const uint32_t rot = a->rotary_dim;
@@ -125,26 +135,25 @@ CPU_INLINE void gptj_head_end(const posenc_cpu_rope_heads *a, posenc_dtype dt, c
     uint32_t i = done;
     fix_nans_dt(dt, out, done, nan);
     for (; i + LANES <= rot; i += LANES) {
-        vf x = load_dt(dt, in + i * es);
+        vf x = load_normed(dt, in + i * es, normed, nh, i);
         store_dt(dt, out + i * es,
                  f_fma(f_swap_pairs(x), f_load(st + i), f_mul(x, f_load(ct + i))));
     }
     if (i < rot) { /* an even count: pairs never straddle the tail */
         size_t n = rot - i;
-        vf x = load_dt_part(dt, in + i * es, n);
+        vf x = load_normed_part(dt, in + i * es, n, normed, nh, i);
         store_dt_part(dt, out + i * es,
                       f_fma(f_swap_pairs(x), f_load_part(st + i, n),
                             f_mul(x, f_load_part(ct + i, n))),
                       n);
     }
-    if (a->copy_rest)
-        memcpy(out + rot * es, in + rot * es, (a->head_dim - rot) * es);
+    head_rest(a, dt, in, out, normed, nh);
 }
 
 /* One head at a time: two heads per table load as in rope_neox made in-place prefill slower
  * from DRAM (f32 at 0.68 of the copy's speed where one head runs at 0.9 on AVX2 Zen 3), the
  * core time saved going to a worse access pattern. */
-CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
+CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt, bool normed)
 {
     const size_t es = dt_size(dt);
     const uint32_t rot = a->rotary_dim, done = rot - rot % (2 * LANES);
@@ -157,11 +166,12 @@ CPU_INLINE void rope_gptj(const posenc_cpu_rope_heads *a, posenc_dtype dt)
         const uint8_t *in = in0 + h * in_stride;
         uint8_t *out = out0 + h * out_stride;
         unsigned nan = 0;
+        const head_norm n = head_norm_at(a, normed, h);
         prefetch_ahead(a, in, rot * es);
         for (uint32_t i = 0; i < done; i += 2 * LANES)
             gptj_vectors(dt, in + i * es, out + i * es, f_load(ct + i), f_load(st + i),
-                         f_load(ct + i + LANES), f_load(st + i + LANES), &nan);
-        gptj_head_end(a, dt, in, out, done, nan);
+                         f_load(ct + i + LANES), f_load(st + i + LANES), &nan, normed, &n, i);
+        gptj_head_end(a, dt, in, out, done, nan, normed, &n);
     }
 }
 
@@ -283,38 +293,106 @@ CPU_INLINE bool rope_neox_bf16(const posenc_cpu_rope_heads *a)
     return true;
 }
 
-static void k_rope_heads(const posenc_cpu_rope_heads *a)
+/* The heads with the QK norm, their factors given: the kernels above in their normed
+ * instances. bf16 takes the widening loads with the others, not the 32-bit words: the weights
+ * are per dim, and a word holds two dims. */
+static void rope_heads_normed(const posenc_cpu_rope_heads *a)
 {
 #if defined(TABLE_REGS) && TABLE_REGS > 0
     switch (a->dtype) {
     case DT_F16:
-        if (rope_held_dt(a, DT_F16))
+        if (rope_held_dt(a, DT_F16, true))
             return;
         break;
     case DT_BF16:
-        if (rope_held_dt(a, DT_BF16))
+        if (rope_held_dt(a, DT_BF16, true))
             return;
         break;
     default:
-        if (rope_held_dt(a, DT_F32))
+        if (rope_held_dt(a, DT_F32, true))
+            return;
+        break;
+    }
+#endif
+    switch (a->dtype) {
+    case DT_F16:
+        a->style == POSENC_ROPE_GPTJ ? rope_gptj(a, DT_F16, true) : rope_neox(a, DT_F16, true);
+        break;
+    case DT_BF16:
+        a->style == POSENC_ROPE_GPTJ ? rope_gptj(a, DT_BF16, true) : rope_neox(a, DT_BF16, true);
+        break;
+    default:
+        a->style == POSENC_ROPE_GPTJ ? rope_gptj(a, DT_F32, true) : rope_neox(a, DT_F32, true);
+        break;
+    }
+}
+
+/* The heads with the QK norm, their factors not given: LANES heads at a time, the factors of
+ * the next ones taken before these rotate. A head's factor waits on its sum, a reduction
+ * across lanes, a square root and a division, some 100 cycles on AVX-512; taken for all the
+ * heads first, they cost a pass of their own over the values, and taken head by head just
+ * before its rotation, the wait, where here the rotation of LANES heads covers it. */
+static void rope_heads_norm_blocks(const posenc_cpu_rope_heads *a)
+{
+    float factors[2][LANES];
+    const int64_t heads = a->heads;
+    k_norm_factors(a->dtype, a->in, a->in_head_stride, heads < LANES ? heads : LANES,
+                   a->head_dim, a->norm_eps, factors[0]);
+    for (int64_t h0 = 0, block = 0; h0 < heads; h0 += LANES, block++) {
+        int64_t next = h0 + LANES;
+        if (next < heads)
+            k_norm_factors(a->dtype, a->in + next * a->in_head_stride, a->in_head_stride,
+                           heads - next < LANES ? heads - next : LANES, a->head_dim, a->norm_eps,
+                           factors[(block + 1) % 2]);
+        posenc_cpu_rope_heads part = *a;
+        part.in = a->in + h0 * a->in_head_stride;
+        part.out = a->out + h0 * a->out_head_stride;
+        part.heads = heads - h0 < LANES ? heads - h0 : LANES;
+        part.norm_weights = a->norm_weights + h0 * a->norm_weight_stride;
+        part.norm_factors = factors[block % 2];
+        rope_heads_normed(&part);
+    }
+}
+
+static void k_rope_heads(const posenc_cpu_rope_heads *a)
+{
+    if (a->norm_weights) {
+        if (a->norm_factors)
+            rope_heads_normed(a);
+        else
+            rope_heads_norm_blocks(a);
+        return;
+    }
+#if defined(TABLE_REGS) && TABLE_REGS > 0
+    switch (a->dtype) {
+    case DT_F16:
+        if (rope_held_dt(a, DT_F16, false))
+            return;
+        break;
+    case DT_BF16:
+        if (rope_held_dt(a, DT_BF16, false))
+            return;
+        break;
+    default:
+        if (rope_held_dt(a, DT_F32, false))
             return;
         break;
     }
 #endif
     if (a->style == POSENC_ROPE_GPTJ) {
         switch (a->dtype) {
-        case DT_F16: rope_gptj(a, DT_F16); break;
+        case DT_F16: rope_gptj(a, DT_F16, false); break;
         case DT_BF16: rope_gptj_bf16(a); break; /* no shuffle at all */
-        default: rope_gptj(a, DT_F32); break;
+        default: rope_gptj(a, DT_F32, false); break;
         }
     } else {
         switch (a->dtype) {
-        case DT_F16: rope_neox(a, DT_F16); break;
+        case DT_F16: rope_neox(a, DT_F16, false); break;
         case DT_BF16:
             if (!rope_neox_bf16(a))
-                rope_neox(a, DT_BF16);
+                rope_neox(a, DT_BF16, false);
             break;
-        default: rope_neox(a, DT_F32); break;
+        default: rope_neox(a, DT_F32, false); break;
         }
     }
 }

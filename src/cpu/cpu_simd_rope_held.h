@@ -6,6 +6,7 @@
 
 #include "cpu/cpu_simd_access.h"
 #include "cpu/cpu_simd_bf16.h"
+#include "cpu/cpu_simd_norm.h"
 
 #include <stdbool.h>
 #include <string.h>
@@ -24,7 +25,8 @@
  * decode step (rotary_dim 128) 10-20 % faster for f32 and f16, NeoX and GPT-J alike, and
  * in-place prefill from memory 25-60 % slower. `nv` (vectors per half table for NeoX, per table
  * for GPT-J, in the chunk from vector `first` on) is a constant in each instance, so the loops
- * over it unroll and the arrays stay in registers. */
+ * over it unroll and the arrays stay in registers; `normed` too (the QK norm on load, which
+ * the kernels on bf16 words do not take). */
 #if defined(TABLE_REGS) && TABLE_REGS > 0
 
 #if TABLE_REGS != 8 && TABLE_REGS != 16
@@ -38,11 +40,11 @@
 #endif
 
 CPU_INLINE_ALWAYS void rope_neox_held(const posenc_cpu_rope_heads *a, posenc_dtype dt,
-                                      const uint32_t nv, const uint32_t first)
+                                      const uint32_t nv, const uint32_t first, const bool normed)
 {
     const size_t es = dt_size(dt);
     const uint32_t half = a->rotary_dim / 2;
-    const size_t head_bytes = a->rotary_dim * es, first_bytes = (size_t)first * LANES * es;
+    const size_t first_bytes = (size_t)first * LANES * es;
     const bool last = first + nv == half / LANES;
     const uint8_t *const in0 = a->in + first_bytes;
     uint8_t *const out0 = a->out + first_bytes;
@@ -58,27 +60,28 @@ CPU_INLINE_ALWAYS void rope_neox_held(const posenc_cpu_rope_heads *a, posenc_dty
         const uint8_t *in = in0 + h * in_stride;
         uint8_t *out = out0 + h * out_stride;
         unsigned nan = 0;
+        const head_norm n = head_norm_at(a, normed, h);
         UNROLL_ALL
         for (uint32_t k = 0; k < nv; k++) {
-            size_t at = k * LANES * es, bt = at + half * es;
-            vf x0 = load_dt(dt, in + at), x1 = load_dt(dt, in + bt);
+            size_t at = k * LANES * es, bt = at + half * es, d = (first + k) * (size_t)LANES;
+            vf x0 = load_normed(dt, in + at, normed, &n, d);
+            vf x1 = load_normed(dt, in + bt, normed, &n, d + half);
             store_dt2_deferred(dt, out + at, f_fms(x0, c[k], f_mul(x1, s[k])), out + bt,
                                f_fma(x0, s[k], f_mul(x1, c[k])), &nan);
         }
         fix_nans_dt(dt, out, nv * LANES, nan);
         fix_nans_dt(dt, out + half * es, nv * LANES, nan);
-        if (last && a->copy_rest)
-            memcpy(out - first_bytes + head_bytes, in - first_bytes + head_bytes,
-                   (a->head_dim - a->rotary_dim) * es);
+        if (last)
+            head_rest(a, dt, in - first_bytes, out - first_bytes, normed, &n);
     }
 }
 
 CPU_INLINE_ALWAYS void rope_gptj_held(const posenc_cpu_rope_heads *a, posenc_dtype dt,
-                                      const uint32_t nv, const uint32_t first)
+                                      const uint32_t nv, const uint32_t first, const bool normed)
 {
     const size_t es = dt_size(dt);
     const uint32_t rot = a->rotary_dim;
-    const size_t head_bytes = rot * es, first_bytes = (size_t)first * LANES * es;
+    const size_t first_bytes = (size_t)first * LANES * es;
     const bool last = first + nv == rot / LANES;
     const uint8_t *const in0 = a->in + first_bytes;
     uint8_t *const out0 = a->out + first_bytes;
@@ -94,32 +97,35 @@ CPU_INLINE_ALWAYS void rope_gptj_held(const posenc_cpu_rope_heads *a, posenc_dty
         const uint8_t *in = in0 + h * in_stride;
         uint8_t *out = out0 + h * out_stride;
         unsigned nan = 0;
+        const head_norm n = head_norm_at(a, normed, h);
         UNROLL_ALL
         for (uint32_t k = 0; k + 1 < nv; k += 2) {
-            size_t at = k * LANES * es, bt = at + LANES * es;
-            vf x = load_dt(dt, in + at), y = load_dt(dt, in + bt);
+            size_t at = k * LANES * es, bt = at + LANES * es, d = (first + k) * (size_t)LANES;
+            vf x = load_normed(dt, in + at, normed, &n, d);
+            vf y = load_normed(dt, in + bt, normed, &n, d + LANES);
             store_dt2_deferred(dt, out + at, f_fma(f_swap_pairs(x), s[k], f_mul(x, c[k])),
                                out + bt, f_fma(f_swap_pairs(y), s[k + 1], f_mul(y, c[k + 1])),
                                &nan);
         }
         if (nv % 2) {
             size_t at = (nv - 1) * LANES * es;
-            vf x = load_dt(dt, in + at);
+            vf x = load_normed(dt, in + at, normed, &n, (first + nv - 1) * (size_t)LANES);
             store_dt(dt, out + at, f_fma(f_swap_pairs(x), s[nv - 1], f_mul(x, c[nv - 1])));
         }
         fix_nans_dt(dt, out, (size_t)(nv - nv % 2) * LANES, nan);
-        if (last && a->copy_rest)
-            memcpy(out - first_bytes + head_bytes, in - first_bytes + head_bytes,
-                   (a->head_dim - rot) * es);
+        if (last)
+            head_rest(a, dt, in - first_bytes, out - first_bytes, normed, &n);
     }
 }
 
 /* rope_gptj_bf16 (cpu_simd_rope.h) with its pair table in registers: `nv` vectors of cos and
  * of sin. */
 CPU_INLINE_ALWAYS void rope_gptj_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype dt,
-                                           const uint32_t nv, const uint32_t first)
+                                           const uint32_t nv, const uint32_t first,
+                                           const bool normed)
 {
     (void)dt;
+    (void)normed;
     const size_t head_bytes = a->rotary_dim * 2, first_bytes = 4 * LANES * (size_t)first;
     const bool last = first + nv == a->rotary_dim / 2 / LANES;
     const uint8_t *const in0 = a->in + first_bytes;
@@ -155,9 +161,11 @@ CPU_INLINE_ALWAYS void rope_gptj_bf16_held(const posenc_cpu_rope_heads *a, posen
  * each, from block `first` on). Two loads and two stores per 2 LANES pairs, no widening
  * instruction, one conversion of two vectors at a time. */
 CPU_INLINE_ALWAYS void rope_neox_bf16_held(const posenc_cpu_rope_heads *a, posenc_dtype dt,
-                                           const uint32_t nv, const uint32_t first)
+                                           const uint32_t nv, const uint32_t first,
+                                           const bool normed)
 {
     (void)dt;
+    (void)normed;
     const uint32_t half = a->rotary_dim / 2;
     const size_t head_bytes = a->rotary_dim * 2, first_bytes = 4 * LANES * (size_t)first;
     const bool last = first + nv == a->rotary_dim / (4 * LANES);
@@ -197,7 +205,7 @@ CPU_INLINE_ALWAYS void rope_neox_bf16_held(const posenc_cpu_rope_heads *a, posen
  * through the instance of `held` for its size: 1 .. TABLE_REGS / 2 vectors (HELD_HALF), or
  * 1 .. TABLE_REGS / 4 blocks (HELD_QUARTER). */
 #define HELD_CASE(held, n)                                                                   \
-    case n: held(a, dt, n, first); break;
+    case n: held(a, dt, n, first, normed); break;
 #define HELD_UP_TO_2(held) HELD_CASE(held, 1) HELD_CASE(held, 2)
 #define HELD_UP_TO_4(held) HELD_UP_TO_2(held) HELD_CASE(held, 3) HELD_CASE(held, 4)
 #define HELD_UP_TO_8(held)                                                                   \
@@ -219,17 +227,17 @@ CPU_INLINE_ALWAYS void rope_neox_bf16_held(const posenc_cpu_rope_heads *a, posen
 
 /* False (nothing done) where the table has a partial vector, or is larger than the registers
  * on streaming tensors. */
-CPU_INLINE bool rope_held_dt(const posenc_cpu_rope_heads *a, posenc_dtype dt)
+CPU_INLINE bool rope_held_dt(const posenc_cpu_rope_heads *a, posenc_dtype dt, const bool normed)
 {
     const bool neox = a->style == POSENC_ROPE_NEOX;
-    if (neox && dt == DT_BF16 && a->rotary_dim % (4 * LANES) == 0) {
+    if (neox && dt == DT_BF16 && !normed && a->rotary_dim % (4 * LANES) == 0) {
         const uint32_t blocks = a->rotary_dim / (4 * LANES);
         if (blocks > TABLE_REGS / 4 && a->streaming)
             return false;
         HELD_CHUNKS(rope_neox_bf16_held, HELD_QUARTER, blocks, TABLE_REGS / 4)
         return true;
     }
-    const bool pairs = !neox && dt == DT_BF16; /* one cos and one sin per pair */
+    const bool pairs = !neox && dt == DT_BF16 && !normed; /* one cos and one sin per pair */
     const uint32_t values = neox || pairs ? a->rotary_dim / 2 : a->rotary_dim;
     const uint32_t nv = values / LANES;
     if (nv == 0 || values % LANES || (nv > TABLE_REGS / 2 && a->streaming))

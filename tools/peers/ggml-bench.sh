@@ -14,8 +14,10 @@ usage: tools/peers/ggml-bench.sh [--ggml DIR] [--build-dir DIR] [--threads N]
 
 Times posenc's RoPE against ggml's (ggml_rope_ext on the CPU, as llama.cpp runs it) in one
 process, in alternating rounds: q [T, 32, 128] and k [T, 8, 128] in place, a decode step and a
-4096-token prefill, f32 and f16, NeoX and GPT-J. Each row prints both medians, ggml / posenc,
-and each side's worst error against a float64 rotation of the same input.
+4096-token prefill, f32 and f16, NeoX and GPT-J; and f32 NeoX after Qwen3's QK RMSNorm
+(ggml's rms_norm, mul and rope graph against one posenc_rope with the norm's weights). Each
+row prints both medians, ggml / posenc, and each side's worst error against a float64
+rotation of the same input.
 
   --ggml DIR       ggml's source tree (llama.cpp's ggml/); default: the one in the source
                    package of ${GGML_PACKAGE}, downloaded with pip

@@ -7,6 +7,11 @@
  * persistent thread pool, paused while posenc runs so that its spinning workers take no core
  * from posenc.
  *
+ * The "norm" rows add Qwen3's QK RMSNorm (a weight of [128] for q and one for k, eps 1e-6),
+ * f32 NeoX: ggml's graph of rms_norm, mul and rope as llama.cpp builds it for Qwen3 (rms_norm
+ * out of place, then mul and rope in place on its result), posenc's one posenc_rope with
+ * q_norm_weight and k_norm_weight in place.
+ *
  * First each side's single call is checked against a float64 rotation of the same input (the
  * worst error relative to the pair's norm is printed for both), then the two are timed in
  * alternating rounds, the order swapped every round; each row gives the median time per call
@@ -28,23 +33,27 @@
 #define THETA 500000.0
 #define DECODE_POSITION 4095
 #define ROUNDS 15
+#define NORM_EPS 1e-6
 
 typedef struct bench_case {
     const char *name;
     int tokens;
     posenc_dtype dtype;
     posenc_rope_style style;
+    bool norm; /* the QK RMSNorm first */
 } bench_case;
 
 static const bench_case cases[] = {
-    {"decode", 1, POSENC_DTYPE_F32, POSENC_ROPE_NEOX},
-    {"decode", 1, POSENC_DTYPE_F32, POSENC_ROPE_GPTJ},
-    {"decode", 1, POSENC_DTYPE_F16, POSENC_ROPE_NEOX},
-    {"decode", 1, POSENC_DTYPE_F16, POSENC_ROPE_GPTJ},
-    {"prefill", 4096, POSENC_DTYPE_F32, POSENC_ROPE_NEOX},
-    {"prefill", 4096, POSENC_DTYPE_F32, POSENC_ROPE_GPTJ},
-    {"prefill", 4096, POSENC_DTYPE_F16, POSENC_ROPE_NEOX},
-    {"prefill", 4096, POSENC_DTYPE_F16, POSENC_ROPE_GPTJ},
+    {"decode", 1, POSENC_DTYPE_F32, POSENC_ROPE_NEOX, false},
+    {"decode", 1, POSENC_DTYPE_F32, POSENC_ROPE_GPTJ, false},
+    {"decode", 1, POSENC_DTYPE_F16, POSENC_ROPE_NEOX, false},
+    {"decode", 1, POSENC_DTYPE_F16, POSENC_ROPE_GPTJ, false},
+    {"prefill", 4096, POSENC_DTYPE_F32, POSENC_ROPE_NEOX, false},
+    {"prefill", 4096, POSENC_DTYPE_F32, POSENC_ROPE_GPTJ, false},
+    {"prefill", 4096, POSENC_DTYPE_F16, POSENC_ROPE_NEOX, false},
+    {"prefill", 4096, POSENC_DTYPE_F16, POSENC_ROPE_GPTJ, false},
+    {"decode", 1, POSENC_DTYPE_F32, POSENC_ROPE_NEOX, true},
+    {"prefill", 4096, POSENC_DTYPE_F32, POSENC_ROPE_NEOX, true},
 };
 
 /* ggml's monotonic clock, on every system (ggml_time_init, called first in main). */
@@ -67,6 +76,12 @@ typedef struct side {
     void *q, *k;
 } side;
 
+/* The norms' weights, the same for both sides: q's then k's; and weights of 1 for posenc's
+ * timed calls, which normalize the same tensors in place call after call: weights that differ
+ * from dim to dim would shrink some dims each time, into subnormals, whose arithmetic is slow
+ * (ggml's graph reads its input unchanged). The work does not depend on the values. */
+static float norm_weights[2][HEAD_DIM], unit_weights[HEAD_DIM];
+
 typedef struct ggml_side {
     struct ggml_context *ctx;
     struct ggml_cgraph *graph;
@@ -74,6 +89,7 @@ typedef struct ggml_side {
     struct ggml_threadpool *pool;
     void *work;
     side data;
+    side out; /* == data but with the norm, whose graph writes the rms_norm's result */
 } ggml_side;
 
 static size_t element_size(posenc_dtype dtype) { return dtype == POSENC_DTYPE_F32 ? 4 : 2; }
@@ -93,20 +109,28 @@ static void store_value(void *data, posenc_dtype dtype, size_t i, float value)
         ((ggml_fp16_t *)data)[i] = ggml_fp32_to_fp16(value);
 }
 
-/* The worst error of `out` against the float64 rotation of `in` (`heads` heads per token),
- * relative to each pair's norm. */
+/* The worst error of `out` against the float64 rotation of `in` (`heads` heads per token;
+ * normalized first by `weights`, unless NULL), relative to each pair's norm. */
 static double worst_error(const bench_case *c, const void *in, const void *out, int heads,
-                          const int32_t *positions)
+                          const int32_t *positions, const float *weights)
 {
     double worst = 0.0;
     for (int t = 0; t < c->tokens; t++) {
         for (int h = 0; h < heads; h++) {
             size_t head = ((size_t)t * (size_t)heads + (size_t)h) * HEAD_DIM;
+            double sum = 0.0;
+            for (int d = 0; d < HEAD_DIM; d++)
+                sum += pow(load_value(in, c->dtype, head + (size_t)d), 2);
+            double factor = weights ? 1.0 / sqrt(sum / HEAD_DIM + NORM_EPS) : 1.0;
             for (int j = 0; j < HEAD_DIM / 2; j++) {
                 size_t a = head + (c->style == POSENC_ROPE_NEOX ? (size_t)j : 2 * (size_t)j);
                 size_t b = a + (c->style == POSENC_ROPE_NEOX ? HEAD_DIM / 2 : 1);
                 double angle = positions[t] * pow(THETA, -2.0 * j / HEAD_DIM);
                 double xa = load_value(in, c->dtype, a), xb = load_value(in, c->dtype, b);
+                if (weights) {
+                    xa *= factor * weights[a - head];
+                    xb *= factor * weights[b - head];
+                }
                 double ya = xa * cos(angle) - xb * sin(angle);
                 double yb = xa * sin(angle) + xb * cos(angle);
                 double norm = sqrt(xa * xa + xb * xb);
@@ -125,8 +149,8 @@ static bool ggml_prepare(ggml_side *g, const bench_case *c, const int32_t *posit
     enum ggml_type type = c->dtype == POSENC_DTYPE_F32 ? GGML_TYPE_F32 : GGML_TYPE_F16;
     size_t bytes = (size_t)c->tokens * (Q_HEADS + K_HEADS) * HEAD_DIM * element_size(c->dtype);
     struct ggml_init_params params = {
-        .mem_size = bytes + (size_t)c->tokens * sizeof(int32_t) + 16 * ggml_tensor_overhead() +
-                    ggml_graph_overhead() + (1 << 20),
+        .mem_size = 2 * bytes + (size_t)c->tokens * sizeof(int32_t) +
+                    16 * ggml_tensor_overhead() + ggml_graph_overhead() + (1 << 20),
         .mem_buffer = NULL,
         .no_alloc = false,
     };
@@ -138,10 +162,19 @@ static bool ggml_prepare(ggml_side *g, const bench_case *c, const int32_t *posit
     struct ggml_tensor *pos = ggml_new_tensor_1d(g->ctx, GGML_TYPE_I32, c->tokens);
     memcpy(pos->data, positions, (size_t)c->tokens * sizeof(int32_t));
     int mode = c->style == POSENC_ROPE_NEOX ? GGML_ROPE_TYPE_NEOX : 0;
-    struct ggml_tensor *q_rotated = ggml_rope_ext_inplace(g->ctx, q, pos, NULL, HEAD_DIM, mode,
-                                                          0, (float)THETA, 1, 0, 1, 32, 1);
-    struct ggml_tensor *k_rotated = ggml_rope_ext_inplace(g->ctx, k, pos, NULL, HEAD_DIM, mode,
-                                                          0, (float)THETA, 1, 0, 1, 32, 1);
+    struct ggml_tensor *q_in = q, *k_in = k;
+    if (c->norm) { /* llama.cpp's Qwen3: rms_norm, then mul by the weight, then rope */
+        struct ggml_tensor *q_w = ggml_new_tensor_1d(g->ctx, GGML_TYPE_F32, HEAD_DIM);
+        struct ggml_tensor *k_w = ggml_new_tensor_1d(g->ctx, GGML_TYPE_F32, HEAD_DIM);
+        memcpy(q_w->data, norm_weights[0], sizeof norm_weights[0]);
+        memcpy(k_w->data, norm_weights[1], sizeof norm_weights[1]);
+        q_in = ggml_mul_inplace(g->ctx, ggml_rms_norm(g->ctx, q, (float)NORM_EPS), q_w);
+        k_in = ggml_mul_inplace(g->ctx, ggml_rms_norm(g->ctx, k, (float)NORM_EPS), k_w);
+    }
+    struct ggml_tensor *q_rotated = ggml_rope_ext_inplace(g->ctx, q_in, pos, NULL, HEAD_DIM,
+                                                          mode, 0, (float)THETA, 1, 0, 1, 32, 1);
+    struct ggml_tensor *k_rotated = ggml_rope_ext_inplace(g->ctx, k_in, pos, NULL, HEAD_DIM,
+                                                          mode, 0, (float)THETA, 1, 0, 1, 32, 1);
     g->graph = ggml_new_graph(g->ctx);
     ggml_build_forward_expand(g->graph, q_rotated);
     ggml_build_forward_expand(g->graph, k_rotated);
@@ -154,6 +187,8 @@ static bool ggml_prepare(ggml_side *g, const bench_case *c, const int32_t *posit
     g->plan.work_data = g->work;
     g->data.q = q->data;
     g->data.k = k->data;
+    g->out.q = q_rotated->data;
+    g->out.k = k_rotated->data;
     return !g->plan.work_size || g->work;
 }
 
@@ -173,6 +208,7 @@ static bool ggml_call(ggml_side *g)
 
 static posenc_rope_desc posenc_describe(const bench_case *c, side *data, const int32_t *positions)
 {
+    static const int64_t weight_shape[1] = {HEAD_DIM};
     int64_t q_shape[3] = {c->tokens, Q_HEADS, HEAD_DIM};
     int64_t k_shape[3] = {c->tokens, K_HEADS, HEAD_DIM};
     int64_t positions_shape[1] = {c->tokens};
@@ -183,6 +219,13 @@ static posenc_rope_desc posenc_describe(const bench_case *c, side *data, const i
         .style = c->style,
         .theta = THETA,
     };
+    if (c->norm) {
+        desc.q_norm_weight = posenc_tensor_of_host(norm_weights[0], POSENC_DTYPE_F32, 1,
+                                                   weight_shape);
+        desc.k_norm_weight = posenc_tensor_of_host(norm_weights[1], POSENC_DTYPE_F32, 1,
+                                                   weight_shape);
+        desc.norm_eps = NORM_EPS;
+    }
     return desc;
 }
 
@@ -237,11 +280,17 @@ static int run_case(posenc_context *ctx, const bench_case *c, int threads)
         fprintf(stderr, "ggml: graph compute failed\n");
         goto done;
     }
-    double mine_error = fmax(worst_error(c, input.q, mine.q, Q_HEADS, positions),
-                             worst_error(c, input.k, mine.k, K_HEADS, positions));
-    double theirs_error = fmax(worst_error(c, input.q, theirs.data.q, Q_HEADS, positions),
-                               worst_error(c, input.k, theirs.data.k, K_HEADS, positions));
+    const float *q_w = c->norm ? norm_weights[0] : NULL, *k_w = c->norm ? norm_weights[1] : NULL;
+    double mine_error = fmax(worst_error(c, input.q, mine.q, Q_HEADS, positions, q_w),
+                             worst_error(c, input.k, mine.k, K_HEADS, positions, k_w));
+    double theirs_error = fmax(worst_error(c, input.q, theirs.out.q, Q_HEADS, positions, q_w),
+                               worst_error(c, input.k, theirs.out.k, K_HEADS, positions, k_w));
 
+    if (c->norm) {
+        int64_t weight_shape[1] = {HEAD_DIM};
+        desc.q_norm_weight = desc.k_norm_weight =
+            posenc_tensor_of_host(unit_weights, POSENC_DTYPE_F32, 1, weight_shape);
+    }
     int calls = calls_per_round(ctx, &desc);
     double mine_times[ROUNDS], theirs_times[ROUNDS];
     for (int round = 0; round < ROUNDS; round++) {
@@ -266,8 +315,9 @@ static int run_case(posenc_context *ctx, const bench_case *c, int threads)
         }
     }
     double mine_median = median(mine_times, ROUNDS), theirs_median = median(theirs_times, ROUNDS);
-    printf("%-8s %-5s %-5s %12.2f us %12.2f us %8.1fx   %9.1e %9.1e\n", c->name,
-           posenc_dtype_name(c->dtype), c->style == POSENC_ROPE_NEOX ? "neox" : "gptj",
+    printf("%-8s %-5s %-10s %12.2f us %12.2f us %8.1fx   %9.1e %9.1e\n", c->name,
+           posenc_dtype_name(c->dtype),
+           c->norm ? "norm+neox" : c->style == POSENC_ROPE_NEOX ? "neox" : "gptj",
            1e6 * mine_median, 1e6 * theirs_median, theirs_median / mine_median, mine_error,
            theirs_error);
     failed = 0;
@@ -284,6 +334,11 @@ done:
 int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : 0;
+    for (int i = 0; i < HEAD_DIM; i++) { /* in [0.5, 1.5), as trained weights sit near 1 */
+        norm_weights[0][i] = 0.5f + (float)((i * 37) % 64) / 64.0f;
+        norm_weights[1][i] = 0.5f + (float)((i * 29 + 11) % 64) / 64.0f;
+        unit_weights[i] = 1.0f;
+    }
     setvbuf(stdout, NULL, _IOLBF, 0); /* each row as it is measured, into a pipe too */
     ggml_time_init();
     posenc_context_desc context_desc = {.backend = POSENC_BACKEND_CPU,
@@ -301,7 +356,7 @@ int main(int argc, char **argv)
            posenc_version(), ggml_version(), threads, ROUNDS);
     printf("q [T, %d, %d] and k [T, %d, %d] in place, theta %.0f; error = worst |y - y64| / "
            "|pair| against float64\n", Q_HEADS, HEAD_DIM, K_HEADS, HEAD_DIM, THETA);
-    printf("%-8s %-5s %-5s %15s %15s %9s   %9s %9s\n", "row", "dtype", "style", "posenc",
+    printf("%-8s %-5s %-10s %15s %15s %9s   %9s %9s\n", "row", "dtype", "style", "posenc",
            "ggml", "ggml/posenc", "err posenc", "err ggml");
     int failed = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
