@@ -257,6 +257,10 @@ typedef struct posenc__sinusoidal_op {
  * work before they return (posenc__rope_check_table_rows). */
 posenc_status posenc__rope_prepare(posenc_context *ctx, const posenc_rope_desc *desc,
                                    posenc__rope_op *prepared);
+/* No output of `op` (q_out, k_out when written, k_cache, v_cache; resolved) shares memory with
+ * `input`, another view the call only reads (caller tables, norm weights) named `name`. */
+posenc_status posenc__rope_check_outputs_apart(posenc_context *ctx, const posenc__rope_op *op,
+                                              const posenc__view *input, const char *name);
 posenc_status posenc__sinusoidal_prepare(posenc_context *ctx, const posenc_sinusoidal_desc *desc,
                                          posenc__sinusoidal_op *prepared);
 

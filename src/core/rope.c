@@ -367,6 +367,23 @@ static posenc_status prepare_in_full(posenc_context *ctx, const posenc_rope_desc
     return POSENC_OK;
 }
 
+posenc_status posenc__rope_check_outputs_apart(posenc_context *ctx, const posenc__rope_op *op,
+                                              const posenc__view *input, const char *name)
+{
+    const posenc__view *outputs[] = {&op->q_out,
+                                     op->has_k && op->k_out_written ? &op->k_out : NULL,
+                                     op->has_k_cache ? &op->k_cache : NULL,
+                                     op->has_v ? &op->v_cache : NULL};
+    const char *names[] = {op->q_in_place ? "q" : "q_out", op->k_in_place ? "k" : "k_out",
+                           "k_cache", "v_cache"};
+    posenc_status status = POSENC_OK;
+    for (uint32_t i = 0; i < 4 && status == POSENC_OK; i++) {
+        if (outputs[i])
+            status = posenc__check_disjoint(ctx, outputs[i], names[i], input, name);
+    }
+    return status;
+}
+
 /* `*op`: the remembered operation of a repeated descriptor (core/rope_memo.h), or `storage`
  * prepared in full. */
 static posenc_status prepare(posenc_context *ctx, const posenc_rope_desc *desc,

@@ -34,24 +34,6 @@ static posenc_status resolve_weights(posenc_context *ctx, const posenc_tensor *t
     return POSENC_OK;
 }
 
-/* No output of the call shares memory with the weights. */
-static posenc_status check_outputs_apart(posenc_context *ctx, const posenc__rope_op *op,
-                                         const posenc__view *weights, const char *name)
-{
-    const posenc__view *outputs[] = {&op->q_out,
-                                     op->has_k && op->k_out_written ? &op->k_out : NULL,
-                                     op->has_k_cache ? &op->k_cache : NULL,
-                                     op->has_v ? &op->v_cache : NULL};
-    const char *names[] = {op->q_in_place ? "q" : "q_out", op->k_in_place ? "k" : "k_out",
-                           "k_cache", "v_cache"};
-    posenc_status status = POSENC_OK;
-    for (uint32_t i = 0; i < 4 && status == POSENC_OK; i++) {
-        if (outputs[i])
-            status = posenc__check_disjoint(ctx, outputs[i], names[i], weights, name);
-    }
-    return status;
-}
-
 posenc_status posenc__rope_resolve_norm(posenc_context *ctx, const posenc_rope_desc *desc,
                                         posenc__rope_op *op)
 {
@@ -85,8 +67,8 @@ posenc_status posenc__rope_resolve_norm(posenc_context *ctx, const posenc_rope_d
         status = resolve_weights(ctx, &desc->k_norm_weight, "k_norm_weight", op, op->k_heads,
                                  &op->k_norm_weight, &op->k_norm_per_token);
     if (status == POSENC_OK && op->has_q_norm)
-        status = check_outputs_apart(ctx, op, &op->q_norm_weight, "q_norm_weight");
+        status = posenc__rope_check_outputs_apart(ctx, op, &op->q_norm_weight, "q_norm_weight");
     if (status == POSENC_OK && op->has_k_norm)
-        status = check_outputs_apart(ctx, op, &op->k_norm_weight, "k_norm_weight");
+        status = posenc__rope_check_outputs_apart(ctx, op, &op->k_norm_weight, "k_norm_weight");
     return status;
 }

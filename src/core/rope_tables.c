@@ -61,23 +61,6 @@ static posenc_status check_gathered(posenc_context *ctx, const posenc_rope_desc 
     return POSENC_OK;
 }
 
-/* No output of the call shares memory with a table. */
-static posenc_status check_outputs_apart(posenc_context *ctx, const posenc__rope_op *op,
-                                         const posenc__view *table, const char *name)
-{
-    const posenc__view *outputs[] = {&op->q_out, op->has_k && op->k_out_written ? &op->k_out : NULL,
-                                     op->has_k_cache ? &op->k_cache : NULL,
-                                     op->has_v ? &op->v_cache : NULL};
-    const char *names[] = {op->q_in_place ? "q" : "q_out", op->k_in_place ? "k" : "k_out",
-                           "k_cache", "v_cache"};
-    posenc_status status = POSENC_OK;
-    for (uint32_t i = 0; i < 4 && status == POSENC_OK; i++) {
-        if (outputs[i])
-            status = posenc__check_disjoint(ctx, outputs[i], names[i], table, name);
-    }
-    return status;
-}
-
 posenc_status posenc__rope_resolve_tables(posenc_context *ctx, const posenc_rope_desc *desc,
                                           posenc__rope_op *op)
 {
@@ -132,9 +115,9 @@ posenc_status posenc__rope_resolve_tables(posenc_context *ctx, const posenc_rope
                               "got %s",
                               posenc_dtype_name(op->positions.dtype));
     if (status == POSENC_OK)
-        status = check_outputs_apart(ctx, op, &op->cos, "cos");
+        status = posenc__rope_check_outputs_apart(ctx, op, &op->cos, "cos");
     if (status == POSENC_OK)
-        status = check_outputs_apart(ctx, op, &op->sin, "sin");
+        status = posenc__rope_check_outputs_apart(ctx, op, &op->sin, "sin");
     return status;
 }
 
