@@ -30,7 +30,7 @@
 //
 // Variants (-D): POSENC_OUT_F32, POSENC_OUT_F16 or POSENC_OUT_BF16, the tensor type;
 // POSENC_STORAGE16=1 for 16-bit types on devices with 16-bit storage (else two per word, see
-// elements.glsl).
+// elements.glsl); POSENC_NORM=1 for the passes with the QK norm, which run nothing else.
 //
 // Bindings (descriptor set 0, all storage buffers):
 //   0  out        the output elements (also the input when rotating in place)
@@ -55,6 +55,10 @@
 #define POSENC_ELEMENT_T uint16_t
 #else
 #define POSENC_ELEMENT_T uint
+#endif
+
+#ifndef POSENC_NORM
+#define POSENC_NORM 0
 #endif
 
 #include "angle.glsl"
@@ -188,7 +192,10 @@ void copy_dims(uint in_head, uint out_head, uint d)
         posenc_store_bits(ob, posenc_in_bits(ib));
 }
 
-// ---- The QK norm (POSENC_ROPE_FLAG_NORM) ----------------------------------------------------
+// ---- The QK norm (POSENC_ROPE_FLAG_NORM): the rope_*_norm variants only ---------------------
+// Kept out of the other variants: on lavapipe the norm's code in the same shader made a call's
+// dispatch cost 15 us more (the one-pair call of `posenc bench`, 70 us before), norm or not.
+#if POSENC_NORM
 
 float input_value(uint index, bool in_place)
 {
@@ -300,15 +307,17 @@ void main_normed(bool in_place, bool tables)
     }
 }
 
+#endif
+
 void main()
 {
     bool in_place = (params.flags & POSENC_ROPE_FLAG_IN_PLACE) != 0u;
-    uint style = params.flags & POSENC_ROPE_FLAG_STYLE_MASK;
     bool tables = (params.flags & POSENC_ROPE_FLAG_TABLES) != 0u;
-    if ((params.flags & POSENC_ROPE_FLAG_NORM) != 0u) {
-        main_normed(in_place, tables);
-        return;
-    }
+#if POSENC_NORM
+    // The host runs this variant for the passes that normalize, and only those.
+    main_normed(in_place, tables);
+#else
+    uint style = params.flags & POSENC_ROPE_FLAG_STYLE_MASK;
     uint pairs = params.pairs;
     uint pass_units = in_place ? 0u : (params.head_dim - 2u * pairs + 1u) >> 1;
     uint per_row = pairs + pass_units;
@@ -363,4 +372,5 @@ void main()
                    scaled_s, scaled_c, in_place);
         }
     }
+#endif
 }

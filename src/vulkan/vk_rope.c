@@ -28,16 +28,21 @@ typedef struct rope_job {
 
 /* rope.comp for `dtype` (16-bit elements packed in words, or in 16-bit storage), or
  * rope_blocks.comp. */
-static posenc_vk_kernel rope_kernel(const posenc_vk_context *vk, posenc_dtype dtype, bool blocks)
+/* The generic kernel (with the QK norm: its variant, `norm`), or rope_blocks.comp's. */
+static posenc_vk_kernel rope_kernel(const posenc_vk_context *vk, posenc_dtype dtype, bool blocks,
+                                    bool norm)
 {
-    static const posenc_vk_kernel kernels[3][3] = {
+    static const posenc_vk_kernel kernels[5][3] = {
         {POSENC__SPIRV_ROPE_F32, POSENC__SPIRV_ROPE_F16, POSENC__SPIRV_ROPE_BF16},
         {POSENC__SPIRV_ROPE_F32, POSENC__SPIRV_ROPE_F16_S16, POSENC__SPIRV_ROPE_BF16_S16},
+        {POSENC__SPIRV_ROPE_F32_NORM, POSENC__SPIRV_ROPE_F16_NORM, POSENC__SPIRV_ROPE_BF16_NORM},
+        {POSENC__SPIRV_ROPE_F32_NORM, POSENC__SPIRV_ROPE_F16_S16_NORM,
+         POSENC__SPIRV_ROPE_BF16_S16_NORM},
         {POSENC__SPIRV_ROPE_F32_BLOCKS, POSENC__SPIRV_ROPE_F16_BLOCKS,
          POSENC__SPIRV_ROPE_BF16_BLOCKS},
     };
     int column = dtype == POSENC_DTYPE_F16 ? 1 : dtype == POSENC_DTYPE_BF16 ? 2 : 0;
-    return kernels[blocks ? 2 : vk->storage16][column];
+    return kernels[blocks ? 4 : 2 * norm + vk->storage16][column];
 }
 
 static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
@@ -56,7 +61,9 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
     posenc__rope_pass push;
     posenc__gpu_rope_pass_params(job->op, pass, box, windows->first,
                                  (uint32_t)split.heads_per_unit, &push);
-    return posenc_vk_dispatch(ctx, rope_kernel(ctx->backend_state, pass->out->dtype, blocks),
+    return posenc_vk_dispatch(ctx,
+                              rope_kernel(ctx->backend_state, pass->out->dtype, blocks,
+                                          pass->norm != NULL),
                               windows, &push, sizeof push, split.units);
 }
 
@@ -115,11 +122,13 @@ static posenc_status rope_record(posenc_context *ctx, const void *rope,
 posenc_vk_op posenc_vk_rope_op(posenc_context *ctx, const posenc__rope_op *op)
 {
     /* Both kernels, as a call may take either for a pass (by where its views lie in memory);
-     * with cos/sin tables or a QK norm only the generic one. */
-    bool generic = op->has_tables || op->has_q_norm || op->has_k_norm;
+     * with cos/sin tables only the generic one, with a QK norm the generic one for the passes
+     * that copy (v) or leave a tensor unnormalized and its norm variant for the others. */
+    bool norm = op->has_q_norm || op->has_k_norm;
     posenc_vk_op run = {
-        .kernels = {rope_kernel(ctx->backend_state, op->q.dtype, false),
-                    rope_kernel(ctx->backend_state, op->q.dtype, !generic)},
+        .kernels = {rope_kernel(ctx->backend_state, op->q.dtype, false, false),
+                    rope_kernel(ctx->backend_state, op->q.dtype, !op->has_tables && !norm,
+                                norm)},
         .record = rope_record,
         .op = op};
     posenc__gpu_rope_op(op, &run.gpu);
