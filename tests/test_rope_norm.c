@@ -89,6 +89,15 @@ static const norm_case cases[] = {
      false, false, true, 1e-6, 1.0, false, false, false, 4095, TEST_MEMORY_HOST, 0},
     {"gptj f32 x 128 per token, tables, cache", POSENC_ROPE_GPTJ, F32, F32, 3, 6, 4, 128, 0, 0,
      true, false, true, 1e-6, 0.0, false, true, true, 2, TEST_MEMORY_HOST, 0},
+    /* The one-pass kernels' instances (cpu_simd_rope_norm.h): whole NeoX heads of 2, 4 or 8
+     * vectors a half, f32 and bf16, with groups of four heads cut short; the prefill streams
+     * (software prefetch on the variants that take it). */
+    {"neox f32 x 128, 6+3 heads, tables, KV cache", POSENC_ROPE_NEOX, F32, F32, 4, 6, 3, 128, 0,
+     0, false, false, true, 1e-6, 0.0, false, true, true, 2, TEST_MEMORY_HOST, 0},
+    {"neox bf16 x 256, 1+1 heads, out of place", POSENC_ROPE_NEOX, BF16, BF16, 2, 1, 1, 256, 0, 0,
+     false, false, true, 1e-6, 1.0, true, false, false, 1 << 22, TEST_MEMORY_BUFFER, 0},
+    {"neox f32 x 256 prefill of 600 tokens, 6+2 heads", POSENC_ROPE_NEOX, F32, BF16, 600, 6, 2,
+     256, 0, 0, false, false, true, 1e-5, 0.0, false, false, false, 0, TEST_MEMORY_HOST, 0},
     {"neox f32 head 130, rotary 128: rest of 2", POSENC_ROPE_NEOX, F32, F32, 2, 3, 3, 130, 128,
      0, false, true, true, 1e-6, 0.0, true, false, false, 9, TEST_MEMORY_HOST, 0},
 };

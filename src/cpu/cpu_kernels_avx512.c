@@ -11,6 +11,12 @@
 
 #define LANES 16
 #define TABLE_REGS 16 /* of 32: a rotary_dim of 128 or 256 keeps its whole table in registers */
+#define NORM_PREFETCH_AHEAD 2048 /* bytes: the QK norm's sums (cpu_simd_rope_norm.h) */
+#if defined(__GNUC__) || defined(__clang__)
+#  define prefetch_line(p) __builtin_prefetch((p), 0, 3)
+#else
+#  define prefetch_line(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+#endif
 typedef __m512 vf;
 typedef __m512i vi;
 

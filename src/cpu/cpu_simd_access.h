@@ -35,6 +35,13 @@
  * build: the held kernels' chunk sizes, which size their loops over arrays of registers (out
  * of line, GCC takes the arrays' unloaded entries for maybe-used uninitialized). */
 
+/* Unrolls a loop whose trip count is a constant in the instance (16 at most). */
+#if defined(__GNUC__) || defined(__clang__)
+#  define UNROLL_ALL _Pragma("GCC unroll 16")
+#else
+#  define UNROLL_ALL
+#endif
+
 #define DT_F32 POSENC_DTYPE_F32
 #define DT_F16 POSENC_DTYPE_F16
 #define DT_BF16 POSENC_DTYPE_BF16

@@ -8,6 +8,7 @@
 #include "cpu/cpu_simd_bf16.h"
 #include "cpu/cpu_simd_norm.h"
 #include "cpu/cpu_simd_rope_held.h"
+#include "cpu/cpu_simd_rope_norm.h"
 
 #include <string.h>
 
@@ -359,7 +360,7 @@ static void k_rope_heads(const posenc_cpu_rope_heads *a)
     if (a->norm_weights) {
         if (a->norm_factors)
             rope_heads_normed(a);
-        else
+        else if (!rope_heads_norm_fused(a))
             rope_heads_norm_blocks(a);
         return;
     }

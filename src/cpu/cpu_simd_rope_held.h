@@ -33,12 +33,6 @@
 #  error "TABLE_REGS: 8 or 16 (the chunk sizes below)"
 #endif
 
-#if defined(__GNUC__) || defined(__clang__)
-#  define UNROLL_ALL _Pragma("GCC unroll 16")
-#else
-#  define UNROLL_ALL
-#endif
-
 CPU_INLINE_ALWAYS void rope_neox_held(const posenc_cpu_rope_heads *a, posenc_dtype dt,
                                       const uint32_t nv, const uint32_t first, const bool normed)
 {
