@@ -32,6 +32,9 @@
  *                               undefined: the table stays in memory)
  *   PREFETCH_AHEAD, prefetch_line(p)   optional: RoPE prefetches the lines of each head this
  *                               many bytes ahead of it (undefined: no software prefetch)
+ *   NORM_PREFETCH_AHEAD         optional, with prefetch_line: the QK norm's one-pass kernels
+ *                               prefetch each group of heads this many bytes ahead on
+ *                               streaming tensors (cpu_simd_rope_norm.h)
  *   KERNEL_TABLE, KERNEL_NAME   the exported table and its POSENC_CPU_VARIANT name
  *   NATIVE_BF16                 defined where b_store is a hardware conversion
  *   b_pack_pairs(even, odd)     optional (HAVE_B_PACK_PAIRS): two vectors to bf16 as
@@ -68,6 +71,7 @@
 #include "cpu/cpu_simd_bf16.h"       /* f32 to bf16 pairs */
 #include "cpu/cpu_simd_norm.h"       /* the QK norm: sums of squares, scaling on load */
 #include "cpu/cpu_simd_rope_held.h"  /* RoPE with the table in registers (TABLE_REGS) */
+#include "cpu/cpu_simd_rope_norm.h"  /* RoPE with the QK norm over each head, in one pass */
 #include "cpu/cpu_simd_rope.h"       /* RoPE with the table in memory; k_rope_heads */
 #include "cpu/cpu_simd_sinusoidal.h" /* sinusoidal rows */
 #include "cpu/cpu_simd_arrays.h"     /* f32 conversions, the copy yardsticks, the fill */
