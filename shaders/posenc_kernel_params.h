@@ -88,6 +88,9 @@
 #define POSENC_ROPE_FLAG_NORM_K 512u
 #define POSENC_ROPE_FLAG_NORM_PER_TOKEN 1024u
 #define POSENC_ROPE_FLAG_NORM_DTYPE_SHIFT 11u
+/* With a norm per head, a work unit owns at most this many heads of a row: it holds their
+ * factors, so that each pair's sine and cosine, taken once, rotates all of them. */
+#define POSENC_ROPE_NORM_UNIT_HEADS 16u
 
 /* The pairing styles (posenc_rope_style's values) and the two dims of pair j, counted from
  * rotary_offset, in each: NeoX pairs j with j + pairs (half split), GPT-J 2j with 2j + 1

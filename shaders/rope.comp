@@ -24,9 +24,11 @@
 //
 // With POSENC_ROPE_FLAG_NORM the pass normalizes its input first (the QK RMSNorm, binding 7 the
 // weights, the norm's words after binding 3's table): one invocation per run of heads_per_unit
-// heads of a row (every head of it for a norm per token) sums a head's squares, then
-// normalizes, rotates and writes each of its dims, so that no invocation reads an element
-// another has written in place. The sum is compensated (Kahan) in f32.
+// heads of a row (every head of it for a norm per token, at most POSENC_ROPE_NORM_UNIT_HEADS
+// for a norm per head) sums each head's squares, then normalizes, rotates and writes every dim
+// of them, so that no invocation reads an element another has written in place; each pair's
+// sine and cosine are taken once for all of the run's heads. The sum is compensated (Kahan) in
+// f32.
 //
 // Variants (-D): POSENC_OUT_F32, POSENC_OUT_F16 or POSENC_OUT_BF16, the tensor type;
 // POSENC_STORAGE16=1 for 16-bit types on devices with 16-bit storage (else two per word, see
@@ -256,23 +258,30 @@ void main_normed(bool in_place, bool tables)
             continue;
         if (in_place)
             in_row = out_row;
-        // Per token, the unit holds every head of the row (the host sees to it).
-        float factor = per_token ? inversesqrt(square_sum(in_row, first_head, end_head,
-                                                          in_stride_head, in_stride_dim,
-                                                          in_place) /
-                                                   float(params.heads * params.head_dim) +
-                                               eps)
-                                 : 0.0;
+        // Per token, one factor for the unit, which holds every head of the row; per head, one
+        // for each of the unit's heads (POSENC_ROPE_NORM_UNIT_HEADS at most: the host sees to
+        // both).
+        float token_factor = per_token ? inversesqrt(square_sum(in_row, first_head, end_head,
+                                                                in_stride_head, in_stride_dim,
+                                                                in_place) /
+                                                         float(params.heads * params.head_dim) +
+                                                     eps)
+                                       : 0.0;
+        float factors[POSENC_ROPE_NORM_UNIT_HEADS];
+        for (uint h = first_head; h < end_head && !per_token; h++)
+            factors[h - first_head] =
+                inversesqrt(square_sum(in_row + h * in_stride_head, 0u, 1u, 0u, in_stride_dim,
+                                       in_place) /
+                                float(params.head_dim) +
+                            eps);
+        // Every dim is read (once, by this invocation) before it is written: first the dims
+        // outside the rotated ones, head by head.
         for (uint h = first_head; h < end_head; h++) {
             uint in_head = in_row + h * in_stride_head;
             uint out_head = out_row + h * params.out_stride_head;
-            if (!per_token)
-                factor = inversesqrt(square_sum(in_head, 0u, 1u, 0u, in_stride_dim, in_place) /
-                                         float(params.head_dim) +
-                                     eps);
+            float factor = per_token ? token_factor : factors[h - first_head];
             uint weights = params.norm_offset + (per_token ? h * params.head_dim : 0u) *
                                                     weight_stride;
-            // Every dim is read (once, by this invocation) before it is written.
             for (uint d = 0u; d < params.head_dim; d++) {
                 if (d >= params.rotary_offset && d < params.rotary_offset + 2u * pairs)
                     continue;
@@ -283,9 +292,19 @@ void main_normed(bool in_place, bool tables)
                 posenc_store_bits(out_head + d * params.out_stride_dim,
                                   posenc_bits_of_value(value));
             }
-            for (uint j = 0u; j < pairs; j++) {
-                uint da = params.rotary_offset + POSENC_ROPE_PAIR_FIRST(style, j, pairs);
-                uint db = params.rotary_offset + POSENC_ROPE_PAIR_SECOND(style, j, pairs);
+        }
+        // Then the pairs, each pair's sine and cosine taken once for all of the unit's heads.
+        for (uint j = 0u; j < pairs; j++) {
+            float s, c;
+            pair_factors(b, t, j, cos_row, sin_row, s, c);
+            uint da = params.rotary_offset + POSENC_ROPE_PAIR_FIRST(style, j, pairs);
+            uint db = params.rotary_offset + POSENC_ROPE_PAIR_SECOND(style, j, pairs);
+            for (uint h = first_head; h < end_head; h++) {
+                uint in_head = in_row + h * in_stride_head;
+                uint out_head = out_row + h * params.out_stride_head;
+                float factor = per_token ? token_factor : factors[h - first_head];
+                uint weights = params.norm_offset + (per_token ? h * params.head_dim : 0u) *
+                                                        weight_stride;
                 float wa = TABLE_VALUE(norm_weights, weights + da * weight_stride, weight_dtype);
                 float wb = TABLE_VALUE(norm_weights, weights + db * weight_stride, weight_dtype);
                 precise float xa =
@@ -294,8 +313,6 @@ void main_normed(bool in_place, bool tables)
                 precise float xb =
                     input_value(in_head + db * in_stride_dim, in_place) * factor *
                     (wb + weight_offset);
-                float s, c;
-                pair_factors(b, t, j, cos_row, sin_row, s, c);
                 precise float out_a = xa * c - xb * s;
                 precise float out_b = xa * s + xb * c;
                 posenc_store_bits(out_head + da * params.out_stride_dim,

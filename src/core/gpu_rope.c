@@ -337,6 +337,12 @@ posenc_status posenc__gpu_rope_box_split(posenc_context *ctx, const posenc__rope
     if (!pass->norm_per_token) {
         *split = posenc__gpu_split_heads(rows, posenc__gpu_rope_row_units(op, pass, blocks),
                                          heads, target);
+        if (pass->norm && split->heads_per_unit > POSENC_ROPE_NORM_UNIT_HEADS) {
+            /* The kernels hold one factor per head of a unit. */
+            split->heads_per_unit = POSENC_ROPE_NORM_UNIT_HEADS;
+            split->chunks = (heads + POSENC_ROPE_NORM_UNIT_HEADS - 1) / POSENC_ROPE_NORM_UNIT_HEADS;
+            split->units = rows * split->chunks;
+        }
         return POSENC_OK;
     }
     if (box->count[2] != pass->out->shape[2])
