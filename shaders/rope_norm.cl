@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* rope.cl's work when q's or k's block has POSENC_ROPE_FLAG_NORM (the QK RMSNorm before the
- * rotation): one unit per (batch, token, head) of q, k and v, but one for all of a token's q (or
- * k) heads where that tensor's norm is per token. A unit sums its heads' squares, then
+ * rotation): per (batch, token), one unit per run of heads_per_unit heads of q and of k (the
+ * host's, at most POSENC_ROPE_NORM_UNIT_HEADS), or one for all of a token's q (or k) heads where
+ * that tensor's norm is per token, and one per head of v. A unit sums its heads' squares, then
  * normalizes, rotates and writes every dim of them, x (w + offset) / sqrt(mean(x^2) + eps), so
- * that no work-item reads an element another has written in place. A tensor without a norm is
- * rotated as rope.cl does (its pass-through dims copied as bits, or left alone in place); a v
- * unit copies its head into the cache row. The sum is compensated (Kahan) in f32. Included by
- * rope.cl after its helpers. */
+ * that no work-item reads an element another has written in place; each pair's sine and cosine
+ * are taken once for all of the unit's heads. A tensor without a norm is rotated as rope.cl does
+ * (its pass-through dims copied as bits, or left alone in place); a v unit copies its head into
+ * the cache row. The sum is compensated (Kahan) in f32. Included by rope.cl after its helpers. */
 #ifndef POSENC_ROPE_NORM_CL
 #define POSENC_ROPE_NORM_CL
 
@@ -70,8 +71,15 @@ POSENC_INLINE void posenc_rope_normed(
     int k_written = kp->heads != 0u;
     const global uint *words = freqs + POSENC_ROPE_NORM_WORDS_AT(tables, pairs);
     float eps = as_float(words[POSENC_ROPE_NORM_EPS]);
-    uint q_units = (qp->flags & POSENC_ROPE_FLAG_NORM_PER_TOKEN) != 0u ? 1u : qp->heads;
-    uint k_units = (k_in->flags & POSENC_ROPE_FLAG_NORM_PER_TOKEN) != 0u ? 1u : k_in->heads;
+    /* Heads of a unit where its tensor's norm is per head (or it has none): the host's
+     * heads_per_unit, at most POSENC_ROPE_NORM_UNIT_HEADS (posenc__gpu_rope_normed_units). */
+    uint unit_heads = qp->heads_per_unit;
+    uint q_units = (qp->flags & POSENC_ROPE_FLAG_NORM_PER_TOKEN) != 0u
+                       ? 1u
+                       : (qp->heads + unit_heads - 1u) / unit_heads;
+    uint k_units = (k_in->flags & POSENC_ROPE_FLAG_NORM_PER_TOKEN) != 0u
+                       ? 1u
+                       : (k_in->heads + unit_heads - 1u) / unit_heads;
     uint per_row = q_units + k_units + vcp->heads;
     uint total = per_row * qp->batch * qp->tokens;
     uint stride = (uint)get_global_size(0);
@@ -109,8 +117,8 @@ POSENC_INLINE void posenc_rope_normed(
         int copied = written && (dst->flags & POSENC_ROPE_FLAG_IN_PLACE) == 0u;
         int normed = (src->flags & POSENC_ROPE_FLAG_NORM) != 0u;
         int per_token = (src->flags & POSENC_ROPE_FLAG_NORM_PER_TOKEN) != 0u;
-        uint first = per_token ? 0u : is_q ? unit : unit - q_units;
-        uint end = per_token ? src->heads : first + 1u;
+        uint first = per_token ? 0u : (is_q ? unit : unit - q_units) * unit_heads;
+        uint end = per_token ? src->heads : min(first + unit_heads, src->heads);
         posenc_rope_norm norm = {
             .normed = normed,
             .weights = is_q ? q_norm_weight : k_norm_weight,
@@ -118,15 +126,20 @@ POSENC_INLINE void posenc_rope_normed(
             .dtype = (src->flags >> POSENC_ROPE_FLAG_NORM_DTYPE_SHIFT) & 3u,
             .offset = as_float(words[POSENC_ROPE_NORM_OFFSET]),
         };
+        /* Per token one factor for the unit's heads, per head one for each. */
+        float token_factor = 0.0f;
+        float factors[POSENC_ROPE_NORM_UNIT_HEADS];
         if (normed && per_token)
-            norm.factor = rsqrt(posenc_rope_square_sum(in, src, b, t, first, end) /
-                                    (float)(src->heads * head_dim) +
-                                eps);
+            token_factor = rsqrt(posenc_rope_square_sum(in, src, b, t, first, end) /
+                                     (float)(src->heads * head_dim) +
+                                 eps);
+        for (uint h = first; normed && !per_token && h < end; h++)
+            factors[h - first] =
+                rsqrt(posenc_rope_square_sum(in, src, b, t, h, h + 1u) / (float)head_dim + eps);
+        /* Every dim is read before it is written: first the dims outside the rotated ones,
+         * head by head. */
         for (uint h = first; h < end; h++) {
-            if (normed && !per_token)
-                norm.factor = rsqrt(posenc_rope_square_sum(in, src, b, t, h, h + 1u) /
-                                        (float)head_dim +
-                                    eps);
+            norm.factor = per_token || !normed ? token_factor : factors[h - first];
             norm.at = src->norm_offset + (per_token ? h * head_dim : 0u) * norm.stride;
             for (uint d = 0u; d < head_dim; d++) {
                 if (d >= rotary_offset && d < rotary_offset + 2u * pairs)
@@ -147,12 +160,17 @@ POSENC_INLINE void posenc_rope_normed(
                 if (to_cache)
                     posenc_store_out(k_cache, posenc_rope_out_at(kcp, block, in_block, h, d), x);
             }
-            for (uint j = 0u; j < pairs; j++) {
-                uint da = rotary_offset + POSENC_ROPE_PAIR_FIRST(style, j, pairs);
-                uint db = rotary_offset + POSENC_ROPE_PAIR_SECOND(style, j, pairs);
-                float s, c;
-                posenc_rope_pair_factors(qp, freqs, positions, cos_table, sin_table, b, t, j,
-                                         cos_row, sin_row, &s, &c);
+        }
+        /* Then the pairs, each pair's sine and cosine taken once for all of the unit's heads. */
+        for (uint j = 0u; j < pairs; j++) {
+            uint da = rotary_offset + POSENC_ROPE_PAIR_FIRST(style, j, pairs);
+            uint db = rotary_offset + POSENC_ROPE_PAIR_SECOND(style, j, pairs);
+            float s, c;
+            posenc_rope_pair_factors(qp, freqs, positions, cos_table, sin_table, b, t, j, cos_row,
+                                     sin_row, &s, &c);
+            for (uint h = first; h < end; h++) {
+                norm.factor = per_token || !normed ? token_factor : factors[h - first];
+                norm.at = src->norm_offset + (per_token ? h * head_dim : 0u) * norm.stride;
                 float xa = posenc_rope_normed_value(in, src, b, t, h, da, &norm);
                 float xb = posenc_rope_normed_value(in, src, b, t, h, db, &norm);
                 float ra = xa * c - xb * s;

@@ -443,11 +443,15 @@ uint64_t posenc__gpu_rope_fused_lanes(const posenc__rope_op *op)
     return op->rotary_dim / 2 + (copies ? (uint64_t)op->head_dim - op->rotary_dim : 0);
 }
 
-uint64_t posenc__gpu_rope_normed_units(const posenc__rope_op *op)
+uint64_t posenc__gpu_rope_normed_units(const posenc__rope_op *op, uint64_t heads_per_unit)
 {
     uint64_t k_heads = op->has_k ? (uint64_t)op->k_heads : 0;
-    uint64_t q_units = op->has_q_norm && op->q_norm_per_token ? 1 : (uint64_t)op->q_heads;
-    uint64_t k_units = op->has_k_norm && op->k_norm_per_token ? 1 : k_heads;
+    uint64_t q_units = op->has_q_norm && op->q_norm_per_token
+                           ? 1
+                           : ((uint64_t)op->q_heads + heads_per_unit - 1) / heads_per_unit;
+    uint64_t k_units = op->has_k_norm && op->k_norm_per_token
+                           ? 1
+                           : (k_heads + heads_per_unit - 1) / heads_per_unit;
     return q_units + k_units + (op->has_v ? k_heads : 0);
 }
 

@@ -110,9 +110,9 @@ uint64_t posenc__gpu_rope_fused_heads(const posenc__rope_op *op);
 /* Lanes of one row of a head: rotary_dim / 2, plus the pass-through dims where a pass writes
  * out of place (they are copied). rope.cl finds the same count from the blocks. */
 uint64_t posenc__gpu_rope_fused_lanes(const posenc__rope_op *op);
-/* With a QK norm, rope.cl's units of one row instead: one a head of q, k and v, but one for
- * all of q's (k's) heads with a norm per token. */
-uint64_t posenc__gpu_rope_normed_units(const posenc__rope_op *op);
+/* With a QK norm, rope.cl's units of one row instead: one per run of `heads_per_unit` heads of
+ * q and of k, but one for all of q's (k's) heads with a norm per token, and one a head of v. */
+uint64_t posenc__gpu_rope_normed_units(const posenc__rope_op *op, uint64_t heads_per_unit);
 
 /* The four blocks of one launch, indexed by POSENC_ROPE_PASS_* (an absent pass's zero), each
  * over the whole call, with each view's element 0 at `offset[i]` elements into its binding, in
