@@ -73,7 +73,7 @@ POSENC_INLINE void posenc_rope_normed(
     float eps = as_float(words[POSENC_ROPE_NORM_EPS]);
     /* Heads of a unit where its tensor's norm is per head (or it has none): the host's
      * heads_per_unit, at most POSENC_ROPE_NORM_UNIT_HEADS (posenc__gpu_rope_normed_units). */
-    uint unit_heads = qp->heads_per_unit;
+    uint unit_heads = max(qp->heads_per_unit, 1u);
     uint q_units = (qp->flags & POSENC_ROPE_FLAG_NORM_PER_TOKEN) != 0u
                        ? 1u
                        : (qp->heads + unit_heads - 1u) / unit_heads;

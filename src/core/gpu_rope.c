@@ -335,14 +335,9 @@ posenc_status posenc__gpu_rope_box_split(posenc_context *ctx, const posenc__rope
 {
     uint64_t rows = (uint64_t)(box->count[0] * box->count[1]), heads = (uint64_t)box->count[2];
     if (!pass->norm_per_token) {
-        *split = posenc__gpu_split_heads(rows, posenc__gpu_rope_row_units(op, pass, blocks),
-                                         heads, target);
-        if (pass->norm && split->heads_per_unit > POSENC_ROPE_NORM_UNIT_HEADS) {
-            /* The kernels hold one factor per head of a unit. */
-            split->heads_per_unit = POSENC_ROPE_NORM_UNIT_HEADS;
-            split->chunks = (heads + POSENC_ROPE_NORM_UNIT_HEADS - 1) / POSENC_ROPE_NORM_UNIT_HEADS;
-            split->units = rows * split->chunks;
-        }
+        uint64_t lanes = posenc__gpu_rope_row_units(op, pass, blocks);
+        *split = pass->norm ? posenc__gpu_rope_norm_split(rows, lanes, heads, target)
+                            : posenc__gpu_split_heads(rows, lanes, heads, target);
         return POSENC_OK;
     }
     if (box->count[2] != pass->out->shape[2])
@@ -443,8 +438,22 @@ uint64_t posenc__gpu_rope_fused_lanes(const posenc__rope_op *op)
     return op->rotary_dim / 2 + (copies ? (uint64_t)op->head_dim - op->rotary_dim : 0);
 }
 
+posenc__gpu_head_split posenc__gpu_rope_norm_split(uint64_t rows, uint64_t lanes, uint64_t heads,
+                                                   uint64_t fill_units)
+{
+    posenc__gpu_head_split split = posenc__gpu_split_heads(rows, lanes, heads, fill_units);
+    if (split.heads_per_unit > POSENC_ROPE_NORM_UNIT_HEADS) {
+        split.heads_per_unit = POSENC_ROPE_NORM_UNIT_HEADS;
+        split.chunks = (heads + POSENC_ROPE_NORM_UNIT_HEADS - 1) / POSENC_ROPE_NORM_UNIT_HEADS;
+        split.units = rows * lanes * split.chunks;
+    }
+    return split;
+}
+
 uint64_t posenc__gpu_rope_normed_units(const posenc__rope_op *op, uint64_t heads_per_unit)
 {
+    if (heads_per_unit == 0) /* no rows */
+        return 0;
     uint64_t k_heads = op->has_k ? (uint64_t)op->k_heads : 0;
     uint64_t q_units = op->has_q_norm && op->q_norm_per_token
                            ? 1

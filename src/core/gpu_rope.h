@@ -110,6 +110,10 @@ uint64_t posenc__gpu_rope_fused_heads(const posenc__rope_op *op);
 /* Lanes of one row of a head: rotary_dim / 2, plus the pass-through dims where a pass writes
  * out of place (they are copied). rope.cl finds the same count from the blocks. */
 uint64_t posenc__gpu_rope_fused_lanes(const posenc__rope_op *op);
+/* posenc__gpu_split_heads for the passes with a norm per head, whose kernels hold one factor a
+ * head of a unit: at most POSENC_ROPE_NORM_UNIT_HEADS heads a unit. */
+posenc__gpu_head_split posenc__gpu_rope_norm_split(uint64_t rows, uint64_t lanes, uint64_t heads,
+                                                   uint64_t fill_units);
 /* With a QK norm, rope.cl's units of one row instead: one per run of `heads_per_unit` heads of
  * q and of k, but one for all of q's (k's) heads with a norm per token, and one a head of v. */
 uint64_t posenc__gpu_rope_normed_units(const posenc__rope_op *op, uint64_t heads_per_unit);

@@ -38,9 +38,7 @@ static posenc_status rope_launch(posenc_context *ctx, const posenc_cl_op *run,
     if (contiguous_applies(ctx, op)) /* a unit per group of pairs of a token, in every head */
         units = rows * ((half + CONTIGUOUS_GROUP_PAIRS - 1) / CONTIGUOUS_GROUP_PAIRS);
     else if (op->has_q_norm || op->has_k_norm) { /* whole heads a unit (rope_norm.cl) */
-        split = posenc__gpu_split_heads(rows, 1, heads, target);
-        if (split.heads_per_unit > POSENC_ROPE_NORM_UNIT_HEADS || split.heads_per_unit == 0)
-            split.heads_per_unit = POSENC_ROPE_NORM_UNIT_HEADS; /* the factors it holds */
+        split = posenc__gpu_rope_norm_split(rows, 1, heads, target);
         units = rows * posenc__gpu_rope_normed_units(op, split.heads_per_unit);
     }
     posenc_status status = posenc__gpu_rope_check_launch(ctx, "OpenCL", op, units);
