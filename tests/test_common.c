@@ -269,3 +269,15 @@ const char *__asan_default_options(void)
 {
     return "intercept_tls_get_addr=0";
 }
+
+posenc_status test_rope_call(posenc_context *context, const posenc_rope_desc *desc, bool submit)
+{
+    if (!submit)
+        return posenc_rope(context, desc);
+    posenc_event *event = NULL;
+    posenc_status status = posenc_rope_submit(context, desc, &event);
+    if (status == POSENC_OK)
+        status = posenc_event_wait(event, UINT64_MAX);
+    posenc_event_destroy(event);
+    return status;
+}

@@ -104,4 +104,7 @@ void test_memory_destroy(test_memory *memory);
 posenc_tensor test_memory_tensor(const test_memory *memory, posenc_dtype dtype, uint64_t offset,
                                  uint32_t ndim, const int64_t *shape, const int64_t *strides);
 
+/* posenc_rope, or with `submit` the same work left running (posenc_rope_submit), waited for. */
+posenc_status test_rope_call(posenc_context *context, const posenc_rope_desc *desc, bool submit);
+
 #endif

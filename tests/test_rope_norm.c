@@ -302,19 +302,6 @@ static void check_tensor(const norm_case *c, const norm_run *run, const unsigned
     }
 }
 
-/* posenc_rope, or with `submit` the same work left running (posenc_rope_submit), waited for. */
-static posenc_status call(posenc_context *ctx, const posenc_rope_desc *desc, bool submit)
-{
-    if (!submit)
-        return posenc_rope(ctx, desc);
-    posenc_event *event = NULL;
-    posenc_status status = posenc_rope_submit(ctx, desc, &event);
-    if (status == POSENC_OK)
-        status = posenc_event_wait(event, UINT64_MAX);
-    posenc_event_destroy(event);
-    return status;
-}
-
 static void run_case(posenc_context *ctx, const norm_case *c, test_rng *rng, double norm_units,
                      bool submit)
 {
@@ -329,7 +316,7 @@ static void run_case(posenc_context *ctx, const norm_case *c, test_rng *rng, dou
     memcpy(k_in, run.k.bytes, run.k.size);
     if (submit) /* its kernel and table built ahead */
         CHECK_OK(posenc_prepare(ctx, &(posenc_prepare_desc){.rope = &run.desc, .rope_count = 1}));
-    CHECK_OK(call(ctx, &run.desc, submit));
+    CHECK_OK(test_rope_call(ctx, &run.desc, submit));
     test_memory *q_out = c->out_of_place ? &run.q_out : &run.q;
     test_memory *k_out = c->out_of_place ? &run.k_out : &run.k;
     CHECK(test_memory_download(q_out) && test_memory_download(k_out));

@@ -297,19 +297,6 @@ static unsigned check_heads(const tables_case *c, const tables_run *run, const u
     return reported;
 }
 
-/* posenc_rope, or with `submit` the same work left running (posenc_rope_submit), waited for. */
-static posenc_status call(posenc_context *ctx, const posenc_rope_desc *desc, bool submit)
-{
-    if (!submit)
-        return posenc_rope(ctx, desc);
-    posenc_event *event = NULL;
-    posenc_status status = posenc_rope_submit(ctx, desc, &event);
-    if (status == POSENC_OK)
-        status = posenc_event_wait(event, UINT64_MAX);
-    posenc_event_destroy(event);
-    return status;
-}
-
 static void run_case(posenc_context *ctx, const tables_case *c, test_rng *rng, bool submit)
 {
     tables_run run;
@@ -330,9 +317,9 @@ static void run_case(posenc_context *ctx, const tables_case *c, test_rng *rng, b
     memcpy(k_in, run.k.bytes, k_bytes);
     if (submit) /* its kernel and table built ahead */
         CHECK_OK(posenc_prepare(ctx, &(posenc_prepare_desc){.rope = &run.desc, .rope_count = 1}));
-    CHECK_OK(call(ctx, &run.desc, submit));
+    CHECK_OK(test_rope_call(ctx, &run.desc, submit));
     /* The same descriptor again (a remembered one): the same result. */
-    CHECK_OK(call(ctx, &run.desc, submit));
+    CHECK_OK(test_rope_call(ctx, &run.desc, submit));
     test_memory *q_out = c->out_of_place ? &run.q_out : &run.q;
     test_memory *k_out = c->out_of_place ? &run.k_out : &run.k;
     ref_stats stats = {0};
@@ -341,7 +328,7 @@ static void run_case(posenc_context *ctx, const tables_case *c, test_rng *rng, b
         memcpy(run.q.bytes, q_in, q_bytes);
         memcpy(run.k.bytes, k_in, k_bytes);
         CHECK(test_memory_upload(&run.q) && test_memory_upload(&run.k));
-        CHECK_OK(call(ctx, &run.desc, submit));
+        CHECK_OK(test_rope_call(ctx, &run.desc, submit));
     }
     CHECK(test_memory_download(q_out) && test_memory_download(k_out));
     check_heads(c, &run, q_in, NULL, q_out->bytes, c->q_heads, false, 0, &stats);
@@ -486,7 +473,7 @@ static void check_outside_left_running(posenc_context *ctx, const posenc_device_
     memcpy(q_in, run.q.bytes, run.q.size);
     memcpy(k_in, run.k.bytes, run.k.size);
     memcpy(cache_in, run.k_cache.bytes, run.k_cache.size);
-    posenc_status status = call(ctx, &run.desc, true);
+    posenc_status status = test_rope_call(ctx, &run.desc, true);
     bool run_at_once = info->backend == POSENC_BACKEND_CPU;
     if (run_at_once) {
         CHECK_STATUS(status, POSENC_INVALID_ARGUMENT);
