@@ -83,18 +83,7 @@ layout(std430, set = 0, binding = 7) readonly buffer Norm { uint norm_weights[];
 layout(push_constant) uniform Params { POSENC_ROPE_PASS(POSENC_PARAM_FIELD) } params;
 
 #include "rope_rows.glsl"
-
-// Element `index` of a cos or sin table of `dtype` (POSENC_TABLE_*), given the word holding it
-// (word `index`, or `index` / 2 for 16-bit elements, the even element in the low half).
-float table_value(uint word, uint index, uint dtype)
-{
-    if (dtype == POSENC_TABLE_F32)
-        return uintBitsToFloat(word);
-    uint bits = (index & 1u) != 0u ? word >> 16 : word & 0xffffu;
-    return dtype == POSENC_TABLE_F16 ? unpackHalf2x16(bits).x : posenc_bf16_to_f32(bits);
-}
-#define TABLE_VALUE(table, index, dtype)                                                          \
-    table_value(table[(dtype) == POSENC_TABLE_F32 ? (index) : (index) >> 1], index, dtype)
+#include "table_values.glsl"
 
 // The first elements of token (b, t)'s rows of cos and sin: the row gathered for it, or the row
 // of its i32 position; false when the position picks no row (the token is left unwritten).
