@@ -91,6 +91,11 @@
 /* With a norm per head, a work unit owns at most this many heads of a row: it holds their
  * factors, so that each pair's sine and cosine, taken once, rotates all of them. */
 #define POSENC_ROPE_NORM_UNIT_HEADS 16u
+/* rope_blocks.comp's norm variants: a unit of this many pairs (or pass-through dims) an
+ * invocation, a cluster of them, in one subgroup, a head. */
+#define POSENC_ROPE_NORM_UNIT_PAIRS 8u
+/* At most this many invocations a head (head_dim 512), within a work group of 64. */
+#define POSENC_ROPE_NORM_MAX_LANES 64u
 
 /* The pairing styles (posenc_rope_style's values) and the two dims of pair j, counted from
  * rotary_offset, in each: NeoX pairs j with j + pairs (half split), GPT-J 2j with 2j + 1

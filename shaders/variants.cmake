@@ -31,6 +31,16 @@ posenc_kernel_variant(rope_bf16_s16_norm rope.comp POSENC_OUT_BF16 POSENC_STORAG
 posenc_kernel_variant(rope_f32_blocks  rope_blocks.comp POSENC_OUT_F32)
 posenc_kernel_variant(rope_f16_blocks  rope_blocks.comp POSENC_OUT_F16)
 posenc_kernel_variant(rope_bf16_blocks rope_blocks.comp POSENC_OUT_BF16)
+# The same with the QK norm per head, and per token; they need subgroup shuffles.
+posenc_kernel_variant(rope_f32_blocks_norm  rope_blocks.comp POSENC_OUT_F32 POSENC_NORM=1)
+posenc_kernel_variant(rope_f16_blocks_norm  rope_blocks.comp POSENC_OUT_F16 POSENC_NORM=1)
+posenc_kernel_variant(rope_bf16_blocks_norm rope_blocks.comp POSENC_OUT_BF16 POSENC_NORM=1)
+posenc_kernel_variant(rope_f32_blocks_token_norm  rope_blocks.comp POSENC_OUT_F32 POSENC_NORM=1
+                      POSENC_NORM_PER_TOKEN=1)
+posenc_kernel_variant(rope_f16_blocks_token_norm  rope_blocks.comp POSENC_OUT_F16 POSENC_NORM=1
+                      POSENC_NORM_PER_TOKEN=1)
+posenc_kernel_variant(rope_bf16_blocks_token_norm rope_blocks.comp POSENC_OUT_BF16 POSENC_NORM=1
+                      POSENC_NORM_PER_TOKEN=1)
 posenc_kernel_variant(sinusoidal_f16_s16  sinusoidal.comp POSENC_OUT_F16 POSENC_STORAGE16=1)
 posenc_kernel_variant(sinusoidal_bf16_s16 sinusoidal.comp POSENC_OUT_BF16 POSENC_STORAGE16=1)
 posenc_kernel_variant(sinusoidal_f32_blocks  sinusoidal_blocks.comp POSENC_OUT_F32)

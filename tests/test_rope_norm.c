@@ -19,10 +19,13 @@
  *   float64 from the heads' sums, within D / 2 + 1); w + offset rounds once to f32, then w r and
  *   x (w r): N = D / 2 + 6.5 (D the largest over the variants' 4, 8 and 16 lanes: 12 for
  *   head_dim 128, so N = 12.5).
- * - GPU kernels, in f32 (NORM_UNITS_GPU): the squares rounded (1 unit) and summed compensated
- *   (2 units, whatever the count), the mean and eps added (2), the inverse square root (its
- *   input's 5 halved, and 2 ulp, 4 units, of OpenCL's rsqrt and Vulkan's inversesqrt), w +
- *   offset (1) and the two products (2): 9.5 units, so N = 10. */
+ * - GPU kernels, in f32 (NORM_UNITS_GPU): the squares rounded (1 unit); the generic kernels sum
+ *   them compensated (2 units, whatever the count), rope_blocks.comp's norm variants as a
+ *   pairwise tree of an invocation's 8 or 16 (4), per token its heads' sums compensated (2),
+ *   then the invocations' sums as compensated pairs (2): the sum within 9 units. Then the mean
+ *   and eps added (2), the inverse square root (its input's 11 halved, and 2 ulp, 4 units, of
+ *   OpenCL's rsqrt and Vulkan's inversesqrt), w + offset (1) and the two products (2): 12.5
+ *   units, so N = 13. */
 #include "reference.h"
 #include "test_common.h"
 
@@ -36,7 +39,7 @@
 #define I32 POSENC_DTYPE_I32
 #define MAX_REPORTS 6
 #define TABLE_ROWS 16
-#define NORM_UNITS_GPU 10.0
+#define NORM_UNITS_GPU 13.0
 
 typedef struct norm_case {
     const char *name;
@@ -100,6 +103,14 @@ static const norm_case cases[] = {
      256, 0, 0, false, false, true, 1e-5, 0.0, false, false, false, 0, TEST_MEMORY_HOST, 0},
     {"neox f32 head 130, rotary 128: rest of 2", POSENC_ROPE_NEOX, F32, F32, 2, 3, 3, 130, 128,
      0, false, true, true, 1e-6, 0.0, true, false, false, 9, TEST_MEMORY_HOST, 0},
+    /* Heads in units of 8 pairs or 8 pass-through dims, fewer units than a power of two: the
+     * GPU block kernels' pass-through units and idle invocations. */
+    {"neox f32 x 64, 32 from dim 8, in place, cache", POSENC_ROPE_NEOX, F32, F16, 3, 5, 2, 64,
+     32, 8, false, false, true, 1e-6, 0.0, false, false, true, 11, TEST_MEMORY_HOST, 0},
+    {"gptj f32 x 64, 32 from dim 8, per token", POSENC_ROPE_GPTJ, F32, F32, 4, 3, 2, 64, 32, 8,
+     true, true, true, 1e-6, 1.0, true, false, false, 1 << 21, TEST_MEMORY_BUFFER, 0},
+    {"neox bf16 x 96, 64 from dim 16, out of place", POSENC_ROPE_NEOX, BF16, F32, 2, 4, 2, 96,
+     64, 16, false, false, true, 1e-6, 0.0, true, false, false, 5, TEST_MEMORY_HOST, 0},
 };
 
 typedef struct norm_run {

@@ -271,13 +271,29 @@ uint64_t posenc__gpu_rope_table_bytes(const posenc__rope_op *op,
     return (uint64_t)pass->pairs * 16; /* posenc__gpu_freq_words: 4 words a pair */
 }
 
+uint32_t posenc__gpu_rope_norm_lanes(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass)
+{
+    const uint64_t unit = POSENC_ROPE_NORM_UNIT_PAIRS;
+    uint64_t rotated = pass->pairs, rest = (uint64_t)op->head_dim - 2 * rotated;
+    if (rotated % unit || rest % unit || (uint64_t)op->rotary_offset % unit)
+        return 0;
+    uint64_t units = rotated / unit + rest / unit, lanes = 1;
+    while (lanes < units && lanes <= POSENC_ROPE_NORM_MAX_LANES)
+        lanes *= 2;
+    return lanes <= POSENC_ROPE_NORM_MAX_LANES ? (uint32_t)lanes : 0;
+}
+
 bool posenc__gpu_rope_pass_in_blocks(const posenc__rope_op *op,
                                      const posenc__gpu_rope_pass *pass)
 {
     int64_t block_elements = BLOCK_BYTES / (int64_t)element_size(pass->out);
     int64_t rotated = pass->rotate ? op->rotary_dim : 0;
     int64_t first = pass->rotate ? op->rotary_offset : 0;
-    return fast_kernel_takes(op) && posenc__gpu_view_in_blocks(pass->out, BLOCK_BYTES) &&
+    /* With the QK norm, per pass: its norm variant takes units of 8 pairs (the backend checks
+     * that a subgroup holds a head's), and v's copy and an unnormalized k have none. */
+    bool kernel = (op->style == POSENC_ROPE_NEOX || op->style == POSENC_ROPE_GPTJ) &&
+                  !op->has_tables && (!pass->norm || posenc__gpu_rope_norm_lanes(op, pass));
+    return kernel && posenc__gpu_view_in_blocks(pass->out, BLOCK_BYTES) &&
            (pass->in_place || posenc__gpu_view_in_blocks(pass->in, BLOCK_BYTES)) &&
            op->head_dim % block_elements == 0 && rotated % (2 * block_elements) == 0 &&
            first % block_elements == 0;
@@ -295,8 +311,8 @@ bool posenc__gpu_rope_box_in_blocks(const posenc__gpu_rope_pass *pass, const uin
 uint64_t posenc__gpu_rope_row_units(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
                                     bool blocks)
 {
-    if (pass->norm) /* whole heads a unit */
-        return 1;
+    if (pass->norm) /* a cluster of invocations a head, or whole heads one */
+        return blocks ? posenc__gpu_rope_norm_lanes(op, pass) : 1;
     if (!blocks)
         return pass->pairs + pass->pass_units;
     uint64_t pass_dims = pass->in_place ? 0 : (uint64_t)op->head_dim - 2 * (uint64_t)pass->pairs;
@@ -336,8 +352,8 @@ posenc_status posenc__gpu_rope_box_split(posenc_context *ctx, const posenc__rope
     uint64_t rows = (uint64_t)(box->count[0] * box->count[1]), heads = (uint64_t)box->count[2];
     if (!pass->norm_per_token) {
         uint64_t lanes = posenc__gpu_rope_row_units(op, pass, blocks);
-        *split = pass->norm ? posenc__gpu_rope_norm_split(rows, lanes, heads, target)
-                            : posenc__gpu_split_heads(rows, lanes, heads, target);
+        *split = pass->norm && !blocks ? posenc__gpu_rope_norm_split(rows, lanes, heads, target)
+                                       : posenc__gpu_split_heads(rows, lanes, heads, target);
         return POSENC_OK;
     }
     if (box->count[2] != pass->out->shape[2])
@@ -346,7 +362,10 @@ posenc_status posenc__gpu_rope_box_split(posenc_context *ctx, const posenc__rope
                             "token in one kernel binding, more than this device allows",
                             posenc__rope_view_names[pass->norm_index],
                             (long long)pass->out->shape[2]);
-    *split = (posenc__gpu_head_split){.heads_per_unit = heads, .chunks = 1, .units = rows};
+    *split = (posenc__gpu_head_split){
+        .heads_per_unit = heads,
+        .chunks = 1,
+        .units = rows * posenc__gpu_rope_row_units(op, pass, blocks)};
     return POSENC_OK;
 }
 

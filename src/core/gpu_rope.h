@@ -70,15 +70,23 @@ void posenc__gpu_rope_pass_extents(const posenc__rope_op *op, const posenc__gpu_
 uint64_t posenc__gpu_rope_table_bytes(const posenc__rope_op *op,
                                       const posenc__gpu_rope_pass *pass);
 
-/* Whether rope_blocks.comp may take the pass: both views in 16-byte blocks, and the rotated
- * and pass-through dims whole blocks. Its windows must still start on a block
+/* Whether rope_blocks.comp may take the pass: both views in 16-byte blocks, the rotated and
+ * pass-through dims whole blocks, no cos/sin tables, and with the QK norm a head in units of
+ * POSENC_ROPE_NORM_UNIT_PAIRS (posenc__gpu_rope_norm_lanes; the backend checks that its
+ * subgroups hold them). Its windows must still start on a block
  * (posenc__gpu_rope_box_in_blocks). */
 bool posenc__gpu_rope_pass_in_blocks(const posenc__rope_op *op,
                                      const posenc__gpu_rope_pass *pass);
 bool posenc__gpu_rope_box_in_blocks(const posenc__gpu_rope_pass *pass, const uint32_t *first);
 
-/* Units of one row: rope_blocks.comp takes E pairs, or one pass-through block, a unit;
- * rope.comp one pair, or two pass-through dims. */
+/* The invocations rope_blocks.comp's norm variant gives a head of the pass (its units of
+ * POSENC_ROPE_NORM_UNIT_PAIRS pairs or pass-through dims, rounded up to a power of two, at most
+ * POSENC_ROPE_NORM_MAX_LANES), or 0 where the head is not in such units. */
+uint32_t posenc__gpu_rope_norm_lanes(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass);
+
+/* Units of one row: rope_blocks.comp takes E pairs, or one pass-through block, a unit (with
+ * the norm, a head's cluster of invocations); rope.comp one pair, or two pass-through dims, or
+ * with the norm whole heads. */
 uint64_t posenc__gpu_rope_row_units(const posenc__rope_op *op, const posenc__gpu_rope_pass *pass,
                                     bool blocks);
 

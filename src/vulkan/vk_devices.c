@@ -240,6 +240,11 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
     bool variable = has_size_control && size_control_features.subgroupSizeControl &&
                     size_control.minSubgroupSize != size_control.maxSubgroupSize;
     info->subgroup_size = variable ? 0 : subgroup.subgroupSize;
+    bool shuffles = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                    (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+    record->shuffle_lanes = !shuffles ? 0
+                            : variable ? size_control.minSubgroupSize
+                                       : subgroup.subgroupSize;
     record->max_allocation = maintenance3.maxMemoryAllocationSize;
     info->max_buffer_bytes = record->max_allocation;
     if (info->memory_bytes && info->memory_bytes < info->max_buffer_bytes)

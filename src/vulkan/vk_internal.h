@@ -170,6 +170,9 @@ typedef struct posenc_vk_physical {
     uint64_t max_allocation;      /* bytes of one allocation */
     uint64_t binding_alignment;   /* minStorageBufferOffsetAlignment */
     uint32_t max_group_count;     /* maxComputeWorkGroupCount[0] */
+    /* The fewest invocations a compute subgroup may have where they can shuffle (subgroup
+     * shuffle in compute; the smallest size subgroup size control allows), else 0. */
+    uint32_t shuffle_lanes;
 } posenc_vk_physical;
 
 /* ---------------------------------------------------------------------------------------------
@@ -503,12 +506,14 @@ posenc_status posenc_vk_dispatch(posenc_context *ctx, posenc_vk_kernel kernel,
 
 /* One operation, as every call path takes it (the entries of vk_submit.c and the recording
  * calls of vk_engine.c): its views and table (core/gpu_plan.h), and its kernels and recording. */
+#define POSENC_VK_OP_KERNELS 5
 typedef struct posenc_vk_op {
     posenc__gpu_op gpu;
     /* Every kernel `record` may use, whose pipelines are made before anything is recorded, so
      * that a failed build leaves a caller's command buffer untouched (posenc_vk_run makes
      * them as it records, and takes descriptions without them). */
-    posenc_vk_kernel kernels[2];
+    posenc_vk_kernel kernels[POSENC_VK_OP_KERNELS];
+    uint32_t kernel_count;
     /* Records the dispatches into vk->target, with the views at `places` (in the order of
      * gpu.views) and the table in vk->table. Nothing else is recorded except barriers between
      * dispatches that touch the same bytes. */

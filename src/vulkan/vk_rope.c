@@ -26,13 +26,16 @@ typedef struct rope_job {
     bool blocks; /* rope_blocks.comp where a dispatch's windows start on a block */
 } rope_job;
 
+/* Which of a pass's kernels: the QK norm's (none, per head, per token), and rope_blocks.comp's
+ * or rope.comp's. */
+typedef enum rope_norm { NORM_NONE, NORM_PER_HEAD, NORM_PER_TOKEN } rope_norm;
+
 /* rope.comp for `dtype` (16-bit elements packed in words, or in 16-bit storage), or
- * rope_blocks.comp. */
-/* The generic kernel (with the QK norm: its variant, `norm`), or rope_blocks.comp's. */
+ * rope_blocks.comp; each with the QK norm: its variants (rope.comp's takes both forms). */
 static posenc_vk_kernel rope_kernel(const posenc_vk_context *vk, posenc_dtype dtype, bool blocks,
-                                    bool norm)
+                                    rope_norm norm)
 {
-    static const posenc_vk_kernel kernels[5][3] = {
+    static const posenc_vk_kernel kernels[7][3] = {
         {POSENC__SPIRV_ROPE_F32, POSENC__SPIRV_ROPE_F16, POSENC__SPIRV_ROPE_BF16},
         {POSENC__SPIRV_ROPE_F32, POSENC__SPIRV_ROPE_F16_S16, POSENC__SPIRV_ROPE_BF16_S16},
         {POSENC__SPIRV_ROPE_F32_NORM, POSENC__SPIRV_ROPE_F16_NORM, POSENC__SPIRV_ROPE_BF16_NORM},
@@ -40,9 +43,19 @@ static posenc_vk_kernel rope_kernel(const posenc_vk_context *vk, posenc_dtype dt
          POSENC__SPIRV_ROPE_BF16_S16_NORM},
         {POSENC__SPIRV_ROPE_F32_BLOCKS, POSENC__SPIRV_ROPE_F16_BLOCKS,
          POSENC__SPIRV_ROPE_BF16_BLOCKS},
+        {POSENC__SPIRV_ROPE_F32_BLOCKS_NORM, POSENC__SPIRV_ROPE_F16_BLOCKS_NORM,
+         POSENC__SPIRV_ROPE_BF16_BLOCKS_NORM},
+        {POSENC__SPIRV_ROPE_F32_BLOCKS_TOKEN_NORM, POSENC__SPIRV_ROPE_F16_BLOCKS_TOKEN_NORM,
+         POSENC__SPIRV_ROPE_BF16_BLOCKS_TOKEN_NORM},
     };
     int column = dtype == POSENC_DTYPE_F16 ? 1 : dtype == POSENC_DTYPE_BF16 ? 2 : 0;
-    return kernels[blocks ? 4 : 2 * norm + vk->storage16][column];
+    int row = blocks ? 4 + (int)norm : 2 * (norm != NORM_NONE) + vk->storage16;
+    return kernels[row][column];
+}
+
+static rope_norm pass_norm(const posenc__gpu_rope_pass *pass)
+{
+    return !pass->norm ? NORM_NONE : pass->norm_per_token ? NORM_PER_TOKEN : NORM_PER_HEAD;
 }
 
 static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
@@ -63,7 +76,7 @@ static posenc_status record_rope(posenc_context *ctx, const posenc_vk_box *box,
                                  (uint32_t)split.heads_per_unit, &push);
     return posenc_vk_dispatch(ctx,
                               rope_kernel(ctx->backend_state, pass->out->dtype, blocks,
-                                          pass->norm != NULL),
+                                          pass_norm(pass)),
                               windows, &push, sizeof push, split.units);
 }
 
@@ -83,10 +96,13 @@ static posenc_status rope_pass_record(posenc_context *ctx, const posenc__rope_op
         [POSENC__GPU_ROPE_BINDING_SIN] = places[POSENC__ROPE_SIN],
         [POSENC__GPU_ROPE_BINDING_NORM] = places[pass->norm ? pass->norm_index : 0],
     };
+    /* The norm's block kernel needs a head's invocations in one subgroup. */
+    const posenc_vk_physical *physical = ((posenc_vk_context *)ctx->backend_state)->physical;
     rope_job job = {
         .op = op,
         .pass = pass,
-        .blocks = posenc__gpu_rope_pass_in_blocks(op, pass),
+        .blocks = posenc__gpu_rope_pass_in_blocks(op, pass) &&
+                  (!pass->norm || posenc__gpu_rope_norm_lanes(op, pass) <= physical->shuffle_lanes),
     };
     int64_t shape[3] = {op->batch, op->tokens, pass->out->shape[2]};
     return posenc_vk_split(ctx, extents, bound, POSENC__GPU_ROPE_BINDINGS, shape,
@@ -122,15 +138,26 @@ static posenc_status rope_record(posenc_context *ctx, const void *rope,
 posenc_vk_op posenc_vk_rope_op(posenc_context *ctx, const posenc__rope_op *op)
 {
     /* Both kernels, as a call may take either for a pass (by where its views lie in memory);
-     * with cos/sin tables only the generic one, with a QK norm the generic one for the passes
-     * that copy (v) or leave a tensor unnormalized and its norm variant for the others. */
-    bool norm = op->has_q_norm || op->has_k_norm;
+     * with cos/sin tables only the generic one; with a QK norm their norm variants too, for the
+     * passes that normalize (v's copy and an unnormalized k take the plain ones). */
+    posenc_vk_context *vk = ctx->backend_state;
+    bool blocks = !op->has_tables;
     posenc_vk_op run = {
-        .kernels = {rope_kernel(ctx->backend_state, op->q.dtype, false, false),
-                    rope_kernel(ctx->backend_state, op->q.dtype, !op->has_tables && !norm,
-                                norm)},
+        .kernels = {rope_kernel(vk, op->q.dtype, false, NORM_NONE),
+                    rope_kernel(vk, op->q.dtype, blocks, NORM_NONE)},
+        .kernel_count = 2,
         .record = rope_record,
         .op = op};
+    bool per_head = (op->has_q_norm && !op->q_norm_per_token) ||
+                    (op->has_k_norm && !op->k_norm_per_token);
+    bool per_token = (op->has_q_norm && op->q_norm_per_token) ||
+                     (op->has_k_norm && op->k_norm_per_token);
+    if (per_head || per_token)
+        run.kernels[run.kernel_count++] = rope_kernel(vk, op->q.dtype, false, NORM_PER_HEAD);
+    if (per_head && blocks)
+        run.kernels[run.kernel_count++] = rope_kernel(vk, op->q.dtype, true, NORM_PER_HEAD);
+    if (per_token && blocks)
+        run.kernels[run.kernel_count++] = rope_kernel(vk, op->q.dtype, true, NORM_PER_TOKEN);
     posenc__gpu_rope_op(op, &run.gpu);
     return run;
 }

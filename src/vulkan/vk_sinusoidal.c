@@ -93,6 +93,7 @@ posenc_vk_op posenc_vk_sinusoidal_op(posenc_context *ctx, const posenc__sinusoid
     /* Both kernels, as a call may take either (by where its views lie in memory). */
     posenc_vk_op run = {.kernels = {sinusoidal_kernel(ctx->backend_state, op->out.dtype, false),
                                     sinusoidal_kernel(ctx->backend_state, op->out.dtype, true)},
+                        .kernel_count = 2,
                         .record = sinusoidal_record,
                         .op = op};
     posenc__gpu_sinusoidal_op(ctx, op, &run.gpu);

@@ -23,7 +23,7 @@ static posenc_status make_ready(posenc_context *ctx, const posenc_vk_op *run, bo
 {
     VkPipeline pipeline;
     posenc_status status = POSENC_OK;
-    for (int i = 0; i < 2 && status == POSENC_OK; i++)
+    for (uint32_t i = 0; i < run->kernel_count && status == POSENC_OK; i++)
         status = posenc_vk_pipeline(ctx, run->kernels[i], &pipeline);
     if (status == POSENC_OK)
         status = posenc_vk_set_freqs(ctx, &run->gpu.table, pinned);
