@@ -96,6 +96,9 @@
 #define POSENC_ROPE_NORM_UNIT_PAIRS 8u
 /* At most this many invocations a head (head_dim 512), within a work group of 64. */
 #define POSENC_ROPE_NORM_MAX_LANES 64u
+/* rope_contiguous.cl with the QK norm: a work-item takes every pair of a row, at most this
+ * many (head_dim 256). */
+#define POSENC_ROPE_NORM_CONTIGUOUS_PAIRS 128u
 
 /* The pairing styles (posenc_rope_style's values) and the two dims of pair j, counted from
  * rotary_offset, in each: NeoX pairs j with j + pairs (half split), GPT-J 2j with 2j + 1

@@ -56,6 +56,7 @@
 #include "dtype.cl"
 #include "kv_cache.cl"
 #include "posenc_kernel_params.h"
+#include "table_values.cl"
 
 /* Pass-through dims are copied as bits, so NaN payloads and signed zeros survive. */
 #if defined(POSENC_OUT_F32)
@@ -78,16 +79,6 @@ POSENC_INLINE uint posenc_rope_out_at(const posenc_rope_pass *pass, uint b, uint
 {
     return pass->out_offset + b * pass->out_stride_batch + t * pass->out_stride_token +
            h * pass->out_stride_head + d * pass->out_stride_dim;
-}
-
-/* Element `index` of a cos or sin table of `dtype` (POSENC_TABLE_*). */
-POSENC_INLINE float posenc_rope_table_value(const global uint *table, uint index, uint dtype)
-{
-    if (dtype == POSENC_TABLE_F32)
-        return as_float(table[index]);
-    if (dtype == POSENC_TABLE_F16)
-        return vload_half(index, (const global half *)table);
-    return posenc_bf16_to_f32(((const global ushort *)table)[index]);
 }
 
 /* The first elements of token (b, t)'s rows of cos and sin: the row gathered for it, or the row

@@ -19,12 +19,6 @@ _Static_assert(POSENC_ROPE_STYLE_NEOX == POSENC_ROPE_NEOX &&
 /* What the fast kernels (rope_blocks.comp, rope_contiguous.cl) were written for: their styles,
  * angles of their own and no norm (caller cos/sin tables and the QK norm take the generic
  * kernels). */
-static bool fast_kernel_takes(const posenc__rope_op *op)
-{
-    return (op->style == POSENC_ROPE_NEOX || op->style == POSENC_ROPE_GPTJ) &&
-           !op->has_tables && !op->has_q_norm && !op->has_k_norm;
-}
-
 static uint32_t table_dtype(const posenc__view *view)
 {
     return view->dtype == POSENC_DTYPE_F16    ? POSENC_TABLE_F16
@@ -510,7 +504,13 @@ void posenc__gpu_rope_launch_params(const posenc__rope_op *op, const uint32_t *o
 bool posenc__gpu_rope_contiguous(const posenc__rope_op *op, uint32_t pairs)
 {
     uint32_t half = op->rotary_dim / 2;
-    if (!fast_kernel_takes(op) || half == 0 || half % pairs != 0)
+    bool norm = op->has_q_norm || op->has_k_norm;
+    bool style = op->style == POSENC_ROPE_NEOX || op->style == POSENC_ROPE_GPTJ;
+    if (!style || op->has_tables || half == 0 || half % pairs != 0)
+        return false;
+    /* With the norm, a work-item takes whole heads, every dim of them rotated. */
+    if (norm && ((int64_t)op->rotary_dim != op->head_dim ||
+                 half > POSENC_ROPE_NORM_CONTIGUOUS_PAIRS))
         return false;
     bool partial = (int64_t)op->rotary_dim < op->head_dim;
     if (partial && (!op->q_in_place || op->has_k_cache ||

@@ -134,8 +134,9 @@ void posenc__gpu_rope_launch_params(const posenc__rope_op *op, const uint32_t *o
                                     posenc__rope_pass params[POSENC_ROPE_PASSES]);
 
 /* Whether kernels that take `pairs` consecutive pairs a vector (rope_contiguous.cl) may run:
- * whole groups of pairs, a dim stride of one element in every tensor, and no pass-through
- * dims to copy. */
+ * whole groups of pairs, a dim stride of one element in every tensor, no pass-through dims to
+ * copy, no cos/sin tables, and with the QK norm every dim rotated in at most
+ * POSENC_ROPE_NORM_CONTIGUOUS_PAIRS pairs. */
 bool posenc__gpu_rope_contiguous(const posenc__rope_op *op, uint32_t pairs);
 
 /* ---- Both ---------------------------------------------------------------------------------- */

@@ -35,9 +35,11 @@ static posenc_status rope_launch(posenc_context *ctx, const posenc_cl_op *run,
                       UNITS_PER_COMPUTE_UNIT_GROUPS;
     posenc__gpu_head_split split = posenc__gpu_split_heads(rows, lanes, heads, target);
     uint64_t units = split.units;
+    bool norm = op->has_q_norm || op->has_k_norm;
     if (contiguous_applies(ctx, op)) /* a unit per group of pairs of a token, in every head */
-        units = rows * ((half + CONTIGUOUS_GROUP_PAIRS - 1) / CONTIGUOUS_GROUP_PAIRS);
-    else if (op->has_q_norm || op->has_k_norm) { /* whole heads a unit (rope_norm.cl) */
+        units = norm ? rows /* every pair of the row a unit */
+                     : rows * ((half + CONTIGUOUS_GROUP_PAIRS - 1) / CONTIGUOUS_GROUP_PAIRS);
+    else if (norm) { /* whole heads a unit (rope_norm.cl) */
         split = posenc__gpu_rope_norm_split(rows, 1, heads, target);
         units = rows * posenc__gpu_rope_normed_units(op, split.heads_per_unit);
     }
