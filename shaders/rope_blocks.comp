@@ -230,7 +230,7 @@ float unit_squares(side_values a, side_values b)
     return sum;
 }
 
-// Kahan's step: adds `value` to (sum, carry).
+// Kahan's step: adds `value` to (sum, carry), whose total is sum - carry.
 void add_compensated(inout float sum, inout float carry, float value)
 {
     precise float y = value - carry;
@@ -240,8 +240,9 @@ void add_compensated(inout float sum, inout float carry, float value)
     sum = next;
 }
 
-// (sum, carry) plus another compensated sum, its rounding error kept (Knuth's two-sum, exact
-// whichever comes first): invocations adding each other's get the same bits.
+// (sum, carry), whose total is sum + carry, plus another such, the rounding error kept
+// (Knuth's two-sum, exact whichever comes first): invocations adding each other's get the
+// same bits.
 void add_pair(inout float sum, inout float carry, float other_sum, float other_carry)
 {
     precise float next = sum + other_sum;
@@ -253,7 +254,7 @@ void add_pair(inout float sum, inout float carry, float other_sum, float other_c
     carry = next_carry;
 }
 
-// The sum of a cluster of `lanes` invocations' (sum, carry), in every one of them.
+// The total of a cluster of `lanes` invocations' sum + carry, in every one of them.
 float cluster_sum(float sum, float carry, uint lanes)
 {
     for (uint mask = 1u; mask < lanes; mask <<= 1) {
@@ -421,7 +422,7 @@ void main_normed(bool in_place)
             add_compensated(token_sum, token_carry,
                             rotated ? unit_squares(a, v) : side_squares(a));
         }
-        float factor = inversesqrt(cluster_sum(token_sum, token_carry, lanes) / count + eps);
+        float factor = inversesqrt(cluster_sum(token_sum, -token_carry, lanes) / count + eps);
 #endif
         for (uint h = 0u; h < heads; h++) {
 #if POSENC_NORM_PER_TOKEN
