@@ -12,154 +12,19 @@
  * a dim stride of 1 in q, q_out, k, k_out, k_cache, v and v_cache, and no pass-through dims to
  * copy (full rotary, or partial in place with no cache). heads_per_unit is unused.
  *
- * With the QK norm (POSENC_ROPE_FLAG_NORM in q's or k's block) the host also sees that heads are
- * rotated whole (rotary_dim = head_dim) in at most POSENC_ROPE_NORM_CONTIGUOUS_PAIRS pairs, and a
- * work-item takes all of a row's pairs: per head (or per token, over all its heads first) it
- * sums the squares of its blocks in float8 lanes, compensated, and the lanes as a pairwise tree,
- * then scales each block by 1 / sqrt(mean + eps) and its weights (w + offset) before rotating
- * it, as rope.cl's norm does. Every element of a head is read by the one work-item that
- * writes it, so in place is safe.
- *
  * Variants (build options): -DPOSENC_OUT_F32, -DPOSENC_OUT_F16 or -DPOSENC_OUT_BF16.
- * Arguments: those of rope.cl (cos and sin unused: those take rope.cl). Work: batch * tokens *
- * ceil(rotary_dim/128) units, or batch * tokens with the QK norm.
+ * Arguments: those of rope.cl (cos, sin and the norm weights unused: those take rope.cl). Work:
+ * batch * tokens * ceil(rotary_dim/128) units.
  * Global size: any; one dimension (the kernel loops over the rest).
  */
 #include "angle.cl"
 #include "dtype.cl"
 #include "kv_cache.cl"
 #include "posenc_kernel_params.h"
-#include "table_values.cl"
+#include "rope_runs.cl"
 
-/* Element pointers as bits, for v's dims copied into the cache (NaN payloads survive). */
-#if defined(POSENC_OUT_F32)
-#define POSENC_BITS8_TYPE uint8
-#define POSENC_BITS_TYPE uint
-#else
-#define POSENC_BITS8_TYPE ushort8
-#define POSENC_BITS_TYPE ushort
-#endif
-
-/* Blocks of 8 pairs a work-item takes: 64 pairs, a 128-dim head's; with the QK norm, every
- * block of a row. */
+/* Blocks of 8 pairs a work-item takes: 64 pairs, a 128-dim head's. */
 #define POSENC_GROUP_BLOCKS 8u
-#define POSENC_NORM_GROUP_BLOCKS (POSENC_ROPE_NORM_CONTIGUOUS_PAIRS / 8u)
-
-/* One block of 8 pairs of one head, rotated: its two runs of 8 dims at `at` and at + `second`
- * (NeoX: the a dims, then the b dims rotary_dim/2 further; GPT-J: 16 adjacent dims, pairs
- * interleaved). `angle` holds the block's factors: NeoX cos and sin; GPT-J, for each run, cos
- * and sin spread over the pairs' two dims, sin negated on the a dims, so that the pairs rotate
- * in place: a c + b (-s) = a c - b s and b c + a s, exactly rope.cl's products and sums. */
-POSENC_INLINE void posenc_rotate_runs(float8 x, float8 y, int gptj, const float8 *angle,
-                                      float8 *first_run, float8 *second_run)
-{
-    if (gptj) {
-        *first_run = x * angle[0] + x.s10325476 * angle[1];
-        *second_run = y * angle[2] + y.s10325476 * angle[3];
-    } else {
-        *first_run = x * angle[0] - y * angle[1];
-        *second_run = x * angle[1] + y * angle[0];
-    }
-}
-
-/* ---- The QK norm ---------------------------------------------------------------------------- */
-
-/* How a tensor's heads are normalized: none, or its weights (POSENC_TABLE_* `dtype`, `stride`
- * elements apart from element `at`: dim 0 of head 0), their offset, eps, and per token or per
- * head. */
-typedef struct posenc_norm_of {
-    int normed, per_token;
-    const global uint *weights;
-    uint at, stride, dtype;
-    float offset, eps;
-} posenc_norm_of;
-
-/* Adds x^2 + y^2 of a head's blocks of runs to compensated float8 lanes (Kahan's steps). */
-POSENC_INLINE void posenc_add_squares(const global POSENC_OUT_TYPE *p, uint head, uint first,
-                                      uint step, uint second, uint count, float8 *sum,
-                                      float8 *carry)
-{
-    for (uint j = 0u, at = head + first; j < count; j++, at += step) {
-        float8 x = posenc_load8_out(p, at), y = posenc_load8_out(p, at + second);
-        float8 value = x * x + y * y - *carry;
-        float8 next = *sum + value;
-        *carry = (next - *sum) - value;
-        *sum = next;
-    }
-}
-
-/* 1 / sqrt(mean + eps) of compensated lanes summing `count` squares: the lanes' sums as a
- * pairwise tree (8 lanes: 3 additions a path). */
-POSENC_INLINE float posenc_norm_factor(float8 sum, float8 carry, uint count, float eps)
-{
-    float8 lanes = sum - carry;
-    float4 fours = lanes.lo + lanes.hi;
-    float2 twos = fours.lo + fours.hi;
-    return rsqrt((twos.x + twos.y) / (float)count + eps);
-}
-
-/* Eight weights (+ offset) from dim `d` of head `h`'s weights. */
-POSENC_INLINE float8 posenc_norm_weights(const posenc_norm_of *norm, uint h, uint d,
-                                         uint head_dim)
-{
-    float w[8];
-    uint at = norm->at + ((norm->per_token ? h * head_dim : 0u) + d) * norm->stride;
-    for (uint l = 0u; l < 8u; l++)
-        w[l] = posenc_rope_table_value(norm->weights, at + l * norm->stride, norm->dtype);
-    return vload8(0, w) + norm->offset;
-}
-
-POSENC_INLINE posenc_norm_of posenc_norm_of_pass(const posenc_rope_pass *pass,
-                                                 const global uint *weights,
-                                                 const global uint *words, int is_k)
-{
-    posenc_norm_of norm = {
-        .normed = (pass->flags & POSENC_ROPE_FLAG_NORM) != 0u,
-        .per_token = (pass->flags & POSENC_ROPE_FLAG_NORM_PER_TOKEN) != 0u,
-        .weights = weights,
-        .at = pass->norm_offset,
-        .stride = words[is_k ? POSENC_ROPE_NORM_K_STRIDE : POSENC_ROPE_NORM_Q_STRIDE],
-        .dtype = (pass->flags >> POSENC_ROPE_FLAG_NORM_DTYPE_SHIFT) & 3u,
-        .offset = as_float(words[POSENC_ROPE_NORM_OFFSET]),
-        .eps = as_float(words[POSENC_ROPE_NORM_EPS]),
-    };
-    return norm;
-}
-
-POSENC_INLINE void posenc_store_block(global POSENC_OUT_TYPE *p, uint at, uint second,
-                                      float8 first_run, float8 second_run)
-{
-#if defined(POSENC_OUT_BF16)
-    /* Both runs rounded together (the store is bf16's cost). `second` is a multiple of 8
-     * elements, so both runs have the same alignment. */
-    ushort16 bits = posenc_bf16_from_f32_16(first_run, second_run);
-    global ushort *run = p + at;
-    if (((uintptr_t)run & 3u) == 0u) {
-        vstore4(as_uint4(bits.lo), 0, (global uint *)run);
-        vstore4(as_uint4(bits.hi), 0, (global uint *)(run + second));
-    } else {
-        vstore8(bits.lo, 0, run);
-        vstore8(bits.hi, 0, run + second);
-    }
-#else
-    posenc_store8_out(p, at, first_run);
-    posenc_store8_out(p, at + second, second_run);
-#endif
-}
-
-/* The first element of head h of token (b, t) in a pass's input, and in its output (with
- * POSENC_ROPE_FLAG_SLOTS, b and t are the cache block and the row in it). */
-POSENC_INLINE uint posenc_rope_in_row(const posenc_rope_pass *pass, uint b, uint t, uint h)
-{
-    return pass->in_offset + b * pass->in_stride_batch + t * pass->in_stride_token +
-           h * pass->in_stride_head;
-}
-
-POSENC_INLINE uint posenc_rope_out_row(const posenc_rope_pass *pass, uint b, uint t, uint h)
-{
-    return pass->out_offset + b * pass->out_stride_batch + t * pass->out_stride_token +
-           h * pass->out_stride_head;
-}
 
 kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out,
                                    global POSENC_OUT_TYPE *k, global POSENC_OUT_TYPE *k_out,
@@ -174,7 +39,7 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
                                    posenc_rope_pass v_cache_pass, posenc_rope_pass k_pass)
 {
     /* rope.cl's arguments, for caller tables and the QK norm only */
-    (void)cos_table, (void)sin_table;
+    (void)cos_table, (void)sin_table, (void)q_norm_weight, (void)k_norm_weight;
     /* Private copies, which no store through a buffer may alias: their words are read once,
      * not again after every store. */
     const posenc_rope_pass passes[POSENC_ROPE_PASSES] = {q_pass, k_cache_pass, v_cache_pass,
@@ -190,33 +55,14 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
     uint half_count = qp->pairs;
     uint tokens = qp->tokens;
     uint blocks = half_count >> 3;
-    const global uint *norm_words = freqs + POSENC_ROPE_NORM_WORDS_AT(0, half_count);
-    posenc_norm_of q_norm = posenc_norm_of_pass(qp, q_norm_weight, norm_words, 0);
-    posenc_norm_of k_norm = posenc_norm_of_pass(k_in, k_norm_weight, norm_words, 1);
-    uint group_blocks = q_norm.normed || k_norm.normed ? POSENC_NORM_GROUP_BLOCKS
-                                                       : POSENC_GROUP_BLOCKS;
-    uint groups = (blocks + group_blocks - 1u) / group_blocks;
+    uint groups = (blocks + POSENC_GROUP_BLOCKS - 1u) / POSENC_GROUP_BLOCKS;
     uint total = groups * qp->batch * tokens;
     uint stride = (uint)get_global_size(0);
-    uint positions_kind = (flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u;
     int gptj = (flags & POSENC_ROPE_FLAG_STYLE_MASK) == POSENC_ROPE_STYLE_GPTJ;
     /* Dims per pair in a run of pairs (GPT-J's are adjacent), and a block's second run. */
     uint dims_per_pair = gptj ? 2u : 1u;
     uint second = gptj ? 8u : half_count;
     int k_written = kp->heads != 0u;
-    uint head_dim = qp->head_dim;
-    uint step = 8u * dims_per_pair;
-
-    /* A norm per head: the weights of every block of the row, the same in every row. */
-    float8 q_weights[POSENC_NORM_GROUP_BLOCKS][2], k_weights[POSENC_NORM_GROUP_BLOCKS][2];
-    for (uint j = 0u; j < blocks && q_norm.normed && !q_norm.per_token; j++) {
-        q_weights[j][0] = posenc_norm_weights(&q_norm, 0u, j * step, head_dim);
-        q_weights[j][1] = posenc_norm_weights(&q_norm, 0u, j * step + second, head_dim);
-    }
-    for (uint j = 0u; j < blocks && k_norm.normed && !k_norm.per_token; j++) {
-        k_weights[j][0] = posenc_norm_weights(&k_norm, 0u, j * step, head_dim);
-        k_weights[j][1] = posenc_norm_weights(&k_norm, 0u, j * step + second, head_dim);
-    }
 
     /* The step stops at `total` rather than wrap around 2^32. */
     for (uint i = (uint)get_global_id(0); i < total; i = total - i <= stride ? total : i + stride) {
@@ -224,8 +70,8 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
         uint group = i - row * groups;
         uint b = row / tokens;
         uint t = row - b * tokens;
-        uint first_block = group * group_blocks;
-        uint count = min(blocks - first_block, group_blocks);
+        uint first_block = group * POSENC_GROUP_BLOCKS;
+        uint count = min(blocks - first_block, (uint)POSENC_GROUP_BLOCKS);
 
         uint cache_block = 0u, in_block = 0u;
         int cached = cache && posenc_cache_row(slot_mapping[kcp->slots_offset +
@@ -235,94 +81,20 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
                                                &in_block);
 
         /* sin and cos of the group's pairs, 8 a block. */
-        float8 angles[POSENC_NORM_GROUP_BLOCKS][4]; /* posenc_rotate_block's */
-        for (uint j = 0u; j < count; j++) {
-            uint lane = (first_block + j) << 3;
-            /* The positions of the 8 pairs: one per token, or per pair's component (M-RoPE). */
-            uint8 position_low = (uint8)0u;
-            uint8 position_high = (uint8)((uint)qp->position_offset + t);
-            int8 valid = (int8)(-1);
-            if (positions_kind != POSENC_POSITIONS_NONE) {
-                uint low[8], high[8];
-                int ok[8];
-                for (uint l = 0u; l < 8u; l++) {
-                    uint2 position;
-                    ok[l] = -posenc_position_from_word(
-                        positions_kind,
-                        positions[qp->positions_offset + b * qp->positions_stride_batch +
-                                  t * qp->positions_stride_token +
-                                  freqs[3u * half_count + lane + l] *
-                                      qp->positions_stride_component],
-                        &position);
-                    low[l] = position.x;
-                    high[l] = position.y;
-                }
-                position_low = vload8(0, low);
-                position_high = vload8(0, high);
-                valid = vload8(0, ok);
-            }
-            float8 s, c;
-            posenc_sincos8(position_low, position_high, freqs + 3u * lane, &s, &c);
-            float8 nan = as_float8((uint8)0x7fc00000u); /* an invalid float position */
-            s = select(nan, s, valid);
-            c = select(nan, c, valid);
-            if ((flags & POSENC_ROPE_FLAG_INVERSE) != 0u)
-                s = -s;
-            s = s * qp->attention_factor;
-            c = c * qp->attention_factor;
-            if (gptj) {
-                uint8 negate_a = (uint8)(0x80000000u, 0u, 0x80000000u, 0u, 0x80000000u, 0u,
-                                         0x80000000u, 0u);
-                angles[j][0] = c.s00112233;
-                angles[j][1] = as_float8(as_uint8(s.s00112233) ^ negate_a);
-                angles[j][2] = c.s44556677;
-                angles[j][3] = as_float8(as_uint8(s.s44556677) ^ negate_a);
-            } else {
-                angles[j][0] = c;
-                angles[j][1] = s;
-            }
-        }
+        float8 angles[POSENC_GROUP_BLOCKS][4]; /* posenc_rotate_block's */
+        for (uint j = 0u; j < count; j++)
+            posenc_block_angles(qp, freqs, positions, b, t, (first_block + j) << 3, gptj,
+                                angles[j]);
 
         /* Head by head, so that each head's run of dims is read and written in order. */
         uint first = qp->rotary_offset + (first_block << 3) * dims_per_pair;
-        /* A norm per token: the factor of all the token's heads. */
-        float q_factor = 0.0f, k_factor = 0.0f;
-        if (q_norm.normed && q_norm.per_token) {
-            float8 sum = (float8)0.0f, carry = (float8)0.0f;
-            for (uint h = 0u; h < qp->heads; h++)
-                posenc_add_squares(q, posenc_rope_in_row(qp, b, t, h), first, step, second,
-                                   count, &sum, &carry);
-            q_factor = posenc_norm_factor(sum, carry, qp->heads * head_dim, q_norm.eps);
-        }
-        if (k_norm.normed && k_norm.per_token) {
-            float8 sum = (float8)0.0f, carry = (float8)0.0f;
-            for (uint h = 0u; h < k_in->heads; h++)
-                posenc_add_squares(k, posenc_rope_in_row(k_in, b, t, h), first, step, second,
-                                   count, &sum, &carry);
-            k_factor = posenc_norm_factor(sum, carry, k_in->heads * head_dim, k_norm.eps);
-        }
+        uint step = 8u * dims_per_pair;
         for (uint h = 0u; h < qp->heads; h++) {
             uint src = posenc_rope_in_row(qp, b, t, h);
             uint dst = posenc_rope_out_row(qp, b, t, h);
-            if (q_norm.normed && !q_norm.per_token) {
-                float8 sum = (float8)0.0f, carry = (float8)0.0f;
-                posenc_add_squares(q, src, first, step, second, count, &sum, &carry);
-                q_factor = posenc_norm_factor(sum, carry, head_dim, q_norm.eps);
-            }
             for (uint j = 0u, at = first; j < count; j++, at += step) {
-                float8 x = posenc_load8_out(q, src + at);
-                float8 y = posenc_load8_out(q, src + at + second);
-                if (q_norm.normed) {
-                    float8 wa = q_norm.per_token ? posenc_norm_weights(&q_norm, h, at, head_dim)
-                                                 : q_weights[j][0];
-                    float8 wb = q_norm.per_token
-                                    ? posenc_norm_weights(&q_norm, h, at + second, head_dim)
-                                    : q_weights[j][1];
-                    x = x * q_factor * wa;
-                    y = y * q_factor * wb;
-                }
                 float8 r0, r1;
-                posenc_rotate_runs(x, y, gptj, angles[j], &r0, &r1);
+                posenc_rotate_block(q, src + at, second, gptj, angles[j], &r0, &r1);
                 posenc_store_block(q_out, dst + at, second, r0, r1);
             }
         }
@@ -330,26 +102,10 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
             uint src = posenc_rope_in_row(k_in, b, t, h);
             uint dst = posenc_rope_out_row(kp, b, t, h);
             uint row_at = posenc_rope_out_row(kcp, cache_block, in_block, h);
-            if (k_norm.normed && !k_norm.per_token) {
-                float8 sum = (float8)0.0f, carry = (float8)0.0f;
-                posenc_add_squares(k, src, first, step, second, count, &sum, &carry);
-                k_factor = posenc_norm_factor(sum, carry, head_dim, k_norm.eps);
-            }
             for (uint j = 0u, at = first; j < count; j++, at += step) {
-                float8 x = posenc_load8_out(k, src + at);
-                float8 y = posenc_load8_out(k, src + at + second);
-                if (k_norm.normed) {
-                    float8 wa = k_norm.per_token ? posenc_norm_weights(&k_norm, h, at, head_dim)
-                                                 : k_weights[j][0];
-                    float8 wb = k_norm.per_token
-                                    ? posenc_norm_weights(&k_norm, h, at + second, head_dim)
-                                    : k_weights[j][1];
-                    x = x * k_factor * wa;
-                    y = y * k_factor * wb;
-                }
                 /* Computed once, so the cache row holds the very bits k_out does. */
                 float8 r0, r1;
-                posenc_rotate_runs(x, y, gptj, angles[j], &r0, &r1);
+                posenc_rotate_block(k, src + at, second, gptj, angles[j], &r0, &r1);
                 if (k_written)
                     posenc_store_block(k_out, dst + at, second, r0, r1);
                 if (cached)

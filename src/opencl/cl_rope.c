@@ -70,17 +70,20 @@ static posenc_status rope_launch(posenc_context *ctx, const posenc_cl_op *run,
                          event);
 }
 
-/* The kernel: by q's dtype, and on CPU-type devices the contiguous variant where the layout
- * allows it. */
+/* The kernel: by q's dtype, and on CPU-type devices the contiguous variant (with the QK norm,
+ * its own) where the layout allows it. */
 static posenc__cl_id rope_kernel(const posenc_context *ctx, const posenc__rope_op *op)
 {
-    bool contiguous = contiguous_applies(ctx, op);
-    switch (op->q.dtype) {
-    case POSENC_DTYPE_F16: return contiguous ? POSENC__CL_ROPE_CONTIGUOUS_F16 : POSENC__CL_ROPE_F16;
-    case POSENC_DTYPE_BF16:
-        return contiguous ? POSENC__CL_ROPE_CONTIGUOUS_BF16 : POSENC__CL_ROPE_BF16;
-    default: return contiguous ? POSENC__CL_ROPE_CONTIGUOUS_F32 : POSENC__CL_ROPE_F32;
-    }
+    static const posenc__cl_id kernels[3][3] = {
+        {POSENC__CL_ROPE_F32, POSENC__CL_ROPE_F16, POSENC__CL_ROPE_BF16},
+        {POSENC__CL_ROPE_CONTIGUOUS_F32, POSENC__CL_ROPE_CONTIGUOUS_F16,
+         POSENC__CL_ROPE_CONTIGUOUS_BF16},
+        {POSENC__CL_ROPE_CONTIGUOUS_NORM_F32, POSENC__CL_ROPE_CONTIGUOUS_NORM_F16,
+         POSENC__CL_ROPE_CONTIGUOUS_NORM_BF16},
+    };
+    int column = op->q.dtype == POSENC_DTYPE_F16 ? 1 : op->q.dtype == POSENC_DTYPE_BF16 ? 2 : 0;
+    int row = !contiguous_applies(ctx, op) ? 0 : op->has_q_norm || op->has_k_norm ? 2 : 1;
+    return kernels[row][column];
 }
 
 posenc_cl_op posenc_cl_rope_op(const posenc_context *ctx, const posenc__rope_op *op)

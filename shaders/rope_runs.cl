@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/* The 8-wide pieces of rope_contiguous.cl and rope_contiguous_norm.cl: a block of 8 pairs of a
+ * head (two runs of 8 dims), its factors, its rotation and its stores. Included after angle.cl,
+ * dtype.cl and posenc_kernel_params.h. */
+#ifndef POSENC_ROPE_RUNS_CL
+#define POSENC_ROPE_RUNS_CL
+
+/* Element pointers as bits, for v's dims copied into the cache (NaN payloads survive). */
+#if defined(POSENC_OUT_F32)
+#define POSENC_BITS8_TYPE uint8
+#define POSENC_BITS_TYPE uint
+#else
+#define POSENC_BITS8_TYPE ushort8
+#define POSENC_BITS_TYPE ushort
+#endif
+
+/* One block of 8 pairs of one head, rotated: the values x and y of its two runs of 8 dims, at
+ * `at` and at + `second` (NeoX: the a dims, then the b dims rotary_dim/2 further; GPT-J: 16
+ * adjacent dims, pairs interleaved). `angle` holds the block's factors: NeoX cos and sin; GPT-J, for each run, cos
+ * and sin spread over the pairs' two dims, sin negated on the a dims, so that the pairs rotate
+ * in place: a c + b (-s) = a c - b s and b c + a s, exactly rope.cl's products and sums. */
+POSENC_INLINE void posenc_rotate_runs(float8 x, float8 y, int gptj, const float8 *angle,
+                                      float8 *first_run, float8 *second_run)
+{
+    if (gptj) {
+        *first_run = x * angle[0] + x.s10325476 * angle[1];
+        *second_run = y * angle[2] + y.s10325476 * angle[3];
+    } else {
+        *first_run = x * angle[0] - y * angle[1];
+        *second_run = x * angle[1] + y * angle[0];
+    }
+}
+
+/* The same on the block's runs loaded from `p` at `at` and at + `second`. */
+POSENC_INLINE void posenc_rotate_block(const global POSENC_OUT_TYPE *p, uint at, uint second,
+                                       int gptj, const float8 *angle, float8 *first_run,
+                                       float8 *second_run)
+{
+    posenc_rotate_runs(posenc_load8_out(p, at), posenc_load8_out(p, at + second), gptj, angle,
+                       first_run, second_run);
+}
+
+POSENC_INLINE void posenc_store_block(global POSENC_OUT_TYPE *p, uint at, uint second,
+                                      float8 first_run, float8 second_run)
+{
+#if defined(POSENC_OUT_BF16)
+    /* Both runs rounded together (the store is bf16's cost). `second` is a multiple of 8
+     * elements, so both runs have the same alignment. */
+    ushort16 bits = posenc_bf16_from_f32_16(first_run, second_run);
+    global ushort *run = p + at;
+    if (((uintptr_t)run & 3u) == 0u) {
+        vstore4(as_uint4(bits.lo), 0, (global uint *)run);
+        vstore4(as_uint4(bits.hi), 0, (global uint *)(run + second));
+    } else {
+        vstore8(bits.lo, 0, run);
+        vstore8(bits.hi, 0, run + second);
+    }
+#else
+    posenc_store8_out(p, at, first_run);
+    posenc_store8_out(p, at + second, second_run);
+#endif
+}
+
+/* The first element of head h of token (b, t) in a pass's input, and in its output (with
+ * POSENC_ROPE_FLAG_SLOTS, b and t are the cache block and the row in it). */
+POSENC_INLINE uint posenc_rope_in_row(const posenc_rope_pass *pass, uint b, uint t, uint h)
+{
+    return pass->in_offset + b * pass->in_stride_batch + t * pass->in_stride_token +
+           h * pass->in_stride_head;
+}
+
+POSENC_INLINE uint posenc_rope_out_row(const posenc_rope_pass *pass, uint b, uint t, uint h)
+{
+    return pass->out_offset + b * pass->out_stride_batch + t * pass->out_stride_token +
+           h * pass->out_stride_head;
+}
+
+/* The factors of block `lane` / 8 (8 pairs from pair `lane`) of token (b, t), as
+ * posenc_rotate_block takes them in `angle`: rope.cl's sin and cos of each pair. */
+POSENC_INLINE void posenc_block_angles(const posenc_rope_pass *qp, const global uint *freqs,
+                                       const global uint *positions, uint b, uint t, uint lane,
+                                       int gptj, float8 *angle)
+{
+    uint flags = qp->flags;
+    uint half_count = qp->pairs;
+    uint positions_kind = (flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u;
+    /* The positions of the 8 pairs: one per token, or per pair's component (M-RoPE). */
+    uint8 position_low = (uint8)0u;
+    uint8 position_high = (uint8)((uint)qp->position_offset + t);
+    int8 valid = (int8)(-1);
+    if (positions_kind != POSENC_POSITIONS_NONE) {
+        uint low[8], high[8];
+        int ok[8];
+        for (uint l = 0u; l < 8u; l++) {
+            uint2 position;
+            ok[l] = -posenc_position_from_word(
+                positions_kind,
+                positions[qp->positions_offset + b * qp->positions_stride_batch +
+                          t * qp->positions_stride_token +
+                          freqs[3u * half_count + lane + l] *
+                              qp->positions_stride_component],
+                &position);
+            low[l] = position.x;
+            high[l] = position.y;
+        }
+        position_low = vload8(0, low);
+        position_high = vload8(0, high);
+        valid = vload8(0, ok);
+    }
+    float8 s, c;
+    posenc_sincos8(position_low, position_high, freqs + 3u * lane, &s, &c);
+    float8 nan = as_float8((uint8)0x7fc00000u); /* an invalid float position */
+    s = select(nan, s, valid);
+    c = select(nan, c, valid);
+    if ((flags & POSENC_ROPE_FLAG_INVERSE) != 0u)
+        s = -s;
+    s = s * qp->attention_factor;
+    c = c * qp->attention_factor;
+    if (gptj) {
+        uint8 negate_a = (uint8)(0x80000000u, 0u, 0x80000000u, 0u, 0x80000000u, 0u,
+                                 0x80000000u, 0u);
+        angle[0] = c.s00112233;
+        angle[1] = as_float8(as_uint8(s.s00112233) ^ negate_a);
+        angle[2] = c.s44556677;
+        angle[3] = as_float8(as_uint8(s.s44556677) ^ negate_a);
+    } else {
+        angle[0] = c;
+        angle[1] = s;
+    }
+}
+
+#endif
