@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import operator
+import math
 import os
 import warnings
 from collections.abc import Mapping
@@ -224,7 +225,21 @@ def _scaling(scaling, head_dim, rotary_dim, theta, **hf_options):
                       "rope_theta), or the whole config", hf.HFWarning, stacklevel=4)
     extras = {key: value for key, value in mapped.items()
               if key != "scaling" and value is not None}
+    norm_eps = _config_norm_eps(scaling)
+    if norm_eps is not None:
+        extras["norm_eps"] = norm_eps
     return mapped["scaling"], extras
+
+
+def _config_norm_eps(config):
+    """A config's rms_norm_eps (its text_config's for a multimodal one), or None: the eps of
+    the models' RMSNorms, q_norm and k_norm included (Qwen3, Gemma 3, OLMo 2)."""
+    for source in (config, hf._get(config, "text_config")):
+        value = None if source is None else hf._get(source, "rms_norm_eps")
+        if (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and math.isfinite(value) and value > 0):
+            return float(value)
+    return None
 
 
 def _unsigned(name, value, maximum=0xFFFFFFFF):
@@ -268,7 +283,8 @@ def _resolve_rope(config=None, *, head_dim=None, theta=None, style="neox", rotar
     option keywords, every name turned into its value and every number checked. theta left
     unset stays 0, the library's default (10000), which caller cos/sin tables need; norm_eps
     and norm_weight_offset likewise stay 0 unless given (the library refuses them without
-    the QK norm's weights, which come with each call)."""
+    the QK norm's weights, which come with each call). A config's rms_norm_eps becomes
+    config_norm_eps, the norm_eps of the calls that pass weights and no norm_eps."""
     if config is not None:
         if scaling is not None:
             raise _error("INVALID_ARGUMENT",
@@ -310,7 +326,8 @@ def _resolve_rope(config=None, *, head_dim=None, theta=None, style="neox", rotar
         components=_unsigned("components", components), component_map=component_map,
         layout=layout, num_heads=_unsigned("num_heads", num_heads),
         norm_eps=_number("norm_eps", norm_eps),
-        norm_weight_offset=_number("norm_weight_offset", norm_weight_offset))
+        norm_weight_offset=_number("norm_weight_offset", norm_weight_offset),
+        config_norm_eps=float(extras.get("norm_eps", 0.0)))
 
 
 def _resolve_rope_named(*args, **options):

@@ -91,10 +91,11 @@ _CONFIG_KEYS = ("rope_scaling", "rope_parameters", "text_config", "model_type", 
 _CONFIG_SCALARS = ("rope_theta", "partial_rotary_factor", "max_position_embeddings",
                    "original_max_position_embeddings")
 
-# The config fields this module reads: what a config's cache key is made of.
+# The config fields posenc reads (this module, and rms_norm_eps for the QK norm): what a
+# config's cache key is made of.
 _READ_FIELDS = ("rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor",
                 "head_dim", "qk_rope_head_dim", "hidden_size", "num_attention_heads",
-                "max_position_embeddings", "original_max_position_embeddings")
+                "max_position_embeddings", "original_max_position_embeddings", "rms_norm_eps")
 
 
 class HFRope(TypedDict):

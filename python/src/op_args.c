@@ -264,6 +264,9 @@ static int parse_option(const char *name, PyObject *value, pyposenc_rope_options
     if (strcmp(name, "norm_eps") == 0) {
         return parse_double(value, name, &desc->norm_eps) < 0 ? -1 : 1;
     }
+    if (strcmp(name, "config_norm_eps") == 0) {
+        return parse_double(value, name, &options->config_norm_eps) < 0 ? -1 : 1;
+    }
     if (strcmp(name, "norm_weight_offset") == 0) {
         return parse_double(value, name, &desc->norm_weight_offset) < 0 ? -1 : 1;
     }
@@ -354,6 +357,15 @@ void pyposenc_rope_args_free(pyposenc_rope_args *args)
         pyposenc_view_release(&args->views[i]);
     }
     pyposenc_rope_options_free(&args->options);
+}
+
+void pyposenc_rope_norm_defaults(const pyposenc_rope_options *options, posenc_rope_desc *desc)
+{
+    int weights = desc->q_norm_weight.host || desc->q_norm_weight.buffer ||
+                   desc->k_norm_weight.host || desc->k_norm_weight.buffer;
+    if (weights && desc->norm_eps == 0.0) {
+        desc->norm_eps = options->config_norm_eps;
+    }
 }
 
 int pyposenc_rope_layout(const pyposenc_rope_options *options, posenc_rope_desc *desc)
@@ -457,6 +469,7 @@ int pyposenc_rope_args_parse(PyObject *positional, PyObject *kwargs, pyposenc_ro
         pyposenc_raisef(POSENC_INVALID_ARGUMENT, "k_out: given without k");
         goto fail;
     }
+    pyposenc_rope_norm_defaults(&args->options, desc);
     if (pyposenc_rope_layout(&args->options, desc) < 0) {
         goto fail;
     }

@@ -124,6 +124,7 @@ typedef struct pyposenc_rope_options {
     posenc_rope_desc desc; /* no tensors, no position_offset */
     int heads_first;       /* layout "bhtd" */
     uint32_t num_heads;    /* q's heads, splitting the hidden dim; 0 when not given */
+    double config_norm_eps; /* the config's rms_norm_eps: norm_eps where a call has weights */
     pyposenc_scaling_storage storage;
     uint8_t *component_map;
     Py_ssize_t component_count;
@@ -131,8 +132,8 @@ typedef struct pyposenc_rope_options {
 
 /* Fills `options` from a dict of _rope_resolved's option keywords (theta, style, rotary_dim,
  * rotary_offset, inverse, attention_factor, scaling, multimodal, mrope_section, components,
- * component_map, layout, num_heads, norm_eps, norm_weight_offset; style and multimodal as their
- * enum values). 0, or -1 with the error raised and nothing to free. */
+ * component_map, layout, num_heads, norm_eps, norm_weight_offset, config_norm_eps; style and
+ * multimodal as their enum values). 0, or -1 with the error raised and nothing to free. */
 int pyposenc_rope_options_parse(PyObject *dict, pyposenc_rope_options *options);
 void pyposenc_rope_options_free(pyposenc_rope_options *options);
 /* Refuses a component_map whose length does not fit the pairs q's call rotates. 0 or -1. */
@@ -143,6 +144,9 @@ int pyposenc_rope_component_map_check(const pyposenc_rope_options *options,
  * with "bhtd", heads and tokens swapped. 0, or -1 with the posenc error raised, naming the
  * array, num_heads or layout. */
 int pyposenc_rope_layout(const pyposenc_rope_options *options, posenc_rope_desc *desc);
+/* The config's rms_norm_eps as norm_eps, where `desc` has QK norm weights and no norm_eps of
+ * its own (a call without weights must leave norm_eps unset: posenc refuses it alone). */
+void pyposenc_rope_norm_defaults(const pyposenc_rope_options *options, posenc_rope_desc *desc);
 
 /* An integer argument (int, or anything with __index__: numpy and torch integer scalars) in
  * [minimum, maximum]: a TypeError for a float or a non-integer, a posenc InvalidArgument

@@ -159,6 +159,7 @@ static int apply(pyposenc_rope_object *self, PyObject *context_object, PyObject 
         pyposenc_raisef(POSENC_INVALID_ARGUMENT, "k_out: given without k");
         goto done;
     }
+    pyposenc_rope_norm_defaults(&self->options, &desc);
     if (pyposenc_rope_layout(&self->options, &desc) < 0) {
         goto done;
     }

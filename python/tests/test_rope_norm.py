@@ -292,6 +292,35 @@ def test_bf16_weights_through_the_converter(rng):
     np.testing.assert_array_equal(b, d)
 
 
+def test_config_rms_norm_eps(rng):
+    # A config's rms_norm_eps is the norm's eps where a call passes weights (explicit norm_eps
+    # wins), and a call without weights stays plain RoPE, not refused for an eps alone.
+    config = {"model_type": "qwen3", "rope_theta": 1e6, "head_dim": 16, "rms_norm_eps": 0.25,
+              "max_position_embeddings": 64}
+    q, k, q_weight, k_weight = _norm_call(rng)
+    weights = dict(q_norm_weight=q_weight, k_norm_weight=k_weight)
+
+    def run(call, **keywords):
+        a, b = q.copy(), k.copy()
+        call(a, b, **keywords)
+        return a, b
+
+    expected = run(posenc.rope, theta=1e6, norm_eps=0.25, **weights)
+    assert not np.array_equal(expected[0], run(posenc.rope, theta=1e6, **weights)[0])
+    for got in (run(posenc.Rope(config), **weights),
+                run(posenc.rope, scaling=config, **weights),
+                run(posenc.Rope({"text_config": config}), **weights)):
+        np.testing.assert_array_equal(got[0], expected[0])
+        np.testing.assert_array_equal(got[1], expected[1])
+    explicit = run(posenc.rope, theta=1e6, norm_eps=1e-5, **weights)
+    for got in (run(posenc.Rope(config, norm_eps=1e-5), **weights),
+                run(posenc.rope, scaling=config, norm_eps=1e-5, **weights)):
+        np.testing.assert_array_equal(got[0], explicit[0])
+    plain = run(posenc.rope, theta=1e6)
+    np.testing.assert_array_equal(run(posenc.Rope(config))[0], plain[0])
+    np.testing.assert_array_equal(run(posenc.rope, scaling=config)[0], plain[0])
+
+
 def test_settings_and_signature():
     rope = posenc.Rope(norm_eps=1e-5, norm_weight_offset=1)
     assert rope.settings["norm_eps"] == 1e-5 and rope.settings["norm_weight_offset"] == 1.0
