@@ -114,23 +114,7 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
         }
         if (!cached)
             continue;
-        /* v: the group's dims copied as bits into the cache row. */
-        const global POSENC_BITS_TYPE *v_bits = (const global POSENC_BITS_TYPE *)v;
-        global POSENC_BITS_TYPE *vc_bits = (global POSENC_BITS_TYPE *)v_cache;
-        for (uint h = 0u; h < vcp->heads; h++) {
-            uint src = posenc_rope_in_row(vcp, b, t, h);
-            uint dst = posenc_rope_out_row(vcp, cache_block, in_block, h);
-            for (uint j = 0u, at = first; j < count; j++, at += step) {
-                POSENC_BITS8_TYPE va = vload8(0, v_bits + src + at);
-                POSENC_BITS8_TYPE vb = vload8(0, v_bits + src + at + second);
-#if defined(POSENC_OUT_F32)
-                vstore8(va, 0, vc_bits + dst + at);
-                vstore8(vb, 0, vc_bits + dst + at + second);
-#else
-                posenc_store8_bits16(vc_bits, dst + at, va);
-                posenc_store8_bits16(vc_bits, dst + at + second, vb);
-#endif
-            }
-        }
+        posenc_copy_v_row(v, v_cache, vcp, b, t, cache_block, in_block, first, count, step,
+                          second);
     }
 }

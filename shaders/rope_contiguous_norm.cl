@@ -85,6 +85,55 @@ POSENC_INLINE posenc_norm_of posenc_norm_of_pass(const posenc_rope_pass *pass,
     return norm;
 }
 
+/* The heads of token (b, t) of one tensor (q, or k as `in_pass` reads it), normalized where
+ * `norm` says (per head: `weights` by block) and rotated by `angles`: into `out` at
+ * `out_pass`'s rows where `written`, and into the k cache row where `cached`, the same bits. */
+POSENC_INLINE void posenc_norm_rotate_heads(
+    const global POSENC_OUT_TYPE *in, const posenc_rope_pass *in_pass, global POSENC_OUT_TYPE *out,
+    const posenc_rope_pass *out_pass, int written, global POSENC_OUT_TYPE *cache,
+    const posenc_rope_pass *cache_pass, uint cache_block, uint in_block, int cached,
+    const posenc_norm_of *norm, const float8 (*weights)[2], uint b, uint t, uint blocks,
+    uint step, uint second, int gptj, const float8 (*angles)[4])
+{
+    uint head_dim = in_pass->head_dim;
+    float factor = 0.0f;
+    if (norm->normed && norm->per_token) { /* one factor for all the token's heads */
+        float8 sum = (float8)0.0f, carry = (float8)0.0f;
+        for (uint h = 0u; h < in_pass->heads; h++)
+            posenc_add_squares(in, posenc_rope_in_row(in_pass, b, t, h), step, second, blocks,
+                               &sum, &carry);
+        factor = posenc_norm_factor(sum, carry, in_pass->heads * head_dim, norm->eps);
+    }
+    for (uint h = 0u; h < in_pass->heads; h++) {
+        uint src = posenc_rope_in_row(in_pass, b, t, h);
+        uint dst = posenc_rope_out_row(out_pass, b, t, h);
+        uint row_at = posenc_rope_out_row(cache_pass, cache_block, in_block, h);
+        if (norm->normed && !norm->per_token) {
+            float8 sum = (float8)0.0f, carry = (float8)0.0f;
+            posenc_add_squares(in, src, step, second, blocks, &sum, &carry);
+            factor = posenc_norm_factor(sum, carry, head_dim, norm->eps);
+        }
+        for (uint j = 0u, at = 0u; j < blocks; j++, at += step) {
+            float8 x = posenc_load8_out(in, src + at);
+            float8 y = posenc_load8_out(in, src + at + second);
+            if (norm->normed) {
+                float8 wa = norm->per_token ? posenc_norm_weights(norm, h, at, head_dim)
+                                            : weights[j][0];
+                float8 wb = norm->per_token ? posenc_norm_weights(norm, h, at + second, head_dim)
+                                            : weights[j][1];
+                x = x * factor * wa;
+                y = y * factor * wb;
+            }
+            float8 r0, r1;
+            posenc_rotate_runs(x, y, gptj, angles[j], &r0, &r1);
+            if (written)
+                posenc_store_block(out, dst + at, second, r0, r1);
+            if (cached)
+                posenc_store_block(cache, row_at + at, second, r0, r1);
+        }
+    }
+}
+
 kernel void posenc_rope_contiguous_norm(
     global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out, global POSENC_OUT_TYPE *k,
     global POSENC_OUT_TYPE *k_out, const global uint *positions, const global int *slot_mapping,
@@ -152,96 +201,14 @@ kernel void posenc_rope_contiguous_norm(
         for (uint j = 0u; j < blocks; j++)
             posenc_block_angles(qp, freqs, positions, b, t, j << 3, gptj, angles[j]);
 
-        /* A norm per token: the factor of all the token's heads. */
-        float q_factor = 0.0f, k_factor = 0.0f;
-        if (q_norm.normed && q_norm.per_token) {
-            float8 sum = (float8)0.0f, carry = (float8)0.0f;
-            for (uint h = 0u; h < qp->heads; h++)
-                posenc_add_squares(q, posenc_rope_in_row(qp, b, t, h), step, second, blocks,
-                                   &sum, &carry);
-            q_factor = posenc_norm_factor(sum, carry, qp->heads * head_dim, q_norm.eps);
-        }
-        if (k_norm.normed && k_norm.per_token) {
-            float8 sum = (float8)0.0f, carry = (float8)0.0f;
-            for (uint h = 0u; h < k_in->heads; h++)
-                posenc_add_squares(k, posenc_rope_in_row(k_in, b, t, h), step, second, blocks,
-                                   &sum, &carry);
-            k_factor = posenc_norm_factor(sum, carry, k_in->heads * head_dim, k_norm.eps);
-        }
-        for (uint h = 0u; h < qp->heads; h++) {
-            uint src = posenc_rope_in_row(qp, b, t, h);
-            uint dst = posenc_rope_out_row(qp, b, t, h);
-            if (q_norm.normed && !q_norm.per_token) {
-                float8 sum = (float8)0.0f, carry = (float8)0.0f;
-                posenc_add_squares(q, src, step, second, blocks, &sum, &carry);
-                q_factor = posenc_norm_factor(sum, carry, head_dim, q_norm.eps);
-            }
-            for (uint j = 0u, at = 0u; j < blocks; j++, at += step) {
-                float8 x = posenc_load8_out(q, src + at);
-                float8 y = posenc_load8_out(q, src + at + second);
-                if (q_norm.normed) {
-                    float8 wa = q_norm.per_token ? posenc_norm_weights(&q_norm, h, at, head_dim)
-                                                 : q_weights[j][0];
-                    float8 wb = q_norm.per_token
-                                    ? posenc_norm_weights(&q_norm, h, at + second, head_dim)
-                                    : q_weights[j][1];
-                    x = x * q_factor * wa;
-                    y = y * q_factor * wb;
-                }
-                float8 r0, r1;
-                posenc_rotate_runs(x, y, gptj, angles[j], &r0, &r1);
-                posenc_store_block(q_out, dst + at, second, r0, r1);
-            }
-        }
-        for (uint h = 0u; h < k_in->heads; h++) {
-            uint src = posenc_rope_in_row(k_in, b, t, h);
-            uint dst = posenc_rope_out_row(kp, b, t, h);
-            uint row_at = posenc_rope_out_row(kcp, cache_block, in_block, h);
-            if (k_norm.normed && !k_norm.per_token) {
-                float8 sum = (float8)0.0f, carry = (float8)0.0f;
-                posenc_add_squares(k, src, step, second, blocks, &sum, &carry);
-                k_factor = posenc_norm_factor(sum, carry, head_dim, k_norm.eps);
-            }
-            for (uint j = 0u, at = 0u; j < blocks; j++, at += step) {
-                float8 x = posenc_load8_out(k, src + at);
-                float8 y = posenc_load8_out(k, src + at + second);
-                if (k_norm.normed) {
-                    float8 wa = k_norm.per_token ? posenc_norm_weights(&k_norm, h, at, head_dim)
-                                                 : k_weights[j][0];
-                    float8 wb = k_norm.per_token
-                                    ? posenc_norm_weights(&k_norm, h, at + second, head_dim)
-                                    : k_weights[j][1];
-                    x = x * k_factor * wa;
-                    y = y * k_factor * wb;
-                }
-                /* Computed once, so the cache row holds the very bits k_out does. */
-                float8 r0, r1;
-                posenc_rotate_runs(x, y, gptj, angles[j], &r0, &r1);
-                if (k_written)
-                    posenc_store_block(k_out, dst + at, second, r0, r1);
-                if (cached)
-                    posenc_store_block(k_cache, row_at + at, second, r0, r1);
-            }
-        }
+        posenc_norm_rotate_heads(q, qp, q_out, qp, 1, k_cache, kcp, 0u, 0u, 0, &q_norm,
+                                 q_weights, b, t, blocks, step, second, gptj, angles);
+        posenc_norm_rotate_heads(k, k_in, k_out, kp, k_written, k_cache, kcp, cache_block,
+                                 in_block, cached, &k_norm, k_weights, b, t, blocks, step, second,
+                                 gptj, angles);
         if (!cached)
             continue;
-        /* v: its dims copied as bits into the cache row. */
-        const global POSENC_BITS_TYPE *v_bits = (const global POSENC_BITS_TYPE *)v;
-        global POSENC_BITS_TYPE *vc_bits = (global POSENC_BITS_TYPE *)v_cache;
-        for (uint h = 0u; h < vcp->heads; h++) {
-            uint src = posenc_rope_in_row(vcp, b, t, h);
-            uint dst = posenc_rope_out_row(vcp, cache_block, in_block, h);
-            for (uint j = 0u, at = 0u; j < blocks; j++, at += step) {
-                POSENC_BITS8_TYPE va = vload8(0, v_bits + src + at);
-                POSENC_BITS8_TYPE vb = vload8(0, v_bits + src + at + second);
-#if defined(POSENC_OUT_F32)
-                vstore8(va, 0, vc_bits + dst + at);
-                vstore8(vb, 0, vc_bits + dst + at + second);
-#else
-                posenc_store8_bits16(vc_bits, dst + at, va);
-                posenc_store8_bits16(vc_bits, dst + at + second, vb);
-#endif
-            }
-        }
+        posenc_copy_v_row(v, v_cache, vcp, b, t, cache_block, in_block, 0u, blocks, step,
+                          second);
     }
 }

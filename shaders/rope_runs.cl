@@ -16,9 +16,10 @@
 
 /* One block of 8 pairs of one head, rotated: the values x and y of its two runs of 8 dims, at
  * `at` and at + `second` (NeoX: the a dims, then the b dims rotary_dim/2 further; GPT-J: 16
- * adjacent dims, pairs interleaved). `angle` holds the block's factors: NeoX cos and sin; GPT-J, for each run, cos
- * and sin spread over the pairs' two dims, sin negated on the a dims, so that the pairs rotate
- * in place: a c + b (-s) = a c - b s and b c + a s, exactly rope.cl's products and sums. */
+ * adjacent dims, pairs interleaved). `angle` holds the block's factors: NeoX cos and sin;
+ * GPT-J, for each run, cos and sin spread over the pairs' two dims, sin negated on the a dims,
+ * so that the pairs rotate in place: a c + b (-s) = a c - b s and b c + a s, exactly rope.cl's
+ * products and sums. */
 POSENC_INLINE void posenc_rotate_runs(float8 x, float8 y, int gptj, const float8 *angle,
                                       float8 *first_run, float8 *second_run)
 {
@@ -126,6 +127,33 @@ POSENC_INLINE void posenc_block_angles(const posenc_rope_pass *qp, const global 
     } else {
         angle[0] = c;
         angle[1] = s;
+    }
+}
+
+/* v's dims of token (b, t) copied as bits into its cache row (cache block, row in it): `count`
+ * blocks of two runs from dim `first`, `step` apart. */
+POSENC_INLINE void posenc_copy_v_row(const global POSENC_OUT_TYPE *v,
+                                     global POSENC_OUT_TYPE *v_cache,
+                                     const posenc_rope_pass *vcp, uint b, uint t,
+                                     uint cache_block, uint in_block, uint first, uint count,
+                                     uint step, uint second)
+{
+    const global POSENC_BITS_TYPE *v_bits = (const global POSENC_BITS_TYPE *)v;
+    global POSENC_BITS_TYPE *vc_bits = (global POSENC_BITS_TYPE *)v_cache;
+    for (uint h = 0u; h < vcp->heads; h++) {
+        uint src = posenc_rope_in_row(vcp, b, t, h);
+        uint dst = posenc_rope_out_row(vcp, cache_block, in_block, h);
+        for (uint j = 0u, at = first; j < count; j++, at += step) {
+            POSENC_BITS8_TYPE va = vload8(0, v_bits + src + at);
+            POSENC_BITS8_TYPE vb = vload8(0, v_bits + src + at + second);
+#if defined(POSENC_OUT_F32)
+            vstore8(va, 0, vc_bits + dst + at);
+            vstore8(vb, 0, vc_bits + dst + at + second);
+#else
+            posenc_store8_bits16(vc_bits, dst + at, va);
+            posenc_store8_bits16(vc_bits, dst + at + second, vb);
+#endif
+        }
     }
 }
 
