@@ -128,8 +128,8 @@ static posenc_status borrow_instance(posenc_context *ctx, posenc_vk_context *vk,
                                               &vk->device_record, &failure);
     return posenc__gpu_external_device(ctx, &vk->device_record, status, &failure,
                                        "vulkan.physical_device",
-                                       "posenc needs Vulkan 1.1 and a compute queue, which this "
-                                       "device lacks");
+                                       "posenc needs Vulkan 1.1, a compute queue and 8 storage "
+                                       "buffers a shader stage, which this device lacks");
 }
 
 static posenc_status check_queue_family(posenc_context *ctx, posenc_vk_context *vk,

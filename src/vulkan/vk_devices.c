@@ -203,6 +203,10 @@ posenc_status posenc_vk_describe(const posenc_vk_instance *instance, VkPhysicalD
     vk->GetPhysicalDeviceMemoryProperties(physical, &memory);
 
     const VkPhysicalDeviceLimits *limits = &properties.properties.limits;
+    /* The kernels bind POSENC_VK_BINDINGS storage buffers; Vulkan promises only 4 a stage. */
+    if (limits->maxPerStageDescriptorStorageBuffers < POSENC_VK_BINDINGS ||
+        limits->maxDescriptorSetStorageBuffers < POSENC_VK_BINDINGS)
+        return POSENC_UNSUPPORTED;
     posenc_device_info *info = &device->info;
     info->type = device_type(properties.properties.deviceType);
     posenc__copy_string(info->name, sizeof info->name, properties.properties.deviceName);
@@ -326,7 +330,7 @@ posenc_status posenc_vk_enumerate(posenc__device_list *list, const char **reason
     /* A device whose description the runtime fails is left out, the others listed. */
     posenc__gpu_listing listing = {
         .api = "Vulkan",
-        .lacks = "without Vulkan 1.1 or a compute queue",
+        .lacks = "without Vulkan 1.1, a compute queue or 8 storage buffers a shader stage",
         .none = "no Vulkan driver or device (the loader found no physical device)",
     };
     for (uint32_t i = 0; i < count && status == POSENC_OK; i++) {
