@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* VK_LAYER_POSENC_faults (fault_layer.h): a Vulkan layer in front of the real driver that fails
  * one chosen call, the device lost among the failures. It passes every call it does not wrap
- * straight on, and the wrapped ones too until the armed one comes. */
+ * straight on, and the wrapped ones too until the armed one comes. It also changes what a
+ * device reports where the environment asks, and remembers the debug names objects get. */
 #include "fault_layer.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <vulkan/vk_layer.h>
 
@@ -58,6 +60,7 @@ typedef struct instance_entry {
     void *key; /* NULL: a free entry */
     PFN_vkGetInstanceProcAddr next_gipa;
     PFN_vkDestroyInstance destroy;
+    PFN_vkGetPhysicalDeviceProperties2 properties2;
 } instance_entry;
 
 typedef struct device_entry {
@@ -65,8 +68,11 @@ typedef struct device_entry {
     VkDevice device;
     PFN_vkGetDeviceProcAddr next_gdpa;
     next_fns next;
+    PFN_vkSetDebugUtilsObjectNameEXT set_name;
     int lost;
 } device_entry;
+
+enum { MAX_NAMES = 64, NAME_SIZE = 64 };
 
 static struct {
     pthread_mutex_t lock;
@@ -83,6 +89,8 @@ static struct {
     uint32_t all;   /* wrapped calls since the arm */
     int fired;
     char fired_call[66]; /* "vk" and the entry point the fault fired in */
+    char names[MAX_NAMES][NAME_SIZE]; /* debug names given to objects, each once */
+    uint32_t name_count;
 } layer = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 #define DEVICE_OF_(handle) find_device(key_of(handle))
@@ -348,6 +356,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL CreateInstance(const VkInstanceCreateInfo 
             layer.instances[i].next_gipa = next_gipa;
             layer.instances[i].destroy =
                 (PFN_vkDestroyInstance)next_gipa(*instance, "vkDestroyInstance");
+            layer.instances[i].properties2 = (PFN_vkGetPhysicalDeviceProperties2)next_gipa(
+                *instance, "vkGetPhysicalDeviceProperties2");
             break;
         }
     }
@@ -404,6 +414,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physical,
             WRAPPED_(LOAD_)
             LOAD_(DestroyDevice)
 #undef LOAD_
+            d->set_name = (PFN_vkSetDebugUtilsObjectNameEXT)next_gdpa(
+                *device, "vkSetDebugUtilsObjectNameEXT");
             break;
         }
     }
@@ -435,8 +447,59 @@ static VKAPI_ATTR void VKAPI_CALL DestroyDevice(VkDevice device,
         destroy(device, allocator);
 }
 
+/* The device's properties as the driver gives them, but for what the environment changes:
+ * POSENC_FAULTS_STORAGE_BUFFERS=N, maxPerStageDescriptorStorageBuffers N (a device with fewer
+ * than posenc binds); POSENC_FAULTS_NO_SHUFFLE=1, no subgroup shuffles. */
+static VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceProperties2(
+    VkPhysicalDevice physical, VkPhysicalDeviceProperties2 *properties)
+{
+    PFN_vkGetPhysicalDeviceProperties2 next = NULL;
+    pthread_mutex_lock(&layer.lock);
+    for (int i = 0; i < MAX_OBJECTS; i++) {
+        if (layer.instances[i].key == key_of(physical))
+            next = layer.instances[i].properties2;
+    }
+    pthread_mutex_unlock(&layer.lock);
+    if (!next)
+        return;
+    next(physical, properties);
+    const char *buffers = getenv("POSENC_FAULTS_STORAGE_BUFFERS");
+    if (buffers && *buffers)
+        properties->properties.limits.maxPerStageDescriptorStorageBuffers =
+            (uint32_t)strtoul(buffers, NULL, 10);
+    const char *no_shuffle = getenv("POSENC_FAULTS_NO_SHUFFLE");
+    for (VkBaseOutStructure *s = properties->pNext; s && no_shuffle && *no_shuffle == '1';
+         s = s->pNext) {
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES)
+            ((VkPhysicalDeviceSubgroupProperties *)(void *)s)->supportedOperations &=
+                ~(VkSubgroupFeatureFlags)(VK_SUBGROUP_FEATURE_SHUFFLE_BIT |
+                                          VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT);
+    }
+}
+
+/* Remembers each debug name given (posenc names its pipelines by kernel), then names. */
+static VKAPI_ATTR VkResult VKAPI_CALL SetDebugUtilsObjectNameEXT(
+    VkDevice device, const VkDebugUtilsObjectNameInfoEXT *info)
+{
+    pthread_mutex_lock(&layer.lock);
+    device_entry *d = DEVICE_OF_(device);
+    PFN_vkSetDebugUtilsObjectNameEXT next = d ? d->set_name : NULL;
+    const char *name = info && info->pObjectName ? info->pObjectName : "";
+    int known = 0;
+    for (uint32_t i = 0; i < layer.name_count; i++)
+        known = known || strcmp(layer.names[i], name) == 0;
+    if (!known && layer.name_count < MAX_NAMES) {
+        strncpy(layer.names[layer.name_count], name, NAME_SIZE - 1);
+        layer.names[layer.name_count++][NAME_SIZE - 1] = '\0';
+    }
+    pthread_mutex_unlock(&layer.lock);
+    return next ? next(device, info) : VK_SUCCESS;
+}
+
 static PFN_vkVoidFunction own_device_function(const char *name)
 {
+    if (strcmp(name, "vkSetDebugUtilsObjectNameEXT") == 0)
+        return (PFN_vkVoidFunction)SetDebugUtilsObjectNameEXT;
 #define OWN_(fn)                                                                                 \
     if (strcmp(name, "vk" #fn) == 0)                                                             \
         return (PFN_vkVoidFunction)fn;
@@ -472,6 +535,9 @@ static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetInstanceProcAddr(VkInstance i
         return (PFN_vkVoidFunction)CreateDevice;
     if (strcmp(name, "vkGetDeviceProcAddr") == 0)
         return (PFN_vkVoidFunction)GetDeviceProcAddr;
+    if (strcmp(name, "vkGetPhysicalDeviceProperties2") == 0 ||
+        strcmp(name, "vkGetPhysicalDeviceProperties2KHR") == 0)
+        return (PFN_vkVoidFunction)GetPhysicalDeviceProperties2;
     PFN_vkVoidFunction own = own_device_function(name);
     if (own)
         return own;
@@ -535,6 +601,16 @@ EXPORT int posenc_faults_fired(void)
 EXPORT const char *posenc_faults_fired_call(void)
 {
     return layer.fired_call; /* written before `fired`, under the lock; read after it */
+}
+
+EXPORT int posenc_faults_named(const char *name)
+{
+    int named = 0;
+    pthread_mutex_lock(&layer.lock);
+    for (uint32_t i = 0; i < layer.name_count; i++)
+        named = named || strcmp(layer.names[i], name) == 0;
+    pthread_mutex_unlock(&layer.lock);
+    return named;
 }
 
 EXPORT uint32_t posenc_faults_destroyed(const void *device)

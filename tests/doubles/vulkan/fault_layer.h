@@ -35,11 +35,21 @@ typedef const char *(*posenc_faults_fired_call_fn)(void);
 typedef uint32_t (*posenc_faults_destroyed_fn)(const void *device);
 #define POSENC_FAULTS_DESTROYED "posenc_faults_destroyed"
 
-/* The layer's own definitions of the five (fault_layer.c). */
+/* Whether an object was given the debug name `name` (posenc names each pipeline after its
+ * kernel: "posenc rope f32 blocks norm"). */
+typedef int (*posenc_faults_named_fn)(const char *name);
+#define POSENC_FAULTS_NAMED "posenc_faults_named"
+
+/* Besides, the environment changes what the driver reports (fault_layer.c):
+ * POSENC_FAULTS_STORAGE_BUFFERS=N, storage buffers a shader stage; POSENC_FAULTS_NO_SHUFFLE=1,
+ * subgroups without shuffles. */
+
+/* The layer's own definitions of the six (fault_layer.c). */
 void posenc_faults_arm(const char *call, uint32_t nth, int32_t result);
 uint32_t posenc_faults_count(const char *call);
 int posenc_faults_fired(void);
 const char *posenc_faults_fired_call(void);
+int posenc_faults_named(const char *name);
 uint32_t posenc_faults_destroyed(const void *device);
 
 #endif
