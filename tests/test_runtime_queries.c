@@ -31,6 +31,8 @@ static VKAPI_ATTR void VKAPI_CALL fake_properties(VkPhysicalDevice physical,
     properties->apiVersion = VK_API_VERSION_1_1;
     properties->deviceType = VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
     strcpy(properties->deviceName, "fake device");
+    properties->limits.maxPerStageDescriptorStorageBuffers = 16; /* the kernels bind 8 */
+    properties->limits.maxDescriptorSetStorageBuffers = 96;
 }
 
 static VKAPI_ATTR void VKAPI_CALL fake_properties2(VkPhysicalDevice physical,
