@@ -16,9 +16,14 @@ _Static_assert(POSENC_ROPE_STYLE_NEOX == POSENC_ROPE_NEOX &&
                    POSENC_ROPE_STYLE_GPTJ == POSENC_ROPE_GPTJ,
                "the kernels' pairing styles are posenc_rope_style's values");
 
-/* What the fast kernels (rope_blocks.comp, rope_contiguous.cl) were written for: their styles,
- * angles of their own and no norm (caller cos/sin tables and the QK norm take the generic
- * kernels). */
+/* What the fast kernels (rope_blocks.comp, rope_contiguous.cl and their norm variants) were
+ * written for: their styles and angles of their own (caller cos/sin tables take the generic
+ * kernels). The QK norm has conditions of its own in each. */
+static bool fast_kernel_takes(const posenc__rope_op *op)
+{
+    return (op->style == POSENC_ROPE_NEOX || op->style == POSENC_ROPE_GPTJ) && !op->has_tables;
+}
+
 static uint32_t table_dtype(const posenc__view *view)
 {
     return view->dtype == POSENC_DTYPE_F16    ? POSENC_TABLE_F16
@@ -285,8 +290,7 @@ bool posenc__gpu_rope_pass_in_blocks(const posenc__rope_op *op,
     int64_t first = pass->rotate ? op->rotary_offset : 0;
     /* With the QK norm, per pass: its norm variant takes units of 8 pairs (the backend checks
      * that a subgroup holds a head's), and v's copy and an unnormalized k have none. */
-    bool kernel = (op->style == POSENC_ROPE_NEOX || op->style == POSENC_ROPE_GPTJ) &&
-                  !op->has_tables && (!pass->norm || posenc__gpu_rope_norm_lanes(op, pass));
+    bool kernel = fast_kernel_takes(op) && (!pass->norm || posenc__gpu_rope_norm_lanes(op, pass));
     return kernel && posenc__gpu_view_in_blocks(pass->out, BLOCK_BYTES) &&
            (pass->in_place || posenc__gpu_view_in_blocks(pass->in, BLOCK_BYTES)) &&
            op->head_dim % block_elements == 0 && rotated % (2 * block_elements) == 0 &&
@@ -505,8 +509,7 @@ bool posenc__gpu_rope_contiguous(const posenc__rope_op *op, uint32_t pairs)
 {
     uint32_t half = op->rotary_dim / 2;
     bool norm = op->has_q_norm || op->has_k_norm;
-    bool style = op->style == POSENC_ROPE_NEOX || op->style == POSENC_ROPE_GPTJ;
-    if (!style || op->has_tables || half == 0 || half % pairs != 0)
+    if (!fast_kernel_takes(op) || half == 0 || half % pairs != 0)
         return false;
     /* With the norm, a work-item takes whole heads, every dim of them rotated. */
     if (norm && ((int64_t)op->rotary_dim != op->head_dim ||
