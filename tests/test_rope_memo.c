@@ -3,7 +3,10 @@
  * same descriptors over and over (decode steps, with positions, pointers, shapes, dtypes and
  * caller frequencies changing between them) gives bit for bit what a fresh context gives, where
  * every call is prepared in full; and a descriptor changed after a remembered call is still
- * validated: the same error and message as a fresh context, outputs untouched. */
+ * validated: the same error and message as a fresh context, outputs untouched. The same steps
+ * at one position (a model's layers in one decode step) check the CPU's kept token table
+ * (cpu_rope.c): every descriptor that changes the table (style, scales, frequencies) must not
+ * take the one a descriptor before it left. */
 #include "test_common.h"
 
 #include <stdint.h>
@@ -12,7 +15,7 @@
 
 #define ARENA_BYTES 65536
 #define POSITIONS_AT 60000 /* bytes: the positions tensor's place in an arena */
-#define VARIANTS 11
+#define VARIANTS 13
 
 /* Caller memory of one context: every tensor of the descriptors lives in it. */
 typedef struct arena {
@@ -89,6 +92,10 @@ static posenc_rope_desc make_desc(int variant, arena *a, int32_t position)
         d.q = host_tensor(a, 0, POSENC_DTYPE_F32, 2, q2d);
         d.k = (posenc_tensor){0};
         break;
+    case 10: /* the inverse rotation: the table's sin negated */
+        d.inverse = true;
+        break;
+    case 11: d.attention_factor = 2.0; break; /* the table scaled */
     default: /* dynamic NTK with the length from the positions: never remembered */
         d.scaling.type = POSENC_ROPE_SCALING_DYNAMIC_NTK;
         d.scaling.factor = 2.0;
@@ -132,7 +139,9 @@ static posenc_context *fresh_context(const posenc_device_info *info)
     return NULL;
 }
 
-static void test_repeated_steps(posenc_context *context, const posenc_device_info *info)
+/* The descriptors over and over, at position 1000 + position_step * step. */
+static void test_repeated_steps(posenc_context *context, const posenc_device_info *info,
+                                int32_t position_step)
 {
     /* Fresh contexts cost milliseconds on a GPU: fewer steps there. */
     const int steps = info->backend == POSENC_BACKEND_CPU ? 3 * 2 * VARIANTS : 2 * VARIANTS;
@@ -143,7 +152,7 @@ static void test_repeated_steps(posenc_context *context, const posenc_device_inf
          * descriptor comes back after another replaced the remembered one. */
         int run = info->backend == POSENC_BACKEND_CPU ? 3 : 1;
         int variant = step < run * VARIANTS ? step / run : (step * 7) % VARIANTS;
-        int32_t position = 1000 + 37 * step;
+        int32_t position = 1000 + position_step * step;
         fill_arenas(&rng, variant_dtype(variant), position, step);
         posenc_rope_desc memo_desc = make_desc(variant, &memo_arena, position);
         posenc_rope_desc fresh_desc = make_desc(variant, &fresh_arena, position);
@@ -315,7 +324,8 @@ static void test_buffer_changes(posenc_context *context, const posenc_device_inf
 
 static void test_device(posenc_context *context, const posenc_device_info *info)
 {
-    test_repeated_steps(context, info);
+    test_repeated_steps(context, info, 37);
+    test_repeated_steps(context, info, 0);
     test_changes(context, info);
     test_buffer_changes(context, info);
 }

@@ -115,6 +115,7 @@ static void free_state(posenc_cpu_context *state)
         free(state->scratch);
     }
     posenc__aligned_free(state->steps);
+    posenc__aligned_free(state->token_table);
     free(state->fracs);
     free(state->int_turns);
     free(state);

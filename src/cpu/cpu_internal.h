@@ -20,6 +20,15 @@
 /* The most threads a context may ask for (posenc_context_desc.num_threads). */
 #define POSENC_CPU_MAX_THREADS 1024u
 
+/* What a token's rotation table depends on (cpu_rope.c); flags 0 matches nothing. */
+typedef struct posenc_cpu_token_key {
+    uint32_t flags; /* kept, the table's layout, the position's validity */
+    uint32_t rotary_dim;
+    uint64_t freqs_id;
+    int64_t position;                  /* Q31.32 */
+    uint32_t sin_scale;                /* its bits (the cos scale is its magnitude) */
+} posenc_cpu_token_key;
+
 typedef struct posenc_cpu_context {
     posenc_cpu_variant variant;
     const posenc_cpu_kernels *kernels;
@@ -40,6 +49,11 @@ typedef struct posenc_cpu_context {
     uint32_t split_count;
     uint32_t split_capacity;
     uint64_t split_id;
+    /* The rotation table of the last single-token RoPE call (cpu_rope.c), in the layout of a
+     * part's scratch, and what it was built for. */
+    float *token_table;
+    size_t token_table_floats;
+    posenc_cpu_token_key token_key;
 } posenc_cpu_context;
 
 /* A frequency table's parts side by side, as the kernels' turns_int and turns_fixed read them. */

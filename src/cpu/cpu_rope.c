@@ -54,6 +54,8 @@ typedef struct rope_job {
     float sin_scale, cos_scale;
     rope_run run;
     bool streaming; /* posenc_cpu_rope_heads.streaming */
+    float *kept_table;               /* the context's kept table (keep_table), or NULL */
+    posenc_cpu_token_key *kept_key; /* what it holds */
 } rope_job;
 
 /* How each pairing style sits on the CPU: the layout of its token table (cpu_kernels.h: pairs'
@@ -78,6 +80,22 @@ _Static_assert(sizeof rope_styles / sizeof rope_styles[0] ==
 /* Tensors (read and written) above this many bytes stream from L3 or memory: the kernels'
  * software prefetch pays there and only costs instructions in L1 and L2 (a decode step). */
 #define STREAMING_BYTES ((uint64_t)4 << 20)
+
+/* Batch b and token t of row `row`: without a 64-bit division where there is one token (a
+ * decode step) or one sequence, as the division is a good part of a small call's fixed cost. */
+static inline void row_token(const posenc__rope_op *op, int64_t row, int64_t *b, int64_t *t)
+{
+    if (op->tokens == 1) {
+        *b = row;
+        *t = 0;
+    } else if (op->batch == 1) {
+        *b = 0;
+        *t = row;
+    } else {
+        *b = row / op->tokens;
+        *t = row % op->tokens;
+    }
+}
 
 /* The caller's cos and sin of every pair of token (b, t), from its row of the tables, with
  * the direction folded in (sin_scale is -1 for the inverse). */
@@ -148,20 +166,56 @@ static void token_sincos(const rope_job *job, int64_t b, int64_t t, uint32_t *tu
     }
 }
 
-/* Fills the token's table in the kernels' layout (cpu_kernels.h). */
+/* The sin and cos of the one token of a call whose table is kept (keep_table), unless the kept
+ * table is this call's already: false then, with nothing written. */
+static bool kept_sincos(const rope_job *job, uint32_t *turns_hi, float *sin_out, float *cos_out)
+{
+    const posenc__rope_op *op = job->op;
+    int64_t position = 0;
+    bool valid = posenc_cpu_position(job->positions, &op->positions, op->has_positions,
+                                     op->positions_per_batch, op->position_offset, 0, 0,
+                                     &position);
+    if (!valid)
+        position = 0;
+    const uint32_t flags =
+        1u | (rope_styles[op->style].interleaved_table ? 2u : 0u) | (valid ? 4u : 0u);
+    uint32_t sin_scale; /* cos_scale is its magnitude */
+    memcpy(&sin_scale, &job->sin_scale, sizeof sin_scale);
+    posenc_cpu_token_key *kept = job->kept_key;
+    if (kept->flags == flags && kept->rotary_dim == op->rotary_dim &&
+        kept->freqs_id == op->freqs_id && kept->position == position &&
+        kept->sin_scale == sin_scale)
+        return false;
+    posenc_cpu_sincos_row(job->state->kernels, &job->freqs, op->rotary_dim / 2, position, valid,
+                          job->sin_scale, job->cos_scale, turns_hi, sin_out, cos_out);
+    kept->flags = flags;
+    kept->rotary_dim = op->rotary_dim;
+    kept->freqs_id = op->freqs_id;
+    kept->position = position;
+    kept->sin_scale = sin_scale;
+    return true;
+}
+
+/* Fills the token's table in the kernels' layout (cpu_kernels.h), unless it is the kept one
+ * already. */
 static void build_table(const rope_job *job, int64_t row, float *table, float *sin_scratch,
                         uint32_t *turns_hi)
 {
     const posenc__rope_op *op = job->op;
-    const uint32_t rot = op->rotary_dim, pairs = rot / 2;
-    int64_t b = row / op->tokens, t = row % op->tokens;
-    if (!rope_styles[op->style].interleaved_table) {
-        token_sincos(job, b, t, turns_hi, table + pairs, table);
-        return;
+    const uint32_t pairs = op->rotary_dim / 2;
+    const bool interleaved = rope_styles[op->style].interleaved_table;
+    float *sin_out = interleaved ? sin_scratch : table + pairs;
+    float *cos_out = interleaved ? sin_scratch + pairs : table;
+    if (job->kept_table) {
+        if (!kept_sincos(job, turns_hi, sin_out, cos_out))
+            return;
+    } else {
+        int64_t b, t;
+        row_token(op, row, &b, &t);
+        token_sincos(job, b, t, turns_hi, sin_out, cos_out);
     }
-    float *cos_scratch = sin_scratch + pairs;
-    token_sincos(job, b, t, turns_hi, sin_scratch, cos_scratch);
-    job->state->kernels->gptj_table(sin_scratch, cos_scratch, pairs, table);
+    if (interleaved)
+        job->state->kernels->gptj_table(sin_out, cos_out, pairs, table);
 }
 
 /* One head through a strided innermost dim, element by element. */
@@ -324,7 +378,8 @@ static void rotate_heads(const rope_job *job, const float *table, const tensor_n
                          int64_t row, int64_t first, int64_t end, float *factors)
 {
     const posenc__rope_op *op = job->op;
-    int64_t b = row / op->tokens, t = row % op->tokens;
+    int64_t b, t;
+    row_token(op, row, &b, &t);
     if (norm->weights) {
         rotate_heads_normed_at(job, table, norm, in_view,
                                posenc_cpu_element((uint8_t *)in_base, in_view, b, t, 0, 0),
@@ -363,7 +418,8 @@ static void write_cache(const rope_job *job, const float *table, int64_t row, in
                         int64_t end, float *factors)
 {
     const posenc__rope_op *op = job->op;
-    int64_t b = row / op->tokens, t = row % op->tokens, block, slot_row;
+    int64_t b, t, block, slot_row;
+    row_token(op, row, &b, &t);
     int32_t slot;
     memcpy(&slot, posenc_cpu_element((uint8_t *)job->slots, &op->slots, 0, 0, b, t),
            sizeof slot);
@@ -402,7 +458,8 @@ static void copy_heads(const rope_job *job, const posenc__view *in_view, const u
                        int64_t row, int64_t first, int64_t end)
 {
     const posenc__rope_op *op = job->op;
-    int64_t b = row / op->tokens, t = row % op->tokens;
+    int64_t b, t;
+    row_token(op, row, &b, &t);
     const uint8_t *in = posenc_cpu_element((uint8_t *)in_base, in_view, b, t, first, 0);
     uint8_t *out = posenc_cpu_element(out_base, out_view, b, t, first, 0);
     int64_t element = (int64_t)posenc_dtype_size(in_view->dtype);
@@ -441,10 +498,11 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
     const rope_job *job = arg;
     const posenc__rope_op *op = job->op;
     const uint32_t rot = op->rotary_dim;
-    float *table = job->state->scratch[part];
+    float *scratch = job->state->scratch[part];
+    float *table = job->kept_table ? job->kept_table : scratch; /* same layout */
     float *sin_scratch = table + 2 * (size_t)rot;
     uint32_t *turns_hi = (uint32_t *)(sin_scratch + rot);
-    float *factors = table + 4 * (size_t)rot + 16; /* the QK norm's, one per head */
+    float *factors = scratch + 4 * (size_t)rot + 16; /* the QK norm's, one per head */
 
     uint64_t first, end;
     posenc_cpu_part_range((uint64_t)(job->rows * job->chunks), part, parts, &first, &end);
@@ -499,6 +557,34 @@ static size_t scale_weights(const rope_job *job, tensor_norm *norm, float *out)
                             view->shape[3], job->op->norm_weight_offset, out);
     norm->scaled = out;
     return whole_lines(view->shape[3]);
+}
+
+/* A decode step rotates q and k at the same positions in every layer of the model, one call
+ * each: the table of a single-token call is kept in the context, and the next call whose table
+ * depends on the same things (the frequency table, position, scales and layout: kept_sincos)
+ * takes it as it is, sparing the turns and the sincos of every frequency (a sixth of an f32
+ * decode step with rotary_dim 128). Kept only for a single token on the calling thread (one
+ * part), and for tables of plain positions (one component, no caller tables, a frequency table
+ * with an id). Sets job->kept_table where the call's table is kept (`floats` in a scratch
+ * block's layout). Without memory for it, nothing is kept. */
+static void keep_table(posenc_cpu_context *state, rope_job *job, uint32_t parts, size_t floats)
+{
+    const posenc__rope_op *op = job->op;
+    job->kept_table = NULL;
+    job->kept_key = &state->token_key;
+    if (job->rows != 1 || parts != 1 || job->run != ROPE_ROTATE || op->has_tables ||
+        op->components != 1 || op->freqs_id == 0)
+        return;
+    if (floats > state->token_table_floats) {
+        posenc__aligned_free(state->token_table);
+        state->token_table_floats = 0;
+        state->token_key.flags = 0;
+        state->token_table = posenc__aligned_alloc(64, floats * sizeof(float));
+        if (!state->token_table)
+            return;
+        state->token_table_floats = floats;
+    }
+    job->kept_table = state->token_table;
 }
 
 static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, rope_run run)
@@ -571,6 +657,7 @@ static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, ro
         job.chunk = (job.heads + chunks - 1) / chunks;
         job.chunks = (job.heads + job.chunk - 1) / job.chunk;
     }
+    keep_table(state, &job, parts, 4 * (size_t)op->rotary_dim + 16);
     posenc_cpu_pool_run(state->pool, parts, rope_part, &job);
     return POSENC_OK;
 }
