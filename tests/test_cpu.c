@@ -594,6 +594,29 @@ static void test_conversions(const posenc_cpu_kernels *k)
     }
 }
 
+/* The copy between arrays: every length up to past four vectors of four steps, at every
+ * alignment of both ends, writes exactly the bytes asked for. */
+static void test_copy(const posenc_cpu_kernels *k)
+{
+    enum { MOST = 4 * 4 * 64 + 70, ROOM = MOST + 16 };
+    static uint8_t in[ROOM], out[ROOM];
+    for (size_t i = 0; i < ROOM; i++)
+        in[i] = (uint8_t)(i * 37 + 11);
+    int wrong = 0;
+    for (size_t bytes = 0; bytes <= MOST; bytes += bytes < 80 ? 1 : 7)
+        for (size_t from = 0; from < 4; from++)
+            for (size_t to = 0; to < 4; to++) {
+                memset(out, 0xa5, sizeof out);
+                k->copy(in + from, out + to, bytes);
+                for (size_t i = 0; i < ROOM; i++) {
+                    uint8_t expected = i >= to && i < to + bytes ? in[from + i - to] : 0xa5;
+                    if (out[i] != expected && wrong++ < 4)
+                        REPORT("%s: copy of %zu bytes from +%zu to +%zu: byte %zu wrong\n",
+                               k->name, bytes, from, to, i);
+                }
+            }
+}
+
 /* sin/cos over a sweep of turns (every quadrant, the octant edges where the remainder is
  * largest), against double precision. Every remainder was checked once exhaustively; this keeps
  * a sample of 2^20 plus the edges. */
@@ -1448,6 +1471,7 @@ int main(void)
             continue;
         printf("  %s (%u lanes)\n", kernels->name, kernels->lanes);
         test_conversions(kernels);
+        test_copy(kernels);
         test_sincos(kernels);
         test_turns_int(kernels);
         test_turns_fixed(kernels);

@@ -125,6 +125,8 @@ typedef struct posenc_cpu_kernels {
     void (*from_f32)(posenc_dtype dtype, const float *in, size_t count, void *out);
     void (*to_f32)(posenc_dtype dtype, const void *in, size_t count, float *out);
 
+    /* `bytes` from `in` to `out`, which do not overlap. */
+    void (*copy)(const void *in, void *out, size_t bytes);
     /* The benchmark's yardstick: read and write every float in place, or only write. */
     void (*copy_in_place)(float *data, size_t count);
     void (*fill)(float *data, size_t count, float value);

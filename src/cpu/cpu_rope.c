@@ -394,22 +394,27 @@ static void rotate_heads(const rope_job *job, const float *table, const tensor_n
                     end - first, &no_norm);
 }
 
-/* Copies `heads` whole heads bit for bit between two views' layouts. */
-static void copy_heads_at(const posenc__rope_op *op, const posenc__view *in_view,
-                          const uint8_t *in, const posenc__view *out_view, uint8_t *out,
-                          int64_t heads)
+/* Copies `heads` whole heads bit for bit between two views' layouts: one run through the
+ * variant's copy where the heads are contiguous in both. */
+static void copy_heads_at(const rope_job *job, const posenc__view *in_view, const uint8_t *in,
+                          const posenc__view *out_view, uint8_t *out, int64_t heads)
 {
-    size_t element = posenc_dtype_size(in_view->dtype);
-    size_t head_bytes = (size_t)op->head_dim * element;
+    const int64_t element = (int64_t)posenc_dtype_size(in_view->dtype);
+    const int64_t head_bytes = job->op->head_dim * element;
+    const bool dims = in_view->strides[3] == element && out_view->strides[3] == element;
+    if (dims && in_view->strides[2] == head_bytes && out_view->strides[2] == head_bytes) {
+        job->state->kernels->copy(in, out, (size_t)(heads * head_bytes));
+        return;
+    }
     for (int64_t h = 0; h < heads; h++) {
         const uint8_t *i = in + h * in_view->strides[2];
         uint8_t *o = out + h * out_view->strides[2];
-        if (in_view->strides[3] == (int64_t)element && out_view->strides[3] == (int64_t)element) {
-            memcpy(o, i, head_bytes);
+        if (dims) {
+            memcpy(o, i, (size_t)head_bytes);
             continue;
         }
-        for (int64_t d = 0; d < op->head_dim; d++)
-            memcpy(o + d * out_view->strides[3], i + d * in_view->strides[3], element);
+        for (int64_t d = 0; d < job->op->head_dim; d++)
+            memcpy(o + d * out_view->strides[3], i + d * in_view->strides[3], (size_t)element);
     }
 }
 
@@ -427,7 +432,7 @@ static void write_cache(const rope_job *job, const float *table, int64_t row, in
         return;
     uint8_t *k_row = posenc_cpu_element(job->k_cache, &op->k_cache, block, slot_row, first, 0);
     if (op->k_out_written) /* just written, still in L1: copy it rather than rotate again */
-        copy_heads_at(op, &op->k_out,
+        copy_heads_at(job, &op->k_out,
                       posenc_cpu_element(job->k_out, &op->k_out, b, t, first, 0), &op->k_cache,
                       k_row, end - first);
     else if (job->k_norm.weights)
@@ -443,7 +448,8 @@ static void write_cache(const rope_job *job, const float *table, int64_t row, in
                         &op->k_cache, k_row, false, end - first, &no_norm);
     }
     if (op->has_v)
-        copy_heads_at(op, &op->v, posenc_cpu_element((uint8_t *)job->v_in, &op->v, b, t, first, 0),
+        copy_heads_at(job, &op->v,
+                      posenc_cpu_element((uint8_t *)job->v_in, &op->v, b, t, first, 0),
                       &op->v_cache,
                       posenc_cpu_element(job->v_cache, &op->v_cache, block, slot_row, first, 0),
                       end - first);

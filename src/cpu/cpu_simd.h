@@ -90,6 +90,7 @@ const posenc_cpu_kernels KERNEL_TABLE = {
     .norm_factors = k_norm_factors,
     .from_f32 = k_from_f32,
     .to_f32 = k_to_f32,
+    .copy = k_copy,
     .copy_in_place = k_copy_in_place,
     .convert_in_place = k_convert_in_place,
     .fill = k_fill,

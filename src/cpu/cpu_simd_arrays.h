@@ -45,6 +45,32 @@ static void k_to_f32(posenc_dtype dtype, const void *in, size_t count, float *ou
     }
 }
 
+/* ---- a copy between arrays ---- */
+
+/* `bytes` from `in` to `out` (apart), four vectors per step, the rest by memcpy. The KV cache
+ * write copies a token's v heads (4 KiB for 8 heads of 128 f32) once per call: the C
+ * library's memmove took half again as long, its size and overlap checks paid for every
+ * call. */
+static void k_copy(const void *in, void *out, size_t bytes)
+{
+    const uint8_t *i = in;
+    uint8_t *o = out;
+    const size_t step = LANES * 4;
+    size_t n = 0;
+    for (; n + 4 * step <= bytes; n += 4 * step) {
+        vi a = i_load(i + n), b = i_load(i + n + step);
+        vi c = i_load(i + n + 2 * step), d = i_load(i + n + 3 * step);
+        i_store(o + n, a);
+        i_store(o + n + step, b);
+        i_store(o + n + 2 * step, c);
+        i_store(o + n + 3 * step, d);
+    }
+    for (; n + step <= bytes; n += step)
+        i_store(o + n, i_load(i + n));
+    if (n < bytes)
+        memcpy(o + n, i + n, bytes - n);
+}
+
 /* ---- the copy yardstick: four vectors per step, as fast as this variant moves memory ---- */
 
 static void k_copy_in_place(float *data, size_t count)
