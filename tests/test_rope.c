@@ -73,6 +73,9 @@ static const rope_case cases[] = {
      .head_dim = 6, .rotary_dim = 2, .style = NEOX, .positions = POS_I32},
     {.name = "gptj 2 of 6", .dtype = F32, .batch = 2, .tokens = 5, .q_heads = 3, .k_heads = 1,
      .head_dim = 6, .rotary_dim = 2, .style = GPTJ, .positions = POS_I32},
+    {.name = "neox 16 of 17 out of place", .dtype = F32, .batch = 1, .tokens = 5, .q_heads = 3,
+     .k_heads = 1, .head_dim = 17, .rotary_dim = 16, .style = NEOX, .positions = POS_I32,
+     .out_of_place = true}, /* one dim passes through */
     {.name = "neox dim 6", .dtype = F32, .batch = 1, .tokens = 11, .q_heads = 2, .k_heads = 2,
      .head_dim = 6, .style = NEOX, .positions = POS_ABSENT},
     {.name = "gptj 8 of 10", .dtype = F32, .batch = 1, .tokens = 11, .q_heads = 2,

@@ -324,7 +324,9 @@ static void rotate_heads_at(const rope_job *job, const float *table, const posen
             .head_dim = (uint32_t)op->head_dim - first,
             .dtype = in_view->dtype,
             .style = op->style,
-            .copy_rest = !in_place,
+            /* Out of place, the dims after the rotated ones pass through: a memcpy per head,
+             * of nothing where every dim is rotated, was a tenth of a fused KV decode step. */
+            .copy_rest = !in_place && op->head_dim > (int64_t)(first + op->rotary_dim),
             .streaming = job->streaming,
             .norm_weights = norm->weights ? norm->weights + first : NULL,
             .norm_factors = norm->factors,
