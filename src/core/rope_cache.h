@@ -18,8 +18,18 @@ static inline bool posenc__cache_slot(const posenc__rope_op *op, int32_t slot, i
 {
     if (slot < 0 || slot >= op->num_slots)
         return false;
-    *block = slot / op->k_cache.shape[1];
-    *row = slot % op->k_cache.shape[1];
+    /* A cache of rows (block size 1) needs no division, and a slot no 64-bit one. */
+    const int64_t block_size = op->k_cache.shape[1];
+    if (block_size == 1) {
+        *block = slot;
+        *row = 0;
+    } else if (block_size > INT32_MAX) { /* past every slot */
+        *block = 0;
+        *row = slot;
+    } else {
+        *block = (int64_t)((uint32_t)slot / (uint32_t)block_size);
+        *row = (int64_t)((uint32_t)slot % (uint32_t)block_size);
+    }
     return true;
 }
 

@@ -82,6 +82,11 @@ uint32_t posenc_cpu_parts_for(const posenc_cpu_context *state, uint64_t bytes, u
 static inline void posenc_cpu_part_range(uint64_t units, uint32_t part, uint32_t parts,
                                          uint64_t *first, uint64_t *end)
 {
+    if (parts == 1) { /* a small job on the calling thread: no 64-bit division */
+        *first = 0;
+        *end = units;
+        return;
+    }
     *first = units * part / parts;
     *end = units * (part + 1) / parts;
 }
