@@ -60,6 +60,8 @@ CPU_INLINE_ALWAYS void rope_neox_held(const posenc_cpu_rope_heads *a, posenc_dty
             size_t at = k * LANES * es, bt = at + half * es, d = (first + k) * (size_t)LANES;
             vf x0 = load_normed(dt, in + at, normed, &n, d);
             vf x1 = load_normed(dt, in + bt, normed, &n, d + half);
+            KEEP_IN_REGISTER(x0);
+            KEEP_IN_REGISTER(x1);
             store_dt2_deferred(dt, out + at, f_fms(x0, c[k], f_mul(x1, s[k])), out + bt,
                                f_fma(x0, s[k], f_mul(x1, c[k])), &nan);
         }
@@ -97,6 +99,8 @@ CPU_INLINE_ALWAYS void rope_gptj_held(const posenc_cpu_rope_heads *a, posenc_dty
             size_t at = k * LANES * es, bt = at + LANES * es, d = (first + k) * (size_t)LANES;
             vf x = load_normed(dt, in + at, normed, &n, d);
             vf y = load_normed(dt, in + bt, normed, &n, d + LANES);
+            KEEP_IN_REGISTER(x);
+            KEEP_IN_REGISTER(y);
             store_dt2_deferred(dt, out + at, f_fma(f_swap_pairs(x), s[k], f_mul(x, c[k])),
                                out + bt, f_fma(f_swap_pairs(y), s[k + 1], f_mul(y, c[k + 1])),
                                &nan);
