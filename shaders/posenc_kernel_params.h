@@ -205,9 +205,13 @@ typedef struct posenc_rope_pass {
 #define POSENC_SINUSOIDAL_FLAG_POSITIONS_SHIFT 2u /* bits 2-3: POSENC_POSITIONS_* */
 #define POSENC_SINUSOIDAL_FLAG_ADD 16u            /* add mode: read x */
 #define POSENC_SINUSOIDAL_FLAG_X_IN_OUT 32u       /* x lives in out (in place): read it there */
-/* Rows at the row index a work-item of sinusoidal_contiguous.cl takes, stepping the exact angle
- * from row to row (the host sizes the launch with it). */
-#define POSENC_SINUSOIDAL_ROW_RUN 16u
+/* Rows at the row index come to sinusoidal_contiguous.cl in blocks of POSENC_SINUSOIDAL_BLOCK_ROWS
+ * (the host sizes the launch with it), each computed from its anchor row, in its middle, by one
+ * angle addition with a step of the table: sin/cos(k f) for k = 0 .. POSENC_SINUSOIDAL_STEPS - 1,
+ * after the frequency words (core/gpu_tables.h), step k as `half` cos values then `half` sin
+ * values (float bits). */
+#define POSENC_SINUSOIDAL_BLOCK_ROWS 64u
+#define POSENC_SINUSOIDAL_STEPS (POSENC_SINUSOIDAL_BLOCK_ROWS / 2u + 1u)
 
 /* The push constants of sinusoidal.comp (72 bytes) and the arguments 4..21 of sinusoidal.cl,
  * after the four buffers. Offsets and strides in elements; every element index, and

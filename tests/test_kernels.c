@@ -7,7 +7,9 @@
  *   sinusoidal_contiguous.cl) and every Vulkan device (libvulkan.so.1) present, in every dtype,
  *   layout, position kind and mode, and their outputs
  *   are compared with the C code element by element: bit for bit on OpenCL, within a few ulps
- *   on Vulkan (see compare_case); f32 tables are also held to the accuracy promise.
+ *   on Vulkan (see compare_case); f32 tables are also held to the accuracy promise. Rows at the
+ *   row index take sinusoidal_contiguous.cl's anchors and steps, which the C code here follows
+ *   step by step too.
  * The runtimes are loaded with dlopen here; the library itself never links them. Where one is
  * absent its part says so and is not run (CI has PoCL and lavapipe, so everything runs there).
  */
@@ -264,7 +266,11 @@ typedef struct test_case {
     posenc_sinusoidal_layout layout;
     int positions;
     int mode;
+    bool stepped; /* rows at the row index from anchors and steps (sinusoidal_contiguous.cl) */
 } test_case;
+
+/* The frequency table's words: triplets, components (zero), then the steps. */
+enum { STEP_WORDS_AT = 4 * HALF, FREQ_WORDS = STEP_WORDS_AT + 2 * HALF * POSENC_SINUSOIDAL_STEPS };
 
 /* Everything a runtime needs for one case, and what it must produce. */
 typedef struct case_data {
@@ -274,7 +280,7 @@ typedef struct case_data {
     uint8_t x[OUT_BYTES];
     uint8_t expected[OUT_BYTES];
     uint32_t positions[BATCH * ROWS];
-    uint32_t freq_words[3 * HALF];
+    uint32_t freq_words[FREQ_WORDS];
     uint32_t params[PARAM_WORDS];    /* the Params block of sinusoidal.comp */
 } case_data;
 
@@ -350,10 +356,19 @@ static void prepare_case(const test_case *test, case_data *data)
                                                 : (uint32_t)int_positions[(r + 5 * b) % ROWS];
         }
     }
+    memset(data->freq_words, 0, sizeof data->freq_words);
     for (int k = 0; k < HALF; k++) {
         data->freq_words[3 * k] = test_freqs[k].int_turns;
         data->freq_words[3 * k + 1] = (uint32_t)(test_freqs[k].frac >> 32);
         data->freq_words[3 * k + 2] = (uint32_t)test_freqs[k].frac;
+        for (uint32_t step = 0; step < POSENC_SINUSOIDAL_STEPS; step++) {
+            float s, c;
+            posenc__sincos_turns(posenc__turns(posenc__position_from_i32((int32_t)step),
+                                               test_freqs[k]),
+                                 &s, &c);
+            data->freq_words[STEP_WORDS_AT + 2 * HALF * step + k] = float_bits(c);
+            data->freq_words[STEP_WORDS_AT + 2 * HALF * step + HALF + k] = float_bits(s);
+        }
     }
     const posenc__sinusoidal_params params = {
         /* out and x: offset, strides in elements */
@@ -391,10 +406,28 @@ static void prepare_case(const test_case *test, case_data *data)
             bool valid = case_position(test, position_offset, b, r, &fixed, &position);
             float pe[D_MODEL];
             pe[D_MODEL - 1] = 0.0f;
+            /* Stepped: the row's block of POSENC_SINUSOIDAL_BLOCK_ROWS, its anchor in the middle,
+             * and the row's step from it. */
+            const int block_rows = (int)POSENC_SINUSOIDAL_BLOCK_ROWS;
+            int first = r / block_rows * block_rows;
+            int length = ROWS - first < block_rows ? ROWS - first : block_rows;
+            int anchor = first + length / 2, step = r - anchor;
+            int64_t anchor_fixed = posenc__position_from_i32(position_offset + anchor);
             for (int k = 0; k < HALF; k++) {
                 float s = NAN, c = NAN;
-                if (valid)
+                if (valid && test->stepped) {
+                    float as, ac, ss, sc;
+                    posenc__sincos_turns(posenc__turns(anchor_fixed, test_freqs[k]), &as, &ac);
+                    posenc__sincos_turns(posenc__turns(posenc__position_from_i32(abs(step)),
+                                                       test_freqs[k]),
+                                         &ss, &sc);
+                    if (step < 0)
+                        ss = -ss;
+                    s = fminf(fmaxf(fmaf(as, sc, ac * ss), -1.0f), 1.0f);
+                    c = fminf(fmaxf(fmaf(ac, sc, -(as * ss)), -1.0f), 1.0f);
+                } else if (valid) {
                     posenc__sincos_turns(posenc__turns(fixed, test_freqs[k]), &s, &c);
+                }
                 size_t col_sin = 2 * k, col_cos = 2 * k + 1;
                 if (test->layout == POSENC_SINUSOIDAL_SIN_COS)
                     col_sin = k, col_cos = HALF + k;
@@ -487,8 +520,10 @@ static size_t compare_case(const char *runtime, const test_case *test, const cas
 typedef bool (*case_runner)(void *runtime, const test_case *test, const case_data *data,
                             uint8_t *out);
 
+/* `stepped`: the kernel takes rows at the row index from anchors and steps. */
 static bool run_variant_cases(const char *runtime_name, int variant, case_runner run,
-                              void *runtime, bool exact, size_t *identical, size_t *total)
+                              void *runtime, bool exact, bool stepped, size_t *identical,
+                              size_t *total)
 {
     case_data *data = malloc(sizeof *data);
     uint8_t *out = malloc(OUT_BYTES);
@@ -496,7 +531,8 @@ static bool run_variant_cases(const char *runtime_name, int variant, case_runner
     for (int layout = 0; layout < 3 && ok; layout++) {
         for (int positions = 0; positions < 3 && ok; positions++) {
             for (int mode = 0; mode < 3 && ok; mode++) {
-                test_case test = {variant, (posenc_sinusoidal_layout)layout, positions, mode};
+                test_case test = {variant, (posenc_sinusoidal_layout)layout, positions, mode,
+                                  stepped && positions == POSITIONS_ROW_INDEX};
                 prepare_case(&test, data);
                 memcpy(out, data->out, OUT_BYTES);
                 ok = run(runtime, &test, data, out);
@@ -702,7 +738,7 @@ static void cl_run_device(const cl_api *cl, cl_handle device)
         size_t identical = 0, total = 0;
         if (err == CL_SUCCESS &&
             !run_variant_cases(run < VARIANT_COUNT ? "opencl" : "opencl contiguous", v,
-                               cl_run_case, &rt, true, &identical, &total))
+                               cl_run_case, &rt, true, run >= VARIANT_COUNT, &identical, &total))
             err = -1;
         if (rt.kernel)
             cl->ReleaseKernel(rt.kernel);
@@ -909,7 +945,8 @@ static bool vk_setup(vk_runtime *rt, VkPhysicalDevice physical, uint32_t queue_f
     vk->GetPhysicalDeviceMemoryProperties(physical, &memory_properties);
     const VkMemoryPropertyFlags wanted =
         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    const VkDeviceSize sizes[VK_BUFFERS] = {OUT_BYTES, OUT_BYTES, BATCH * ROWS * 4, 3 * HALF * 4};
+    const VkDeviceSize sizes[VK_BUFFERS] = {OUT_BYTES, OUT_BYTES, BATCH * ROWS * 4,
+                                            FREQ_WORDS * 4};
     for (int i = 0; i < VK_BUFFERS; i++) {
         VkBufferCreateInfo buffer_info = {
             .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
@@ -1094,7 +1131,8 @@ static void vk_run_device(const vk_api *vk, VkPhysicalDevice physical)
                                                   NULL, &rt.pipeline),
                        "vkCreateComputePipelines");
         if (ok)
-            ok = run_variant_cases("vulkan", v, vk_run_case, &rt, false, &identical, &total);
+            ok = run_variant_cases("vulkan", v, vk_run_case, &rt, false, false, &identical,
+                                   &total);
         if (rt.pipeline)
             vk->DestroyPipeline(rt.device, rt.pipeline, NULL);
         rt.pipeline = VK_NULL_HANDLE;

@@ -8,6 +8,7 @@
 
 #include "core/atomics.h"
 #include "core/platform.h"
+#include "posenc_kernel_params.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,13 @@
 #define ROWS 3
 #define D_MODEL 16
 #define SINUSOIDAL_BYTES (ROWS * D_MODEL * 4)
-#define SINUSOIDAL_TABLE_BYTES (4 * (D_MODEL / 2) * 4)
+/* Its GPU table: 4 words a frequency, and on a CPU-type OpenCL device (sinusoidal_contiguous.cl,
+ * rows at the row index) a cos and a sin word a frequency for each step. */
+static uint64_t sinusoidal_table_bytes(const posenc_device_info *info)
+{
+    bool steps = info->backend == POSENC_BACKEND_OPENCL && info->type == POSENC_DEVICE_CPU;
+    return (4 + (steps ? 2 * POSENC_SINUSOIDAL_STEPS : 0)) * (D_MODEL / 2) * 4;
+}
 /* The GPU table cache's bound (POSENC__GPU_MAX_TABLES); its byte bound is far above 256 small
  * tables. */
 #define MAX_TABLES 256
@@ -160,7 +167,7 @@ static void check_sequence(posenc_context *ctx, const posenc_device_info *info)
     staged += gpu ? SINUSOIDAL_BYTES : 0;
     CHECK(s.sinusoidal_calls == 1 && s.staged_bytes == staged);
     CHECK(s.freq_tables == 2);
-    CHECK(s.table_bytes == (gpu ? ROPE_TABLE_BYTES + SINUSOIDAL_TABLE_BYTES : 0));
+    CHECK(s.table_bytes == (gpu ? ROPE_TABLE_BYTES + sinusoidal_table_bytes(info) : 0));
 
     /* Distinct tables: a GPU cache grows by one each, up to its bound, the least recently used
      * going first; the CPU keeps only the last table of each kind. */
@@ -170,7 +177,7 @@ static void check_sequence(posenc_context *ctx, const posenc_device_info *info)
             s = read_stats(ctx);
             CHECK(s.freq_tables == (gpu ? 12u : 2u));
             CHECK(s.table_bytes ==
-                  (gpu ? 11 * ROPE_TABLE_BYTES + SINUSOIDAL_TABLE_BYTES : 0));
+                  (gpu ? 11 * ROPE_TABLE_BYTES + sinusoidal_table_bytes(info) : 0));
         }
     }
     s = read_stats(ctx);
@@ -339,7 +346,8 @@ static void check_prepare(posenc_context *ctx, const posenc_device_info *info)
     uint64_t kernels = info->backend == POSENC_BACKEND_VULKAN ? 4u : gpu ? 2u : 0u;
     CHECK(prepared.kernels_built + prepared.kernels_loaded == kernels);
     CHECK(prepared.freq_tables == 2 && prepared.rope_calls == 0);
-    CHECK(prepared.table_bytes == (gpu ? ROPE_TABLE_BYTES + SINUSOIDAL_TABLE_BYTES : 0));
+    CHECK(prepared.table_bytes ==
+          (gpu ? ROPE_TABLE_BYTES + sinusoidal_table_bytes(info) : 0));
 
     CHECK_OK(posenc_rope(ctx, &rope[0]));
     CHECK_OK(posenc_sinusoidal(ctx, &sinusoidal));

@@ -22,6 +22,26 @@ void posenc__gpu_freq_encode(const posenc__freq *freqs, uint32_t count, uint32_t
     }
 }
 
+uint64_t posenc__gpu_step_words(uint32_t count, uint32_t steps)
+{
+    return 2 * (uint64_t)count * steps;
+}
+
+void posenc__gpu_step_encode(const posenc__freq *freqs, uint32_t count, uint32_t steps,
+                             uint32_t *words)
+{
+    for (uint32_t k = 0; k < steps; k++) {
+        uint32_t *cos_words = words + 2 * (size_t)count * k, *sin_words = cos_words + count;
+        int64_t position = posenc__position_from_i32((int32_t)k);
+        for (uint32_t j = 0; j < count; j++) {
+            float s, c;
+            posenc__sincos_turns(posenc__turns(position, freqs[j]), &s, &c);
+            memcpy(&cos_words[j], &c, sizeof c);
+            memcpy(&sin_words[j], &s, sizeof s);
+        }
+    }
+}
+
 uint64_t posenc__gpu_freq_key(const uint32_t *words, uint64_t word_count)
 {
     uint64_t hash = UINT64_C(0xcbf29ce484222325);
@@ -71,8 +91,9 @@ posenc_status posenc__gpu_tables_find(posenc_context *ctx, posenc__gpu_tables *t
     uint32_t count = source->freqs ? source->count : 0;
     uint64_t id = source->freqs ? source->id : 0;
     tables->uses++;
+    uint32_t steps = source->freqs ? source->steps : 0;
     uint64_t word_count = (source->freqs ? posenc__gpu_freq_words(count) : 0) +
-                          source->word_count;
+                          posenc__gpu_step_words(count, steps) + source->word_count;
     uint64_t tail = word_count - source->word_count; /* where the words given as they are go */
     for (uint32_t i = 0; i < POSENC__GPU_MAX_TABLES && id; i++) {
         const posenc__gpu_table *table = &tables->slots[i];
@@ -91,8 +112,11 @@ posenc_status posenc__gpu_tables_find(posenc_context *ctx, posenc__gpu_tables *t
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY,
                             "%s: out of host memory for a frequency table of %llu bytes", what,
                             (unsigned long long)bytes);
-    if (source->freqs)
+    if (source->freqs) {
         posenc__gpu_freq_encode(source->freqs, count, words);
+        posenc__gpu_step_encode(source->freqs, count, steps,
+                                words + posenc__gpu_freq_words(count));
+    }
     memcpy(words + tail, source->words, source->word_count * sizeof *words);
     uint64_t key = posenc__gpu_freq_key(words, word_count);
     for (uint32_t i = 0; i < POSENC__GPU_MAX_TABLES; i++) {

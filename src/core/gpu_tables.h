@@ -5,6 +5,9 @@
  * Encoding: for each frequency j of `count`, words 3j..3j+2 are (int_turns, frac >> 32,
  * frac & 0xffffffff); then word 3*count + j is its position component (only RoPE reads it). A
  * table of no frequencies is four zero words, so that a kernel argument can still be bound.
+ * A table with steps (sinusoidal_contiguous.cl's) goes on with step k = 0 .. steps - 1 of every
+ * frequency: `count` words of cos(k f) then `count` of sin(k f), float bits, each computed
+ * exactly (core/angle.h).
  *
  * Policy: least recently used, bounded in both tables (POSENC__GPU_MAX_TABLES) and bytes
  * (POSENC__GPU_TABLE_BYTES, one table larger than that is kept alone). An entry is found by the
@@ -34,17 +37,23 @@
 uint64_t posenc__gpu_freq_words(uint32_t count);
 /* Writes the posenc__gpu_freq_words(count) words of `freqs`. */
 void posenc__gpu_freq_encode(const posenc__freq *freqs, uint32_t count, uint32_t *words);
+/* Words of `steps` steps of `count` frequencies, and their encoding. */
+uint64_t posenc__gpu_step_words(uint32_t count, uint32_t steps);
+void posenc__gpu_step_encode(const posenc__freq *freqs, uint32_t count, uint32_t steps,
+                             uint32_t *words);
 /* The cache key of an encoded table: FNV-1a 64 of its words. */
 uint64_t posenc__gpu_freq_key(const uint32_t *words, uint64_t word_count);
 
-/* What a kernel's table holds: `count` frequencies, encoded as above and found by `id` (a
- * freqs_id; 0: none) or by content, then `word_count` words as they are (RoPE's QK norm words);
+/* What a kernel's table holds: `count` frequencies, encoded as above with `steps` steps (0:
+ * none) and found by `id` (a freqs_id; 0: none) or by content, then `word_count` words as they
+ * are (RoPE's QK norm words);
  * or, with freqs NULL, only the words (found by content: RoPE's caller cos/sin tables' layout,
  * core/gpu_rope.h). Neither: no table. */
 #define POSENC__GPU_SOURCE_WORDS 16
 typedef struct posenc__gpu_table_source {
     const posenc__freq *freqs;
     uint32_t count;
+    uint32_t steps;
     uint64_t id;
     uint32_t words[POSENC__GPU_SOURCE_WORDS];
     uint32_t word_count;

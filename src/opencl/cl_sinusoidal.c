@@ -21,9 +21,9 @@ static posenc_status sinusoidal_launch(posenc_context *ctx, const posenc_cl_op *
                                        const cl_event *wait_list, cl_event *event)
 {
     const posenc__sinusoidal_op *op = run->op;
-    /* The contiguous kernel takes a block of frequencies of a run of rows (of one row at given
+    /* The contiguous kernel takes a block of frequencies of a block of rows (of one row at given
      * positions) a unit. */
-    uint64_t row_run = op->has_positions ? 1 : POSENC_SINUSOIDAL_ROW_RUN;
+    uint64_t row_run = op->has_positions ? 1 : POSENC_SINUSOIDAL_BLOCK_ROWS;
     uint64_t runs = ((uint64_t)op->rows + row_run - 1) / row_run;
     uint64_t launched = contiguous_applies(ctx, op)
                             ? (uint64_t)op->half / CONTIGUOUS_FREQUENCIES * (uint64_t)op->batch *
@@ -66,5 +66,10 @@ posenc_cl_op posenc_cl_sinusoidal_op(posenc_context *ctx, const posenc__sinusoid
     posenc_cl_op run = {
         .kernel = sinusoidal_kernel(ctx, op), .launch = sinusoidal_launch, .op = op};
     posenc__gpu_sinusoidal_op(ctx, op, &run.gpu);
+    /* Rows at the row index come from anchors and the table's steps there: a CPU device's
+     * work-item took most of its time on the sin/cos of every element, where the native CPU
+     * path takes one per block of rows. */
+    if (contiguous_applies(ctx, op) && !op->has_positions)
+        run.gpu.table.steps = POSENC_SINUSOIDAL_STEPS;
     return run;
 }
