@@ -7,6 +7,8 @@
 #include "cpu/cpu_simd_access.h"
 #include "cpu/cpu_simd_bf16.h"
 
+#include <string.h>
+
 /* ---- conversions from and to f32 ---- */
 
 CPU_INLINE void from_f32(posenc_dtype dt, const float *in, size_t count, uint8_t *out)
