@@ -22,11 +22,11 @@
 
 /* What a token's rotation table depends on (cpu_rope.c); flags 0 matches nothing. */
 typedef struct posenc_cpu_token_key {
-    uint32_t flags; /* kept, the table's layout, the position's validity */
+    uint32_t flags; /* kept, the table's layout, the position's validity, the inverse */
     uint32_t rotary_dim;
     uint64_t freqs_id;
     int64_t position;                  /* Q31.32 */
-    uint32_t sin_scale;                /* its bits (the cos scale is its magnitude) */
+    uint32_t scale;                    /* the attention factor's f32 bits */
 } posenc_cpu_token_key;
 
 typedef struct posenc_cpu_context {

@@ -177,14 +177,14 @@ static bool kept_sincos(const rope_job *job, uint32_t *turns_hi, float *sin_out,
                                      &position);
     if (!valid)
         position = 0;
-    const uint32_t flags =
-        1u | (rope_styles[op->style].interleaved_table ? 2u : 0u) | (valid ? 4u : 0u);
-    uint32_t sin_scale; /* cos_scale is its magnitude */
-    memcpy(&sin_scale, &job->sin_scale, sizeof sin_scale);
+    /* The scales are the attention factor (cos_scale) and it with the direction's sign. */
+    const uint32_t flags = 1u | (rope_styles[op->style].interleaved_table ? 2u : 0u) |
+                           (valid ? 4u : 0u) | (op->inverse ? 8u : 0u);
+    uint32_t scale;
+    memcpy(&scale, &job->cos_scale, sizeof scale);
     posenc_cpu_token_key *kept = job->kept_key;
     if (kept->flags == flags && kept->rotary_dim == op->rotary_dim &&
-        kept->freqs_id == op->freqs_id && kept->position == position &&
-        kept->sin_scale == sin_scale)
+        kept->freqs_id == op->freqs_id && kept->position == position && kept->scale == scale)
         return false;
     posenc_cpu_sincos_row(job->state->kernels, &job->freqs, op->rotary_dim / 2, position, valid,
                           job->sin_scale, job->cos_scale, turns_hi, sin_out, cos_out);
@@ -192,7 +192,7 @@ static bool kept_sincos(const rope_job *job, uint32_t *turns_hi, float *sin_out,
     kept->rotary_dim = op->rotary_dim;
     kept->freqs_id = op->freqs_id;
     kept->position = position;
-    kept->sin_scale = sin_scale;
+    kept->scale = scale;
     return true;
 }
 
