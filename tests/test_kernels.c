@@ -48,6 +48,27 @@ static uint32_t float_bits(float value)
     return bits;
 }
 
+/* a * b + c rounded once, as OpenCL's fma, without the C library's fmaf (MinGW's rounds
+ * twice): the product is exact in double, the sum is rounded to odd (its error from Knuth's
+ * two-sum), and a value rounded to odd with 29 bits to spare rounds to float as the exact
+ * value would. */
+static float fused_multiply_add(float a, float b, float c)
+{
+    double product = (double)a * (double)b, addend = c;
+    double sum = product + addend;
+    double product_part = sum - addend;
+    double error = (product - product_part) + (addend - (sum - product_part));
+    if (error != 0.0) {
+        uint64_t bits;
+        memcpy(&bits, &sum, sizeof bits);
+        if ((error < 0.0) != (sum < 0.0))
+            bits--; /* the exact value lies nearer zero than the sum */
+        bits |= 1u;
+        memcpy(&sum, &bits, sizeof bits);
+    }
+    return (float)sum;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The C angle steps
  */
@@ -423,8 +444,8 @@ static void prepare_case(const test_case *test, case_data *data)
                                          &ss, &sc);
                     if (step < 0)
                         ss = -ss;
-                    s = fminf(fmaxf(fmaf(as, sc, ac * ss), -1.0f), 1.0f);
-                    c = fminf(fmaxf(fmaf(ac, sc, -(as * ss)), -1.0f), 1.0f);
+                    s = fminf(fmaxf(fused_multiply_add(as, sc, ac * ss), -1.0f), 1.0f);
+                    c = fminf(fmaxf(fused_multiply_add(ac, sc, -(as * ss)), -1.0f), 1.0f);
                 } else if (valid) {
                     posenc__sincos_turns(posenc__turns(fixed, test_freqs[k]), &s, &c);
                 }
