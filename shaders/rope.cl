@@ -56,6 +56,7 @@
 #include "dtype.cl"
 #include "kv_cache.cl"
 #include "posenc_kernel_params.h"
+#include "rope_passes.cl"
 #include "table_values.cl"
 
 /* Pass-through dims are copied as bits, so NaN payloads and signed zeros survive. */
@@ -159,17 +160,7 @@ kernel void posenc_rope(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out
                         posenc_rope_pass q_pass, posenc_rope_pass k_cache_pass,
                         posenc_rope_pass v_cache_pass, posenc_rope_pass k_pass)
 {
-    /* Private copies, which no store through a buffer may alias: their words are read once,
-     * not again after every store. */
-    const posenc_rope_pass passes[POSENC_ROPE_PASSES] = {q_pass, k_cache_pass, v_cache_pass,
-                                                         k_pass};
-    const posenc_rope_pass *qp = &passes[POSENC_ROPE_PASS_Q];
-    const posenc_rope_pass *kcp = &passes[POSENC_ROPE_PASS_K_CACHE];
-    const posenc_rope_pass *vcp = &passes[POSENC_ROPE_PASS_V_CACHE];
-    const posenc_rope_pass *kp = &passes[POSENC_ROPE_PASS_K];
-    int cache = (kcp->flags & POSENC_ROPE_FLAG_SLOTS) != 0u;
-    /* k as the cache pass reads it, or as the k pass does (in place, through k_out: k). */
-    const posenc_rope_pass *k_in = cache ? kcp : kp;
+    POSENC_ROPE_PRIVATE_PASSES(q_pass, k_cache_pass, v_cache_pass, k_pass);
     uint flags = qp->flags;
     uint half_count = qp->pairs;
     uint rotary_dim = 2u * half_count;

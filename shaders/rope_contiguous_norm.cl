@@ -18,6 +18,7 @@
 #include "dtype.cl"
 #include "kv_cache.cl"
 #include "posenc_kernel_params.h"
+#include "rope_passes.cl"
 #include "rope_runs.cl"
 #include "table_values.cl"
 
@@ -145,17 +146,7 @@ kernel void posenc_rope_contiguous_norm(
 {
     /* rope.cl's arguments, for caller tables only */
     (void)cos_table, (void)sin_table;
-    /* Private copies, which no store through a buffer may alias: their words are read once,
-     * not again after every store. */
-    const posenc_rope_pass passes[POSENC_ROPE_PASSES] = {q_pass, k_cache_pass, v_cache_pass,
-                                                         k_pass};
-    const posenc_rope_pass *qp = &passes[POSENC_ROPE_PASS_Q];
-    const posenc_rope_pass *kcp = &passes[POSENC_ROPE_PASS_K_CACHE];
-    const posenc_rope_pass *vcp = &passes[POSENC_ROPE_PASS_V_CACHE];
-    const posenc_rope_pass *kp = &passes[POSENC_ROPE_PASS_K];
-    int cache = (kcp->flags & POSENC_ROPE_FLAG_SLOTS) != 0u;
-    /* k as the cache pass reads it, or as the k pass does (in place, through k_out: k). */
-    const posenc_rope_pass *k_in = cache ? kcp : kp;
+    POSENC_ROPE_PRIVATE_PASSES(q_pass, k_cache_pass, v_cache_pass, k_pass);
     uint flags = qp->flags;
     uint half_count = qp->pairs;
     uint tokens = qp->tokens;

@@ -59,12 +59,7 @@ POSENC_INLINE void posenc_rope_normed(
     const global uint *q_norm_weight, const global uint *k_norm_weight, const global uint *freqs,
     const posenc_rope_pass *passes)
 {
-    const posenc_rope_pass *qp = &passes[POSENC_ROPE_PASS_Q];
-    const posenc_rope_pass *kcp = &passes[POSENC_ROPE_PASS_K_CACHE];
-    const posenc_rope_pass *vcp = &passes[POSENC_ROPE_PASS_V_CACHE];
-    const posenc_rope_pass *kp = &passes[POSENC_ROPE_PASS_K];
-    int cache = (kcp->flags & POSENC_ROPE_FLAG_SLOTS) != 0u;
-    const posenc_rope_pass *k_in = cache ? kcp : kp;
+    POSENC_ROPE_PASS_POINTERS(passes);
     uint pairs = qp->pairs, rotary_offset = qp->rotary_offset, head_dim = qp->head_dim;
     uint style = qp->flags & POSENC_ROPE_FLAG_STYLE_MASK;
     int tables = (qp->flags & POSENC_ROPE_FLAG_TABLES) != 0u;
