@@ -195,6 +195,9 @@ static void run_calls(uint32_t threads, const float *q_in, const float *k_in, re
                                    (const int64_t[]){TOKENS, K_HEADS, DIM}),
         .position_offset = 1234,
     };
+    /* Twice, as a model's layers do: the second call takes the rows' kept tables, which the
+     * first wrote from every thread. */
+    CHECK_OK(posenc_rope(context, &rope));
     CHECK_OK(posenc_rope(context, &rope));
     /* One token of many heads, GPT-J pairing: split over heads. */
     posenc_rope_desc one = {

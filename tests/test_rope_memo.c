@@ -322,6 +322,130 @@ static void test_buffer_changes(posenc_context *context, const posenc_device_inf
         posenc_buffer_destroy(tries[i]);
 }
 
+/* ---- the CPU's kept tables of many rows ---- */
+
+enum { KEPT_TOKENS = 160, KEPT_HEADS = 5, KEPT_DIM = 128 }; /* q 4 heads, k 1 */
+
+/* One call of test_kept_rows: what it changes from the call before. */
+typedef struct kept_step {
+    const char *what;
+    int64_t tokens;
+    posenc_dtype dtype;
+    posenc_rope_style style;
+    bool inverse;
+    double attention_factor;
+    bool float_positions;
+    int32_t shift;       /* added to every position */
+    int32_t moved_row;   /* -1, or a row whose position is changed */
+    int32_t moved_to;
+} kept_step;
+
+static const kept_step kept_steps[] = {
+    {"NeoX f32", 96, POSENC_DTYPE_F32, POSENC_ROPE_NEOX, false, 0.0, false, 0, -1, 0},
+    {"the same again", 96, POSENC_DTYPE_F32, POSENC_ROPE_NEOX, false, 0.0, false, 0, -1, 0},
+    {"one row moved", 96, POSENC_DTYPE_F32, POSENC_ROPE_NEOX, false, 0.0, false, 0, 61, 7},
+    {"every row moved", 96, POSENC_DTYPE_F32, POSENC_ROPE_NEOX, false, 0.0, false, 1, 61, 7},
+    {"more rows", 160, POSENC_DTYPE_F32, POSENC_ROPE_NEOX, false, 0.0, false, 1, 61, 7},
+    {"bf16", 160, POSENC_DTYPE_BF16, POSENC_ROPE_NEOX, false, 0.0, false, 1, 61, 7},
+    {"inverse", 160, POSENC_DTYPE_BF16, POSENC_ROPE_NEOX, true, 0.0, false, 1, 61, 7},
+    {"scaled", 160, POSENC_DTYPE_BF16, POSENC_ROPE_NEOX, true, 2.0, false, 1, 61, 7},
+    {"GPT-J", 160, POSENC_DTYPE_F32, POSENC_ROPE_GPTJ, false, 0.0, false, 1, 61, 7},
+    {"GPT-J, one row", 1, POSENC_DTYPE_F32, POSENC_ROPE_GPTJ, false, 0.0, false, 1, -1, 0},
+    {"GPT-J again", 160, POSENC_DTYPE_F32, POSENC_ROPE_GPTJ, false, 0.0, false, 1, -1, 0},
+    {"float positions, one out of range", 160, POSENC_DTYPE_F32, POSENC_ROPE_GPTJ, false, 0.0,
+     true, 0, 3, 0},
+    {"that one at 0.0", 160, POSENC_DTYPE_F32, POSENC_ROPE_GPTJ, false, 0.0, true, 0, 3, 1},
+    {"NeoX f16 once more", 96, POSENC_DTYPE_F16, POSENC_ROPE_NEOX, false, 0.0, false, 0, -1, 0},
+};
+
+typedef struct kept_memory {
+    _Alignas(64) uint16_t data[KEPT_TOKENS * KEPT_HEADS * KEPT_DIM * 2];
+    float positions[KEPT_TOKENS]; /* i32 or f32 */
+} kept_memory;
+
+static kept_memory kept_memo, kept_fresh;
+
+static posenc_rope_desc kept_desc(const kept_step *step, kept_memory *m)
+{
+    size_t element = step->dtype == POSENC_DTYPE_F32 ? 4 : 2;
+    const int64_t q_shape[3] = {step->tokens, KEPT_HEADS - 1, KEPT_DIM};
+    const int64_t k_shape[3] = {step->tokens, 1, KEPT_DIM};
+    const int64_t positions_shape[1] = {step->tokens};
+    return (posenc_rope_desc){
+        .q = posenc_tensor_of_host(m->data, step->dtype, 3, q_shape),
+        .k = posenc_tensor_of_host((uint8_t *)m->data +
+                                       (size_t)step->tokens * (KEPT_HEADS - 1) * KEPT_DIM *
+                                           element,
+                                   step->dtype, 3, k_shape),
+        .positions = posenc_tensor_of_host(m->positions, step->float_positions
+                                                             ? POSENC_DTYPE_F32
+                                                             : POSENC_DTYPE_I32,
+                                           1, positions_shape),
+        .style = step->style,
+        .theta = 10000.0,
+        .inverse = step->inverse,
+        .attention_factor = step->attention_factor,
+    };
+}
+
+/* A prefill's rows rotated by one context on two threads, call after call, changing what the
+ * rows' tables depend on a little at a time (cpu_rope.c: a row takes its kept table only where
+ * it was built at its position, for the same scales, direction and layout), give the bits of a
+ * fresh context on one thread every time. */
+static void test_kept_rows(void)
+{
+    posenc_context_desc desc = {.backend = POSENC_BACKEND_CPU,
+                                .flags = POSENC_CONTEXT_IGNORE_ENV | POSENC_CONTEXT_NO_FALLBACK,
+                                .num_threads = 2};
+    posenc_context *context = NULL;
+    CHECK_OK(posenc_context_create(&desc, &context));
+    if (!context)
+        return;
+    test_rng rng = {0x4b3e7};
+    for (size_t i = 0; i < sizeof kept_steps / sizeof kept_steps[0]; i++) {
+        const kept_step *step = &kept_steps[i];
+        for (size_t e = 0; e < sizeof kept_memo.data / sizeof kept_memo.data[0]; e += 2) {
+            float value = (float)test_rng_uniform(&rng, -2.0, 2.0);
+            uint16_t half = (uint16_t)(0x3c00 + test_rng_u32(&rng) % 0x400);
+            if (step->dtype == POSENC_DTYPE_F32)
+                memcpy(&kept_memo.data[e], &value, 4);
+            else
+                kept_memo.data[e] = half, kept_memo.data[e + 1] = (uint16_t)(half ^ 0x8000);
+        }
+        for (int32_t t = 0; t < KEPT_TOKENS; t++) {
+            int32_t p = 1000 + 3 * t + step->shift;
+            if (t == step->moved_row)
+                p = step->moved_to;
+            if (!step->float_positions) {
+                memcpy(&kept_memo.positions[t], &p, 4);
+                continue;
+            }
+            /* moved_to 0: past the positions a float takes (that row is NaN) */
+            kept_memo.positions[t] = t == step->moved_row && !step->moved_to ? 1e30f
+                                     : t == step->moved_row                  ? 0.0f
+                                                                              : (float)p;
+        }
+        memcpy(&kept_fresh, &kept_memo, sizeof kept_memo);
+        posenc_rope_desc memo_desc = kept_desc(step, &kept_memo);
+        posenc_rope_desc fresh_desc = kept_desc(step, &kept_fresh);
+        posenc_context_desc one_thread = desc;
+        one_thread.num_threads = 1;
+        posenc_context *fresh = NULL;
+        CHECK_OK(posenc_context_create(&one_thread, &fresh));
+        if (!fresh)
+            break;
+        CHECK_OK(posenc_rope(context, &memo_desc));
+        CHECK_OK(posenc_rope(fresh, &fresh_desc));
+        posenc_context_destroy(fresh);
+        if (memcmp(&kept_memo, &kept_fresh, sizeof kept_memo) != 0) {
+            test_failures++;
+            fprintf(stderr, "  kept rows, call %zu (%s): not the bits of a fresh context\n", i,
+                    step->what);
+        }
+    }
+    posenc_context_destroy(context);
+}
+
 static void test_device(posenc_context *context, const posenc_device_info *info)
 {
     test_repeated_steps(context, info, 37);
@@ -334,5 +458,6 @@ int main(void)
 {
     printf("test_rope_memo: repeated descriptors against fresh contexts\n");
     test_for_each_device(test_device);
+    test_kept_rows();
     return test_finish("test_rope_memo");
 }

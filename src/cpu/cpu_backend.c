@@ -115,7 +115,7 @@ static void free_state(posenc_cpu_context *state)
         free(state->scratch);
     }
     posenc__aligned_free(state->steps);
-    posenc__aligned_free(state->token_table);
+    posenc__aligned_free(state->kept);
     free(state->fracs);
     free(state->int_turns);
     free(state);

@@ -20,14 +20,21 @@
 /* The most threads a context may ask for (posenc_context_desc.num_threads). */
 #define POSENC_CPU_MAX_THREADS 1024u
 
-/* What a token's rotation table depends on (cpu_rope.c); flags 0 matches nothing. */
-typedef struct posenc_cpu_token_key {
-    uint32_t flags; /* kept, the table's layout, the position's validity, the inverse */
+/* What the rotation tables that RoPE keeps (cpu_rope.c) depend on besides each row's position:
+ * the same for every row of a call. Flags 0 matches nothing. */
+typedef struct posenc_cpu_kept_key {
+    uint32_t flags; /* kept, the table's layout, the inverse, spread (cpu_rope.c) */
     uint32_t rotary_dim;
     uint64_t freqs_id;
-    int64_t position;                  /* Q31.32 */
-    uint32_t scale;                    /* the attention factor's f32 bits */
-} posenc_cpu_token_key;
+    uint32_t scale; /* the attention factor's f32 bits */
+} posenc_cpu_kept_key;
+
+/* What one kept row's table holds: built (0: nothing) at this position. */
+typedef struct posenc_cpu_kept_row {
+    int64_t position; /* Q31.32 */
+    uint32_t valid;   /* the position was a valid one (the table NaN otherwise) */
+    uint32_t built;
+} posenc_cpu_kept_row;
 
 typedef struct posenc_cpu_context {
     posenc_cpu_variant variant;
@@ -49,11 +56,17 @@ typedef struct posenc_cpu_context {
     uint32_t split_count;
     uint32_t split_capacity;
     uint64_t split_id;
-    /* The rotation table of the last single-token RoPE call (cpu_rope.c), in the layout of a
-     * part's scratch, and what it was built for. */
-    float *token_table;
-    size_t token_table_floats;
-    posenc_cpu_token_key token_key;
+    /* The rotation tables of the rows of the last RoPE calls (cpu_rope.c): one block, the rows'
+     * keys first, then their tables; kept_used keys from the first may be set. */
+    void *kept;
+    size_t kept_bytes;
+    size_t kept_used;
+    posenc_cpu_kept_key kept_key;
+    /* Their layout for kept_key: rows of kept_stride floats from kept_tables, kept_rows of
+     * them. */
+    float *kept_tables;
+    size_t kept_stride;
+    size_t kept_rows;
 } posenc_cpu_context;
 
 /* A frequency table's parts side by side, as the kernels' turns_int and turns_fixed read them. */

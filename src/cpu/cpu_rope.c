@@ -54,8 +54,13 @@ typedef struct rope_job {
     float sin_scale, cos_scale;
     rope_run run;
     bool streaming; /* posenc_cpu_rope_heads.streaming */
-    float *kept_table;               /* the context's kept table (keep_table), or NULL */
-    posenc_cpu_token_key *kept_key; /* what it holds */
+    /* The context's kept tables of rows [0, kept_rows) (keep_tables): a key per row, and a
+     * table every kept_stride floats, spread (GPT-J's layout whole) or not. */
+    posenc_cpu_kept_row *kept_keys;
+    float *kept_tables;
+    int64_t kept_rows;
+    size_t kept_stride;
+    bool kept_spread;
 } rope_job;
 
 /* How each pairing style sits on the CPU: the layout of its token table (cpu_kernels.h: pairs'
@@ -166,56 +171,57 @@ static void token_sincos(const rope_job *job, int64_t b, int64_t t, uint32_t *tu
     }
 }
 
-/* The sin and cos of the one token of a call whose table is kept (keep_table), unless the kept
- * table is this call's already: false then, with nothing written. */
-static bool kept_sincos(const rope_job *job, uint32_t *turns_hi, float *sin_out, float *cos_out)
-{
-    const posenc__rope_op *op = job->op;
-    int64_t position = 0;
-    bool valid = posenc_cpu_position(job->positions, &op->positions, op->has_positions,
-                                     op->positions_per_batch, op->position_offset, 0, 0,
-                                     &position);
-    if (!valid)
-        position = 0;
-    /* The scales are the attention factor (cos_scale) and it with the direction's sign. */
-    const uint32_t flags = 1u | (rope_styles[op->style].interleaved_table ? 2u : 0u) |
-                           (valid ? 4u : 0u) | (op->inverse ? 8u : 0u);
-    uint32_t scale;
-    memcpy(&scale, &job->cos_scale, sizeof scale);
-    posenc_cpu_token_key *kept = job->kept_key;
-    if (kept->flags == flags && kept->rotary_dim == op->rotary_dim &&
-        kept->freqs_id == op->freqs_id && kept->position == position && kept->scale == scale)
-        return false;
-    posenc_cpu_sincos_row(job->state->kernels, &job->freqs, op->rotary_dim / 2, position, valid,
-                          job->sin_scale, job->cos_scale, turns_hi, sin_out, cos_out);
-    kept->flags = flags;
-    kept->rotary_dim = op->rotary_dim;
-    kept->freqs_id = op->freqs_id;
-    kept->position = position;
-    kept->scale = scale;
-    return true;
-}
-
-/* Fills the token's table in the kernels' layout (cpu_kernels.h), unless it is the kept one
- * already. */
-static void build_table(const rope_job *job, int64_t row, float *table, float *sin_scratch,
-                        uint32_t *turns_hi)
+/* The rotation table of row `row` in the kernels' layout (cpu_kernels.h), for GPT-J's with the
+ * pairs' sin and cos after it (posenc_cpu_rope_heads.pair_sin). A row with a kept table takes
+ * its sin and cos from there, computed first unless they were at this row's position already.
+ * A kept NeoX table is the row's table itself. A kept GPT-J one is the table whole where the
+ * call has one row (a decode step), else cos and sin only, spread into the part's `scratch`:
+ * a few instructions a token, where spread tables would add a third to a prefill's reads of
+ * them. Other rows' tables are computed in `scratch`. */
+static const float *row_table(const rope_job *job, int64_t row, float *scratch,
+                              uint32_t *turns_hi)
 {
     const posenc__rope_op *op = job->op;
     const uint32_t pairs = op->rotary_dim / 2;
     const bool interleaved = rope_styles[op->style].interleaved_table;
-    float *sin_out = interleaved ? sin_scratch : table + pairs;
-    float *cos_out = interleaved ? sin_scratch + pairs : table;
-    if (job->kept_table) {
-        if (!kept_sincos(job, turns_hi, sin_out, cos_out))
-            return;
-    } else {
-        int64_t b, t;
-        row_token(op, row, &b, &t);
+    int64_t b, t;
+    row_token(op, row, &b, &t);
+    const bool kept = row < job->kept_rows;
+    float *kept_table = kept ? job->kept_tables + (size_t)row * job->kept_stride : NULL;
+    float *table = kept && (!interleaved || job->kept_spread) ? kept_table : scratch;
+    float *sin_out = interleaved ? table + 2 * (size_t)op->rotary_dim : table + pairs;
+    float *cos_out = interleaved ? sin_out + pairs : table;
+    if (!kept) {
         token_sincos(job, b, t, turns_hi, sin_out, cos_out);
+    } else {
+        posenc_cpu_kept_row *key = &job->kept_keys[row];
+        int64_t position = 0;
+        bool valid = posenc_cpu_position(job->positions, &op->positions, op->has_positions,
+                                         op->positions_per_batch, op->position_offset, b, t,
+                                         &position);
+        if (!valid)
+            position = 0;
+        bool built = key->built && key->position == position && key->valid == (uint32_t)valid;
+        if (built && table == kept_table)
+            return table;
+        /* A kept table not spread: cos of every pair, then sin. */
+        float *kept_sin = table == kept_table ? sin_out : kept_table + pairs;
+        float *kept_cos = table == kept_table ? cos_out : kept_table;
+        if (!built) {
+            posenc_cpu_sincos_row(job->state->kernels, &job->freqs, pairs, position, valid,
+                                  job->sin_scale, job->cos_scale, turns_hi, kept_sin, kept_cos);
+            key->position = position;
+            key->valid = valid;
+            key->built = 1;
+        }
+        if (table != kept_table) {
+            memcpy(sin_out, kept_sin, pairs * sizeof(float));
+            memcpy(cos_out, kept_cos, pairs * sizeof(float));
+        }
     }
     if (interleaved)
         job->state->kernels->gptj_table(sin_out, cos_out, pairs, table);
+    return table;
 }
 
 /* One head through a strided innermost dim, element by element. */
@@ -234,7 +240,7 @@ static void rotate_head_strided(const posenc__rope_op *op, const float *table, c
     const bool interleaved = rope_styles[op->style].interleaved_table;
     for (uint32_t j = 0; j < pairs; j++) {
         /* The pair's dims as every kernel reads them; its factors where this style's table
-         * (build_table) holds them. */
+         * (row_table) holds them. */
         uint32_t ia = POSENC_ROPE_PAIR_FIRST((uint32_t)op->style, j, pairs);
         uint32_t ib = POSENC_ROPE_PAIR_SECOND((uint32_t)op->style, j, pairs);
         float c = interleaved ? table[2 * j] : table[j];
@@ -506,11 +512,12 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
     const rope_job *job = arg;
     const posenc__rope_op *op = job->op;
     const uint32_t rot = op->rotary_dim;
+    /* A table (2 rotary_dim), the pairs' sin and cos (rotary_dim), their turns
+     * (rotary_dim / 2), then the QK norm's factors, one per head. */
     float *scratch = job->state->scratch[part];
-    float *table = job->kept_table ? job->kept_table : scratch; /* same layout */
-    float *sin_scratch = table + 2 * (size_t)rot;
-    uint32_t *turns_hi = (uint32_t *)(sin_scratch + rot);
-    float *factors = scratch + 4 * (size_t)rot + 16; /* the QK norm's, one per head */
+    uint32_t *turns_hi = (uint32_t *)(scratch + 3 * (size_t)rot);
+    float *factors = scratch + 4 * (size_t)rot + 16;
+    const float *table = scratch;
 
     uint64_t first, end;
     posenc_cpu_part_range((uint64_t)(job->rows * job->chunks), part, parts, &first, &end);
@@ -535,7 +542,7 @@ static void rope_part(void *arg, uint32_t part, uint32_t parts)
             continue;
         }
         if (row != built) {
-            build_table(job, row, table, sin_scratch, turns_hi);
+            table = row_table(job, row, scratch, turns_hi);
             built = row;
         }
         if (h0 < op->q_heads)
@@ -567,32 +574,83 @@ static size_t scale_weights(const rope_job *job, tensor_norm *norm, float *out)
     return whole_lines(view->shape[3]);
 }
 
-/* A decode step rotates q and k at the same positions in every layer of the model, one call
- * each: the table of a single-token call is kept in the context, and the next call whose table
- * depends on the same things (the frequency table, position, scales and layout: kept_sincos)
- * takes it as it is, sparing the turns and the sincos of every frequency (a sixth of an f32
- * decode step with rotary_dim 128). Kept only for a single token on the calling thread (one
- * part), and for tables of plain positions (one component, no caller tables, a frequency table
- * with an id). Sets job->kept_table where the call's table is kept (`floats` in a scratch
- * block's layout). Without memory for it, nothing is kept. */
-static void keep_table(posenc_cpu_context *state, rope_job *job, uint32_t parts, size_t floats)
+/* The most memory the kept tables take: 16,384 rows of 128-dim NeoX tables. */
+#define KEPT_MAX_BYTES ((size_t)8 << 20)
+
+/* The kept tables' layout for a row of `stride` floats: the rows' keys, then their tables
+ * from the next whole line. */
+static void kept_layout(posenc_cpu_context *state, size_t stride)
+{
+    size_t rows = state->kept ? (state->kept_bytes - 64) /
+                                    (stride * sizeof(float) + sizeof(posenc_cpu_kept_row))
+                              : 0;
+    size_t keys_bytes = (rows * sizeof(posenc_cpu_kept_row) + 63) & ~(size_t)63;
+    state->kept_stride = stride;
+    state->kept_rows = rows;
+    state->kept_tables = state->kept ? (float *)(void *)((uint8_t *)state->kept + keys_bytes)
+                                     : NULL;
+}
+
+/* A model rotates q and k at the same positions in every layer, one call each: a prefill's
+ * tokens, or a decode step's. The tables of a call's rows are kept in the context, and a later
+ * call whose tables depend on the same things (the frequency table, scales, direction and
+ * layout: posenc_cpu_kept_key) takes a row's table as it is where the row's position is the
+ * one it was built at (row_table), sparing the turns and the sincos of every frequency: a
+ * sixth of an f32 decode step with rotary_dim 128, and 5-9 % of a 16-bit prefill on an
+ * AVX-512 Xeon (an f32 prefill there waits on memory either way). Kept for tables of plain
+ * positions (one component, no caller tables, a frequency table with an id), for the rows
+ * that fit in KEPT_MAX_BYTES, and only where no row is split between parts (each row's table
+ * is written by one thread). Without memory for them, nothing is kept. */
+static void keep_tables(posenc_cpu_context *state, rope_job *job, uint32_t parts)
 {
     const posenc__rope_op *op = job->op;
-    job->kept_table = NULL;
-    job->kept_key = &state->token_key;
-    if (job->rows != 1 || parts != 1 || job->run != ROPE_ROTATE || op->has_tables ||
-        op->components != 1 || op->freqs_id == 0)
+    job->kept_rows = 0;
+    if (job->run != ROPE_ROTATE || op->has_tables || op->components != 1 ||
+        op->freqs_id == 0 || (parts > 1 && job->chunks > 1))
         return;
-    if (floats > state->token_table_floats) {
-        posenc__aligned_free(state->token_table);
-        state->token_table_floats = 0;
-        state->token_key.flags = 0;
-        state->token_table = posenc__aligned_alloc(64, floats * sizeof(float));
-        if (!state->token_table)
-            return;
-        state->token_table_floats = floats;
+    const bool interleaved = rope_styles[op->style].interleaved_table;
+    const bool spread = interleaved && job->rows == 1;
+    posenc_cpu_kept_key key = {
+        .flags = 1u | (interleaved ? 2u : 0u) | (op->inverse ? 4u : 0u) | (spread ? 8u : 0u),
+        .rotary_dim = op->rotary_dim,
+        .freqs_id = op->freqs_id,
+    };
+    memcpy(&key.scale, &job->cos_scale, sizeof key.scale);
+    posenc_cpu_kept_key *kept = &state->kept_key;
+    if (kept->flags != key.flags || kept->rotary_dim != key.rotary_dim ||
+        kept->freqs_id != key.freqs_id || kept->scale != key.scale) {
+        if (state->kept)
+            memset(state->kept, 0, state->kept_used * sizeof(posenc_cpu_kept_row));
+        state->kept_used = 0;
+        *kept = key;
+        /* The spread table and the pairs' sin and cos, or cos and sin alone. */
+        kept_layout(state, whole_lines((spread ? 3 : 1) * (int64_t)op->rotary_dim));
     }
-    job->kept_table = state->token_table;
+    if ((size_t)job->rows > state->kept_rows && state->kept_bytes < KEPT_MAX_BYTES) {
+        size_t row_bytes = state->kept_stride * sizeof(float) + sizeof(posenc_cpu_kept_row);
+        size_t bytes = 2 * state->kept_bytes;
+        if (bytes < (size_t)job->rows * row_bytes + 64)
+            bytes = (size_t)job->rows * row_bytes + 64;
+        if (bytes > KEPT_MAX_BYTES)
+            bytes = KEPT_MAX_BYTES;
+        posenc__aligned_free(state->kept);
+        state->kept = posenc__aligned_alloc(64, bytes);
+        state->kept_bytes = state->kept ? bytes : 0;
+        state->kept_used = 0;
+        /* Every key any layout may place (the shortest rows: a line of table each). */
+        if (state->kept)
+            memset(state->kept, 0,
+                   bytes / (64 + sizeof(posenc_cpu_kept_row)) * sizeof(posenc_cpu_kept_row));
+        kept_layout(state, state->kept_stride);
+    }
+    job->kept_keys = state->kept;
+    job->kept_tables = state->kept_tables;
+    job->kept_stride = state->kept_stride;
+    job->kept_spread = spread;
+    job->kept_rows = job->rows < (int64_t)state->kept_rows ? job->rows
+                                                           : (int64_t)state->kept_rows;
+    if ((size_t)job->kept_rows > state->kept_used)
+        state->kept_used = (size_t)job->kept_rows;
 }
 
 static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, rope_run run)
@@ -665,7 +723,7 @@ static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, ro
         job.chunk = (job.heads + chunks - 1) / chunks;
         job.chunks = (job.heads + job.chunk - 1) / job.chunk;
     }
-    keep_table(state, &job, parts, 4 * (size_t)op->rotary_dim + 16);
+    keep_tables(state, &job, parts);
     posenc_cpu_pool_run(state->pool, parts, rope_part, &job);
     return POSENC_OK;
 }

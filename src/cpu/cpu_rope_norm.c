@@ -47,7 +47,7 @@ void posenc_cpu_rope_head_normed(const posenc__rope_op *op, bool interleaved_tab
                              normalized(in, in_stride, dtype, norm, d));
     }
     for (uint32_t j = 0; j < pairs; j++) {
-        /* The pair's factors where the style's table holds them (cpu_rope.c's build_table). */
+        /* The pair's factors where the style's table holds them (cpu_rope.c's row_table). */
         int64_t ia = first + POSENC_ROPE_PAIR_FIRST((uint32_t)op->style, j, pairs);
         int64_t ib = first + POSENC_ROPE_PAIR_SECOND((uint32_t)op->style, j, pairs);
         float c = interleaved_table ? table[2 * j] : table[j];
