@@ -176,8 +176,14 @@ typedef struct posenc__view {
 } posenc__view;
 
 /* Host address of element 0 when the view's memory is host-visible to the library (host views,
- * CPU buffers, wrapped memory), else NULL. */
-uint8_t *posenc__view_host_base(posenc_context *ctx, const posenc__view *view);
+ * CPU buffers, wrapped memory), else NULL. Inline: the CPU backend takes a dozen per call. */
+static inline uint8_t *posenc__view_host_base(posenc_context *ctx, const posenc__view *view)
+{
+    if (view->host)
+        return view->host + view->offset;
+    uint8_t *base = view->buffer ? posenc__buffer_host_address(ctx, view->buffer) : NULL;
+    return base ? base + view->offset : NULL;
+}
 
 /* Position components a token may have (POSENC_ROPE_POSITIONS_MAP). */
 #define POSENC__MAX_COMPONENTS 4

@@ -16,14 +16,6 @@ bool posenc__tensor_absent(const posenc_tensor *tensor)
     return !tensor->buffer && !tensor->host && tensor->ndim == 0;
 }
 
-uint8_t *posenc__view_host_base(posenc_context *ctx, const posenc__view *view)
-{
-    if (view->host)
-        return view->host + view->offset;
-    uint8_t *base = view->buffer ? posenc__buffer_host_address(ctx, view->buffer) : NULL;
-    return base ? base + view->offset : NULL;
-}
-
 posenc_status posenc__resolve_view(posenc_context *ctx, const posenc_tensor *tensor,
                                    const char *name, uint32_t max_ndim, posenc_dtype default_dtype,
                                    uint32_t allowed_dtypes, posenc__view *view)
