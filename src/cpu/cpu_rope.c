@@ -195,10 +195,11 @@ static const float *row_table(const rope_job *job, int64_t row, float *scratch,
         token_sincos(job, b, t, turns_hi, sin_out, cos_out);
     } else {
         posenc_cpu_kept_row *key = &job->kept_keys[row];
-        int64_t position = 0;
-        bool valid = posenc_cpu_position(job->positions, &op->positions, op->has_positions,
-                                         op->positions_per_batch, op->position_offset, b, t,
-                                         &position);
+        /* At position_offset + t here rather than in a call: a decode step's usual way. */
+        int64_t position = posenc__position_from_i32((int32_t)(op->position_offset + t));
+        bool valid = !op->has_positions ||
+                     posenc_cpu_position(job->positions, &op->positions, true,
+                                         op->positions_per_batch, 0, b, t, &position);
         if (!valid)
             position = 0;
         bool built = key->built && key->position == position && key->valid == (uint32_t)valid;
@@ -610,19 +611,22 @@ static void keep_tables(posenc_cpu_context *state, rope_job *job, uint32_t parts
         return;
     const bool interleaved = rope_styles[op->style].interleaved_table;
     const bool spread = interleaved && job->rows == 1;
-    posenc_cpu_kept_key key = {
-        .flags = 1u | (interleaved ? 2u : 0u) | (op->inverse ? 4u : 0u) | (spread ? 8u : 0u),
-        .rotary_dim = op->rotary_dim,
-        .freqs_id = op->freqs_id,
-    };
-    memcpy(&key.scale, &job->cos_scale, sizeof key.scale);
+    /* Compared from registers: a key struct written just before would make the compare wait
+     * on its stores. */
+    const uint32_t flags =
+        1u | (interleaved ? 2u : 0u) | (op->inverse ? 4u : 0u) | (spread ? 8u : 0u);
+    uint32_t scale;
+    memcpy(&scale, &op->attention_factor, sizeof scale);
     posenc_cpu_kept_key *kept = &state->kept_key;
-    if (kept->flags != key.flags || kept->rotary_dim != key.rotary_dim ||
-        kept->freqs_id != key.freqs_id || kept->scale != key.scale) {
+    if (kept->flags != flags || kept->rotary_dim != op->rotary_dim ||
+        kept->freqs_id != op->freqs_id || kept->scale != scale) {
         if (state->kept)
             memset(state->kept, 0, state->kept_used * sizeof(posenc_cpu_kept_row));
         state->kept_used = 0;
-        *kept = key;
+        kept->flags = flags;
+        kept->rotary_dim = op->rotary_dim;
+        kept->freqs_id = op->freqs_id;
+        kept->scale = scale;
         /* The spread table and the pairs' sin and cos, or cos and sin alone. */
         kept_layout(state, whole_lines((spread ? 3 : 1) * (int64_t)op->rotary_dim));
     }
