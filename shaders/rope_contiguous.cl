@@ -71,36 +71,61 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
                                                kcp->num_slots, kcp->block_size, &cache_block,
                                                &in_block);
 
-        /* sin and cos of the group's pairs, 8 a block. */
+        /* sin and cos of the group's pairs, 8 a block, and two blocks at a time. */
         float8 angles[POSENC_GROUP_BLOCKS][4]; /* posenc_rotate_block's */
+        float16 wide[POSENC_GROUP_BLOCKS / 2u][4]; /* posenc_rotate_wide's */
+        uint wide_count = count >> 1;
         for (uint j = 0u; j < count; j++)
             posenc_block_angles(qp, freqs, positions, b, t, (first_block + j) << 3, gptj,
                                 angles[j]);
+        for (uint w = 0u; w < wide_count; w++)
+            posenc_wide_angles(gptj, angles[2u * w], angles[2u * w + 1u], wide[w]);
 
-        /* Head by head, so that each head's run of dims is read and written in order. */
+        /* Head by head, so that each head's run of dims is read and written in order: blocks
+         * two at a time, then the odd one left. */
         uint first = qp->rotary_offset + (first_block << 3) * dims_per_pair;
         uint step = 8u * dims_per_pair;
+        uint wide_second = gptj ? 16u : half_count;
+        uint last = first + (count - 1u) * step;
         for (uint h = 0u; h < qp->heads; h++) {
             uint src = posenc_rope_in_row(qp, b, t, h);
             uint dst = posenc_rope_out_row(qp, b, t, h);
-            for (uint j = 0u, at = first; j < count; j++, at += step) {
+            for (uint w = 0u, at = first; w < wide_count; w++, at += 2u * step) {
+                float16 r0, r1;
+                posenc_rotate_wide(q, src + at, wide_second, gptj, wide[w], &r0, &r1);
+                posenc_store16_out(q_out, dst + at, r0);
+                posenc_store16_out(q_out, dst + at + wide_second, r1);
+            }
+            if ((count & 1u) != 0u) {
                 float8 r0, r1;
-                posenc_rotate_block(q, src + at, second, gptj, angles[j], &r0, &r1);
-                posenc_store_block(q_out, dst + at, second, r0, r1);
+                posenc_rotate_block(q, src + last, second, gptj, angles[count - 1u], &r0, &r1);
+                posenc_store_block(q_out, dst + last, second, r0, r1);
             }
         }
         for (uint h = 0u; h < k_in->heads; h++) {
             uint src = posenc_rope_in_row(k_in, b, t, h);
             uint dst = posenc_rope_out_row(kp, b, t, h);
             uint row_at = posenc_rope_out_row(kcp, cache_block, in_block, h);
-            for (uint j = 0u, at = first; j < count; j++, at += step) {
-                /* Computed once, so the cache row holds the very bits k_out does. */
+            /* Computed once, so the cache row holds the very bits k_out does. */
+            for (uint w = 0u, at = first; w < wide_count; w++, at += 2u * step) {
+                float16 r0, r1;
+                posenc_rotate_wide(k, src + at, wide_second, gptj, wide[w], &r0, &r1);
+                if (k_written) {
+                    posenc_store16_out(k_out, dst + at, r0);
+                    posenc_store16_out(k_out, dst + at + wide_second, r1);
+                }
+                if (cached) {
+                    posenc_store16_out(k_cache, row_at + at, r0);
+                    posenc_store16_out(k_cache, row_at + at + wide_second, r1);
+                }
+            }
+            if ((count & 1u) != 0u) {
                 float8 r0, r1;
-                posenc_rotate_block(k, src + at, second, gptj, angles[j], &r0, &r1);
+                posenc_rotate_block(k, src + last, second, gptj, angles[count - 1u], &r0, &r1);
                 if (k_written)
-                    posenc_store_block(k_out, dst + at, second, r0, r1);
+                    posenc_store_block(k_out, dst + last, second, r0, r1);
                 if (cached)
-                    posenc_store_block(k_cache, row_at + at, second, r0, r1);
+                    posenc_store_block(k_cache, row_at + last, second, r0, r1);
             }
         }
         if (!cached)

@@ -248,6 +248,13 @@ static const layout_case layout_cases[] = {
     {"neox 16 of 48 from dim 2 in place", POSENC_ROPE_NEOX, 48, 16, 2, false, false, false,
      false, false, 0},
     {"gptj f32 positions", POSENC_ROPE_GPTJ, 64, 0, 0, false, false, false, false, true, 0},
+    /* Three blocks of 8 pairs: two as one run of 16, then one alone. */
+    {"gptj 48", POSENC_ROPE_GPTJ, 48, 0, 0, false, false, false, false, false, 0},
+    {"neox 48 of 56 from dim 2 in place", POSENC_ROPE_NEOX, 56, 48, 2, false, false, false,
+     false, false, 0},
+    /* 16-bit runs of 16 aligned to 16 bytes, not 32. */
+    {"neox 32 of 48 from dim 8 in place", POSENC_ROPE_NEOX, 48, 32, 8, false, false, false,
+     false, false, 0},
     {"neox M-RoPE", POSENC_ROPE_NEOX, 32, 0, 0, false, false, false, true, false, 0},
     {"neox kv cache with v", POSENC_ROPE_NEOX, 32, 0, 0, false, false, true, false, false, 0},
     {"gptj kv cache and k_out", POSENC_ROPE_GPTJ, 64, 0, 0, true, false, true, false, false, 0},
