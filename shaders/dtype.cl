@@ -187,4 +187,44 @@ POSENC_INLINE void posenc_store8_out(global POSENC_OUT_TYPE *p, uint index, floa
 #endif
 }
 
+/* Sixteen consecutive elements at p[index..index+15] as float16, and back: two runs of 8 with
+ * half the instructions where the device has 16-wide registers (AVX-512 in PoCL), the same
+ * conversions bit for bit (f16 runs 32 bytes aligned through vloada_half16 and
+ * vstorea_half16_rte). */
+POSENC_INLINE float16 posenc_load16_out(const global POSENC_OUT_TYPE *p, uint index)
+{
+#if defined(POSENC_OUT_F32)
+    return vload16(0, p + index);
+#elif defined(POSENC_OUT_F16)
+    const global half *at = p + index;
+    if (((uintptr_t)at & 31u) == 0u)
+        return vloada_half16(0, at);
+    return (float16)(posenc_load8_out(p, index), posenc_load8_out(p, index + 8u));
+#else
+    return as_float16(convert_uint16(vload16(0, p + index)) << 16);
+#endif
+}
+
+POSENC_INLINE void posenc_store16_out(global POSENC_OUT_TYPE *p, uint index, float16 value)
+{
+#if defined(POSENC_OUT_F32)
+    vstore16(value, 0, p + index);
+#elif defined(POSENC_OUT_F16)
+    global half *at = p + index;
+    if (((uintptr_t)at & 31u) == 0u) {
+        vstorea_half16_rte(value, 0, at);
+        return;
+    }
+    posenc_store8_out(p, index, value.lo);
+    posenc_store8_out(p, index + 8u, value.hi);
+#else
+    ushort16 bits = posenc_bf16_from_f32_16(value.lo, value.hi);
+    global ushort *run = p + index;
+    if (((uintptr_t)run & 3u) == 0u)
+        vstore8(as_uint8(bits), 0, (global uint *)run);
+    else
+        vstore16(bits, 0, run);
+#endif
+}
+
 #endif

@@ -84,42 +84,6 @@ POSENC_INLINE void posenc_wide_angles(int gptj, const float8 *first, const float
     }
 }
 
-POSENC_INLINE float16 posenc_load16_out(const global POSENC_OUT_TYPE *p, uint index)
-{
-#if defined(POSENC_OUT_F32)
-    return vload16(0, p + index);
-#elif defined(POSENC_OUT_F16)
-    const global half *at = p + index;
-    if (((uintptr_t)at & 31u) == 0u)
-        return vloada_half16(0, at);
-    return (float16)(posenc_load8_out(p, index), posenc_load8_out(p, index + 8u));
-#else
-    return as_float16(convert_uint16(vload16(0, p + index)) << 16);
-#endif
-}
-
-POSENC_INLINE void posenc_store16_out(global POSENC_OUT_TYPE *p, uint index, float16 value)
-{
-#if defined(POSENC_OUT_F32)
-    vstore16(value, 0, p + index);
-#elif defined(POSENC_OUT_F16)
-    global half *at = p + index;
-    if (((uintptr_t)at & 31u) == 0u) {
-        vstorea_half16_rte(value, 0, at);
-        return;
-    }
-    posenc_store8_out(p, index, value.lo);
-    posenc_store8_out(p, index + 8u, value.hi);
-#else
-    ushort16 bits = posenc_bf16_from_f32_16(value.lo, value.hi);
-    global ushort *run = p + index;
-    if (((uintptr_t)run & 3u) == 0u)
-        vstore8(as_uint8(bits), 0, (global uint *)run);
-    else
-        vstore16(bits, 0, run);
-#endif
-}
-
 /* Blocks j and j + 1 of one head rotated: the runs of 16 dims at `at` and at + `second` (NeoX:
  * both blocks' a dims, then their b dims; GPT-J: block j's 16 dims, then block j + 1's). */
 POSENC_INLINE void posenc_rotate_wide(const global POSENC_OUT_TYPE *p, uint at, uint second,

@@ -240,7 +240,7 @@ enum {
     BATCH = 2,
     FIXED_ROWS = 12,
     ROWS = 64,
-    HALF = 8,
+    HALF = 24, /* three blocks of 8 frequencies: a pair and one alone */
     D_MODEL = 2 * HALF + 1,
     OUT_OFFSET = 3,                       /* elements */
     ROW_STRIDE = D_MODEL + 2,             /* elements */
@@ -737,7 +737,7 @@ static void cl_run_device(const cl_api *cl, cl_handle device)
         rt.queue = cl->CreateCommandQueue(rt.context, device, 0, &err);
     int before = test_failures;
     /* sinusoidal.cl, then sinusoidal_contiguous.cl (the columns here are contiguous and
-     * d_model/2 is 8): both bit for bit the C code. */
+     * d_model/2 is 24): both bit for bit the C code. */
     for (int run = 0; run < 2 * VARIANT_COUNT && err == CL_SUCCESS; run++) {
         int v = run % VARIANT_COUNT;
         const posenc__cl_kernel *variant = posenc__cl_kernel_get(

@@ -5,8 +5,10 @@
 
 #include "core/gpu_sinusoidal.h"
 
-/* Frequencies a work-item of sinusoidal_contiguous.cl takes (its vector width). */
+/* sinusoidal_contiguous.cl's vector width in frequencies (half_count a multiple of it), and the
+ * most a work-item takes (for rows at the row index; one width for rows at given positions). */
 #define CONTIGUOUS_FREQUENCIES 8
+#define CONTIGUOUS_UNIT_FREQUENCIES 16
 
 /* Whether sinusoidal_contiguous.cl applies: a CPU-type device (GPUs keep sinusoidal.cl's one
  * frequency per work-item) and a layout it takes. */
@@ -25,9 +27,11 @@ static posenc_status sinusoidal_launch(posenc_context *ctx, const posenc_cl_op *
      * positions) a unit. */
     uint64_t row_run = op->has_positions ? 1 : POSENC_SINUSOIDAL_BLOCK_ROWS;
     uint64_t runs = ((uint64_t)op->rows + row_run - 1) / row_run;
+    uint64_t unit_frequencies = op->has_positions ? CONTIGUOUS_FREQUENCIES
+                                                  : CONTIGUOUS_UNIT_FREQUENCIES;
     uint64_t launched = contiguous_applies(ctx, op)
-                            ? (uint64_t)op->half / CONTIGUOUS_FREQUENCIES * (uint64_t)op->batch *
-                                  runs
+                            ? ((uint64_t)op->half + unit_frequencies - 1) / unit_frequencies *
+                                  (uint64_t)op->batch * runs
                             : posenc__gpu_sinusoidal_units(op, op->batch * op->rows);
     enum { OUT, X, POSITIONS };
     posenc_cl_binding b[POSENC__SINUSOIDAL_VIEWS];
