@@ -87,9 +87,14 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
         uint step = 8u * dims_per_pair;
         uint wide_second = gptj ? 16u : half_count;
         uint last = first + (count - 1u) * step;
+        /* The group's dims of a head, which the head POSENC_PREFETCH_HEADS on (in the next
+         * token's row past the last: the next unit's, on this work-item) brings in ahead. */
+        uint group_bytes = count * step * (uint)sizeof(POSENC_OUT_TYPE);
         for (uint h = 0u; h < qp->heads; h++) {
             uint src = posenc_rope_in_row(qp, b, t, h);
             uint dst = posenc_rope_out_row(qp, b, t, h);
+            posenc_prefetch(q + src + first + POSENC_PREFETCH_HEADS * qp->in_stride_head,
+                            group_bytes);
             for (uint w = 0u, at = first; w < wide_count; w++, at += 2u * step) {
                 float16 r0, r1;
                 posenc_rotate_wide(q, src + at, wide_second, gptj, wide[w], &r0, &r1);
@@ -106,6 +111,8 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
             uint src = posenc_rope_in_row(k_in, b, t, h);
             uint dst = posenc_rope_out_row(kp, b, t, h);
             uint row_at = posenc_rope_out_row(kcp, cache_block, in_block, h);
+            posenc_prefetch(k + src + first + POSENC_PREFETCH_HEADS * k_in->in_stride_head,
+                            group_bytes);
             /* Computed once, so the cache row holds the very bits k_out does. */
             for (uint w = 0u, at = first; w < wide_count; w++, at += 2u * step) {
                 float16 r0, r1;

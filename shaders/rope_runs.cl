@@ -101,6 +101,27 @@ POSENC_INLINE void posenc_rotate_wide(const global POSENC_OUT_TYPE *p, uint at, 
     }
 }
 
+/* Heads a work-item asks the cache for ahead of the one it rotates. */
+#define POSENC_PREFETCH_HEADS 8u
+
+/* A hint to bring `bytes` from `p` into the cache, a line at a time: clang's
+ * __builtin_prefetch, which PoCL compiles to prefetcht0 (OpenCL's own prefetch() does nothing
+ * there); nothing where the compiler lacks it. A prefetch never faults, past a buffer's end
+ * too. PoCL prefill f32 from L3 on an AVX-512 Xeon: 0.75-0.77 of the copy without, 0.82-0.85
+ * with the head 8 ahead (NeoX). The 16-bit variants, bound by their conversions, ran a few
+ * percent slower with it: f32 only. */
+POSENC_INLINE void posenc_prefetch(const global POSENC_OUT_TYPE *p, uint bytes)
+{
+#if defined(POSENC_OUT_F32) && defined(__clang__) && defined(__has_builtin)
+#if __has_builtin(__builtin_prefetch)
+    const global char *at = (const global char *)p;
+    for (uint line = 0u; line < bytes; line += 64u)
+        __builtin_prefetch(at + line);
+#endif
+#endif
+    (void)p, (void)bytes;
+}
+
 /* The first element of head h of token (b, t) in a pass's input, and in its output (with
  * POSENC_ROPE_FLAG_SLOTS, b and t are the cache block and the row in it). */
 POSENC_INLINE uint posenc_rope_in_row(const posenc_rope_pass *pass, uint b, uint t, uint h)
