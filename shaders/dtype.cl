@@ -190,29 +190,33 @@ POSENC_INLINE void posenc_store8_out(global POSENC_OUT_TYPE *p, uint index, floa
 /* Sixteen consecutive elements at p[index..index+15] as float16, and back: two runs of 8 with
  * half the instructions where the device has 16-wide registers (AVX-512 in PoCL), the same
  * conversions bit for bit (f16 runs 32 bytes aligned through vloada_half16 and
- * vstorea_half16_rte). */
-POSENC_INLINE float16 posenc_load16_out(const global POSENC_OUT_TYPE *p, uint index)
+ * vstorea_half16_rte). `aligned`: p + index is 32 bytes aligned, which a caller knows once for
+ * a run of loads or stores (a test and a branch each was a fifth of a 16-bit kernel's loop). */
+POSENC_INLINE float16 posenc_load16_out_at(const global POSENC_OUT_TYPE *p, uint index,
+                                           int aligned)
 {
 #if defined(POSENC_OUT_F32)
+    (void)aligned;
     return vload16(0, p + index);
 #elif defined(POSENC_OUT_F16)
-    const global half *at = p + index;
-    if (((uintptr_t)at & 31u) == 0u)
-        return vloada_half16(0, at);
+    if (aligned)
+        return vloada_half16(0, p + index);
     return (float16)(posenc_load8_out(p, index), posenc_load8_out(p, index + 8u));
 #else
+    (void)aligned;
     return as_float16(convert_uint16(vload16(0, p + index)) << 16);
 #endif
 }
 
-POSENC_INLINE void posenc_store16_out(global POSENC_OUT_TYPE *p, uint index, float16 value)
+POSENC_INLINE void posenc_store16_out_at(global POSENC_OUT_TYPE *p, uint index, int aligned,
+                                         float16 value)
 {
 #if defined(POSENC_OUT_F32)
+    (void)aligned;
     vstore16(value, 0, p + index);
 #elif defined(POSENC_OUT_F16)
-    global half *at = p + index;
-    if (((uintptr_t)at & 31u) == 0u) {
-        vstorea_half16_rte(value, 0, at);
+    if (aligned) {
+        vstorea_half16_rte(value, 0, p + index);
         return;
     }
     posenc_store8_out(p, index, value.lo);
@@ -220,11 +224,27 @@ POSENC_INLINE void posenc_store16_out(global POSENC_OUT_TYPE *p, uint index, flo
 #else
     ushort16 bits = posenc_bf16_from_f32_16(value.lo, value.hi);
     global ushort *run = p + index;
-    if (((uintptr_t)run & 3u) == 0u)
+    if (aligned || ((uintptr_t)run & 3u) == 0u)
         vstore8(as_uint8(bits), 0, (global uint *)run);
     else
         vstore16(bits, 0, run);
 #endif
+}
+
+/* The same where the caller does not know the alignment. */
+POSENC_INLINE int posenc_aligned32(const global POSENC_OUT_TYPE *p, uint index)
+{
+    return ((uintptr_t)(p + index) & 31u) == 0u;
+}
+
+POSENC_INLINE float16 posenc_load16_out(const global POSENC_OUT_TYPE *p, uint index)
+{
+    return posenc_load16_out_at(p, index, posenc_aligned32(p, index));
+}
+
+POSENC_INLINE void posenc_store16_out(global POSENC_OUT_TYPE *p, uint index, float16 value)
+{
+    posenc_store16_out_at(p, index, posenc_aligned32(p, index), value);
 }
 
 #endif

@@ -90,16 +90,22 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
         /* The group's dims of a head, which the head POSENC_PREFETCH_HEADS on (in the next
          * token's row past the last: the next unit's, on this work-item) brings in ahead. */
         uint group_bytes = count * step * (uint)sizeof(POSENC_OUT_TYPE);
+        /* A head's runs of 16 are 32 bytes aligned if its first is and the second run is 16
+         * elements on (the runs step by 16 or 32). */
+        int seconds_aligned = (wide_second & 15u) == 0u;
         for (uint h = 0u; h < qp->heads; h++) {
             uint src = posenc_rope_in_row(qp, b, t, h);
             uint dst = posenc_rope_out_row(qp, b, t, h);
             posenc_prefetch(q + src + first + POSENC_PREFETCH_HEADS * qp->in_stride_head,
                             group_bytes);
+            int in_aligned = seconds_aligned && posenc_aligned32(q, src + first);
+            int out_aligned = seconds_aligned && posenc_aligned32(q_out, dst + first);
             for (uint w = 0u, at = first; w < wide_count; w++, at += 2u * step) {
                 float16 r0, r1;
-                posenc_rotate_wide(q, src + at, wide_second, gptj, wide[w], &r0, &r1);
-                posenc_store16_out(q_out, dst + at, r0);
-                posenc_store16_out(q_out, dst + at + wide_second, r1);
+                posenc_rotate_wide(q, src + at, wide_second, in_aligned, gptj, wide[w], &r0,
+                                   &r1);
+                posenc_store16_out_at(q_out, dst + at, out_aligned, r0);
+                posenc_store16_out_at(q_out, dst + at + wide_second, out_aligned, r1);
             }
             if ((count & 1u) != 0u) {
                 float8 r0, r1;
@@ -113,17 +119,22 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
             uint row_at = posenc_rope_out_row(kcp, cache_block, in_block, h);
             posenc_prefetch(k + src + first + POSENC_PREFETCH_HEADS * k_in->in_stride_head,
                             group_bytes);
+            int in_aligned = seconds_aligned && posenc_aligned32(k, src + first);
+            int out_aligned = seconds_aligned && posenc_aligned32(k_out, dst + first);
+            int cache_aligned = seconds_aligned && posenc_aligned32(k_cache, row_at + first);
             /* Computed once, so the cache row holds the very bits k_out does. */
             for (uint w = 0u, at = first; w < wide_count; w++, at += 2u * step) {
                 float16 r0, r1;
-                posenc_rotate_wide(k, src + at, wide_second, gptj, wide[w], &r0, &r1);
+                posenc_rotate_wide(k, src + at, wide_second, in_aligned, gptj, wide[w], &r0,
+                                   &r1);
                 if (k_written) {
-                    posenc_store16_out(k_out, dst + at, r0);
-                    posenc_store16_out(k_out, dst + at + wide_second, r1);
+                    posenc_store16_out_at(k_out, dst + at, out_aligned, r0);
+                    posenc_store16_out_at(k_out, dst + at + wide_second, out_aligned, r1);
                 }
                 if (cached) {
-                    posenc_store16_out(k_cache, row_at + at, r0);
-                    posenc_store16_out(k_cache, row_at + at + wide_second, r1);
+                    posenc_store16_out_at(k_cache, row_at + at, cache_aligned, r0);
+                    posenc_store16_out_at(k_cache, row_at + at + wide_second, cache_aligned,
+                                          r1);
                 }
             }
             if ((count & 1u) != 0u) {

@@ -85,13 +85,14 @@ POSENC_INLINE void posenc_wide_angles(int gptj, const float8 *first, const float
 }
 
 /* Blocks j and j + 1 of one head rotated: the runs of 16 dims at `at` and at + `second` (NeoX:
- * both blocks' a dims, then their b dims; GPT-J: block j's 16 dims, then block j + 1's). */
+ * both blocks' a dims, then their b dims; GPT-J: block j's 16 dims, then block j + 1's), both
+ * 32 bytes aligned where `aligned`. */
 POSENC_INLINE void posenc_rotate_wide(const global POSENC_OUT_TYPE *p, uint at, uint second,
-                                      int gptj, const float16 *angle, float16 *first_run,
-                                      float16 *second_run)
+                                      int aligned, int gptj, const float16 *angle,
+                                      float16 *first_run, float16 *second_run)
 {
-    float16 x = posenc_load16_out(p, at);
-    float16 y = posenc_load16_out(p, at + second);
+    float16 x = posenc_load16_out_at(p, at, aligned);
+    float16 y = posenc_load16_out_at(p, at + second, aligned);
     if (gptj) {
         *first_run = x * angle[0] + x.s1032547698badcfe * angle[1];
         *second_run = y * angle[2] + y.s1032547698badcfe * angle[3];
