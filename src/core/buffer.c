@@ -106,10 +106,8 @@ posenc_status posenc_buffer_create(posenc_context *ctx, const posenc_buffer_desc
     return POSENC_OK;
 }
 
-void *posenc__buffer_host_address(posenc_context *ctx, posenc_buffer *buf)
+void *posenc__buffer_backend_host_address(posenc_context *ctx, posenc_buffer *buf)
 {
-    if (buf->host_memory)
-        return buf->host_memory;
     return ctx->backend->buffer_host_address ? ctx->backend->buffer_host_address(ctx, buf) : NULL;
 }
 

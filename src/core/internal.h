@@ -61,6 +61,9 @@ struct posenc_buffer {
     bool host_imported;  /* the device uses host_memory in place (set by the backend's
                           * buffer_init): work left running may bind it */
     void *backend_state; /* owned by the backend */
+    /* Where the host sees the buffer for its whole life, set by a backend whose buffers are
+     * plain host memory (the CPU's), or NULL: posenc__buffer_host_address asks the backend. */
+    void *host_address;
     /* 1 while mapped (posenc_buffer_map); changed under ctx->shared_lock, read by the view
      * checks without it. */
     posenc__atomic_u32 mapped;
@@ -78,8 +81,15 @@ posenc_status posenc__buffer_adopt(posenc_context *ctx, uint64_t size, void *bac
                                    posenc_buffer **buffer);
 /* Where the host sees a buffer's memory: wrapped host memory itself, else the backend's
  * buffer_host_address; NULL when the host cannot. Wrapped memory is the caller's, compared by
- * address with host tensors and other buffers, so that aliasing is seen. */
-void *posenc__buffer_host_address(posenc_context *ctx, posenc_buffer *buf);
+ * address with host tensors and other buffers, so that aliasing is seen. Inline for buffers
+ * whose address is fixed (host_address): a CPU call asks for it once per view. */
+void *posenc__buffer_backend_host_address(posenc_context *ctx, posenc_buffer *buf);
+static inline void *posenc__buffer_host_address(posenc_context *ctx, posenc_buffer *buf)
+{
+    if (buf->host_memory)
+        return buf->host_memory;
+    return buf->host_address ? buf->host_address : posenc__buffer_backend_host_address(ctx, buf);
+}
 
 /* A frequency table kept across calls with everything it was computed from (the key: scalar
  * inputs, then the caller's arrays by value), so a repeated call (every decode step) does no

@@ -229,6 +229,7 @@ static posenc_status cpu_buffer_init(posenc_context *ctx, posenc_buffer *buf)
         return posenc__fail(ctx, POSENC_OUT_OF_MEMORY, "size: cannot allocate %llu bytes",
                             (unsigned long long)buf->size);
     buf->backend_state = memory;
+    buf->host_address = memory;
     return POSENC_OK;
 }
 
@@ -238,6 +239,7 @@ static void cpu_buffer_fini(posenc_context *ctx, posenc_buffer *buf)
     if (!buf->host_memory)
         posenc__aligned_free(buf->backend_state);
     buf->backend_state = NULL;
+    buf->host_address = NULL;
 }
 
 static posenc_status cpu_buffer_upload(posenc_context *ctx, posenc_buffer *buf, uint64_t offset,
