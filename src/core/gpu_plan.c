@@ -28,7 +28,7 @@ posenc_status posenc__gpu_bind(posenc_context *ctx, const char *backend, const c
                                const posenc__view *view, uint64_t byte_position,
                                uint64_t element_limit, posenc__gpu_binding *binding)
 {
-    uint64_t element = posenc_dtype_size(view->dtype);
+    uint64_t element = posenc__dtype_size(view->dtype);
     if (element_limit > POSENC__GPU_ELEMENT_LIMIT)
         element_limit = POSENC__GPU_ELEMENT_LIMIT;
     uint64_t end = (byte_position + posenc__gpu_view_extent(view)) / element;
@@ -46,13 +46,13 @@ posenc_status posenc__gpu_bind(posenc_context *ctx, const char *backend, const c
 
 uint32_t posenc__gpu_element_stride(const posenc__view *view, int dim, int64_t count)
 {
-    return count > 1 ? (uint32_t)(view->strides[dim] / (int64_t)posenc_dtype_size(view->dtype))
+    return count > 1 ? (uint32_t)(view->strides[dim] / (int64_t)posenc__dtype_size(view->dtype))
                      : 0;
 }
 
 bool posenc__gpu_view_in_blocks(const posenc__view *view, uint32_t block_bytes)
 {
-    if (view->strides[POSENC_MAX_DIMS - 1] != (int64_t)posenc_dtype_size(view->dtype))
+    if (view->strides[POSENC_MAX_DIMS - 1] != (int64_t)posenc__dtype_size(view->dtype))
         return false;
     for (int k = 0; k < POSENC_MAX_DIMS - 1; k++) {
         if (view->shape[k] > 1 && view->strides[k] % (int64_t)block_bytes != 0)

@@ -106,7 +106,7 @@ uint32_t posenc__gpu_rope_flags(const posenc__rope_op *op)
 
 static uint32_t element_size(const posenc__view *view)
 {
-    return (uint32_t)posenc_dtype_size(view->dtype);
+    return (uint32_t)posenc__dtype_size(view->dtype);
 }
 
 /* ---- One tensor a dispatch ---------------------------------------------------------------- */

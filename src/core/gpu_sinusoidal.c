@@ -79,7 +79,7 @@ void posenc__gpu_sinusoidal_params(const posenc__sinusoidal_op *op, bool x_in_ou
 /* A row of a [1, batch, rows, d_model] view. */
 static posenc__gpu_extent row_extent(const posenc__view *view, int64_t d_model, const char *name)
 {
-    uint32_t e = (uint32_t)posenc_dtype_size(view->dtype);
+    uint32_t e = (uint32_t)posenc__dtype_size(view->dtype);
     return (posenc__gpu_extent){
         .bound = true,
         .strides = {view->strides[1], view->strides[2], 0},
@@ -108,7 +108,7 @@ void posenc__gpu_sinusoidal_extents(const posenc__sinusoidal_op *op, bool x_in_o
 
 bool posenc__gpu_sinusoidal_in_blocks(const posenc__sinusoidal_op *op, bool x_in_out)
 {
-    uint32_t block_elements = BLOCK_BYTES / (uint32_t)posenc_dtype_size(op->out.dtype);
+    uint32_t block_elements = BLOCK_BYTES / (uint32_t)posenc__dtype_size(op->out.dtype);
     return op->d_model % 2 == 0 && op->half > 0 && op->half % block_elements == 0 &&
            posenc__gpu_view_in_blocks(&op->out, BLOCK_BYTES) &&
            (!op->has_x || x_in_out || posenc__gpu_view_in_blocks(&op->x, BLOCK_BYTES));
@@ -118,9 +118,9 @@ bool posenc__gpu_sinusoidal_contiguous(const posenc__sinusoidal_op *op, uint32_t
 {
     if (op->half == 0 || op->half % frequencies != 0)
         return false;
-    if (op->out.strides[3] != (int64_t)posenc_dtype_size(op->out.dtype))
+    if (op->out.strides[3] != (int64_t)posenc__dtype_size(op->out.dtype))
         return false;
-    return !op->has_x || op->x.strides[3] == (int64_t)posenc_dtype_size(op->x.dtype);
+    return !op->has_x || op->x.strides[3] == (int64_t)posenc__dtype_size(op->x.dtype);
 }
 
 uint64_t posenc__gpu_sinusoidal_units(const posenc__sinusoidal_op *op, int64_t rows)

@@ -10,7 +10,7 @@
 
 uint64_t posenc__gpu_view_extent(const posenc__view *view)
 {
-    uint64_t extent = posenc_dtype_size(view->dtype);
+    uint64_t extent = posenc__dtype_size(view->dtype);
     for (int k = 0; k < POSENC_MAX_DIMS; k++)
         extent += (uint64_t)(view->shape[k] - 1) * (uint64_t)view->strides[k];
     return extent;
@@ -27,7 +27,7 @@ static uint64_t view_elements(const posenc__view *view)
 /* Every byte of the extent is an element: no gaps to preserve. */
 static bool view_dense(const posenc__view *view)
 {
-    return view_elements(view) * posenc_dtype_size(view->dtype) == posenc__gpu_view_extent(view);
+    return view_elements(view) * posenc__dtype_size(view->dtype) == posenc__gpu_view_extent(view);
 }
 
 uint32_t posenc__gpu_stage_add(posenc__gpu_staging *staging, const posenc__view *view,
@@ -92,7 +92,7 @@ static int region_shift(const posenc__gpu_staging *staging, uint32_t r)
         for (uint32_t i = 0; i < staging->view_count && fits; i++) {
             const posenc__gpu_staged_view *v = &staging->views[i];
             if (v->host && v->region == r)
-                fits = ((uintptr_t)v->host + (uintptr_t)t) % posenc_dtype_size(v->view->dtype) ==
+                fits = ((uintptr_t)v->host + (uintptr_t)t) % posenc__dtype_size(v->view->dtype) ==
                        0;
         }
         if (fits)
@@ -129,7 +129,7 @@ void posenc__gpu_stage_layout(posenc__gpu_staging *staging)
         const posenc__gpu_region *region = &staging->regions[v->region];
         v->position = region->offset + (uint64_t)(v->host - region->lo);
         if ((v->access & POSENC__GPU_WRITE) && !region->imported && !region->whole)
-            staging->download_bytes += view_elements(v->view) * posenc_dtype_size(v->view->dtype);
+            staging->download_bytes += view_elements(v->view) * posenc__dtype_size(v->view->dtype);
     }
 }
 
@@ -169,7 +169,7 @@ bool posenc__gpu_stage_importable(const posenc__gpu_staging *staging, uint32_t r
     for (uint32_t i = 0; i < staging->view_count; i++) {
         const posenc__gpu_staged_view *v = &staging->views[i];
         if (v->host && v->region == r &&
-            (uintptr_t)v->host % posenc_dtype_size(v->view->dtype) != 0)
+            (uintptr_t)v->host % posenc__dtype_size(v->view->dtype) != 0)
             return false;
     }
     return true;
@@ -202,7 +202,7 @@ static void copy_elements(uint8_t *dst, const uint8_t *src, const posenc__view *
         stride[n] = view->strides[k];
         n++;
     }
-    size_t run = posenc_dtype_size(view->dtype);
+    size_t run = posenc__dtype_size(view->dtype);
     if (n > 0 && stride[n - 1] == (int64_t)run) {
         run *= (size_t)shape[n - 1];
         n--;

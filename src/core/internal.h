@@ -54,6 +54,19 @@ const posenc__backend *posenc__registry_compiled_backend(posenc_backend kind);
 /* Whether `backend` is one of POSENC_BACKEND_LIST (AUTO is not), compiled in or not. */
 bool posenc__backend_known(posenc_backend backend);
 
+/* posenc_dtype_size, inline for the calls' own paths (a CPU decode step asks a dozen times). */
+static inline size_t posenc__dtype_size(posenc_dtype dtype)
+{
+    switch (dtype) {
+    case POSENC_DTYPE_F32:
+    case POSENC_DTYPE_I32: return 4;
+    case POSENC_DTYPE_F16:
+    case POSENC_DTYPE_BF16: return 2;
+    case POSENC_DTYPE_DEFAULT: return 0;
+    }
+    return 0;
+}
+
 struct posenc_buffer {
     posenc_context *ctx;
     uint64_t size;

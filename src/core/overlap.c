@@ -22,7 +22,7 @@ static location locate(posenc_context *ctx, const posenc__view *view)
 
 static int64_t view_extent(const posenc__view *view)
 {
-    int64_t extent = (int64_t)posenc_dtype_size(view->dtype);
+    int64_t extent = (int64_t)posenc__dtype_size(view->dtype);
     for (int k = 0; k < POSENC_MAX_DIMS; k++)
         extent += (view->shape[k] - 1) * view->strides[k];
     return extent;
@@ -47,7 +47,7 @@ posenc_status posenc__check_output_distinct(posenc_context *ctx, const posenc__v
             order[j - 1] = t;
         }
     }
-    int64_t span = (int64_t)posenc_dtype_size(view->dtype);
+    int64_t span = (int64_t)posenc__dtype_size(view->dtype);
     for (int i = 0; i < POSENC_MAX_DIMS; i++) {
         int k = order[i];
         if (view->shape[k] == 1)
@@ -160,8 +160,8 @@ bool posenc__views_may_overlap(posenc_context *ctx, const posenc__view *a, const
         if (b->shape[k] > 1)
             add_term(terms, &count, b->strides[k], -(b->shape[k] - 1), 0);
     }
-    add_term(terms, &count, 1, -((int64_t)posenc_dtype_size(b->dtype) - 1),
-             (int64_t)posenc_dtype_size(a->dtype) - 1);
+    add_term(terms, &count, 1, -((int64_t)posenc__dtype_size(b->dtype) - 1),
+             (int64_t)posenc__dtype_size(a->dtype) - 1);
     qsort(terms, (size_t)count, sizeof terms[0], by_coefficient_descending);
 
     search s = {.terms = terms, .count = count, .budget = 100000};

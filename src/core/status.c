@@ -182,14 +182,4 @@ const char *posenc_device_type_name(posenc_device_type type)
     return "unknown";
 }
 
-size_t posenc_dtype_size(posenc_dtype dtype)
-{
-    switch (dtype) {
-    case POSENC_DTYPE_F32:
-    case POSENC_DTYPE_I32: return 4;
-    case POSENC_DTYPE_F16:
-    case POSENC_DTYPE_BF16: return 2;
-    case POSENC_DTYPE_DEFAULT: return 0;
-    }
-    return 0;
-}
+size_t posenc_dtype_size(posenc_dtype dtype) { return posenc__dtype_size(dtype); }

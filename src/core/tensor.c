@@ -37,7 +37,7 @@ posenc_status posenc__resolve_view(posenc_context *ctx, const posenc_tensor *ten
                             max_ndim, tensor->ndim);
 
     posenc_dtype dtype = tensor->dtype == POSENC_DTYPE_DEFAULT ? default_dtype : tensor->dtype;
-    size_t element = posenc_dtype_size(dtype);
+    size_t element = posenc__dtype_size(dtype);
     if (element == 0 || (unsigned)dtype >= 32 || !(allowed_dtypes & POSENC__DTYPE_BIT(dtype)))
         return posenc__fail(ctx, POSENC_INVALID_DTYPE, "%s.dtype: %s (%d) is not allowed here",
                             name, posenc_dtype_name(dtype), (int)dtype);
@@ -166,8 +166,9 @@ posenc_status posenc__check_same_dims(posenc_context *ctx, const posenc__view *v
         if (!(mask & (1u << k)) || view->shape[k] == like->shape[k])
             continue;
         int caller_index = k - (POSENC_MAX_DIMS - (int)view_ndim);
-        return posenc__fail(ctx, POSENC_INVALID_SHAPE, "%s.shape[%d]: %lld does not match %s's %lld",
-                            name, caller_index < 0 ? 0 : caller_index, (long long)view->shape[k],
+        return posenc__fail(ctx, POSENC_INVALID_SHAPE,
+                            "%s.shape[%d]: %lld does not match %s's %lld", name,
+                            caller_index < 0 ? 0 : caller_index, (long long)view->shape[k],
                             like_name, (long long)like->shape[k]);
     }
     return POSENC_OK;

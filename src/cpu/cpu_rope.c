@@ -232,7 +232,7 @@ static void rotate_head_strided(const posenc__rope_op *op, const float *table, c
 {
     const uint32_t rot = op->rotary_dim, pairs = rot / 2, first = op->rotary_offset;
     const posenc_dtype dtype = op->q.dtype;
-    size_t element = posenc_dtype_size(dtype);
+    size_t element = posenc__dtype_size(dtype);
     if (copy_rest)
         for (uint32_t d = 0; d < first; d++)
             memcpy(out + d * out_stride, in + d * in_stride, element);
@@ -291,7 +291,7 @@ static void rotate_heads_normed(const rope_job *job, const float *table, const t
 static bool vector_heads(const posenc__rope_op *op, const posenc__view *in_view,
                          const posenc__view *out_view)
 {
-    int64_t element = (int64_t)posenc_dtype_size(in_view->dtype);
+    int64_t element = (int64_t)posenc__dtype_size(in_view->dtype);
     return in_view->strides[3] == element && out_view->strides[3] == element &&
            rope_styles[op->style].vector_kernels;
 }
@@ -304,7 +304,7 @@ static void rotate_heads_at(const rope_job *job, const float *table, const posen
                             bool in_place, int64_t heads, const heads_norm *norm)
 {
     const posenc__rope_op *op = job->op;
-    int64_t element = (int64_t)posenc_dtype_size(in_view->dtype);
+    int64_t element = (int64_t)posenc__dtype_size(in_view->dtype);
     if (vector_heads(op, in_view, out_view)) {
         const uint32_t pairs = op->rotary_dim / 2, first = op->rotary_offset;
         if (norm->weights && first) /* the dims before the rotated ones are normalized too (the
@@ -408,7 +408,7 @@ static void rotate_heads(const rope_job *job, const float *table, const tensor_n
 static void copy_heads_at(const rope_job *job, const posenc__view *in_view, const uint8_t *in,
                           const posenc__view *out_view, uint8_t *out, int64_t heads)
 {
-    const int64_t element = (int64_t)posenc_dtype_size(in_view->dtype);
+    const int64_t element = (int64_t)posenc__dtype_size(in_view->dtype);
     const int64_t head_bytes = job->op->head_dim * element;
     const bool dims = in_view->strides[3] == element && out_view->strides[3] == element;
     if (dims && in_view->strides[2] == head_bytes && out_view->strides[2] == head_bytes) {
@@ -477,7 +477,7 @@ static void copy_heads(const rope_job *job, const posenc__view *in_view, const u
     row_token(op, row, &b, &t);
     const uint8_t *in = posenc_cpu_element((uint8_t *)in_base, in_view, b, t, first, 0);
     uint8_t *out = posenc_cpu_element(out_base, out_view, b, t, first, 0);
-    int64_t element = (int64_t)posenc_dtype_size(in_view->dtype);
+    int64_t element = (int64_t)posenc__dtype_size(in_view->dtype);
     int64_t bytes = (int64_t)op->rotary_dim * element; /* even rotary_dim: whole floats */
     if (job->run == ROPE_CONVERT) {
         void (*convert)(posenc_dtype, void *, size_t) = job->state->kernels->convert_in_place;
@@ -712,7 +712,7 @@ static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, ro
     }
 
     uint64_t elements = (uint64_t)(job.rows * job.heads * op->head_dim);
-    uint64_t bytes = elements * posenc_dtype_size(op->q.dtype) * 2;
+    uint64_t bytes = elements * posenc__dtype_size(op->q.dtype) * 2;
     job.streaming = bytes > STREAMING_BYTES;
     uint32_t parts = posenc_cpu_parts_for(state, bytes, (uint64_t)(job.rows * job.heads));
     /* Few tokens for many threads: split each token's heads too (whole rows otherwise, with
@@ -744,7 +744,7 @@ posenc_status posenc_cpu_rope_roofline(posenc_context *ctx, const posenc__rope_o
 
 posenc_status posenc_cpu_rope_conversion_floor(posenc_context *ctx, const posenc__rope_op *op)
 {
-    int64_t element = (int64_t)posenc_dtype_size(op->q.dtype);
+    int64_t element = (int64_t)posenc__dtype_size(op->q.dtype);
     if (op->q.dtype == POSENC_DTYPE_F32)
         return posenc__fail(ctx, POSENC_UNSUPPORTED,
                             "q.dtype: the 16-bit floor converts f16 or bf16, not f32");

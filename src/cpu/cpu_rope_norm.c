@@ -63,7 +63,7 @@ void posenc_cpu_norm_weights(const posenc_cpu_kernels *kernels, const uint8_t *w
                              posenc_dtype dtype, int64_t stride, int64_t count, double offset,
                              float *out)
 {
-    if (stride == (int64_t)posenc_dtype_size(dtype) && offset == 0.0) {
+    if (stride == (int64_t)posenc__dtype_size(dtype) && offset == 0.0) {
         kernels->to_f32(dtype, weights, (size_t)count, out);
         return;
     }
@@ -93,7 +93,7 @@ void posenc_cpu_norm_factors(const posenc_cpu_kernels *kernels, posenc_dtype dty
 void posenc_cpu_norm_dims(const uint8_t *in, uint8_t *out, posenc_dtype dtype,
                           const float *weights, float factor, int64_t count)
 {
-    size_t element = posenc_dtype_size(dtype);
+    size_t element = posenc__dtype_size(dtype);
     for (int64_t d = 0; d < count; d++) {
         float scale = weights[d] * factor;
         posenc_cpu_store(out + d * (int64_t)element, dtype,

@@ -92,7 +92,7 @@ static void emit_strided(const sinusoidal_job *job, int64_t b, int64_t r, const 
 
 static bool contiguous(const posenc__sinusoidal_op *op)
 {
-    int64_t element = (int64_t)posenc_dtype_size(op->out.dtype);
+    int64_t element = (int64_t)posenc__dtype_size(op->out.dtype);
     return op->out.strides[3] == element && (!op->has_x || op->x.strides[3] == element);
 }
 
@@ -178,7 +178,7 @@ static void copy_row(const sinusoidal_job *job, int64_t b, int64_t r)
     const posenc__sinusoidal_op *op = job->op;
     const posenc_cpu_kernels *kernels = job->state->kernels;
     uint8_t *out = posenc_cpu_element(job->out, &op->out, 0, b, r, 0);
-    size_t element = posenc_dtype_size(op->out.dtype), bytes = (size_t)op->d_model * element;
+    size_t element = posenc__dtype_size(op->out.dtype), bytes = (size_t)op->d_model * element;
     bool in_place = op->has_x && job->x == job->out &&
                     !memcmp(op->x.strides, op->out.strides, sizeof op->x.strides);
     if (!contiguous(op) || (uintptr_t)out % 4) {
@@ -313,7 +313,7 @@ static posenc_status run_sinusoidal(posenc_context *ctx, const posenc__sinusoida
 
     /* Memory traffic, plus the sin/cos evaluated exactly (about 32 bytes' worth each). */
     uint64_t elements = (uint64_t)(op->batch * op->rows * op->d_model);
-    uint64_t bytes = elements * posenc_dtype_size(op->out.dtype) * (op->has_x ? 2 : 1);
+    uint64_t bytes = elements * posenc__dtype_size(op->out.dtype) * (op->has_x ? 2 : 1);
     if (!job.stepped)
         bytes += (uint64_t)job.units * op->half * 32;
     uint32_t parts = posenc_cpu_parts_for(state, bytes, (uint64_t)job.units);

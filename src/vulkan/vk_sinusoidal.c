@@ -50,7 +50,7 @@ static posenc_status record_sinusoidal(posenc_context *ctx, const posenc_vk_box 
     const posenc__sinusoidal_op *op = job->op;
     /* Windows start on 16 bytes: a window's first element is on a block where its view's
      * element 0 is. A view off the grid takes sinusoidal.comp. */
-    uint32_t block_elements = BLOCK_BYTES / (uint32_t)posenc_dtype_size(op->out.dtype);
+    uint32_t block_elements = BLOCK_BYTES / (uint32_t)posenc__dtype_size(op->out.dtype);
     bool blocks = job->blocks && windows->first[BINDING_OUT] % block_elements == 0 &&
                   windows->first[BINDING_X] % block_elements == 0;
     posenc__sinusoidal_params push;
