@@ -236,7 +236,8 @@ static void walk(desc_io *io, desc_case *c)
         io_i64(io, &c->blocks[b].size);
         io_u8(io, &c->blocks[b].fill);
     }
-    int views = c->op % 2 == 0 ? 5 : 3;
+    /* The views of before the tables and the norm first (see desc_case.h). */
+    int views = c->op % 2 == 0 ? 5 : DESC_SINUSOIDAL_VIEWS;
     for (int v = 0; v < views; v++)
         walk_view(io, &c->views[v]);
     io_i32(io, &c->position_offset);
@@ -269,6 +270,11 @@ static void walk(desc_io *io, desc_case *c)
                 io_f64(io, &c->arrays[a].step);
             }
         }
+        io_u32(io, &c->rotary_offset);
+        for (int v = 5; v < DESC_ROPE_VIEWS; v++)
+            walk_view(io, &c->views[v]);
+        io_f64(io, &c->norm_eps);
+        io_f64(io, &c->norm_weight_offset);
     } else {
         io_u32(io, &c->layout);
         io_f64(io, &c->base);

@@ -7,8 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* rope: q, q_out, k, k_out, positions; sinusoidal: out, x, positions, and two unused. */
-#define DESC_VIEWS 5
+/* rope: q, q_out, k, k_out, positions, cos, sin, q_norm_weight, k_norm_weight; sinusoidal:
+ * out, x, positions, and the rest unused. */
+#define DESC_VIEWS 9
+#define DESC_ROPE_VIEWS 9
+#define DESC_SINUSOIDAL_VIEWS 3
 /* Memory blocks the views live in: views may share one, to meet the overlap rules. */
 #define DESC_BLOCKS 3
 /* inv_freq, scaling.freq_factors, scaling.short_factor, scaling.long_factor */
@@ -61,6 +64,10 @@ typedef struct desc_case {
         high_freq_factor;
     uint8_t no_truncate;
     desc_array arrays[DESC_ARRAYS];
+    /* rope, after the fields above in the input (an input from before they existed decodes
+     * to the case it was, without them) */
+    uint32_t rotary_offset;
+    double norm_eps, norm_weight_offset;
     /* sinusoidal */
     uint32_t layout;
     double base, freq_shift, position_scale, input_scale, output_scale;

@@ -125,11 +125,14 @@ static posenc_dtype resolved_dtype(const view_plan *p, posenc_dtype default_dtyp
  * cannot know the size of caller memory). */
 static bool plan(fuzz_run *r, const desc_case *c)
 {
-    static const char *const rope_names[] = {"q", "q_out", "k", "k_out", "positions"};
-    static const char *const sinusoidal_names[] = {"out", "x", "positions"};
+    static const char *const rope_names[DESC_ROPE_VIEWS] = {
+        "q",   "q_out", "k",           "k_out",        "positions",
+        "cos", "sin",   "q_norm_weight", "k_norm_weight"};
+    static const char *const sinusoidal_names[DESC_SINUSOIDAL_VIEWS] = {"out", "x",
+                                                                        "positions"};
     r->c = c;
     r->rope = c->op % 2 == 0;
-    r->view_count = r->rope ? 5 : 3;
+    r->view_count = r->rope ? DESC_ROPE_VIEWS : DESC_SINUSOIDAL_VIEWS;
     for (int i = 0; i < r->view_count; i++) {
         view_plan *p = &r->views[i];
         p->spec = &c->views[i];
@@ -147,6 +150,8 @@ static bool plan(fuzz_run *r, const desc_case *c)
         plan_geometry(&v[2], q);
         plan_geometry(&v[3], k);
         plan_geometry(&v[4], POSENC_DTYPE_I32);
+        for (int i = 5; i < DESC_ROPE_VIEWS; i++) /* the tables and the norm weights */
+            plan_geometry(&v[i], POSENC_DTYPE_F32);
     } else {
         posenc_dtype out = resolved_dtype(&v[0], POSENC_DTYPE_F32);
         plan_geometry(&v[0], POSENC_DTYPE_F32);
@@ -313,8 +318,15 @@ static void rope_desc_of(const fuzz_run *r, const call_buffers *buffers, posenc_
     d->k = tensor_of(r, buffers, 2);
     d->k_out = tensor_of(r, buffers, 3);
     d->positions = tensor_of(r, buffers, 4);
+    d->cos = tensor_of(r, buffers, 5);
+    d->sin = tensor_of(r, buffers, 6);
+    d->q_norm_weight = tensor_of(r, buffers, 7);
+    d->k_norm_weight = tensor_of(r, buffers, 8);
+    d->norm_eps = c->norm_eps;
+    d->norm_weight_offset = c->norm_weight_offset;
     d->position_offset = c->position_offset;
     d->rotary_dim = c->rotary_dim;
+    d->rotary_offset = c->rotary_offset;
     d->style = (posenc_rope_style)c->style;
     d->theta = c->theta;
     d->attention_factor = c->attention_factor;

@@ -479,6 +479,47 @@ static void rope_seeds(void)
     c.factor = 0.5;
     c.mscale = 1.0;
     desc_seed("rope_scaling_linear_bad_fields", &c);
+
+    /* A partial rotation from a later dim. */
+    c = rope_case(POSENC_DTYPE_F32);
+    c.rotary_dim = 8;
+    c.rotary_offset = 4;
+    desc_seed("rope_rotary_offset", &c);
+    c.rotary_offset = 10;
+    desc_seed("rope_rotary_offset_past_head", &c);
+
+    /* The caller's cos and sin: rows picked by position (0 to 4) from tables of 8 rows, half
+     * width (rotary_dim/2 = 8), after the positions in block 2; and gathered per token. */
+    c = rope_case(POSENC_DTYPE_F32);
+    c.blocks[2].fill = 0x81;
+    c.views[5] = view(DESC_HOST, 2, 64, POSENC_DTYPE_F32, 2, 8, 8, 0, 0);
+    c.views[6] = view(DESC_HOST, 2, 64 + 256, POSENC_DTYPE_F32, 2, 8, 8, 0, 0);
+    desc_seed("rope_tables_by_position", &c);
+    c.views[5] = view(DESC_HOST, 2, 64, POSENC_DTYPE_BF16, 3, 2, 5, 8, 0);
+    c.views[6] = view(DESC_HOST, 2, 64 + 160, POSENC_DTYPE_BF16, 3, 2, 5, 8, 0);
+    c.views[4] = view(DESC_ABSENT, 0, 0, 0, 0, 0, 0, 0, 0);
+    desc_seed("rope_tables_by_token", &c);
+    c.theta = 10000.0;
+    desc_seed("rope_tables_and_theta", &c);
+    c = rope_case(POSENC_DTYPE_F32);
+    c.views[5] = view(DESC_HOST, 2, 64, POSENC_DTYPE_F32, 2, 8, 8, 0, 0);
+    desc_seed("rope_cos_without_sin", &c);
+
+    /* The QK norm: weights per head (head_dim 16) for q and k, Gemma's offset. */
+    c = rope_case(POSENC_DTYPE_F32);
+    c.views[7] = view(DESC_HOST, 2, 64, POSENC_DTYPE_F32, 1, 16, 0, 0, 0);
+    c.views[8] = view(DESC_HOST, 2, 128, POSENC_DTYPE_BF16, 1, 16, 0, 0, 0);
+    c.norm_eps = 1e-6;
+    c.norm_weight_offset = 1.0;
+    desc_seed("rope_qk_norm", &c);
+    c.views[7] = view(DESC_HOST, 2, 64, POSENC_DTYPE_F32, 1, 64, 0, 0, 0);
+    c.views[8] = view(DESC_ABSENT, 0, 0, 0, 0, 0, 0, 0, 0);
+    desc_seed("rope_q_norm_per_token", &c);
+    c.norm_eps = -1.0;
+    desc_seed("rope_norm_eps_negative", &c);
+    c = rope_case(POSENC_DTYPE_F32);
+    c.views[7] = view(DESC_HOST, 1, 0, POSENC_DTYPE_F32, 1, 16, 0, 0, 0);
+    desc_seed("rope_q_norm_overlaps_q_out", &c);
 }
 
 static void sinusoidal_seeds(void)
