@@ -27,6 +27,61 @@
 /* Blocks of 8 pairs a work-item takes: 64 pairs, a 128-dim head's. */
 #define POSENC_GROUP_BLOCKS 8u
 
+/* A unit's group of pairs in every head: where it lies, as posenc_rotate_head takes it. */
+typedef struct posenc_head_group {
+    uint first;       /* the group's first dim in a head */
+    uint count;       /* blocks of 8 pairs */
+    uint step;        /* dims from a block to the next */
+    uint second;      /* dims from a block's first run to its second */
+    uint wide_second; /* the same for two blocks at once (posenc_rotate_wide) */
+    int gptj;
+} posenc_head_group;
+
+/* One head's group rotated from `in` (the head at `src`, the next ones `in_stride` on) into
+ * `out` at `dst` where `to_out`, and into `cache` at `cache_at` where `to_cache`: blocks two at
+ * a time by their factors in `wide`, then the odd one left by its own in `angles`. Computed
+ * once, so that a cache row holds the very bits k_out does. */
+POSENC_INLINE void posenc_rotate_head(const posenc_head_group *g, const float16 wide[][4],
+                                      const float8 angles[][4],
+                                      const global POSENC_OUT_TYPE *in, uint src,
+                                      uint in_stride, global POSENC_OUT_TYPE *out, uint dst,
+                                      int to_out, global POSENC_OUT_TYPE *cache, uint cache_at,
+                                      int to_cache)
+{
+    /* The head POSENC_PREFETCH_HEADS on (past a token's last heads, the next token's: the
+     * next unit's, on this work-item) asked for ahead. */
+    posenc_prefetch(in + src + g->first + POSENC_PREFETCH_HEADS * in_stride,
+                    g->count * g->step * (uint)sizeof(POSENC_OUT_TYPE));
+    /* A head's runs of 16 are 32 bytes aligned if its first is and the second run is 16
+     * elements on (the runs step by 16 or 32). */
+    int seconds_aligned = (g->wide_second & 15u) == 0u;
+    int in_aligned = seconds_aligned && posenc_aligned32(in, src + g->first);
+    int out_aligned = seconds_aligned && posenc_aligned32(out, dst + g->first);
+    int cache_aligned = seconds_aligned && posenc_aligned32(cache, cache_at + g->first);
+    uint at = g->first;
+    for (uint w = 0u; w < (g->count >> 1); w++, at += 2u * g->step) {
+        float16 r0, r1;
+        posenc_rotate_wide(in, src + at, g->wide_second, in_aligned, g->gptj, wide[w], &r0,
+                           &r1);
+        if (to_out) {
+            posenc_store16_out_at(out, dst + at, out_aligned, r0);
+            posenc_store16_out_at(out, dst + at + g->wide_second, out_aligned, r1);
+        }
+        if (to_cache) {
+            posenc_store16_out_at(cache, cache_at + at, cache_aligned, r0);
+            posenc_store16_out_at(cache, cache_at + at + g->wide_second, cache_aligned, r1);
+        }
+    }
+    if ((g->count & 1u) == 0u)
+        return;
+    float8 r0, r1;
+    posenc_rotate_block(in, src + at, g->second, g->gptj, angles[g->count - 1u], &r0, &r1);
+    if (to_out)
+        posenc_store_block(out, dst + at, g->second, r0, r1);
+    if (to_cache)
+        posenc_store_block(cache, cache_at + at, g->second, r0, r1);
+}
+
 kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out,
                                    global POSENC_OUT_TYPE *k, global POSENC_OUT_TYPE *k_out,
                                    const global uint *positions, const global int *slot_mapping,
@@ -81,74 +136,27 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
         for (uint w = 0u; w < wide_count; w++)
             posenc_wide_angles(gptj, angles[2u * w], angles[2u * w + 1u], wide[w]);
 
-        /* Head by head, so that each head's run of dims is read and written in order: blocks
-         * two at a time, then the odd one left. */
-        uint first = qp->rotary_offset + (first_block << 3) * dims_per_pair;
-        uint step = 8u * dims_per_pair;
-        uint wide_second = gptj ? 16u : half_count;
-        uint last = first + (count - 1u) * step;
-        /* The group's dims of a head, which the head POSENC_PREFETCH_HEADS on (in the next
-         * token's row past the last: the next unit's, on this work-item) brings in ahead. */
-        uint group_bytes = count * step * (uint)sizeof(POSENC_OUT_TYPE);
-        /* A head's runs of 16 are 32 bytes aligned if its first is and the second run is 16
-         * elements on (the runs step by 16 or 32). */
-        int seconds_aligned = (wide_second & 15u) == 0u;
-        for (uint h = 0u; h < qp->heads; h++) {
-            uint src = posenc_rope_in_row(qp, b, t, h);
-            uint dst = posenc_rope_out_row(qp, b, t, h);
-            posenc_prefetch(q + src + first + POSENC_PREFETCH_HEADS * qp->in_stride_head,
-                            group_bytes);
-            int in_aligned = seconds_aligned && posenc_aligned32(q, src + first);
-            int out_aligned = seconds_aligned && posenc_aligned32(q_out, dst + first);
-            for (uint w = 0u, at = first; w < wide_count; w++, at += 2u * step) {
-                float16 r0, r1;
-                posenc_rotate_wide(q, src + at, wide_second, in_aligned, gptj, wide[w], &r0,
-                                   &r1);
-                posenc_store16_out_at(q_out, dst + at, out_aligned, r0);
-                posenc_store16_out_at(q_out, dst + at + wide_second, out_aligned, r1);
-            }
-            if ((count & 1u) != 0u) {
-                float8 r0, r1;
-                posenc_rotate_block(q, src + last, second, gptj, angles[count - 1u], &r0, &r1);
-                posenc_store_block(q_out, dst + last, second, r0, r1);
-            }
-        }
-        for (uint h = 0u; h < k_in->heads; h++) {
-            uint src = posenc_rope_in_row(k_in, b, t, h);
-            uint dst = posenc_rope_out_row(kp, b, t, h);
-            uint row_at = posenc_rope_out_row(kcp, cache_block, in_block, h);
-            posenc_prefetch(k + src + first + POSENC_PREFETCH_HEADS * k_in->in_stride_head,
-                            group_bytes);
-            int in_aligned = seconds_aligned && posenc_aligned32(k, src + first);
-            int out_aligned = seconds_aligned && posenc_aligned32(k_out, dst + first);
-            int cache_aligned = seconds_aligned && posenc_aligned32(k_cache, row_at + first);
-            /* Computed once, so the cache row holds the very bits k_out does. */
-            for (uint w = 0u, at = first; w < wide_count; w++, at += 2u * step) {
-                float16 r0, r1;
-                posenc_rotate_wide(k, src + at, wide_second, in_aligned, gptj, wide[w], &r0,
-                                   &r1);
-                if (k_written) {
-                    posenc_store16_out_at(k_out, dst + at, out_aligned, r0);
-                    posenc_store16_out_at(k_out, dst + at + wide_second, out_aligned, r1);
-                }
-                if (cached) {
-                    posenc_store16_out_at(k_cache, row_at + at, cache_aligned, r0);
-                    posenc_store16_out_at(k_cache, row_at + at + wide_second, cache_aligned,
-                                          r1);
-                }
-            }
-            if ((count & 1u) != 0u) {
-                float8 r0, r1;
-                posenc_rotate_block(k, src + last, second, gptj, angles[count - 1u], &r0, &r1);
-                if (k_written)
-                    posenc_store_block(k_out, dst + last, second, r0, r1);
-                if (cached)
-                    posenc_store_block(k_cache, row_at + last, second, r0, r1);
-            }
-        }
+        /* Head by head, so that each head's run of dims is read and written in order. */
+        posenc_head_group g = {
+            .first = qp->rotary_offset + (first_block << 3) * dims_per_pair,
+            .count = count,
+            .step = 8u * dims_per_pair,
+            .second = second,
+            .wide_second = gptj ? 16u : half_count,
+            .gptj = gptj,
+        };
+        for (uint h = 0u; h < qp->heads; h++)
+            posenc_rotate_head(&g, wide, angles, q, posenc_rope_in_row(qp, b, t, h),
+                               qp->in_stride_head, q_out, posenc_rope_out_row(qp, b, t, h), 1,
+                               q_out, 0u, 0);
+        for (uint h = 0u; h < k_in->heads; h++)
+            posenc_rotate_head(&g, wide, angles, k, posenc_rope_in_row(k_in, b, t, h),
+                               k_in->in_stride_head, k_out, posenc_rope_out_row(kp, b, t, h),
+                               k_written, k_cache,
+                               posenc_rope_out_row(kcp, cache_block, in_block, h), cached);
         if (!cached)
             continue;
-        posenc_copy_v_row(v, v_cache, vcp, b, t, cache_block, in_block, first, count, step,
+        posenc_copy_v_row(v, v_cache, vcp, b, t, cache_block, in_block, g.first, count, g.step,
                           second);
     }
 }
