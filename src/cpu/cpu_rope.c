@@ -55,12 +55,11 @@ typedef struct rope_job {
     rope_run run;
     bool streaming; /* posenc_cpu_rope_heads.streaming */
     /* The context's kept tables of rows [0, kept_rows) (keep_tables): a key per row, and a
-     * table every kept_stride floats, spread (GPT-J's layout whole) or not. */
+     * table every kept_stride floats. */
     posenc_cpu_kept_row *kept_keys;
     float *kept_tables;
     int64_t kept_rows;
     size_t kept_stride;
-    bool kept_spread;
 } rope_job;
 
 /* How each pairing style sits on the CPU: the layout of its token table (cpu_kernels.h: pairs'
@@ -171,6 +170,13 @@ static void token_sincos(const rope_job *job, int64_t b, int64_t t, uint32_t *tu
     }
 }
 
+/* Whether a call's kept GPT-J tables are kept spread, in the kernels' layout whole: in a
+ * single-row call (a decode step). Elsewhere cos and sin alone (row_table). */
+static bool kept_spread(const rope_job *job)
+{
+    return rope_styles[job->op->style].interleaved_table && job->rows == 1;
+}
+
 /* The rotation table of row `row` in the kernels' layout (cpu_kernels.h), for GPT-J's with the
  * pairs' sin and cos after it (posenc_cpu_rope_heads.pair_sin). A row with a kept table takes
  * its sin and cos from there, computed first unless they were at this row's position already.
@@ -188,7 +194,7 @@ static const float *row_table(const rope_job *job, int64_t row, float *scratch,
     row_token(op, row, &b, &t);
     const bool kept = row < job->kept_rows;
     float *kept_table = kept ? job->kept_tables + (size_t)row * job->kept_stride : NULL;
-    float *table = kept && (!interleaved || job->kept_spread) ? kept_table : scratch;
+    float *table = kept && (!interleaved || kept_spread(job)) ? kept_table : scratch;
     float *sin_out = interleaved ? table + 2 * (size_t)op->rotary_dim : table + pairs;
     float *cos_out = interleaved ? sin_out + pairs : table;
     if (!kept) {
@@ -610,7 +616,7 @@ static void keep_tables(posenc_cpu_context *state, rope_job *job, uint32_t parts
         op->freqs_id == 0 || (parts > 1 && job->chunks > 1))
         return;
     const bool interleaved = rope_styles[op->style].interleaved_table;
-    const bool spread = interleaved && job->rows == 1;
+    const bool spread = kept_spread(job);
     /* Compared from registers: a key struct written just before would make the compare wait
      * on its stores. */
     const uint32_t flags =
@@ -650,7 +656,6 @@ static void keep_tables(posenc_cpu_context *state, rope_job *job, uint32_t parts
     job->kept_keys = state->kept;
     job->kept_tables = state->kept_tables;
     job->kept_stride = state->kept_stride;
-    job->kept_spread = spread;
     job->kept_rows = job->rows < (int64_t)state->kept_rows ? job->rows
                                                            : (int64_t)state->kept_rows;
     if ((size_t)job->kept_rows > state->kept_used)
