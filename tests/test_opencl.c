@@ -282,7 +282,8 @@ typedef struct layout_data {
     unsigned char v_cache[LSLOTS * LK * LDIM_MAX * 4 * 2];
 } layout_data;
 
-/* Fills every tensor from one seed: the same element values whatever the spread. */
+/* Fills every tensor from one seed: the same element values whatever the spread. Some are
+ * tiny and some huge, so that f16 results include subnormals and overflows to infinity. */
 static void layout_fill(layout_data *data, posenc_dtype dtype, int spread)
 {
     size_t element = posenc_dtype_size(dtype);
@@ -294,8 +295,11 @@ static void layout_fill(layout_data *data, posenc_dtype dtype, int spread)
     test_rng rng = {99};
     for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
         size_t count = counts[i] / (element * 2);
-        for (size_t e = 0; e < count; e++)
-            ref_store(dtype, tensors[i] + e * spread * element, test_rng_uniform(&rng, -3, 3));
+        for (size_t e = 0; e < count; e++) {
+            double value = test_rng_uniform(&rng, -3, 3);
+            value *= e % 7 == 3 ? 1e-6 : e % 11 == 5 ? 21000.0 : 1.0;
+            ref_store(dtype, tensors[i] + e * spread * element, value);
+        }
     }
 }
 
