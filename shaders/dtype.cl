@@ -67,11 +67,14 @@ void posenc_put_out(global POSENC_OUT_TYPE *out, uint out_index, const global PO
 
 /* Eight consecutive elements at p[index..index+7] as float8, and back: the vector twins of
  * posenc_load_out/posenc_store_out for the kernels that work on runs of a row
- * (rope_contiguous.cl, sinusoidal_contiguous.cl), bit for bit the same conversions. f16 runs
- * 16 bytes aligned go through vloada_half8/vstorea_half8_rte, correctly rounded like
- * vstore_half_rte and the device's own conversion (PoCL: F16C where the CPU has it); other runs
- * are converted with integer operations as src/core/half.c does (vload_half is scalar in some
- * implementations, PoCL's among them). NaN bits may differ between the two. */
+ * (rope_contiguous.cl, sinusoidal_contiguous.cl), bit for bit the same conversions.
+ * f16 runs are converted by the CPU's own instructions where the compiler has _Float16 with
+ * them (POSENC_NATIVE_F16: clang, PoCL's among them, on x86-64 with F16C or on arm64), at any
+ * alignment, 16 at a time where the device has 16-wide registers. Elsewhere runs 16 bytes
+ * aligned go through vloada_half8/vstorea_half8_rte (PoCL's split a run of 16 into two of 8,
+ * each taken apart and put together again) and other runs are converted with integer
+ * operations as src/core/half.c does (vload_half is scalar in some implementations). Every
+ * way rounds to nearest even as half.c does; a NaN may keep more of its payload. */
 
 /* The 8-wide helpers run in the kernels' inner loops: always inlined, as LLVM (PoCL) would
  * otherwise call the 16-bit stores out of line, twice the time of the loop itself. */
@@ -79,6 +82,28 @@ void posenc_put_out(global POSENC_OUT_TYPE *out, uint out_index, const global PO
 #define POSENC_INLINE static inline __attribute__((always_inline))
 #else
 #define POSENC_INLINE static inline
+#endif
+
+/* The kernels on runs of a row keep their 16-wide vectors in 512-bit registers where the
+ * device has them: LLVM's tuning for AVX-512 CPUs otherwise splits whatever it converts or
+ * builds itself into 256-bit halves (the conversions of f16 among them). */
+#if defined(__clang__) && defined(__has_attribute)
+#if __has_attribute(min_vector_width)
+#define POSENC_WIDE_KERNEL __attribute__((min_vector_width(512)))
+#endif
+#endif
+#if !defined(POSENC_WIDE_KERNEL)
+#define POSENC_WIDE_KERNEL
+#endif
+
+#if defined(POSENC_OUT_F16) && defined(__clang__) && defined(__FLT16_MANT_DIG__) && \
+    ((defined(__x86_64__) && defined(__F16C__)) || defined(__aarch64__))
+#define POSENC_NATIVE_F16 1
+typedef _Float16 posenc_f16x8 __attribute__((ext_vector_type(8)));
+typedef _Float16 posenc_f16x16 __attribute__((ext_vector_type(16)));
+/* Runs of 16-bit elements at any even address. */
+typedef ushort posenc_u16x8_any __attribute__((ext_vector_type(8), aligned(2)));
+typedef ushort posenc_u16x16_any __attribute__((ext_vector_type(16), aligned(2)));
 #endif
 
 #if defined(POSENC_OUT_F16)
@@ -149,6 +174,9 @@ POSENC_INLINE float8 posenc_load8_out(const global POSENC_OUT_TYPE *p, uint inde
 {
 #if defined(POSENC_OUT_F32)
     return vload8(0, p + index);
+#elif defined(POSENC_NATIVE_F16)
+    posenc_u16x8_any bits = *(const global posenc_u16x8_any *)(p + index);
+    return __builtin_convertvector(__builtin_astype(bits, posenc_f16x8), float8);
 #elif defined(POSENC_OUT_F16)
     const global half *at = p + index;
     if (((uintptr_t)at & 15u) == 0u)
@@ -176,6 +204,9 @@ POSENC_INLINE void posenc_store8_out(global POSENC_OUT_TYPE *p, uint index, floa
 {
 #if defined(POSENC_OUT_F32)
     vstore8(value, 0, p + index);
+#elif defined(POSENC_NATIVE_F16)
+    posenc_f16x8 h = __builtin_convertvector(value, posenc_f16x8);
+    *(global posenc_u16x8_any *)(p + index) = __builtin_astype(h, posenc_u16x8_any);
 #elif defined(POSENC_OUT_F16)
     global half *at = p + index;
     if (((uintptr_t)at & 15u) == 0u)
@@ -189,15 +220,20 @@ POSENC_INLINE void posenc_store8_out(global POSENC_OUT_TYPE *p, uint index, floa
 
 /* Sixteen consecutive elements at p[index..index+15] as float16, and back: two runs of 8 with
  * half the instructions where the device has 16-wide registers (AVX-512 in PoCL), the same
- * conversions bit for bit (f16 runs 32 bytes aligned through vloada_half16 and
- * vstorea_half16_rte). `aligned`: p + index is 32 bytes aligned, which a caller knows once for
- * a run of loads or stores (a test and a branch each was a fifth of a 16-bit kernel's loop). */
+ * conversions bit for bit (without POSENC_NATIVE_F16, f16 runs 32 bytes aligned through
+ * vloada_half16 and vstorea_half16_rte). `aligned`: p + index is 32 bytes aligned, which a
+ * caller knows once for a run of loads or stores (a test and a branch each was a fifth of a
+ * 16-bit kernel's loop). */
 POSENC_INLINE float16 posenc_load16_out_at(const global POSENC_OUT_TYPE *p, uint index,
                                            int aligned)
 {
 #if defined(POSENC_OUT_F32)
     (void)aligned;
     return vload16(0, p + index);
+#elif defined(POSENC_NATIVE_F16)
+    (void)aligned;
+    posenc_u16x16_any bits = *(const global posenc_u16x16_any *)(p + index);
+    return __builtin_convertvector(__builtin_astype(bits, posenc_f16x16), float16);
 #elif defined(POSENC_OUT_F16)
     if (aligned)
         return vloada_half16(0, p + index);
@@ -214,6 +250,10 @@ POSENC_INLINE void posenc_store16_out_at(global POSENC_OUT_TYPE *p, uint index, 
 #if defined(POSENC_OUT_F32)
     (void)aligned;
     vstore16(value, 0, p + index);
+#elif defined(POSENC_NATIVE_F16)
+    (void)aligned;
+    posenc_f16x16 h = __builtin_convertvector(value, posenc_f16x16);
+    *(global posenc_u16x16_any *)(p + index) = __builtin_astype(h, posenc_u16x16_any);
 #elif defined(POSENC_OUT_F16)
     if (aligned) {
         vstorea_half16_rte(value, 0, p + index);

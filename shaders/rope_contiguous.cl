@@ -82,6 +82,7 @@ POSENC_INLINE void posenc_rotate_head(const posenc_head_group *g, const float16 
         posenc_store_block(cache, cache_at + at, g->second, r0, r1);
 }
 
+POSENC_WIDE_KERNEL
 kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out,
                                    global POSENC_OUT_TYPE *k, global POSENC_OUT_TYPE *k_out,
                                    const global uint *positions, const global int *slot_mapping,

@@ -135,6 +135,7 @@ POSENC_INLINE void posenc_norm_rotate_heads(
     }
 }
 
+POSENC_WIDE_KERNEL
 kernel void posenc_rope_contiguous_norm(
     global POSENC_OUT_TYPE *q, global POSENC_OUT_TYPE *q_out, global POSENC_OUT_TYPE *k,
     global POSENC_OUT_TYPE *k_out, const global uint *positions, const global int *slot_mapping,

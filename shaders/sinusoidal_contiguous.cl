@@ -111,6 +111,7 @@ POSENC_INLINE float16 posenc_step16(const global uint *at, int two)
     return two ? as_float16(vload16(0, at)) : as_float16((uint16)(vload8(0, at), vload8(0, at)));
 }
 
+POSENC_WIDE_KERNEL
 kernel void posenc_sinusoidal_contiguous(global POSENC_OUT_TYPE *out,
                                          const global POSENC_OUT_TYPE *x,
                                          const global uint *positions,
