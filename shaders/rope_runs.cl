@@ -109,11 +109,13 @@ POSENC_INLINE void posenc_rotate_wide(const global POSENC_OUT_TYPE *p, uint at, 
  * __builtin_prefetch, which PoCL compiles to prefetcht0 (OpenCL's own prefetch() does nothing
  * there); nothing where the compiler lacks it. A prefetch never faults, past a buffer's end
  * too. PoCL prefill f32 from L3 on an AVX-512 Xeon: 0.75-0.77 of the copy without, 0.82-0.85
- * with the head 8 ahead (NeoX). The 16-bit variants, bound by their conversions, ran a few
- * percent slower with it: f32 only. */
+ * with the head 8 ahead (NeoX). f16 converted by the CPU's own instructions
+ * (POSENC_NATIVE_F16): GPT-J 0.49-0.53 without, 0.55-0.59 with, NeoX the same. The other
+ * 16-bit variants, bound by their conversions, ran a few percent slower with it. */
 POSENC_INLINE void posenc_prefetch(const global POSENC_OUT_TYPE *p, uint bytes)
 {
-#if defined(POSENC_OUT_F32) && defined(__clang__) && defined(__has_builtin)
+#if (defined(POSENC_OUT_F32) || defined(POSENC_NATIVE_F16)) && defined(__clang__) && \
+    defined(__has_builtin)
 #if __has_builtin(__builtin_prefetch)
     const global char *at = (const global char *)p;
     for (uint line = 0u; line < bytes; line += 64u)
