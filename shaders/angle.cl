@@ -136,55 +136,62 @@ void posenc_sincos_turns(uint2 turns, float *sin_out, float *cos_out)
     }
 }
 
-/* Eight lanes at once, for the kernels that work on runs of a row (rope_contiguous.cl,
- * sinusoidal_contiguous.cl): posenc_turns and posenc_sincos_turns on vectors, the same steps
- * lane by lane, so the results are bit for bit the scalar ones. Positions (low and high words)
- * and frequencies (int_turns, frac_hi, frac_lo) come as vectors of their words; turns return
- * as their low and high words. */
-void posenc_turns8(uint8 position_low, uint8 position_high, uint8 int_turns, uint8 f1, uint8 f0,
-                   uint8 *turns_low, uint8 *turns_high)
-{
-    uint8 u0 = position_low, u1 = position_high;
-    uint8 h00 = mul_hi(u0, f0);
-    uint8 h01 = mul_hi(u0, f1), l01 = u0 * f1;
-    uint8 h10 = mul_hi(u1, f0), l10 = u1 * f0;
-    uint8 l11 = u1 * f1;
-    uint8 middle = h00 + l01;
-    uint8 carry = as_uint8(middle < l01) & 1u;
-    uint8 sum = middle + l10;
-    carry += as_uint8(sum < l10) & 1u;
-    middle = sum;
-    uint8 upper = h01 + h10 + l11 + carry;
-    upper -= f0 & as_uint8(as_int8(u1) >> 31); /* a negative position */
-    upper += u0 * int_turns;
-    *turns_low = middle;
-    *turns_high = upper;
-}
+/* Eight or sixteen lanes at once, for the kernels that work on runs of a row
+ * (rope_contiguous.cl, sinusoidal_contiguous.cl): posenc_turns and posenc_sincos_turns on
+ * vectors, the same steps lane by lane, so the results are bit for bit the scalar ones.
+ * Positions (low and high words) and frequencies (int_turns, frac_hi, frac_lo) come as vectors
+ * of their words; turns return as their low and high words. One body for both widths:
+ * posenc_turns8/16 and posenc_sincos_turns8/16. */
+#define POSENC_VECTOR_ANGLE_STEPS(N)                                                             \
+    void posenc_turns##N(uint##N position_low, uint##N position_high, uint##N int_turns,       \
+                         uint##N f1, uint##N f0, uint##N *turns_low, uint##N *turns_high)      \
+    {                                                                                          \
+        uint##N u0 = position_low, u1 = position_high;                                         \
+        uint##N h00 = mul_hi(u0, f0);                                                          \
+        uint##N h01 = mul_hi(u0, f1), l01 = u0 * f1;                                           \
+        uint##N h10 = mul_hi(u1, f0), l10 = u1 * f0;                                           \
+        uint##N l11 = u1 * f1;                                                                 \
+        uint##N middle = h00 + l01;                                                            \
+        uint##N carry = as_uint##N(middle < l01) & 1u;                                         \
+        uint##N sum = middle + l10;                                                            \
+        carry += as_uint##N(sum < l10) & 1u;                                                   \
+        middle = sum;                                                                          \
+        uint##N upper = h01 + h10 + l11 + carry;                                               \
+        upper -= f0 & as_uint##N(as_int##N(u1) >> 31); /* a negative position */               \
+        upper += u0 * int_turns;                                                               \
+        *turns_low = middle;                                                                   \
+        *turns_high = upper;                                                                   \
+    }                                                                                          \
+                                                                                               \
+    void posenc_sincos_turns##N(uint##N turns_low, uint##N turns_high, float##N *sin_out,      \
+                                float##N *cos_out)                                             \
+    {                                                                                          \
+        uint##N quadrant = (turns_high + 0x20000000u) >> 30;                                   \
+        uint##N remainder_high = turns_high - (quadrant << 30);                                \
+        int##N top = as_int##N(remainder_high + (turns_low >> 31));                            \
+                                                                                               \
+        float##N hi = convert_float##N(top);                                                   \
+        float##N lo = convert_float##N(top - convert_int##N(hi));                              \
+        float##N x = hi * POSENC_RADIANS_PER_UNIT_HI +                                         \
+                     (hi * POSENC_RADIANS_PER_UNIT_LO + lo * POSENC_RADIANS_PER_UNIT_HI);      \
+                                                                                               \
+        float##N z = x * x;                                                                    \
+        float##N s = x + x * z * (POSENC_SIN_1 + z * (POSENC_SIN_2 + z * POSENC_SIN_3));       \
+        float##N c = 1.0f - 0.5f * z +                                                         \
+                     z * z * (POSENC_COS_1 + z * (POSENC_COS_2 + z * POSENC_COS_3));           \
+        /* Quadrants 1 and 3 swap sin and cos; the sign flips of the scalar switch are         \
+         * sign-bit flips: sin in quadrants 2 and 3, cos in quadrants 1 and 2. */              \
+        int##N swap = as_int##N((quadrant & 1u) != 0u);                                        \
+        float##N sin_base = select(s, c, swap);                                                \
+        float##N cos_base = select(c, s, swap);                                                \
+        uint##N sin_sign = (quadrant & 2u) << 30;                                              \
+        uint##N cos_sign = ((quadrant + 1u) & 2u) << 30;                                       \
+        *sin_out = as_float##N(as_uint##N(sin_base) ^ sin_sign);                               \
+        *cos_out = as_float##N(as_uint##N(cos_base) ^ cos_sign);                               \
+    }
 
-void posenc_sincos_turns8(uint8 turns_low, uint8 turns_high, float8 *sin_out, float8 *cos_out)
-{
-    uint8 quadrant = (turns_high + 0x20000000u) >> 30;
-    uint8 remainder_high = turns_high - (quadrant << 30);
-    int8 top = as_int8(remainder_high + (turns_low >> 31));
-
-    float8 hi = convert_float8(top);
-    float8 lo = convert_float8(top - convert_int8(hi));
-    float8 x = hi * POSENC_RADIANS_PER_UNIT_HI +
-               (hi * POSENC_RADIANS_PER_UNIT_LO + lo * POSENC_RADIANS_PER_UNIT_HI);
-
-    float8 z = x * x;
-    float8 s = x + x * z * (POSENC_SIN_1 + z * (POSENC_SIN_2 + z * POSENC_SIN_3));
-    float8 c = 1.0f - 0.5f * z + z * z * (POSENC_COS_1 + z * (POSENC_COS_2 + z * POSENC_COS_3));
-    /* Quadrants 1 and 3 swap sin and cos; the sign flips of the scalar switch are sign-bit
-     * flips: sin in quadrants 2 and 3, cos in quadrants 1 and 2. */
-    int8 swap = as_int8((quadrant & 1u) != 0u);
-    float8 sin_base = select(s, c, swap);
-    float8 cos_base = select(c, s, swap);
-    uint8 sin_sign = (quadrant & 2u) << 30;
-    uint8 cos_sign = ((quadrant + 1u) & 2u) << 30;
-    *sin_out = as_float8(as_uint8(sin_base) ^ sin_sign);
-    *cos_out = as_float8(as_uint8(cos_base) ^ cos_sign);
-}
+POSENC_VECTOR_ANGLE_STEPS(8)
+POSENC_VECTOR_ANGLE_STEPS(16)
 
 /* Eight consecutive frequencies as the host lays them out: 24 words of (int_turns, frac_hi,
  * frac_lo) triplets from `freqs`. */
@@ -206,6 +213,22 @@ void posenc_sincos8(uint8 position_low, uint8 position_high, const global uint *
     posenc_turns8(position_low, position_high, int_turns, frac_hi, frac_lo, &turns_low,
                   &turns_high);
     posenc_sincos_turns8(turns_low, turns_high, sin_out, cos_out);
+}
+
+/* The same for sixteen lanes: the eight frequencies from `freqs` in lanes 0-7 and the eight
+ * from `next` in lanes 8-15 (`next` may be `freqs`). Half the instructions of two calls of
+ * posenc_sincos8 where the device has 16-wide registers (AVX-512 in PoCL). */
+void posenc_sincos16(uint16 position_low, uint16 position_high, const global uint *freqs,
+                     const global uint *next, float16 *sin_out, float16 *cos_out)
+{
+    uint8 int_turns, frac_hi, frac_lo, next_int_turns, next_frac_hi, next_frac_lo;
+    posenc_freqs8(freqs, &int_turns, &frac_hi, &frac_lo);
+    posenc_freqs8(next, &next_int_turns, &next_frac_hi, &next_frac_lo);
+    uint16 turns_low, turns_high;
+    posenc_turns16(position_low, position_high, (uint16)(int_turns, next_int_turns),
+                   (uint16)(frac_hi, next_frac_hi), (uint16)(frac_lo, next_frac_lo), &turns_low,
+                   &turns_high);
+    posenc_sincos_turns16(turns_low, turns_high, sin_out, cos_out);
 }
 
 #endif

@@ -127,15 +127,22 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
                                                kcp->num_slots, kcp->block_size, &cache_block,
                                                &in_block);
 
-        /* sin and cos of the group's pairs, 8 a block, and two blocks at a time. */
-        float8 angles[POSENC_GROUP_BLOCKS][4]; /* posenc_rotate_block's */
+        /* sin and cos of the group's pairs, two blocks at a time, and of an odd block left
+         * (the last of `angles`, which posenc_rotate_head takes alone). */
+        float8 angles[POSENC_GROUP_BLOCKS][4];     /* posenc_rotate_block's */
         float16 wide[POSENC_GROUP_BLOCKS / 2u][4]; /* posenc_rotate_wide's */
         uint wide_count = count >> 1;
-        for (uint j = 0u; j < count; j++)
-            posenc_block_angles(qp, freqs, positions, b, t, (first_block + j) << 3, gptj,
-                                angles[j]);
-        for (uint w = 0u; w < wide_count; w++)
-            posenc_wide_angles(gptj, angles[2u * w], angles[2u * w + 1u], wide[w]);
+        float16 s, c;
+        for (uint w = 0u; w < wide_count; w++) {
+            posenc_unit_angles(qp, freqs, positions, b, t, (first_block + 2u * w) << 3, 1, &s,
+                               &c);
+            posenc_wide_factors(gptj, s, c, wide[w]);
+        }
+        if ((count & 1u) != 0u) {
+            posenc_unit_angles(qp, freqs, positions, b, t, (first_block + count - 1u) << 3, 0,
+                               &s, &c);
+            posenc_block_factors(gptj, s.lo, c.lo, angles[count - 1u]);
+        }
 
         /* Head by head, so that each head's run of dims is read and written in order. */
         posenc_head_group g = {

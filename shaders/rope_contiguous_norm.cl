@@ -188,10 +188,16 @@ kernel void posenc_rope_contiguous_norm(
                                                kcp->num_slots, kcp->block_size, &cache_block,
                                                &in_block);
 
-        /* sin and cos of the row's pairs, 8 a block. */
+        /* sin and cos of the row's pairs, 8 a block, computed two blocks at a time. */
         float8 angles[POSENC_NORM_GROUP_BLOCKS][4]; /* posenc_rotate_runs' */
-        for (uint j = 0u; j < blocks; j++)
-            posenc_block_angles(qp, freqs, positions, b, t, j << 3, gptj, angles[j]);
+        for (uint j = 0u; j < blocks; j += 2u) {
+            float16 s, c;
+            int two = j + 1u < blocks;
+            posenc_unit_angles(qp, freqs, positions, b, t, j << 3, two, &s, &c);
+            posenc_block_factors(gptj, s.lo, c.lo, angles[j]);
+            if (two)
+                posenc_block_factors(gptj, s.hi, c.hi, angles[j + 1u]);
+        }
 
         posenc_norm_rotate_heads(q, qp, q_out, qp, 1, k_cache, kcp, 0u, 0u, 0, &q_norm,
                                  q_weights, b, t, blocks, step, second, gptj, angles);

@@ -67,23 +67,6 @@ POSENC_INLINE void posenc_store_block(global POSENC_OUT_TYPE *p, uint at, uint s
  * CPU has them, and into pairs of 8-wide ones elsewhere). The same products and sums as the
  * blocks', element for element. */
 
-/* The factors of blocks `first` and `next` (posenc_block_angles) as posenc_rotate_wide takes
- * them: NeoX cos and sin of the 16 pairs; GPT-J cos and sin spread over the dims of each block
- * (16 adjacent dims). */
-POSENC_INLINE void posenc_wide_angles(int gptj, const float8 *first, const float8 *next,
-                                      float16 *wide)
-{
-    if (gptj) {
-        wide[0] = (float16)(first[0], first[2]);
-        wide[1] = (float16)(first[1], first[3]);
-        wide[2] = (float16)(next[0], next[2]);
-        wide[3] = (float16)(next[1], next[3]);
-    } else {
-        wide[0] = (float16)(first[0], next[0]);
-        wide[1] = (float16)(first[1], next[1]);
-    }
-}
-
 /* Blocks j and j + 1 of one head rotated: the runs of 16 dims at `at` and at + `second` (NeoX:
  * both blocks' a dims, then their b dims; GPT-J: block j's 16 dims, then block j + 1's), both
  * 32 bytes aligned where `aligned`. */
@@ -139,47 +122,57 @@ POSENC_INLINE uint posenc_rope_out_row(const posenc_rope_pass *pass, uint b, uin
            h * pass->out_stride_head;
 }
 
-/* The factors of block `lane` / 8 (8 pairs from pair `lane`) of token (b, t), as
- * posenc_rotate_block takes them in `angle`: rope.cl's sin and cos of each pair. */
-POSENC_INLINE void posenc_block_angles(const posenc_rope_pass *qp, const global uint *freqs,
-                                       const global uint *positions, uint b, uint t, uint lane,
-                                       int gptj, float8 *angle)
+/* rope.cl's sin and cos of 16 pairs of token (b, t): block `lane` / 8 (8 pairs from pair
+ * `lane`) in lanes 0-7, and in lanes 8-15 the next block where `two`, else the same one again.
+ * The 16 lanes are computed together (half the instructions of two blocks' where the device
+ * has 16-wide registers). */
+POSENC_INLINE void posenc_unit_angles(const posenc_rope_pass *qp, const global uint *freqs,
+                                      const global uint *positions, uint b, uint t, uint lane,
+                                      int two, float16 *sin_out, float16 *cos_out)
 {
     uint flags = qp->flags;
     uint half_count = qp->pairs;
     uint positions_kind = (flags >> POSENC_ROPE_FLAG_POSITIONS_SHIFT) & 3u;
-    /* The positions of the 8 pairs: one per token, or per pair's component (M-RoPE). */
-    uint8 position_low = (uint8)0u;
-    uint8 position_high = (uint8)((uint)qp->position_offset + t);
-    int8 valid = (int8)(-1);
+    uint next = two ? lane + 8u : lane;
+    /* The positions of the 16 pairs: one per token, or per pair's component (M-RoPE). */
+    uint16 position_low = (uint16)0u;
+    uint16 position_high = (uint16)((uint)qp->position_offset + t);
+    int16 valid = (int16)(-1);
     if (positions_kind != POSENC_POSITIONS_NONE) {
-        uint low[8], high[8];
-        int ok[8];
-        for (uint l = 0u; l < 8u; l++) {
+        uint low[16], high[16];
+        int ok[16];
+        for (uint l = 0u; l < 16u; l++) {
+            uint pair = (l < 8u ? lane : next) + (l & 7u);
             uint2 position;
             ok[l] = -posenc_position_from_word(
                 positions_kind,
                 positions[qp->positions_offset + b * qp->positions_stride_batch +
                           t * qp->positions_stride_token +
-                          freqs[3u * half_count + lane + l] *
-                              qp->positions_stride_component],
+                          freqs[3u * half_count + pair] * qp->positions_stride_component],
                 &position);
             low[l] = position.x;
             high[l] = position.y;
         }
-        position_low = vload8(0, low);
-        position_high = vload8(0, high);
-        valid = vload8(0, ok);
+        position_low = vload16(0, low);
+        position_high = vload16(0, high);
+        valid = vload16(0, ok);
     }
-    float8 s, c;
-    posenc_sincos8(position_low, position_high, freqs + 3u * lane, &s, &c);
-    float8 nan = as_float8((uint8)0x7fc00000u); /* an invalid float position */
+    float16 s, c;
+    posenc_sincos16(position_low, position_high, freqs + 3u * lane, freqs + 3u * next, &s, &c);
+    float16 nan = as_float16((uint16)0x7fc00000u); /* an invalid float position */
     s = select(nan, s, valid);
     c = select(nan, c, valid);
     if ((flags & POSENC_ROPE_FLAG_INVERSE) != 0u)
         s = -s;
-    s = s * qp->attention_factor;
-    c = c * qp->attention_factor;
+    *sin_out = s * qp->attention_factor;
+    *cos_out = c * qp->attention_factor;
+}
+
+/* One block's 8 sin and cos (posenc_unit_angles) as posenc_rotate_block takes them in
+ * `angle`: NeoX cos and sin; GPT-J cos and sin spread over the block's 16 dims, the sin
+ * negated on the first dim of each pair. */
+POSENC_INLINE void posenc_block_factors(int gptj, float8 s, float8 c, float8 *angle)
+{
     if (gptj) {
         uint8 negate_a = (uint8)(0x80000000u, 0u, 0x80000000u, 0u, 0x80000000u, 0u,
                                  0x80000000u, 0u);
@@ -190,6 +183,25 @@ POSENC_INLINE void posenc_block_angles(const posenc_rope_pass *qp, const global 
     } else {
         angle[0] = c;
         angle[1] = s;
+    }
+}
+
+/* Two blocks' sin and cos (posenc_unit_angles) as posenc_rotate_wide takes them: NeoX cos and
+ * sin of the 16 pairs; GPT-J each block's as posenc_block_factors spreads them (16 adjacent
+ * dims a block). */
+POSENC_INLINE void posenc_wide_factors(int gptj, float16 s, float16 c, float16 *wide)
+{
+    if (gptj) {
+        float8 first[4], next[4];
+        posenc_block_factors(1, s.lo, c.lo, first);
+        posenc_block_factors(1, s.hi, c.hi, next);
+        wide[0] = (float16)(first[0], first[2]);
+        wide[1] = (float16)(first[1], first[3]);
+        wide[2] = (float16)(next[0], next[2]);
+        wide[3] = (float16)(next[1], next[3]);
+    } else {
+        wide[0] = c;
+        wide[1] = s;
     }
 }
 

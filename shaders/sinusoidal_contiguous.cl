@@ -158,11 +158,11 @@ kernel void posenc_sinusoidal_contiguous(global POSENC_OUT_TYPE *out,
                                                         b * positions_stride_batch +
                                                         first * positions_stride_row],
                                               &position);
-        float8 sin_low, cos_low, sin_high, cos_high;
-        posenc_sincos8((uint8)position.x, (uint8)position.y, freqs + 3u * k, &sin_low,
-                       &cos_low);
         int last_unit = unit == units - 1u;
         if (!stepped) { /* one row, one block */
+            float8 sin_low, cos_low;
+            posenc_sincos8((uint8)position.x, (uint8)position.y, freqs + 3u * k, &sin_low,
+                           &cos_low);
             if (!valid) /* NaN for an invalid float position */
                 sin_low = cos_low = as_float8((uint8)0x7fc00000u);
             uint out_base = out_offset + b * out_stride_batch + first * out_stride_row;
@@ -173,13 +173,9 @@ kernel void posenc_sinusoidal_contiguous(global POSENC_OUT_TYPE *out,
                                last_unit, output_scale);
             continue;
         }
-        if (two)
-            posenc_sincos8((uint8)position.x, (uint8)position.y, freqs + 3u * (k + 8u),
-                           &sin_high, &cos_high);
-        else
-            sin_high = sin_low, cos_high = cos_low;
-        float16 anchor_sin = (float16)(sin_low, sin_high);
-        float16 anchor_cos = (float16)(cos_low, cos_high);
+        float16 anchor_sin, anchor_cos; /* the second block's, or the first's again */
+        posenc_sincos16((uint16)position.x, (uint16)position.y, freqs + 3u * k,
+                        freqs + 3u * (two ? k + 8u : k), &anchor_sin, &anchor_cos);
 
         for (uint r = first; r < end; r++) {
             uint out_base = out_offset + b * out_stride_batch + r * out_stride_row;
