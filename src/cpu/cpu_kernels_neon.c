@@ -135,6 +135,50 @@ static inline void i_store_part(void *p, vi v, size_t n)
 }
 static inline vi i_select_nan(vf v, vi a, vi b) { return vbslq_u32(vceqq_f32(v, v), b, a); }
 
+/* Four turns_hi of a Q31.32 position P = ph 2^32 + pl (k_turns_fixed, pl = 0 for k_turns_int)
+ * with 32x32-bit products: the frequencies' 64-bit fractions are loaded as their low words fl
+ * and high words fh (LD2), and turns_hi is the high word of the 64-bit part
+ *   ph * fl + pl * fh + (pl * fl) / 2^32 + 2^31
+ * (two lanes a register, the last product's top half shift-accumulated and the sum's top half
+ * narrowed with the rounding added: VSRA, VADDHN) plus the part that only reaches the high word
+ *   ph * fh + pl * int_turns - fl (for ph < 0, as int64 ph * frac subtracts frac * 2^32),
+ * modulo 2^32: the scalar loops' modular sums, lane by lane. */
+static inline void turns4(uint32_t ph, bool negative, uint32_t pl, const uint64_t *fracs,
+                          const uint32_t *int_turns, uint32_t *turns_hi)
+{
+    const uint32x4x2_t f = vld2q_u32((const uint32_t *)(const void *)fracs);
+    const uint32x4_t fl = f.val[0], fh = f.val[1];
+    const uint32x2_t h = vdup_n_u32(ph), l = vdup_n_u32(pl);
+    const uint64x2_t round = vdupq_n_u64(UINT64_C(1) << 31);
+    uint64x2_t low = vmull_u32(vget_low_u32(fl), h);
+    uint64x2_t high = vmull_high_u32(fl, vdupq_n_u32(ph));
+    uint32x4_t upper = vmulq_n_u32(fh, ph);
+    if (pl) {
+        low = vmlal_u32(low, vget_low_u32(fh), l);
+        high = vmlal_high_u32(high, fh, vdupq_n_u32(pl));
+        low = vsraq_n_u64(low, vmull_u32(vget_low_u32(fl), l), 32);
+        high = vsraq_n_u64(high, vmull_high_u32(fl, vdupq_n_u32(pl)), 32);
+        upper = vmlaq_n_u32(upper, vld1q_u32(int_turns), pl);
+    }
+    if (negative)
+        upper = vsubq_u32(upper, fl);
+    uint32x4_t rounded = vaddhn_high_u64(vaddhn_u64(low, round), high, round);
+    vst1q_u32(turns_hi, vaddq_u32(rounded, upper));
+}
+static inline void turns_int8(int32_t position, const uint64_t *fracs, uint32_t *turns_hi)
+{
+    turns4((uint32_t)position, position < 0, 0, fracs, NULL, turns_hi);
+    turns4((uint32_t)position, position < 0, 0, fracs + 4, NULL, turns_hi + 4);
+}
+#define HAVE_TURNS_INT8 1
+static inline void turns_fixed8(int32_t ph, uint32_t pl, const uint64_t *fracs,
+                                const uint32_t *int_turns, uint32_t *turns_hi)
+{
+    turns4((uint32_t)ph, ph < 0, pl, fracs, int_turns, turns_hi);
+    turns4((uint32_t)ph, ph < 0, pl, fracs + 4, int_turns + 4, turns_hi + 4);
+}
+#define HAVE_TURNS_FIXED8 1
+
 #include "cpu/cpu_simd.h"
 
 #endif
