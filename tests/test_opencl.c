@@ -229,7 +229,7 @@ static void test_roofline(posenc_context *ctx)
  * The contiguous RoPE kernel against the general one, bit for bit
  */
 
-enum { LT = 5, LQ = 4, LK = 2, LSLOTS = 8, LDIM_MAX = 64 };
+enum { LT = 5, LQ = 4, LK = 2, LSLOTS = 8, LDIM_MAX = 112 };
 
 typedef struct layout_case {
     const char *name;
@@ -256,6 +256,14 @@ static const layout_case layout_cases[] = {
     {"neox 32 of 48 from dim 8 in place", POSENC_ROPE_NEOX, 48, 32, 8, false, false, false,
      false, false, 0},
     {"neox M-RoPE", POSENC_ROPE_NEOX, 32, 0, 0, false, false, false, true, false, 0},
+    /* Seven blocks: bf16 takes word units (four blocks NeoX, two GPT-J), then a pair of blocks
+     * and one alone; and word units from dim 2. */
+    {"neox 112", POSENC_ROPE_NEOX, 112, 0, 0, false, false, false, false, false, 0},
+    {"gptj 112 out of place", POSENC_ROPE_GPTJ, 112, 0, 0, true, false, false, false, false, 0},
+    {"neox 64 of 68 from dim 2", POSENC_ROPE_NEOX, 68, 64, 2, false, false, false, false, false,
+     0},
+    {"gptj 96 of 98 from dim 2 inverse", POSENC_ROPE_GPTJ, 98, 96, 2, false, true, false, false,
+     false, 0},
     {"neox kv cache with v", POSENC_ROPE_NEOX, 32, 0, 0, false, false, true, false, false, 0},
     {"gptj kv cache and k_out", POSENC_ROPE_GPTJ, 64, 0, 0, true, false, true, false, false, 0},
 };
@@ -283,7 +291,8 @@ typedef struct layout_data {
 } layout_data;
 
 /* Fills every tensor from one seed: the same element values whatever the spread. Some are
- * tiny and some huge, so that f16 results include subnormals and overflows to infinity. */
+ * tiny and some huge, so that f16 results include subnormals and overflows to infinity; bf16
+ * has NaNs too (f16 NaNs may keep more of their payload in one kernel than in the other). */
 static void layout_fill(layout_data *data, posenc_dtype dtype, int spread)
 {
     size_t element = posenc_dtype_size(dtype);
@@ -298,6 +307,8 @@ static void layout_fill(layout_data *data, posenc_dtype dtype, int spread)
         for (size_t e = 0; e < count; e++) {
             double value = test_rng_uniform(&rng, -3, 3);
             value *= e % 7 == 3 ? 1e-6 : e % 11 == 5 ? 21000.0 : 1.0;
+            if (dtype == POSENC_DTYPE_BF16 && e % 13 == 6)
+                value = NAN;
             ref_store(dtype, tensors[i] + e * spread * element, value);
         }
     }
