@@ -170,6 +170,31 @@ POSENC_INLINE ushort16 posenc_bf16_from_f32_16(float8 first, float8 second)
 }
 #endif
 
+#if defined(POSENC_OUT_BF16)
+/* Two vectors of 16 values rounded to bf16 as posenc_bf16_from_f32 rounds them, as 16 32-bit
+ * words: `low`'s values in their low halves, `high`'s in their high halves (pairs of adjacent
+ * elements). NaNs, rare, are looked for in all 32 values at once before their lanes are
+ * replaced. */
+POSENC_INLINE uint16 posenc_bf16_words(float16 low, float16 high)
+{
+    uint16 ul = as_uint16(low), uh = as_uint16(high);
+    uint16 words = ((ul + 0x7fffu + ((ul >> 16) & 1u)) >> 16) |
+                   ((uh + 0x7fffu + ((uh >> 16) & 1u)) & 0xffff0000u);
+    int16 nan_low = low != low, nan_high = high != high;
+    int16 nan = nan_low | nan_high;
+    int8 nan_half = nan.lo | nan.hi;
+    int4 nan_quarter = nan_half.lo | nan_half.hi;
+    int2 nan_eighth = nan_quarter.lo | nan_quarter.hi;
+    if ((nan_eighth.x | nan_eighth.y) != 0) { /* quiet NaNs, as posenc_bf16_from_f32 */
+        uint16 low_bits = select(words & 0xffffu, (ul >> 16) | 0x40u, as_uint16(nan_low));
+        uint16 high_bits =
+            select(words & 0xffff0000u, (uh & 0xffff0000u) | 0x400000u, as_uint16(nan_high));
+        words = low_bits | high_bits;
+    }
+    return words;
+}
+#endif
+
 POSENC_INLINE float8 posenc_load8_out(const global POSENC_OUT_TYPE *p, uint index)
 {
 #if defined(POSENC_OUT_F32)

@@ -34,15 +34,17 @@ typedef struct posenc_head_group {
     uint step;        /* dims from a block to the next */
     uint second;      /* dims from a block's first run to its second */
     uint wide_second; /* the same for two blocks at once (posenc_rotate_wide) */
+    uint word_blocks; /* the blocks from the first rotated on words (bf16: rope_runs.cl) */
     int gptj;
 } posenc_head_group;
 
 /* One head's group rotated from `in` (the head at `src`, the next ones `in_stride` on) into
- * `out` at `dst` where `to_out`, and into `cache` at `cache_at` where `to_cache`: blocks two at
- * a time by their factors in `wide`, then the odd one left by its own in `angles`. Computed
- * once, so that a cache row holds the very bits k_out does. */
-POSENC_INLINE void posenc_rotate_head(const posenc_head_group *g, const float16 wide[][4],
-                                      const float8 angles[][4],
+ * `out` at `dst` where `to_out`, and into `cache` at `cache_at` where `to_cache`: its first
+ * word_blocks blocks as word units by their factors in `words`, then blocks two at a time by
+ * theirs in `wide` (block j's pair at j / 2), then the odd one left by its own in `angles`.
+ * Computed once, so that a cache row holds the very bits k_out does. */
+POSENC_INLINE void posenc_rotate_head(const posenc_head_group *g, const float16 words[][4],
+                                      const float16 wide[][4], const float8 angles[][4],
                                       const global POSENC_OUT_TYPE *in, uint src,
                                       uint in_stride, global POSENC_OUT_TYPE *out, uint dst,
                                       int to_out, global POSENC_OUT_TYPE *cache, uint cache_at,
@@ -59,7 +61,26 @@ POSENC_INLINE void posenc_rotate_head(const posenc_head_group *g, const float16 
     int out_aligned = seconds_aligned && posenc_aligned32(out, dst + g->first);
     int cache_aligned = seconds_aligned && posenc_aligned32(cache, cache_at + g->first);
     uint at = g->first;
-    for (uint w = 0u; w < (g->count >> 1); w++, at += 2u * g->step) {
+#if defined(POSENC_BF16_WORDS)
+    uint unit_blocks = posenc_word_unit_blocks(g->gptj);
+    for (uint u = 0u; u < g->word_blocks / unit_blocks; u++, at += unit_blocks * g->step) {
+        uint16 r0, r1;
+        posenc_rotate_words(in, src + at, g->wide_second, g->gptj, words[u], &r0, &r1);
+        if (to_out) {
+            posenc_store_words(out, dst + at, r0);
+            if (!g->gptj)
+                posenc_store_words(out, dst + at + g->wide_second, r1);
+        }
+        if (to_cache) {
+            posenc_store_words(cache, cache_at + at, r0);
+            if (!g->gptj)
+                posenc_store_words(cache, cache_at + at + g->wide_second, r1);
+        }
+    }
+#else
+    (void)words;
+#endif
+    for (uint w = g->word_blocks >> 1; w < (g->count >> 1); w++, at += 2u * g->step) {
         float16 r0, r1;
         posenc_rotate_wide(in, src + at, g->wide_second, in_aligned, g->gptj, wide[w], &r0,
                            &r1);
@@ -127,21 +148,34 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
                                                kcp->num_slots, kcp->block_size, &cache_block,
                                                &in_block);
 
-        /* sin and cos of the group's pairs, two blocks at a time, and of an odd block left
-         * (the last of `angles`, which posenc_rotate_head takes alone). */
+        /* sin and cos of the group's pairs, two blocks at a time, and of an odd block left;
+         * then the factors of the word units (bf16), of the pairs of blocks after them and of
+         * the odd block (the last of `angles`, which posenc_rotate_head takes alone). */
         float8 angles[POSENC_GROUP_BLOCKS][4];     /* posenc_rotate_block's */
         float16 wide[POSENC_GROUP_BLOCKS / 2u][4]; /* posenc_rotate_wide's */
+        float16 words[POSENC_GROUP_BLOCKS / 2u][4]; /* posenc_rotate_words' */
+        float16 s[POSENC_GROUP_BLOCKS / 2u], c[POSENC_GROUP_BLOCKS / 2u];
         uint wide_count = count >> 1;
-        float16 s, c;
-        for (uint w = 0u; w < wide_count; w++) {
-            posenc_unit_angles(qp, freqs, positions, b, t, (first_block + 2u * w) << 3, 1, &s,
-                               &c);
-            posenc_wide_factors(gptj, s, c, wide[w]);
+        for (uint w = 0u; w < wide_count; w++)
+            posenc_unit_angles(qp, freqs, positions, b, t, (first_block + 2u * w) << 3, 1,
+                               &s[w], &c[w]);
+        uint word_blocks = 0u;
+#if defined(POSENC_BF16_WORDS)
+        uint unit_blocks = posenc_word_unit_blocks(gptj);
+        word_blocks = count / unit_blocks * unit_blocks;
+        for (uint u = 0u; u < word_blocks / unit_blocks; u++) {
+            uint w = u * unit_blocks / 2u;
+            posenc_word_factors(gptj, s[w], c[w], s[w + (gptj ? 0u : 1u)],
+                                c[w + (gptj ? 0u : 1u)], words[u]);
         }
+#endif
+        for (uint w = word_blocks >> 1; w < wide_count; w++)
+            posenc_wide_factors(gptj, s[w], c[w], wide[w]);
         if ((count & 1u) != 0u) {
+            float16 odd_s, odd_c;
             posenc_unit_angles(qp, freqs, positions, b, t, (first_block + count - 1u) << 3, 0,
-                               &s, &c);
-            posenc_block_factors(gptj, s.lo, c.lo, angles[count - 1u]);
+                               &odd_s, &odd_c);
+            posenc_block_factors(gptj, odd_s.lo, odd_c.lo, angles[count - 1u]);
         }
 
         /* Head by head, so that each head's run of dims is read and written in order. */
@@ -151,14 +185,15 @@ kernel void posenc_rope_contiguous(global POSENC_OUT_TYPE *q, global POSENC_OUT_
             .step = 8u * dims_per_pair,
             .second = second,
             .wide_second = gptj ? 16u : half_count,
+            .word_blocks = word_blocks,
             .gptj = gptj,
         };
         for (uint h = 0u; h < qp->heads; h++)
-            posenc_rotate_head(&g, wide, angles, q, posenc_rope_in_row(qp, b, t, h),
+            posenc_rotate_head(&g, words, wide, angles, q, posenc_rope_in_row(qp, b, t, h),
                                qp->in_stride_head, q_out, posenc_rope_out_row(qp, b, t, h), 1,
                                q_out, 0u, 0);
         for (uint h = 0u; h < k_in->heads; h++)
-            posenc_rotate_head(&g, wide, angles, k, posenc_rope_in_row(k_in, b, t, h),
+            posenc_rotate_head(&g, words, wide, angles, k, posenc_rope_in_row(k_in, b, t, h),
                                k_in->in_stride_head, k_out, posenc_rope_out_row(kp, b, t, h),
                                k_written, k_cache,
                                posenc_rope_out_row(kcp, cache_block, in_block, h), cached);

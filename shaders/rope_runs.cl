@@ -85,6 +85,70 @@ POSENC_INLINE void posenc_rotate_wide(const global POSENC_OUT_TYPE *p, uint at, 
     }
 }
 
+/* bf16 on 32-bit words: a word holds two adjacent elements, which a shift and a mask widen to
+ * f32 and posenc_bf16_words narrows back together, where runs of 16 elements took a widening
+ * each way per element and a pack to 16 bits (PoCL bf16 prefill on an AVX-512 Xeon, of the
+ * copy: GPT-J 0.29-0.33, 0.37-0.43 on words; NeoX 0.34-0.36, 0.37-0.41). A word unit is two blocks
+ * for GPT-J (16 pairs, a pair a word) and four for NeoX (32 pairs: a run of 32 first dims,
+ * the even pairs in the low halves of its 16 words and the odd ones in the high halves, and
+ * the run of their partners). The products and sums are the blocks', element for element, so
+ * the bits are too. Where the compiler has vectors at any even address (clang). */
+#if defined(POSENC_OUT_BF16) && defined(__clang__)
+#define POSENC_BF16_WORDS 1
+typedef uint posenc_u32x16_any __attribute__((ext_vector_type(16), aligned(2)));
+
+POSENC_INLINE uint posenc_word_unit_blocks(int gptj) { return gptj ? 2u : 4u; }
+
+/* A word unit's factors from its pairs' sin and cos (posenc_unit_angles: two blocks each,
+ * `s1` and `c1` the next two blocks' for NeoX): GPT-J the 16 pairs' cos and sin; NeoX the even
+ * pairs' cos and sin, then the odd pairs'. */
+POSENC_INLINE void posenc_word_factors(int gptj, float16 s0, float16 c0, float16 s1, float16 c1,
+                                       float16 *factor)
+{
+    if (gptj) {
+        factor[0] = c0;
+        factor[1] = s0;
+        return;
+    }
+    factor[0] = (float16)(c0.s02468ace, c1.s02468ace);
+    factor[1] = (float16)(s0.s02468ace, s1.s02468ace);
+    factor[2] = (float16)(c0.s13579bdf, c1.s13579bdf);
+    factor[3] = (float16)(s0.s13579bdf, s1.s13579bdf);
+}
+
+POSENC_INLINE uint16 posenc_load_words(const global ushort *p, uint at)
+{
+    return *(const global posenc_u32x16_any *)(p + at);
+}
+
+POSENC_INLINE void posenc_store_words(global ushort *p, uint at, uint16 words)
+{
+    *(global posenc_u32x16_any *)(p + at) = words;
+}
+
+/* One word unit of one head rotated: GPT-J the 32 dims at `at` into `first`; NeoX the 32 first
+ * dims at `at` into `first` and their partners at + `second` into `second_words`. */
+POSENC_INLINE void posenc_rotate_words(const global ushort *p, uint at, uint second, int gptj,
+                                       const float16 *factor, uint16 *first,
+                                       uint16 *second_words)
+{
+    const uint16 high = (uint16)0xffff0000u;
+    uint16 x = posenc_load_words(p, at);
+    float16 x_even = as_float16(x << 16), x_odd = as_float16(x & high);
+    if (gptj) { /* a pair a word: (even, odd) = (a, b) */
+        *first = posenc_bf16_words(x_even * factor[0] - x_odd * factor[1],
+                                   x_even * factor[1] + x_odd * factor[0]);
+        return;
+    }
+    uint16 y = posenc_load_words(p, at + second);
+    float16 y_even = as_float16(y << 16), y_odd = as_float16(y & high);
+    *first = posenc_bf16_words(x_even * factor[0] - y_even * factor[1],
+                               x_odd * factor[2] - y_odd * factor[3]);
+    *second_words = posenc_bf16_words(x_even * factor[1] + y_even * factor[0],
+                                      x_odd * factor[3] + y_odd * factor[2]);
+}
+#endif
+
 /* Heads a work-item asks the cache for ahead of the one it rotates. */
 #define POSENC_PREFETCH_HEADS 8u
 
