@@ -239,7 +239,8 @@ static void test_turns_int(const posenc_cpu_kernels *k)
 
 /* The kernels' turns of a Q31.32 position, bit for bit as core/angle.c's posenc__turns rounded,
  * for every count up to 40: positions with and without a fraction, negative ones, the extremes
- * of the int32 range and random ones, with frequencies of any fraction and whole turns; nothing
+ * of the int32 range, random ones and ones of few significant bits as floats give (m 2^s, m
+ * either side of 2^31), with frequencies of any fraction, with whole turns and without; nothing
  * written past the count. */
 static void test_turns_fixed(const posenc_cpu_kernels *k)
 {
@@ -253,17 +254,28 @@ static void test_turns_fixed(const posenc_cpu_kernels *k)
                                     -((int64_t)3 << 31),
                                     INT64_MAX,
                                     INT64_MIN,
-                                    INT64_MIN + 1};
+                                    INT64_MIN + 1,
+                                    INT64_C(0x7fffffff) << 5,
+                                    INT64_C(0x80000001) << 3,
+                                    INT64_C(0xffffffff) << 3,
+                                    INT64_C(0x00abcdef) << 32,
+                                    INT64_C(0x7fffffff) << 32};
     const size_t fixed_count = sizeof fixed / sizeof fixed[0];
     test_rng rng = {4321};
     uint64_t fracs[MAX];
     uint32_t int_turns[MAX], turns[MAX + 1];
     for (int i = 0; i < 800; i++) {
         uint32_t count = (uint32_t)(i % (MAX + 1));
-        int64_t p = (size_t)i < fixed_count ? fixed[i] : (int64_t)rng64(&rng) >> (i % 33);
+        int64_t p = (int64_t)rng64(&rng) >> (i % 33);
+        if ((size_t)i < fixed_count) {
+            p = fixed[i];
+        } else if (i % 3 == 1) { /* m 2^s: m of 24 to 32 bits, s up to 32, either sign */
+            uint64_t scaled = (rng64(&rng) >> (32 + i % 9)) << (i % 33);
+            p = (int64_t)(i % 4 == 1 ? 0 - scaled : scaled);
+        }
         for (uint32_t j = 0; j < count; j++) {
             fracs[j] = j % 5 == 4 ? ~(uint64_t)0 >> (j % 64) : rng64(&rng);
-            int_turns[j] = j % 3 == 0 ? 0 : test_rng_u32(&rng) >> (j % 32);
+            int_turns[j] = j % 3 == 0 || i % 5 == 2 ? 0 : test_rng_u32(&rng) >> (j % 32);
         }
         memset(turns, 0xa5, sizeof turns);
         k->turns_fixed(p, fracs, int_turns, count, turns);

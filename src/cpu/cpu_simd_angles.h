@@ -79,6 +79,28 @@ static void k_turns_int(int32_t position, const uint64_t *fracs, uint32_t count,
     }
 }
 
+#if defined(HAVE_TURNS_SCALED16)
+#  if defined(_MSC_VER) && !defined(__clang__)
+#    include <intrin.h> /* _BitScanForward64 */
+#  endif
+/* The number of trailing zero bits of a nonzero position. */
+static inline uint32_t trailing_zeros(int64_t position)
+{
+#  if defined(__GNUC__) || defined(__clang__)
+    return (uint32_t)__builtin_ctzll((unsigned long long)position);
+#  elif defined(_MSC_VER)
+    unsigned long index;
+    _BitScanForward64(&index, (unsigned __int64)position);
+    return (uint32_t)index;
+#  else
+    uint32_t s = 0;
+    while (!(((uint64_t)position >> s) & 1))
+        s++;
+    return s;
+#  endif
+}
+#endif
+
 /* posenc_cpu_turns_hi (cpu_internal.h) with 32x32-bit products only: with the position
  * P = ph 2^32 + pl (ph signed, pl unsigned) and frac = fh 2^32 + fl, bits 32..95 of P * frac are
  * ph * frac + pl * fh + (pl * fl) / 2^32 modulo 2^64, the first term's low 32 bits zero, so
@@ -92,6 +114,18 @@ static void k_turns_fixed(int64_t position, const uint64_t *fracs, const uint32_
     const int32_t ph = (int32_t)(uint32_t)((uint64_t)position >> 32);
     const uint32_t pl = (uint32_t)(uint64_t)position;
     uint32_t j = 0;
+#if defined(HAVE_TURNS_SCALED16)
+    /* A positive position as m 2^s with m < 2^31 (s at most 32): sixteen at a time with
+     * 32x32-bit products, the same bits. */
+    if (position > 0) {
+        uint32_t s = trailing_zeros(position);
+        s = s < 32 ? s : 32;
+        if (((uint64_t)position >> s) < (UINT64_C(1) << 31))
+            for (; j + 16 <= count; j += 16)
+                turns_scaled16((uint32_t)((uint64_t)position >> s), s, fracs + j,
+                               int_turns + j, turns_hi + j);
+    }
+#endif
 #if defined(HAVE_TURNS_FIXED8)
     for (; j + 8 <= count; j += 8)
         turns_fixed8(ph, pl, fracs + j, int_turns + j, turns_hi + j);
