@@ -19,6 +19,7 @@
 
 /* ---- sin and cos ---- */
 
+#if !defined(HAVE_SINCOS_VEC)
 CPU_INLINE void sincos_vec(vi turns_hi, vf *sin_out, vf *cos_out)
 {
     /* Nearest quarter turn q, and the remainder in [-2^29, 2^29) units of 2^-32 turn. */
@@ -40,6 +41,7 @@ CPU_INLINE void sincos_vec(vi turns_hi, vf *sin_out, vf *cos_out)
     *sin_out = f_xor_bits(f_select_odd(q, c, s), i_and(i_shl(q, 30), sign));
     *cos_out = f_xor_bits(f_select_odd(q, s, c), i_and(i_shl(i_add(q, i_set(1)), 30), sign));
 }
+#endif
 
 static void k_sincos(const uint32_t *turns_hi, size_t count, float sin_scale, float cos_scale,
                      float *sin_out, float *cos_out)
