@@ -196,6 +196,20 @@ static void copy_row(const sinusoidal_job *job, int64_t b, int64_t r)
         memset(out + bytes - 2, 0, 2);
 }
 
+/* Row r of batch b as a place the sin/cos kernel can write itself, or NULL: f32 rows, contiguous
+ * and aligned, sin and cos in halves, nothing added, written to one batch only. Rows at given
+ * positions (diffusion timesteps) then skip a pass over the row through the scratch: the same
+ * values, as the kernel scales by output_scale as emit does. */
+static float *direct_row(const sinusoidal_job *job, int64_t b, int64_t r)
+{
+    const posenc__sinusoidal_op *op = job->op;
+    if (op->out.dtype != POSENC_DTYPE_F32 || op->has_x || !contiguous(op) ||
+        op->layout == POSENC_SINUSOIDAL_INTERLEAVED || (job->shared && op->batch > 1))
+        return NULL;
+    uint8_t *row = posenc_cpu_element(job->out, &op->out, 0, b, r, 0);
+    return (uintptr_t)row % sizeof(float) ? NULL : (float *)(void *)row;
+}
+
 static void sinusoidal_part(void *arg, uint32_t part, uint32_t parts)
 {
     const sinusoidal_job *job = arg;
@@ -242,6 +256,17 @@ static void sinusoidal_part(void *arg, uint32_t part, uint32_t parts)
         bool valid = posenc_cpu_position(job->positions, &op->positions, op->has_positions,
                                          op->positions_per_batch, op->position_offset, b, r,
                                          &position);
+        float *row = direct_row(job, b, r);
+        if (row) {
+            bool sin_first = op->layout == POSENC_SINUSOIDAL_SIN_COS;
+            float scale = op->output_scale;
+            posenc_cpu_sincos_row(kernels, &job->freqs, half, position, valid, scale, scale,
+                                  turns_hi, sin_first ? row : row + half,
+                                  sin_first ? row + half : row);
+            if (op->d_model > 2 * (int64_t)half) /* odd d_model: the zero column */
+                row[2 * half] = 0.0f * scale;
+            continue;
+        }
         posenc_cpu_sincos_row(kernels, &job->freqs, half, position, valid, 1.0f, 1.0f,
                               turns_hi, sin_row, cos_row);
         if (job->shared) {
