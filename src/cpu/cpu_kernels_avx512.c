@@ -271,7 +271,7 @@ static inline __m512i turns_scaled8(__m512i m, __m512i round, __m128i shift, con
     return _mm512_srl_epi64(_mm512_add_epi64(a, c_hi), shift);
 }
 
-static inline void turns_scaled16(uint32_t m, uint32_t s, const uint64_t *fracs,
+static inline void turns_scaled(uint32_t m, uint32_t s, const uint64_t *fracs,
                                   const uint32_t *int_turns, uint32_t *turns_hi)
 {
     const __m512i mv = _mm512_set1_epi64((int64_t)m);
@@ -285,7 +285,7 @@ static inline void turns_scaled16(uint32_t m, uint32_t s, const uint64_t *fracs,
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     _mm512_storeu_si512(turns_hi, _mm512_permutex2var_epi32(lo, even, hi));
 }
-#define HAVE_TURNS_SCALED16 1
+#define TURNS_SCALED_LANES 16
 
 /* sin and cos of sixteen turns (k_sincos) from a table of the 32 angles k/32 turn and a short
  * polynomial of the remainder r, |r| <= pi/32: sin(a + r) = sin a + (sin a (cos r - 1) +

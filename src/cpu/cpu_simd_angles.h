@@ -81,7 +81,7 @@ static void k_turns_int(int32_t position, const uint64_t *fracs, uint32_t count,
     }
 }
 
-#if defined(HAVE_TURNS_SCALED16)
+#if defined(TURNS_SCALED_LANES)
 #  if defined(_MSC_VER) && !defined(__clang__)
 #    include <intrin.h> /* _BitScanForward64 */
 #  endif
@@ -116,15 +116,15 @@ static void k_turns_fixed(int64_t position, const uint64_t *fracs, const uint32_
     const int32_t ph = (int32_t)(uint32_t)((uint64_t)position >> 32);
     const uint32_t pl = (uint32_t)(uint64_t)position;
     uint32_t j = 0;
-#if defined(HAVE_TURNS_SCALED16)
-    /* A positive position as m 2^s with m < 2^31 (s at most 32): sixteen at a time with
-     * 32x32-bit products, the same bits. */
+#if defined(TURNS_SCALED_LANES)
+    /* A positive position as m 2^s with m < 2^31 (s at most 32): TURNS_SCALED_LANES at a time
+     * with 32x32-bit products (turns_scaled), the same bits. */
     if (position > 0) {
         uint32_t s = trailing_zeros(position);
         s = s < 32 ? s : 32;
         if (((uint64_t)position >> s) < (UINT64_C(1) << 31))
-            for (; j + 16 <= count; j += 16)
-                turns_scaled16((uint32_t)((uint64_t)position >> s), s, fracs + j,
+            for (; j + TURNS_SCALED_LANES <= count; j += TURNS_SCALED_LANES)
+                turns_scaled((uint32_t)((uint64_t)position >> s), s, fracs + j,
                                int_turns + j, turns_hi + j);
     }
 #endif
