@@ -45,13 +45,14 @@
  * product, then the same minimax polynomials, evaluated with fused multiply-adds where the
  * variant has them.
  *
- * The AVX-512 variants take sin and cos from a table of 32nds of a turn instead (their own
- * sincos_vec, cpu_kernels_avx512.c).
+ * The AVX-512 and AVX2 variants take sin and cos from a table of 32nds or 16ths of a turn
+ * instead (their own sincos_vec).
  *
  * Error bound. Checked over every one of the 2^30 remainders (quadrants are exact symmetries),
  * sin and cos are each within E = 2 * 2^-24 of exact: 1.92 * 2^-24 for portable C (the same as
- * core/angle.c), 1.58 * 2^-24 with FMA; the AVX-512 table, checked over all 2^32 turns,
- * 1.10 * 2^-24 (tests/test_cpu.c keeps a sample of 2^20 angles and the octant edges). Rounding the turn to 32 bits adds at most 2^-33 turn (0.02 * 2^-24). In units
+ * core/angle.c), 1.58 * 2^-24 with FMA; the tables, checked over all 2^32 turns, 1.10 * 2^-24
+ * (AVX-512) and 1.29 * 2^-24 (AVX2) (tests/test_cpu.c keeps a sample of 2^20 angles and the
+ * octant edges). Rounding the turn to 32 bits adds at most 2^-33 turn (0.02 * 2^-24). In units
  * of 2^-24, for values of magnitude <= 1 (half an ulp <= 0.5 unit):
  *   - RoPE, out = (a c - b s) * f with the attention factor f folded into c and s (0.5 unit
  *     each): |error| <= |pair| f (sqrt(2) (E + 0.5) + 3 roundings) = 6.6 |rotated pair|;
