@@ -163,19 +163,12 @@ static inline vf f_clamp1(vf v)
     return _mm256_max_ps(_mm256_min_ps(v, _mm256_set1_ps(1.0f)), _mm256_set1_ps(-1.0f));
 }
 static inline vi i_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
-static inline vi i_sub(vi a, vi b) { return _mm256_sub_epi32(a, b); }
 static inline vi i_and(vi a, vi b) { return _mm256_and_si256(a, b); }
 #define i_shl(v, n) _mm256_slli_epi32((v), (n))
 #define i_shr(v, n) _mm256_srli_epi32((v), (n))
-static inline vf f_from_i(vi v) { return _mm256_cvtepi32_ps(v); }
-static inline vi i_from_f(vf v) { return _mm256_cvttps_epi32(v); }
 static inline vf f_xor_bits(vf v, vi bits)
 {
     return _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(v), bits));
-}
-static inline vf f_select_odd(vi q, vf a, vf b)
-{
-    return _mm256_blendv_ps(b, a, _mm256_castsi256_ps(_mm256_slli_epi32(q, 31)));
 }
 static inline vf f_swap_pairs(vf v) { return _mm256_permute_ps(v, 0xb1); }
 static inline void f_zip(vf a, vf b, vf *lo, vf *hi)

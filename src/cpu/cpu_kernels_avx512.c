@@ -171,19 +171,12 @@ static inline vf f_fnma(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }
 /* VRANGEPS, "smaller magnitude, sign of the first": one instruction for min(max(v, -1), 1). */
 static inline vf f_clamp1(vf v) { return _mm512_range_ps(v, _mm512_set1_ps(1.0f), 0x02); }
 static inline vi i_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
-static inline vi i_sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
 static inline vi i_and(vi a, vi b) { return _mm512_and_si512(a, b); }
 #define i_shl(v, n) _mm512_slli_epi32((v), (n))
 #define i_shr(v, n) _mm512_srli_epi32((v), (n))
-static inline vf f_from_i(vi v) { return _mm512_cvtepi32_ps(v); }
-static inline vi i_from_f(vf v) { return _mm512_cvttps_epi32(v); }
 static inline vf f_xor_bits(vf v, vi bits)
 {
     return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), bits));
-}
-static inline vf f_select_odd(vi q, vf a, vf b)
-{
-    return _mm512_mask_blend_ps(_mm512_test_epi32_mask(q, _mm512_set1_epi32(1)), b, a);
 }
 static inline vf f_swap_pairs(vf v) { return _mm512_permute_ps(v, 0xb1); }
 static inline void f_zip(vf a, vf b, vf *lo, vf *hi)

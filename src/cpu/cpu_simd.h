@@ -12,9 +12,11 @@
  *   f_set, i_set, f_add, f_mul, f_div, f_sqrt (both correctly rounded), f_fma(a,b,c) = a*b+c,
  *   f_fms(a,b,c) = a*b-c,
  *   f_fnma(a,b,c) = c-a*b, f_clamp1(v): v limited to [-1, 1]
- *   i_add, i_sub, i_and, i_shl(v,n), i_shr(v,n) (logical; n a constant)
- *   f_from_i (int32 -> float, to nearest), i_from_f (integral float -> int32)
- *   f_xor_bits(v, bits), f_select_odd(q, a, b): a where q is odd, else b
+ *   i_add, i_and, i_shl(v,n), i_shr(v,n) (logical; n a constant), f_xor_bits(v, bits)
+ *   i_sub, f_from_i (int32 -> float, to nearest), i_from_f (integral float -> int32),
+ *   f_select_odd(q, a, b): a where q is odd, else b; for the template's sin/cos only
+ *   sincos_vec(turns_hi, &s, &c)   optional (HAVE_SINCOS_VEC): the variant's own sin and cos
+ *                               of the turns, within E (below), in place of the template's
  *   f_swap_pairs(v): [v1 v0 v3 v2 ...]; f_zip(a, b, &lo, &hi): [a0 b0 a1 b1 ...];
  *   f_unzip(a, b, &even, &odd), the inverse of f_zip
  *   f_bits, i_bits (reinterpretations), i_or, i_store(_part), i_select_nan(v, a, b): a where
