@@ -163,9 +163,11 @@ static inline vf f_clamp1(vf v)
     return _mm256_max_ps(_mm256_min_ps(v, _mm256_set1_ps(1.0f)), _mm256_set1_ps(-1.0f));
 }
 static inline vi i_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
+static inline vi i_sub(vi a, vi b) { return _mm256_sub_epi32(a, b); }
 static inline vi i_and(vi a, vi b) { return _mm256_and_si256(a, b); }
 #define i_shl(v, n) _mm256_slli_epi32((v), (n))
 #define i_shr(v, n) _mm256_srli_epi32((v), (n))
+static inline vf f_from_i(vi v) { return _mm256_cvtepi32_ps(v); }
 static inline vf f_xor_bits(vf v, vi bits)
 {
     return _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(v), bits));
@@ -288,52 +290,24 @@ static inline void turns_scaled(uint32_t m, uint32_t s, const uint64_t *fracs,
 }
 #define TURNS_SCALED_LANES 8
 
-/* sin and cos of eight turns (k_sincos) from a table of the 16 angles k/16 turn and a
- * polynomial of the remainder r, |r| <= pi/16, as the AVX-512 kernels do with 32nds (see
- * there): VPERMPS picks among 8 entries, so each value is two picks and a blend on the index's
- * fourth bit. Error over every one of the 2^32 turns: see cpu_simd.h. */
-static const float SIN_OF_16THS[20] = {
-    0.0f,            0x1.87de2ap-2f,  0x1.6a09e6p-1f,  0x1.d906bcp-1f, 1.0f,
-    0x1.d906bcp-1f,  0x1.6a09e6p-1f,  0x1.87de2ap-2f,  0.0f,           -0x1.87de2ap-2f,
-    -0x1.6a09e6p-1f, -0x1.d906bcp-1f, -1.0f,           -0x1.d906bcp-1f, -0x1.6a09e6p-1f,
-    -0x1.87de2ap-2f, 0.0f,            0x1.87de2ap-2f,  0x1.6a09e6p-1f, 0x1.d906bcp-1f};
-
-static inline __m256 pick16(__m256 lo, __m256 hi, __m256i k, __m256 upper)
+/* sin and cos from a table of 16ths of a turn (SINCOS_TABLE_BITS, cpu_simd_angles.h), the
+ * even entries of the 32nds: VPERMPS picks among 8 values, so each value is two picks and a
+ * blend on the index's fourth bit. */
+#define SINCOS_TABLE_BITS 4
+static inline __m256 pick16(const float *sin_of_32ths, int first, __m256i k, __m256 upper)
 {
+    const float *t = sin_of_32ths + first;
+    const __m256 lo = _mm256_setr_ps(t[0], t[2], t[4], t[6], t[8], t[10], t[12], t[14]);
+    const __m256 hi = _mm256_setr_ps(t[16], t[18], t[20], t[22], t[24], t[26], t[28], t[30]);
     return _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, k), _mm256_permutevar8x32_ps(hi, k),
                             upper);
 }
-
-static inline void sincos_vec(vi turns_hi, vf *sin_out, vf *cos_out)
+static inline void sincos_table_pick(const float *sin_of_32ths, vi k, vf *sin_a, vf *cos_a)
 {
-    const vf sin_lo = _mm256_loadu_ps(SIN_OF_16THS), sin_hi = _mm256_loadu_ps(SIN_OF_16THS + 8);
-    const vf cos_lo = _mm256_loadu_ps(SIN_OF_16THS + 4);
-    const vf cos_hi = _mm256_loadu_ps(SIN_OF_16THS + 12);
-    /* The nearest 16th of a turn k (VPERMPS reads the low 3 bits, the blend the sign bit
-     * of k << 28) and the remainder in [-2^27, 2^27) units of 2^-32 turn, converted with an
-     * error of at most 4 units. */
-    const vi u = _mm256_add_epi32(turns_hi, _mm256_set1_epi32(1 << 27));
-    const vi k = _mm256_srli_epi32(u, 28);
-    const vf upper = _mm256_castsi256_ps(_mm256_slli_epi32(k, 28));
-    const vi rest = _mm256_sub_epi32(_mm256_and_si256(u, _mm256_set1_epi32((1 << 28) - 1)),
-                                     _mm256_set1_epi32(1 << 27));
-    const vf r = _mm256_mul_ps(_mm256_cvtepi32_ps(rest), _mm256_set1_ps(0x1.921fb6p-30f));
-    const vf z = _mm256_mul_ps(r, r);
-    /* Taylor to r^5 and r^6: the next terms are below 2^-28 for |r| <= pi/16. */
-    const vf sin_r = _mm256_fmadd_ps(
-        _mm256_mul_ps(r, z),
-        _mm256_fmadd_ps(z, _mm256_set1_ps(1.0f / 120.0f), _mm256_set1_ps(-1.0f / 6.0f)), r);
-    const vf cos_r1 = _mm256_mul_ps(
-        z, _mm256_fmadd_ps(z,
-                           _mm256_fmadd_ps(z, _mm256_set1_ps(-1.0f / 720.0f),
-                                           _mm256_set1_ps(1.0f / 24.0f)),
-                           _mm256_set1_ps(-0.5f)));
-    const vf sin_a = pick16(sin_lo, sin_hi, k, upper);
-    const vf cos_a = pick16(cos_lo, cos_hi, k, upper);
-    *sin_out = _mm256_add_ps(sin_a, _mm256_fmadd_ps(sin_a, cos_r1, _mm256_mul_ps(cos_a, sin_r)));
-    *cos_out = _mm256_add_ps(cos_a, _mm256_fmsub_ps(cos_a, cos_r1, _mm256_mul_ps(sin_a, sin_r)));
+    const __m256 upper = _mm256_castsi256_ps(_mm256_slli_epi32(k, 28));
+    *sin_a = pick16(sin_of_32ths, 0, k, upper);
+    *cos_a = pick16(sin_of_32ths, 8, k, upper);
 }
-#define HAVE_SINCOS_VEC 1
 
 #include "cpu/cpu_simd.h"
 

@@ -171,9 +171,11 @@ static inline vf f_fnma(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }
 /* VRANGEPS, "smaller magnitude, sign of the first": one instruction for min(max(v, -1), 1). */
 static inline vf f_clamp1(vf v) { return _mm512_range_ps(v, _mm512_set1_ps(1.0f), 0x02); }
 static inline vi i_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
+static inline vi i_sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
 static inline vi i_and(vi a, vi b) { return _mm512_and_si512(a, b); }
 #define i_shl(v, n) _mm512_slli_epi32((v), (n))
 #define i_shr(v, n) _mm512_srli_epi32((v), (n))
+static inline vf f_from_i(vi v) { return _mm512_cvtepi32_ps(v); }
 static inline vf f_xor_bits(vf v, vi bits)
 {
     return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), bits));
@@ -280,47 +282,17 @@ static inline void turns_scaled(uint32_t m, uint32_t s, const uint64_t *fracs,
 }
 #define TURNS_SCALED_LANES 16
 
-/* sin and cos of sixteen turns (k_sincos) from a table of the 32 angles k/32 turn and a short
- * polynomial of the remainder r, |r| <= pi/32: sin(a + r) = sin a + (sin a (cos r - 1) +
- * cos a sin r), and cos likewise, each rounded once at the end. The table stays in four
- * registers (VPERMT2PS picks 16 entries of 32 in one micro-op), and with no quadrant to fold
- * the whole takes about two thirds of the template's instructions. Error over every one of
- * the 2^32 turns: see cpu_simd.h. */
-static const float SIN_OF_32THS[40] = {
-    0.0f,           0x1.8f8b84p-3f,  0x1.87de2ap-2f,  0x1.1c73b4p-1f,  0x1.6a09e6p-1f,
-    0x1.a9b662p-1f, 0x1.d906bcp-1f,  0x1.f6297cp-1f,  1.0f,            0x1.f6297cp-1f,
-    0x1.d906bcp-1f, 0x1.a9b662p-1f,  0x1.6a09e6p-1f,  0x1.1c73b4p-1f,  0x1.87de2ap-2f,
-    0x1.8f8b84p-3f, 0.0f,            -0x1.8f8b84p-3f, -0x1.87de2ap-2f, -0x1.1c73b4p-1f,
-    -0x1.6a09e6p-1f, -0x1.a9b662p-1f, -0x1.d906bcp-1f, -0x1.f6297cp-1f, -1.0f,
-    -0x1.f6297cp-1f, -0x1.d906bcp-1f, -0x1.a9b662p-1f, -0x1.6a09e6p-1f, -0x1.1c73b4p-1f,
-    -0x1.87de2ap-2f, -0x1.8f8b84p-3f, 0.0f,            0x1.8f8b84p-3f,  0x1.87de2ap-2f,
-    0x1.1c73b4p-1f, 0x1.6a09e6p-1f,  0x1.a9b662p-1f,  0x1.d906bcp-1f,  0x1.f6297cp-1f};
-
-static inline void sincos_vec(vi turns_hi, vf *sin_out, vf *cos_out)
+/* sin and cos from a table of 32nds of a turn (SINCOS_TABLE_BITS, cpu_simd_angles.h): the
+ * table's 32 sines and its cosines (the same values 8 on) stay in four registers, and
+ * VPERMT2PS picks a lane's entry of 32 in one micro-op. */
+#define SINCOS_TABLE_BITS 5
+static inline void sincos_table_pick(const float *sin_of_32ths, vi k, vf *sin_a, vf *cos_a)
 {
-    const vf sin_lo = _mm512_loadu_ps(SIN_OF_32THS), sin_hi = _mm512_loadu_ps(SIN_OF_32THS + 16);
-    const vf cos_lo = _mm512_loadu_ps(SIN_OF_32THS + 8);
-    const vf cos_hi = _mm512_loadu_ps(SIN_OF_32THS + 24);
-    /* The nearest 32nd of a turn k (VPERMT2PS reads the low 5 bits) and the remainder in
-     * [-2^26, 2^26) units of 2^-32 turn, converted with an error of at most 2 units. */
-    const vi u = _mm512_add_epi32(turns_hi, _mm512_set1_epi32(1 << 26));
-    const vi k = _mm512_srli_epi32(u, 27);
-    const vi rest = _mm512_sub_epi32(_mm512_and_si512(u, _mm512_set1_epi32((1 << 27) - 1)),
-                                     _mm512_set1_epi32(1 << 26));
-    const vf r = _mm512_mul_ps(_mm512_cvtepi32_ps(rest), _mm512_set1_ps(0x1.921fb6p-30f));
-    const vf z = _mm512_mul_ps(r, r);
-    /* Taylor to r^5 and r^4: the next terms are below 2^-29 for |r| <= pi/32. */
-    const vf sin_r = _mm512_fmadd_ps(
-        _mm512_mul_ps(r, z),
-        _mm512_fmadd_ps(z, _mm512_set1_ps(1.0f / 120.0f), _mm512_set1_ps(-1.0f / 6.0f)), r);
-    const vf cos_r1 = _mm512_mul_ps(
-        z, _mm512_fmadd_ps(z, _mm512_set1_ps(1.0f / 24.0f), _mm512_set1_ps(-0.5f)));
-    const vf sin_a = _mm512_permutex2var_ps(sin_lo, k, sin_hi);
-    const vf cos_a = _mm512_permutex2var_ps(cos_lo, k, cos_hi);
-    *sin_out = _mm512_add_ps(sin_a, _mm512_fmadd_ps(sin_a, cos_r1, _mm512_mul_ps(cos_a, sin_r)));
-    *cos_out = _mm512_add_ps(cos_a, _mm512_fmsub_ps(cos_a, cos_r1, _mm512_mul_ps(sin_a, sin_r)));
+    *sin_a = _mm512_permutex2var_ps(_mm512_loadu_ps(sin_of_32ths), k,
+                                    _mm512_loadu_ps(sin_of_32ths + 16));
+    *cos_a = _mm512_permutex2var_ps(_mm512_loadu_ps(sin_of_32ths + 8), k,
+                                    _mm512_loadu_ps(sin_of_32ths + 24));
 }
-#define HAVE_SINCOS_VEC 1
 
 #include "cpu/cpu_simd.h"
 

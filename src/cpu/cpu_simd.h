@@ -12,11 +12,15 @@
  *   f_set, i_set, f_add, f_mul, f_div, f_sqrt (both correctly rounded), f_fma(a,b,c) = a*b+c,
  *   f_fms(a,b,c) = a*b-c,
  *   f_fnma(a,b,c) = c-a*b, f_clamp1(v): v limited to [-1, 1]
- *   i_add, i_and, i_shl(v,n), i_shr(v,n) (logical; n a constant), f_xor_bits(v, bits)
- *   i_sub, f_from_i (int32 -> float, to nearest), i_from_f (integral float -> int32),
- *   f_select_odd(q, a, b): a where q is odd, else b; for the template's sin/cos only
- *   sincos_vec(turns_hi, &s, &c)   optional (HAVE_SINCOS_VEC): the variant's own sin and cos
- *                               of the turns, within E (below), in place of the template's
+ *   i_add, i_sub, i_and, i_shl(v,n), i_shr(v,n) (logical; n a constant), f_xor_bits(v, bits)
+ *   f_from_i (int32 -> float, to nearest)
+ *   i_from_f (integral float -> int32), f_select_odd(q, a, b): a where q is odd, else b;
+ *                               for the template's quadrant sin/cos only
+ *   SINCOS_TABLE_BITS, sincos_table_pick(sin_of_32ths, k, &s, &c)   optional: sin and cos
+ *                               from a table of 2^SINCOS_TABLE_BITS angles (5: 32nds, 4:
+ *                               16ths), whose entries k (low bits) the variant picks per lane
+ *                               from SIN_OF_32THS (cpu_simd_angles.h), in place of the
+ *                               quadrant steps
  *   f_swap_pairs(v): [v1 v0 v3 v2 ...]; f_zip(a, b, &lo, &hi): [a0 b0 a1 b1 ...];
  *   f_unzip(a, b, &even, &odd), the inverse of f_zip
  *   f_bits, i_bits (reinterpretations), i_or, i_store(_part), i_select_nan(v, a, b): a where
@@ -48,7 +52,7 @@
  * variant has them.
  *
  * The AVX-512 and AVX2 variants take sin and cos from a table of 32nds or 16ths of a turn
- * instead (their own sincos_vec).
+ * instead (SINCOS_TABLE_BITS).
  *
  * Error bound. Checked over every one of the 2^30 remainders (quadrants are exact symmetries),
  * sin and cos are each within E = 2 * 2^-24 of exact: 1.92 * 2^-24 for portable C (the same as
