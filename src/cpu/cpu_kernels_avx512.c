@@ -250,7 +250,8 @@ static inline void turns_fixed8(int32_t ph, uint32_t pl, const uint64_t *fracs,
  * C = m * fl + 2^(k-1) are exact in 64 bits, and since k >= 32 that is
  * (A + m * int_turns * 2^32 + C / 2^32) / 2^(k-32), modulo 2^32. 512-bit multiplies and
  * shifts share one port, so the halves move by shuffles on the other, and frequencies without
- * whole turns (all of them in most tables) skip their term: about half turns_fixed8's time. */
+ * whole turns (all of them in most tables) skip their term: about two thirds of
+ * turns_fixed8's time. */
 static inline __m512i turns_scaled8(__m512i m, __m512i round, __m128i shift, const uint64_t *fracs,
                                     const uint32_t *int_turns, bool whole_turns)
 {
@@ -267,7 +268,7 @@ static inline __m512i turns_scaled8(__m512i m, __m512i round, __m128i shift, con
 }
 
 static inline void turns_scaled(uint32_t m, uint32_t s, const uint64_t *fracs,
-                                  const uint32_t *int_turns, uint32_t *turns_hi)
+                                const uint32_t *int_turns, uint32_t *turns_hi)
 {
     const __m512i mv = _mm512_set1_epi64((int64_t)m);
     const __m512i round = _mm512_set1_epi64((int64_t)(UINT64_C(1) << (63 - s)));
