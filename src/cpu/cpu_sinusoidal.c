@@ -42,6 +42,7 @@ typedef struct sinusoidal_job {
     bool stepped;  /* rows from anchors and the step table */
     int64_t units; /* rows (shared) or batch * rows */
     bool copy;     /* the yardstick: write (or read and write back) the rows, no values */
+    bool direct;   /* rows the sin/cos kernel writes itself where aligned (direct_row) */
 } sinusoidal_job;
 
 /* The columns of frequency i's sin and cos in each layout. */
@@ -196,17 +197,24 @@ static void copy_row(const sinusoidal_job *job, int64_t b, int64_t r)
         memset(out + bytes - 2, 0, 2);
 }
 
-/* Row r of batch b as a place the sin/cos kernel can write itself, or NULL: f32 rows, contiguous
- * and aligned, sin and cos in halves, nothing added, written to one batch only. Rows at given
- * positions (diffusion timesteps) then skip a pass over the row through the scratch: the same
- * values, as the kernel scales by output_scale as emit does. */
-static float *direct_row(const sinusoidal_job *job, int64_t b, int64_t r)
+/* Whether the sin/cos kernel can write the rows itself: f32 rows, contiguous, sin and cos in
+ * halves, nothing added, written to one batch only. Rows at given positions (diffusion
+ * timesteps) then skip a pass over the row through the scratch: the same values, as the kernel
+ * scales by output_scale as emit does. */
+static bool direct_rows(const sinusoidal_job *job)
 {
     const posenc__sinusoidal_op *op = job->op;
-    if (op->out.dtype != POSENC_DTYPE_F32 || op->has_x || !contiguous(op) ||
-        op->layout == POSENC_SINUSOIDAL_INTERLEAVED || (job->shared && op->batch > 1))
+    return op->out.dtype == POSENC_DTYPE_F32 && !op->has_x && contiguous(op) &&
+           op->layout != POSENC_SINUSOIDAL_INTERLEAVED && !(job->shared && op->batch > 1);
+}
+
+/* Row r of batch b as a place the sin/cos kernel writes itself (job->direct), or NULL: the row
+ * must be aligned too. */
+static float *direct_row(const sinusoidal_job *job, int64_t b, int64_t r)
+{
+    if (!job->direct)
         return NULL;
-    uint8_t *row = posenc_cpu_element(job->out, &op->out, 0, b, r, 0);
+    uint8_t *row = posenc_cpu_element(job->out, &job->op->out, 0, b, r, 0);
     return (uintptr_t)row % sizeof(float) ? NULL : (float *)(void *)row;
 }
 
@@ -328,6 +336,7 @@ static posenc_status run_sinusoidal(posenc_context *ctx, const posenc__sinusoida
     };
     job.units = job.shared ? op->rows : op->batch * op->rows;
     job.stepped = !op->has_positions && op->rows >= BLOCK_ROWS && op->half > 0 && contiguous(op);
+    job.direct = direct_rows(&job);
     if (!copy) {
         status = posenc_cpu_split_freqs(ctx, op->freqs, op->half, op->freqs_id, &job.freqs);
         if (status == POSENC_OK && job.stepped)
