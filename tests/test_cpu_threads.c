@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The CPU backend's threads, on every system the library builds for (POSIX, and Windows, where
  * the pool once ran every part on the caller):
- *   - through the private pool API, that each part of a job runs on its own thread (part 0 on
- *     the caller, part p always on the same worker), exactly once, whether the workers were
- *     spinning or asleep, and that all parts of one job do run at the same time (each waits
- *     until every other has arrived);
+ *   - through the private pool API, that each part of a job runs exactly once, part 0 on the
+ *     caller and part p on its own worker or on the caller (whichever took it first), whether
+ *     the workers were spinning or asleep; that all parts of one job can run at the same time
+ *     (each waits until every other has arrived), on as many threads; that a short job after a
+ *     pause runs on the caller without waking the workers, and short jobs back to back wake
+ *     them;
  *   - through the public API, that RoPE and sinusoidal tables on 4 threads give the same bits as
  *     on 1: work is split, never computed differently. */
 #include "core/atomics.h"
@@ -16,6 +18,12 @@
 #include <string.h>
 
 enum { WORKERS = 3, PARTS = WORKERS + 1 };
+
+/* Job costs (posenc_cpu_pool_run): parts that must run together, one so large that waking the
+ * workers pays, and none (a job too short to measure, which never wakes them after a pause). */
+#define TOGETHER POSENC_CPU_POOL_TOGETHER
+#define LONG_JOB ((uint64_t)1 << 40)
+#define SHORT_JOB 0
 
 /* ---- the pool ---- */
 
@@ -39,12 +47,13 @@ typedef struct meet_job {
     posenc__atomic_u32 arrived;
     posenc__atomic_u32 missed;
     double deadline;
+    uint64_t ids[PARTS];
 } meet_job;
 
 static void meet_part(void *arg, uint32_t part, uint32_t parts)
 {
-    (void)part;
     meet_job *job = arg;
+    job->ids[part] = support_thread_id();
     posenc__atomic_fetch_add(&job->arrived, 1);
     while (posenc__atomic_load_acquire(&job->arrived) < parts) {
         /* Once one part gave up, the rest of a failing job need not wait for the deadline. */
@@ -56,6 +65,55 @@ static void meet_part(void *arg, uint32_t part, uint32_t parts)
     }
 }
 
+/* Runs a meet_job of every part on `pool`: true when all parts ran at once within `seconds`,
+ * each part p > 0 on another thread than the caller's (its worker's, recorded in `worker_ids`
+ * on the first such job and the same on the next ones). */
+static bool meet(posenc_cpu_pool *pool, uint64_t cost, double seconds,
+                 uint64_t worker_ids[PARTS])
+{
+    meet_job job;
+    memset(&job, 0, sizeof job);
+    job.deadline = posenc__seconds_now() + seconds;
+    posenc_cpu_pool_run(pool, PARTS, cost, meet_part, &job);
+    bool ok = posenc__atomic_load_acquire(&job.arrived) == PARTS &&
+              posenc__atomic_load_acquire(&job.missed) == 0;
+    for (uint32_t p = 1; p < PARTS; p++) {
+        if (worker_ids[p] == 0)
+            worker_ids[p] = job.ids[p];
+        ok = ok && job.ids[p] == worker_ids[p];
+    }
+    return ok;
+}
+
+/* Runs a record_job of `parts` on `pool`: true when each part ran once and saw `parts`, part 0
+ * on the caller and part p > 0 on the caller or its worker (from `worker_ids`, where known).
+ * `*on_caller` counts the parts the caller ran. */
+static bool record(posenc_cpu_pool *pool, uint32_t parts, uint64_t cost, uint64_t caller,
+                   const uint64_t worker_ids[PARTS], uint32_t *on_caller)
+{
+    record_job job;
+    memset(&job, 0, sizeof job);
+    posenc_cpu_pool_run(pool, parts, cost, record_part, &job);
+    bool all_ok = true;
+    *on_caller = 0;
+    for (uint32_t p = 0; p < PARTS; p++) {
+        bool ok = job.runs[p] == (p < parts ? 1u : 0u);
+        if (p < parts) {
+            *on_caller += job.ids[p] == caller;
+            ok = ok && job.parts_seen[p] == parts &&
+                 (job.ids[p] == caller ||
+                  (p > 0 && (worker_ids[p] == 0 || job.ids[p] == worker_ids[p])));
+        }
+        if (!ok)
+            fprintf(stderr, "%u parts: part %u ran %u times, saw %u parts, on thread %llx "
+                    "(caller %llx, its worker %llx)\n", parts, p, job.runs[p],
+                    job.parts_seen[p], (unsigned long long)job.ids[p],
+                    (unsigned long long)caller, (unsigned long long)worker_ids[p]);
+        all_ok = all_ok && ok;
+    }
+    return all_ok;
+}
+
 static void test_pool(void)
 {
     posenc_cpu_pool *pool = NULL;
@@ -65,35 +123,19 @@ static void test_pool(void)
     CHECK(posenc_cpu_pool_size(pool) == PARTS);
     uint64_t caller = support_thread_id();
     uint64_t worker_ids[PARTS] = {0};
-    int mismatches = 0;
-    /* Back to back (the workers still spinning), then with pauses longer than their spin (asleep
-     * on the condition variable), on 1..PARTS parts. */
-    for (int round = 0; round < 400; round++) {
-        if (round >= 300)
+
+    /* Jobs whose parts meet, back to back (the workers still spinning) and after pauses longer
+     * than their spin (asleep on the condition variable): the workers are woken and run them. */
+    int failed_meets = 0;
+    for (int round = 0; round < 20; round++) {
+        if (round >= 10)
             posenc__sleep_seconds(2e-3);
-        uint32_t parts = 1 + (uint32_t)round % PARTS;
-        record_job job;
-        memset(&job, 0, sizeof job);
-        posenc_cpu_pool_run(pool, parts, record_part, &job);
-        for (uint32_t p = 0; p < PARTS; p++) {
-            bool ok = job.runs[p] == (p < parts ? 1u : 0u);
-            if (p < parts) {
-                ok = ok && job.parts_seen[p] == parts;
-                if (p == 0)
-                    ok = ok && job.ids[p] == caller;
-                else if (worker_ids[p] == 0)
-                    worker_ids[p] = job.ids[p];
-                else
-                    ok = ok && job.ids[p] == worker_ids[p];
-            }
-            if (!ok && mismatches++ < 8)
-                fprintf(stderr, "round %d, %u parts: part %u ran %u times, saw %u parts, on "
-                        "thread %llx (caller %llx, that worker before %llx)\n", round, parts, p,
-                        job.runs[p], job.parts_seen[p], (unsigned long long)job.ids[p],
-                        (unsigned long long)caller, (unsigned long long)worker_ids[p]);
-            CHECK(ok);
-        }
+        /* Generous: threads of a loaded machine (or under ThreadSanitizer) start late. */
+        if (!meet(pool, TOGETHER, 10.0, worker_ids) && failed_meets++ == 0)
+            fprintf(stderr, "round %d: the parts of one job did not all run at once, each on "
+                    "its own thread\n", round);
     }
+    CHECK(failed_meets == 0);
     /* Distinct threads: the caller and each worker. */
     worker_ids[0] = caller;
     uint32_t distinct = 0;
@@ -106,21 +148,35 @@ static void test_pool(void)
     printf("  pool of %u workers: parts ran on %u distinct threads\n", WORKERS, distinct);
     CHECK(distinct == PARTS);
 
-    for (int round = 0; round < 20; round++) {
-        if (round >= 10)
+    /* Jobs of 1..PARTS parts, long and short, back to back and after pauses: each part once. */
+    int mismatches = 0;
+    for (int round = 0; round < 400; round++) {
+        if (round >= 300)
             posenc__sleep_seconds(2e-3);
-        meet_job job;
-        memset(&job, 0, sizeof job);
-        /* Generous: threads of a loaded machine (or under ThreadSanitizer) start late. */
-        job.deadline = posenc__seconds_now() + 10.0;
-        posenc_cpu_pool_run(pool, PARTS, meet_part, &job);
-        CHECK(posenc__atomic_load_acquire(&job.arrived) == PARTS);
-        if (posenc__atomic_load_acquire(&job.missed) != 0) {
-            fprintf(stderr, "round %d: the parts of one job did not all run at once\n", round);
-            test_failures++;
-            break;
-        }
+        uint32_t on_caller;
+        if (!record(pool, 1 + (uint32_t)round % PARTS, round % 2 ? SHORT_JOB : LONG_JOB, caller,
+                    worker_ids, &on_caller) &&
+            mismatches++ == 0)
+            fprintf(stderr, "  (round %d)\n", round);
     }
+    CHECK(mismatches == 0);
+
+    /* A short job after a pause: every part on the caller, the workers left asleep; and a short
+     * job right after it wakes them (its parts meet). On a loaded machine a worker scheduled
+     * late may still be spinning after the pause and take its part, and the caller may be held
+     * back past the workers' spin between two jobs: most rounds, not all. */
+    int alone = 0, met = 0;
+    for (int round = 0; round < 10; round++) {
+        posenc__sleep_seconds(20e-3);
+        uint32_t on_caller;
+        CHECK(record(pool, PARTS, SHORT_JOB, caller, worker_ids, &on_caller));
+        alone += on_caller == PARTS;
+        met += meet(pool, SHORT_JOB, 1.0, worker_ids);
+    }
+    printf("  short jobs after a pause: %d of 10 ran on the caller alone, %d of 10 right after "
+           "woke the workers\n", alone, met);
+    CHECK(alone >= 5);
+    CHECK(met >= 5);
     posenc_cpu_pool_destroy(pool);
 
     /* No workers: every part on the caller, in order. */
@@ -129,7 +185,7 @@ static void test_pool(void)
     CHECK(posenc_cpu_pool_size(pool) == 1);
     record_job job;
     memset(&job, 0, sizeof job);
-    posenc_cpu_pool_run(pool, 3, record_part, &job);
+    posenc_cpu_pool_run(pool, 3, LONG_JOB, record_part, &job);
     for (uint32_t p = 0; p < 3; p++)
         CHECK(job.runs[p] == 1 && job.ids[p] == caller);
     posenc_cpu_pool_destroy(pool);

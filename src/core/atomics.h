@@ -6,6 +6,7 @@
 #ifndef POSENC_CORE_ATOMICS_H
 #define POSENC_CORE_ATOMICS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* A 32-bit value that several threads read and write at once: only through the functions
@@ -52,6 +53,13 @@ static inline uint32_t posenc__atomic_fetch_add(posenc__atomic_u32 *a, uint32_t 
 static inline uint32_t posenc__atomic_fetch_sub(posenc__atomic_u32 *a, uint32_t value)
 {
     return __atomic_fetch_sub(&a->value, value, __ATOMIC_ACQ_REL);
+}
+/* Sets *a to `desired` where it holds `expected`, and says whether it did. */
+static inline bool posenc__atomic_compare_exchange(posenc__atomic_u32 *a, uint32_t expected,
+                                                   uint32_t desired)
+{
+    return __atomic_compare_exchange_n(&a->value, &expected, desired, false, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_ACQUIRE);
 }
 
 /* Counters: relaxed, since they order nothing; each stays exact under concurrent updates. */
@@ -120,6 +128,12 @@ static __forceinline uint32_t posenc__atomic_fetch_add(posenc__atomic_u32 *a, ui
 static __forceinline uint32_t posenc__atomic_fetch_sub(posenc__atomic_u32 *a, uint32_t value)
 {
     return (uint32_t)_InterlockedExchangeAdd((volatile long *)&a->value, -(long)value);
+}
+static __forceinline bool posenc__atomic_compare_exchange(posenc__atomic_u32 *a,
+                                                          uint32_t expected, uint32_t desired)
+{
+    return (uint32_t)_InterlockedCompareExchange((volatile long *)&a->value, (long)desired,
+                                                 (long)expected) == expected;
 }
 
 /* A compare-exchange that changes nothing reads all 64 bits at once on 32-bit x86 too, where a

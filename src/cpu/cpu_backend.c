@@ -309,8 +309,9 @@ static posenc_status cpu_roofline(posenc_context *ctx, posenc_buffer *buf, uint6
         .count = (size_t)(bytes / sizeof(float)),
         .write_only = write_only,
     };
-    uint32_t parts = posenc_cpu_parts_for(state, write_only ? bytes : 2 * bytes, bytes / 64 + 1);
-    posenc_cpu_pool_run(state->pool, parts, copy_part, &job);
+    uint64_t traffic = write_only ? bytes : 2 * bytes;
+    uint32_t parts = posenc_cpu_parts_for(state, traffic, bytes / 64 + 1);
+    posenc_cpu_pool_run(state->pool, parts, traffic, copy_part, &job);
     return POSENC_OK;
 }
 

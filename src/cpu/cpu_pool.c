@@ -8,7 +8,14 @@
  * half-written job. Waking a sleeping thread can take hundreds of microseconds (a virtual
  * machine's idle CPU must be woken by the host), which would dominate back-to-back calls of a
  * millisecond. Idle workers sleep after that; they never spin between calls that are further
- * apart. */
+ * apart. Waking them is not free for the caller either: on a 2-core virtual machine the system
+ * call took 10 us and the worker started 25 us or more after it. So a part belongs to whoever
+ * takes it first, its worker or the caller once its own part is done; and a call that finds
+ * workers asleep wakes them only when that makes the job finish sooner (worth_waking, from
+ * what the pool measured of its jobs and wake-ups), or when it comes soon after the last job:
+ * calls back to back, which the workers then keep up with, spinning. A small job after a
+ * pause, as a model makes between its other work, costs its parts one after another on the
+ * caller: a timestep call of 25 us on one thread took 45 when it woke a worker. */
 #include "cpu/cpu_pool.h"
 
 #include "core/atomics.h"
@@ -25,10 +32,13 @@ struct worker {
     uint32_t part;             /* 1..workers */
     posenc__atomic_u32 ticket; /* bumped (under the lock) when a part is given; it only has to
                                 * differ from the last one seen, so wrapping is harmless */
+    posenc__atomic_u32 taken;  /* the last ticket whose part someone took (take_part) */
     /* The part, written before the ticket is bumped. */
     posenc_cpu_task task;
     void *arg;
     uint32_t parts;
+    double woken_at;           /* when the worker took the part after sleeping, else 0; read by
+                                * the caller once the job is done */
     char padding[64];          /* keeps tickets of different workers off one cache line */
 };
 
@@ -43,6 +53,10 @@ struct posenc_cpu_pool {
     posenc__atomic_u32 stop;    /* 1 once the pool is being destroyed */
     uint32_t sleepers;          /* workers in posenc__condition_wait; under the lock */
     bool caller_sleeping;       /* under the lock */
+    /* The caller's own, for worth_waking: */
+    double last_job;         /* when the caller finished its parts of the last job */
+    double seconds_per_cost; /* a job's time on one thread per unit of its cost */
+    double wake_seconds;     /* from a call to the last sleeping worker starting its part */
 };
 
 uint32_t posenc_cpu_pool_size(const posenc_cpu_pool *pool) { return pool ? pool->workers + 1 : 1; }
@@ -64,6 +78,14 @@ static bool spin_for_ticket(struct worker *self, uint32_t seen)
     }
 }
 
+/* Takes the part of `ticket` in `slot` for the thread that calls it: true for exactly one of
+ * the worker and the caller. A part is taken only while its ticket is the slot's last, and the
+ * caller gives the next only once every part of a job is done, so `taken` is one behind. */
+static bool take_part(struct worker *slot, uint32_t ticket)
+{
+    return posenc__atomic_compare_exchange(&slot->taken, ticket - 1, ticket);
+}
+
 static void worker_main(void *opaque)
 {
     struct worker *self = opaque;
@@ -71,6 +93,7 @@ static void worker_main(void *opaque)
     uint32_t seen = 0;
     posenc__thread_spread(self->part);
     for (;;) {
+        bool slept = false;
         if (!spin_for_ticket(self, seen)) {
             posenc__mutex_lock(&pool->lock);
             while (posenc__atomic_load_acquire(&self->ticket) == seen &&
@@ -78,12 +101,16 @@ static void worker_main(void *opaque)
                 pool->sleepers++;
                 posenc__condition_wait(&pool->wake, &pool->lock);
                 pool->sleepers--;
+                slept = true;
             }
             posenc__mutex_unlock(&pool->lock);
         }
         if (posenc__atomic_load_acquire(&pool->stop))
             break;
         seen = posenc__atomic_load_acquire(&self->ticket);
+        if (!take_part(self, seen))
+            continue; /* the caller ran it */
+        self->woken_at = slept ? posenc__seconds_now() : 0.0;
         self->task(self->arg, self->part, self->parts);
         if (posenc__atomic_fetch_sub(&pool->pending, 1) == 1) {
             posenc__mutex_lock(&pool->lock);
@@ -166,32 +193,86 @@ void posenc_cpu_pool_destroy(posenc_cpu_pool *pool)
     free(pool);
 }
 
-void posenc_cpu_pool_run(posenc_cpu_pool *pool, uint32_t parts, posenc_cpu_task task, void *arg)
+/* Whether waking the sleeping workers makes a job of `cost` in `parts` finish sooner than the
+ * caller alone: they start wake_seconds after the call, and then the job ends when the last of
+ * them finishes its part (parts are fixed), so alone > wake + alone / parts. Until the pool
+ * has measured a job, and a wake-up, waking is taken to pay. */
+static bool worth_waking(const posenc_cpu_pool *pool, uint32_t parts, uint64_t cost)
+{
+    if (pool->seconds_per_cost == 0 || cost == POSENC_CPU_POOL_TOGETHER)
+        return true;
+    double alone = (double)cost * pool->seconds_per_cost;
+    return alone * (parts - 1) > pool->wake_seconds * parts;
+}
+
+/* What a job taught the pool: its time on one thread per unit of cost, from the caller's part
+ * (`own` seconds, one of `parts`); and where it woke workers at `start`, when the last of them
+ * started (0 if none of the woken ones took a part), or that it came later than `stolen_at`
+ * when the caller ran some of their parts. Moving averages, as single calls are noisy and a
+ * virtual machine's host may hold a thread back now and then. */
+static void learn(posenc_cpu_pool *pool, uint32_t parts, uint64_t cost, double own, double start,
+                  double last_woken, double stolen_at)
+{
+    if (cost > 0 && cost != POSENC_CPU_POOL_TOGETHER) {
+        double sample = own * parts / (double)cost;
+        pool->seconds_per_cost += pool->seconds_per_cost > 0
+                                      ? (sample - pool->seconds_per_cost) / 4
+                                      : sample;
+    }
+    if (stolen_at > 0 && stolen_at - start > pool->wake_seconds)
+        /* A worker that started after stolen_at, if at all: only ever a rise, by half, so
+         * that few calls learn that a wake-up is too slow for them. */
+        pool->wake_seconds += (stolen_at - start - pool->wake_seconds) / 2;
+    else if (stolen_at == 0 && last_woken > 0)
+        pool->wake_seconds += (last_woken - start - pool->wake_seconds) / 4;
+}
+
+void posenc_cpu_pool_run(posenc_cpu_pool *pool, uint32_t parts, uint64_t cost,
+                         posenc_cpu_task task, void *arg)
 {
     if (!pool || !pool->workers || parts < 2) {
         for (uint32_t i = 0; i < parts; i++)
             task(arg, i, parts);
         return;
     }
+    double start = posenc__seconds_now();
     for (uint32_t i = 1; i < parts; i++) {
         struct worker *slot = &pool->slots[i - 1];
         slot->task = task;
         slot->arg = arg;
         slot->parts = parts;
+        slot->woken_at = 0.0;
     }
     /* Published by the tickets' release below. */
     posenc__atomic_store_relaxed(&pool->pending, parts - 1);
     posenc__mutex_lock(&pool->lock);
     for (uint32_t i = 1; i < parts; i++)
         posenc__atomic_fetch_add(&pool->slots[i - 1].ticket, 1);
-    bool wake = pool->sleepers > 0;
+    bool wake = pool->sleepers > 0 && (start - pool->last_job < SPIN_SECONDS ||
+                                       worth_waking(pool, parts, cost));
     posenc__mutex_unlock(&pool->lock);
-    if (wake)
+    double own_start = start;
+    if (wake) {
         posenc__condition_wake_all(&pool->wake);
+        own_start = posenc__seconds_now();
+    }
 
     task(arg, 0, parts);
 
-    double deadline = posenc__seconds_now() + SPIN_SECONDS;
+    /* The parts no worker has taken yet, the last first: their workers are asleep or still
+     * waking up. */
+    double own_end = posenc__seconds_now(), stolen_at = 0;
+    for (uint32_t i = parts - 1; i >= 1; i--) {
+        struct worker *slot = &pool->slots[i - 1];
+        if (take_part(slot, posenc__atomic_load_relaxed(&slot->ticket))) {
+            task(arg, i, parts);
+            posenc__atomic_fetch_sub(&pool->pending, 1);
+            stolen_at = own_end;
+        }
+    }
+
+    pool->last_job = posenc__seconds_now();
+    double deadline = pool->last_job + SPIN_SECONDS;
     while (posenc__atomic_load_acquire(&pool->pending)) {
         for (int i = 0; i < 64; i++)
             posenc__cpu_pause();
@@ -206,4 +287,11 @@ void posenc_cpu_pool_run(posenc_cpu_pool *pool, uint32_t parts, posenc_cpu_task 
             break;
         }
     }
+
+    double last_woken = 0;
+    for (uint32_t i = 1; wake && i < parts; i++)
+        if (pool->slots[i - 1].woken_at > last_woken)
+            last_woken = pool->slots[i - 1].woken_at;
+    learn(pool, parts, cost, own_end - own_start, start, wake ? last_woken : 0,
+          wake ? stolen_at : 0);
 }

@@ -7,6 +7,7 @@
 
 #include <posenc/posenc.h>
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct posenc_cpu_pool posenc_cpu_pool;
@@ -22,7 +23,16 @@ void posenc_cpu_pool_destroy(posenc_cpu_pool *pool);
 /* The number of parts a job can run at once: workers + 1. */
 uint32_t posenc_cpu_pool_size(const posenc_cpu_pool *pool);
 /* Runs task(arg, i, parts) for every i < parts (parts <= posenc_cpu_pool_size), part 0 on the
- * calling thread, and returns when all have finished. No allocation. */
-void posenc_cpu_pool_run(posenc_cpu_pool *pool, uint32_t parts, posenc_cpu_task task, void *arg);
+ * calling thread and each other part on whichever of its worker and the caller takes it first,
+ * and returns when all have finished. `cost` is the job's size in any unit its time on one
+ * thread is about proportional to (the CPU backend's: bytes of memory traffic): workers asleep
+ * are woken only where the pool's measurements say the job then ends sooner, or when the job
+ * comes soon after the last one; awake workers take their parts either way. No allocation. */
+void posenc_cpu_pool_run(posenc_cpu_pool *pool, uint32_t parts, uint64_t cost,
+                         posenc_cpu_task task, void *arg);
+
+/* The cost of a job whose parts must run at once, each on its own thread (they wait for each
+ * other): it wakes sleeping workers always, and teaches the pool nothing. */
+#define POSENC_CPU_POOL_TOGETHER UINT64_MAX
 
 #endif

@@ -733,7 +733,7 @@ static posenc_status run_rope(posenc_context *ctx, const posenc__rope_op *op, ro
         job.chunks = (job.heads + job.chunk - 1) / job.chunk;
     }
     keep_tables(state, &job, parts);
-    posenc_cpu_pool_run(state->pool, parts, rope_part, &job);
+    posenc_cpu_pool_run(state->pool, parts, bytes, rope_part, &job);
     return POSENC_OK;
 }
 

@@ -351,7 +351,7 @@ static posenc_status run_sinusoidal(posenc_context *ctx, const posenc__sinusoida
     if (!job.stepped)
         bytes += (uint64_t)job.units * op->half * 32;
     uint32_t parts = posenc_cpu_parts_for(state, bytes, (uint64_t)job.units);
-    posenc_cpu_pool_run(state->pool, parts, sinusoidal_part, &job);
+    posenc_cpu_pool_run(state->pool, parts, bytes, sinusoidal_part, &job);
     return POSENC_OK;
 }
 
