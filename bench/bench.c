@@ -12,7 +12,7 @@
 #include <posenc/posenc_diagnostics.h>
 
 /* The rows beyond bench_cases that apply to the device: host memory, the paged KV cache, the
- * 16-bit floor and the QK norm. False when any of them failed. */
+ * 16-bit floor, the QK norm and calls apart. False when any of them failed. */
 static bool run_extra_rows(posenc_context *context, const bench_options *options,
                            bench_device_figures *f)
 {
@@ -42,6 +42,13 @@ static bool run_extra_rows(posenc_context *context, const bench_options *options
     f->has_norm = bench_norm_run(context, options->runs, options->sample_seconds, f->norm);
     for (int i = 0; f->has_norm && i < BENCH_NORM_ROWS; i++)
         ok = ok && f->norm[i].status == POSENC_OK;
+    f->has_apart = bench_apart_applies(f->info);
+    if (f->has_apart) {
+        bench_progress(options, f->selector, "calls apart", BENCH_CASE_COUNT, BENCH_CASE_COUNT);
+        bench_apart_run(context, options->runs, options->sample_seconds, f->apart);
+        for (int i = 0; i < BENCH_APART_ROWS; i++)
+            ok = ok && f->apart[i].status == POSENC_OK;
+    }
     return ok;
 }
 

@@ -246,6 +246,8 @@ void bench_report_device(const bench_options *options, const bench_caches *cache
             bench_conversion_print_json(f->conversion);
         if (f->has_norm)
             bench_norm_print_json(f->norm);
+        if (f->has_apart)
+            bench_apart_print_json(f->apart);
         printf("}");
     } else {
         print_device_header(f->info, f->selector, f->variant, options);
@@ -267,6 +269,8 @@ void bench_report_device(const bench_options *options, const bench_caches *cache
             bench_conversion_print(f->conversion);
         if (f->has_norm)
             bench_norm_print(f->norm);
+        if (f->has_apart)
+            bench_apart_print(f->apart);
     }
 }
 

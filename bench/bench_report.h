@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "bench.h"
+#include "bench_apart.h"
 #include "bench_conversion.h"
 #include "bench_kv_cache.h"
 #include "bench_memory.h"
@@ -22,11 +23,12 @@ typedef struct bench_device_figures {
     bench_first_call first;
     bench_result results[BENCH_CASE_COUNT];
     /* the rows measured on this device */
-    bool has_memory, has_kv_cache, has_conversion, has_norm;
+    bool has_memory, has_kv_cache, has_conversion, has_norm, has_apart;
     bench_memory_row memory[BENCH_MEMORY_ROWS];
     bench_kv_cache_row kv_cache[BENCH_KV_CACHE_ROWS];
     bench_conversion_row conversion[BENCH_CONVERSION_ROWS];
     bench_norm_row norm[BENCH_NORM_ROWS];
+    bench_apart_row apart[BENCH_APART_ROWS];
 } bench_device_figures;
 
 /* The run's heading (text), or the JSON object's opening fields. */
