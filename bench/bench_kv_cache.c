@@ -121,8 +121,7 @@ static void run_row(posenc_context *context, uint32_t runs, double sample_second
     }
     double single = status == POSENC_OK ? time_batch(context, &t, row->tokens, true, 1, &status)
                                         : 0.0;
-    uint32_t repeats = single > 0.0 ? (uint32_t)(sample_seconds / single) : 1000;
-    repeats = repeats < 1 ? 1 : repeats > 100000 ? 100000 : repeats;
+    uint32_t repeats = bench_calls_per_run(single, sample_seconds);
     runs = runs > MAX_RUNS ? MAX_RUNS : runs;
     double fused[MAX_RUNS], separate[MAX_RUNS], ratios[MAX_RUNS];
     uint32_t run = 0;

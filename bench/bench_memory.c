@@ -112,8 +112,7 @@ static void run_row(posenc_context *context, uint32_t runs, double sample_second
     double single = 0.0;
     if (status == POSENC_OK)
         single = time_batch(context, &f.rope[DEVICE_BUFFER], 1, &status);
-    uint32_t repeats = single > 0.0 ? (uint32_t)(sample_seconds / single) : 1000;
-    repeats = repeats < 1 ? 1 : repeats > 100000 ? 100000 : repeats;
+    uint32_t repeats = bench_calls_per_run(single, sample_seconds);
     runs = runs > MAX_RUNS ? MAX_RUNS : runs;
     double times[BENCH_MEMORY_FORMS][MAX_RUNS], ratios[MAX_RUNS];
     uint32_t run = 0;

@@ -142,8 +142,7 @@ static void run_row(posenc_context *context, uint32_t runs, double sample_second
         for (int pass = 0; pass < PASSES && status == POSENC_OK; pass++)
             time_batch(context, pass, &w, 1, &status);
     double single = status == POSENC_OK ? time_batch(context, NORMED, &w, 1, &status) : 0.0;
-    uint32_t repeats = single > 0.0 ? (uint32_t)(sample_seconds / single) : 1000;
-    repeats = repeats < 1 ? 1 : repeats > 100000 ? 100000 : repeats;
+    uint32_t repeats = bench_calls_per_run(single, sample_seconds);
     runs = runs > MAX_RUNS ? MAX_RUNS : runs;
     static double times[PASSES][MAX_RUNS], copy_ratios[MAX_RUNS], rope_ratios[MAX_RUNS];
     uint32_t run = 0;

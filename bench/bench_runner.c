@@ -74,8 +74,7 @@ void bench_run_case(posenc_context *context, const bench_case *c, const bench_op
         bench_workload_free(&w);
         return;
     }
-    uint32_t repeats = single > 0.0 ? (uint32_t)(options->sample_seconds / single) : 1000;
-    repeats = repeats < 1 ? 1 : repeats > 100000 ? 100000 : repeats;
+    uint32_t repeats = bench_calls_per_run(single, options->sample_seconds);
     result->repeats = repeats;
     uint32_t runs = options->runs;
     if (!options->runs_given && single > 0.0) {

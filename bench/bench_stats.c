@@ -33,6 +33,12 @@ void bench_spread(double *values, uint32_t n, double *median, double *p10, doubl
         *p90 = quantile(values, n, 0.9);
 }
 
+uint32_t bench_calls_per_run(double single, double sample_seconds)
+{
+    uint32_t calls = single > 0.0 ? (uint32_t)(sample_seconds / single) : 1000;
+    return calls < 1 ? 1 : calls > 100000 ? 100000 : calls;
+}
+
 void bench_format_time(double seconds, char *text, size_t size)
 {
     if (seconds < 1e-3)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The bench's statistics over the times or ratios of its runs: median and 10th to 90th
- * percentile, interpolated; how the rows print a time, a size and an error, and how the JSON
+ * percentile, interpolated; how many calls a run makes; how the rows print a time, a size and an error, and how the JSON
  * output prints a string. */
 #ifndef POSENC_BENCH_STATS_H
 #define POSENC_BENCH_STATS_H
@@ -12,6 +12,10 @@
 /* Sorts `values` (n >= 1) in place, then gives its median and 10th and 90th percentiles (any of
  * the three outputs may be NULL). */
 void bench_spread(double *values, uint32_t n, double *median, double *p10, double *p90);
+
+/* How many calls a timed run makes so that it lasts about `sample_seconds`, from one call's
+ * time `single` (1000 where that read 0): from 1 to 100000. */
+uint32_t bench_calls_per_run(double single, double sample_seconds);
 
 /* A time as the rows print it: "0.80 us" below a millisecond, "4.300 ms" below a second, else
  * "1.250 s". */
