@@ -5,8 +5,8 @@
  *     caller and part p on its own worker or on the caller (whichever took it first), whether
  *     the workers were spinning or asleep; that all parts of one job can run at the same time
  *     (each waits until every other has arrived), on as many threads; that a short job after a
- *     pause runs on the caller without waking the workers, and short jobs back to back wake
- *     them;
+ *     pause runs on the caller without waking the workers, and short jobs back to back and long
+ *     jobs after a pause wake them;
  *   - through the public API, that RoPE and sinusoidal tables on 4 threads give the same bits as
  *     on 1: work is split, never computed differently. */
 #include "core/atomics.h"
@@ -19,11 +19,13 @@
 
 enum { WORKERS = 3, PARTS = WORKERS + 1 };
 
-/* Job costs (posenc_cpu_pool_run): parts that must run together, one so large that waking the
- * workers pays, and none (a job too short to measure, which never wakes them after a pause). */
+/* Job costs (posenc_cpu_pool_run): parts that must run together (workers always woken), none
+ * (a job too short to measure, which never wakes them after a pause), and that of a job of
+ * WORK_SECONDS a part, the only one the pool learns a time per cost from. */
 #define TOGETHER POSENC_CPU_POOL_TOGETHER
-#define LONG_JOB ((uint64_t)1 << 40)
 #define SHORT_JOB 0
+#define WORK_COST ((uint64_t)1000)
+#define WORK_SECONDS 10e-3
 
 /* ---- the pool ---- */
 
@@ -39,6 +41,17 @@ static void record_part(void *arg, uint32_t part, uint32_t parts)
     job->ids[part] = support_thread_id();
     job->runs[part]++;
     job->parts_seen[part] = parts;
+}
+
+/* Each part works (spins) for WORK_SECONDS and records its thread. */
+static void work_part(void *arg, uint32_t part, uint32_t parts)
+{
+    (void)parts;
+    uint64_t *ids = arg;
+    ids[part] = support_thread_id();
+    double end = posenc__seconds_now() + WORK_SECONDS;
+    while (posenc__seconds_now() < end)
+        posenc__cpu_pause();
 }
 
 /* Every part of one job waits until all have arrived: the job can only finish (before the
@@ -154,12 +167,28 @@ static void test_pool(void)
         if (round >= 300)
             posenc__sleep_seconds(2e-3);
         uint32_t on_caller;
-        if (!record(pool, 1 + (uint32_t)round % PARTS, round % 2 ? SHORT_JOB : LONG_JOB, caller,
+        if (!record(pool, 1 + (uint32_t)round % PARTS, round % 2 ? SHORT_JOB : TOGETHER, caller,
                     worker_ids, &on_caller) &&
             mismatches++ == 0)
             fprintf(stderr, "  (round %d)\n", round);
     }
     CHECK(mismatches == 0);
+
+    /* A long job after a pause wakes the workers: once the pool has timed such jobs and a
+     * wake-up, it knows that PARTS parts of WORK_SECONDS take far longer on the caller alone. The first
+     * rounds teach it; then most rounds, not all (a loaded machine wakes threads late). */
+    int helped = 0;
+    for (int round = 0; round < 12; round++) {
+        posenc__sleep_seconds(20e-3);
+        uint64_t ids[PARTS] = {0};
+        posenc_cpu_pool_run(pool, PARTS, WORK_COST, work_part, ids);
+        bool worker_ran = false;
+        for (uint32_t p = 1; p < PARTS; p++)
+            worker_ran = worker_ran || ids[p] != caller;
+        helped += round >= 2 && worker_ran;
+    }
+    printf("  long jobs after a pause: %d of 10 woke the workers\n", helped);
+    CHECK(helped >= 5);
 
     /* A short job after a pause: every part on the caller, the workers left asleep; and a short
      * job right after it wakes them (its parts meet). On a loaded machine a worker scheduled
@@ -185,7 +214,7 @@ static void test_pool(void)
     CHECK(posenc_cpu_pool_size(pool) == 1);
     record_job job;
     memset(&job, 0, sizeof job);
-    posenc_cpu_pool_run(pool, 3, LONG_JOB, record_part, &job);
+    posenc_cpu_pool_run(pool, 3, TOGETHER, record_part, &job);
     for (uint32_t p = 0; p < 3; p++)
         CHECK(job.runs[p] == 1 && job.ids[p] == caller);
     posenc_cpu_pool_destroy(pool);

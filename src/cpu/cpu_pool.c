@@ -208,8 +208,8 @@ static bool worth_waking(const posenc_cpu_pool *pool, uint32_t parts, uint64_t c
 /* What a job taught the pool: its time on one thread per unit of cost, from the caller's part
  * (`own` seconds, one of `parts`); and where it woke workers at `start`, when the last of them
  * started (0 if none of the woken ones took a part), or that it came later than `stolen_at`
- * when the caller ran some of their parts. Moving averages, as single calls are noisy and a
- * virtual machine's host may hold a thread back now and then. */
+ * when the caller ran some of their parts. Moving averages, a quarter of each new figure, as
+ * single calls are noisy and a virtual machine's host may hold a thread back now and then. */
 static void learn(posenc_cpu_pool *pool, uint32_t parts, uint64_t cost, double own, double start,
                   double last_woken, double stolen_at)
 {
@@ -219,12 +219,10 @@ static void learn(posenc_cpu_pool *pool, uint32_t parts, uint64_t cost, double o
                                       ? (sample - pool->seconds_per_cost) / 4
                                       : sample;
     }
-    if (stolen_at > 0 && stolen_at - start > pool->wake_seconds)
-        /* A worker that started after stolen_at, if at all: only ever a rise, by half, so
-         * that few calls learn that a wake-up is too slow for them. */
-        pool->wake_seconds += (stolen_at - start - pool->wake_seconds) / 2;
-    else if (stolen_at == 0 && last_woken > 0)
-        pool->wake_seconds += (last_woken - start - pool->wake_seconds) / 4;
+    double wake = stolen_at > 0 ? stolen_at - start : last_woken > 0 ? last_woken - start : 0;
+    /* A worker that started after stolen_at, if at all, only ever raises the average. */
+    if (wake > 0 && (stolen_at == 0 || wake > pool->wake_seconds))
+        pool->wake_seconds += (wake - pool->wake_seconds) / 4;
 }
 
 void posenc_cpu_pool_run(posenc_cpu_pool *pool, uint32_t parts, uint64_t cost,
