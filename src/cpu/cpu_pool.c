@@ -37,8 +37,6 @@ struct worker {
     posenc_cpu_task task;
     void *arg;
     uint32_t parts;
-    double woken_at;           /* when the worker took the part after sleeping, else 0; read by
-                                * the caller once the job is done */
     char padding[64];          /* keeps tickets of different workers off one cache line */
 };
 
@@ -56,7 +54,8 @@ struct posenc_cpu_pool {
     /* The caller's own, for worth_waking: */
     double last_job;         /* when the caller finished its parts of the last job */
     double seconds_per_cost; /* a job's time on one thread per unit of its cost */
-    double wake_seconds;     /* from a call to the last sleeping worker starting its part */
+    double wake_seconds;     /* how much longer than the caller's own part a job that woke
+                              * workers took */
 };
 
 uint32_t posenc_cpu_pool_size(const posenc_cpu_pool *pool) { return pool ? pool->workers + 1 : 1; }
@@ -93,7 +92,6 @@ static void worker_main(void *opaque)
     uint32_t seen = 0;
     posenc__thread_spread(self->part);
     for (;;) {
-        bool slept = false;
         if (!spin_for_ticket(self, seen)) {
             posenc__mutex_lock(&pool->lock);
             while (posenc__atomic_load_acquire(&self->ticket) == seen &&
@@ -101,7 +99,6 @@ static void worker_main(void *opaque)
                 pool->sleepers++;
                 posenc__condition_wait(&pool->wake, &pool->lock);
                 pool->sleepers--;
-                slept = true;
             }
             posenc__mutex_unlock(&pool->lock);
         }
@@ -110,7 +107,6 @@ static void worker_main(void *opaque)
         seen = posenc__atomic_load_acquire(&self->ticket);
         if (!take_part(self, seen))
             continue; /* the caller ran it */
-        self->woken_at = slept ? posenc__seconds_now() : 0.0;
         self->task(self->arg, self->part, self->parts);
         if (posenc__atomic_fetch_sub(&pool->pending, 1) == 1) {
             posenc__mutex_lock(&pool->lock);
@@ -194,9 +190,9 @@ void posenc_cpu_pool_destroy(posenc_cpu_pool *pool)
 }
 
 /* Whether waking the sleeping workers makes a job of `cost` in `parts` finish sooner than the
- * caller alone: they start wake_seconds after the call, and then the job ends when the last of
- * them finishes its part (parts are fixed), so alone > wake + alone / parts. Until the pool
- * has measured a job, and a wake-up, waking is taken to pay. */
+ * caller alone: woken, it lasts the caller's part and wake_seconds more (the wake-up's system
+ * call, the workers' start, and their parts, which run slower on a core that was idle), so
+ * alone > alone / parts + wake. Until the pool has measured a job, waking is taken to pay. */
 static bool worth_waking(const posenc_cpu_pool *pool, uint32_t parts, uint64_t cost)
 {
     if (pool->seconds_per_cost == 0 || cost == POSENC_CPU_POOL_TOGETHER)
@@ -206,12 +202,12 @@ static bool worth_waking(const posenc_cpu_pool *pool, uint32_t parts, uint64_t c
 }
 
 /* What a job taught the pool: its time on one thread per unit of cost, from the caller's part
- * (`own` seconds, one of `parts`); and where it woke workers at `start`, when the last of them
- * started (0 if none of the woken ones took a part), or that it came later than `stolen_at`
- * when the caller ran some of their parts. Moving averages, a quarter of each new figure, as
- * single calls are noisy and a virtual machine's host may hold a thread back now and then. */
+ * (`own` seconds, one of `parts`); and where it woke workers at `start`, when it ended (`end`),
+ * or that they started after `stolen_at` (if at all) where the caller ran some of their parts.
+ * Moving averages, a quarter of each new figure, as single calls are noisy and a virtual
+ * machine's host may hold a thread back now and then. */
 static void learn(posenc_cpu_pool *pool, uint32_t parts, uint64_t cost, double own, double start,
-                  double last_woken, double stolen_at)
+                  double end, double stolen_at)
 {
     if (cost > 0 && cost != POSENC_CPU_POOL_TOGETHER) {
         double sample = own * parts / (double)cost;
@@ -219,10 +215,14 @@ static void learn(posenc_cpu_pool *pool, uint32_t parts, uint64_t cost, double o
                                       ? (sample - pool->seconds_per_cost) / 4
                                       : sample;
     }
-    double wake = stolen_at > 0 ? stolen_at - start : last_woken > 0 ? last_woken - start : 0;
-    /* A worker that started after stolen_at, if at all, only ever raises the average. */
-    if (wake > 0 && (stolen_at == 0 || wake > pool->wake_seconds))
-        pool->wake_seconds += (wake - pool->wake_seconds) / 4;
+    if (stolen_at > 0) {
+        /* A lower bound: it only ever raises the average. */
+        if (stolen_at - start > pool->wake_seconds)
+            pool->wake_seconds += (stolen_at - start - pool->wake_seconds) / 4;
+    } else if (end > 0) {
+        double longer = end - start - own;
+        pool->wake_seconds += ((longer > 0 ? longer : 0) - pool->wake_seconds) / 4;
+    }
 }
 
 void posenc_cpu_pool_run(posenc_cpu_pool *pool, uint32_t parts, uint64_t cost,
@@ -239,7 +239,6 @@ void posenc_cpu_pool_run(posenc_cpu_pool *pool, uint32_t parts, uint64_t cost,
         slot->task = task;
         slot->arg = arg;
         slot->parts = parts;
-        slot->woken_at = 0.0;
     }
     /* Published by the tickets' release below. */
     posenc__atomic_store_relaxed(&pool->pending, parts - 1);
@@ -286,10 +285,6 @@ void posenc_cpu_pool_run(posenc_cpu_pool *pool, uint32_t parts, uint64_t cost,
         }
     }
 
-    double last_woken = 0;
-    for (uint32_t i = 1; wake && i < parts; i++)
-        if (pool->slots[i - 1].woken_at > last_woken)
-            last_woken = pool->slots[i - 1].woken_at;
-    learn(pool, parts, cost, own_end - own_start, start, wake ? last_woken : 0,
+    learn(pool, parts, cost, own_end - own_start, start, wake ? posenc__seconds_now() : 0,
           wake ? stolen_at : 0);
 }
