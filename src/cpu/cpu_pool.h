@@ -7,7 +7,6 @@
 
 #include <posenc/posenc.h>
 
-#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct posenc_cpu_pool posenc_cpu_pool;
