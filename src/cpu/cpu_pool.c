@@ -258,13 +258,14 @@ void posenc_cpu_pool_run(posenc_cpu_pool *pool, uint32_t parts, uint64_t cost,
 
     /* The parts no worker has taken yet, the last first: their workers are asleep or still
      * waking up. */
-    double own_end = posenc__seconds_now(), stolen_at = 0;
+    double own_end = posenc__seconds_now();
+    bool stole = false;
     for (uint32_t i = parts - 1; i >= 1; i--) {
         struct worker *slot = &pool->slots[i - 1];
         if (take_part(slot, posenc__atomic_load_relaxed(&slot->ticket))) {
             task(arg, i, parts);
             posenc__atomic_fetch_sub(&pool->pending, 1);
-            stolen_at = own_end;
+            stole = true;
         }
     }
 
@@ -286,5 +287,5 @@ void posenc_cpu_pool_run(posenc_cpu_pool *pool, uint32_t parts, uint64_t cost,
     }
 
     learn(pool, parts, cost, own_end - own_start, start, wake ? posenc__seconds_now() : 0,
-          wake ? stolen_at : 0);
+          wake && stole ? own_end : 0);
 }
